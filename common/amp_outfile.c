@@ -1,0 +1,106 @@
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "amp_outfile.h"
+
+amp_status amp_outfile_open(amp_outfile *of, const char *path, amp_error *err)
+{
+    memset(of, 0, sizeof *of);
+    of->fd = -1;
+    size_t n = strlen(path);
+    of->final_path = strdup(path);
+    of->tmp_path = malloc(n + 16);
+    if (of->final_path == NULL || of->tmp_path == NULL) {
+        amp_outfile_abort(of);
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    }
+    snprintf(of->tmp_path, n + 16, "%s.tmp.XXXXXX", path);
+    of->fd = mkstemp(of->tmp_path);
+    if (of->fd < 0) {
+        int e = errno;
+        free(of->tmp_path);
+        of->tmp_path = NULL;
+        amp_outfile_abort(of);
+        return AMP_FAIL(err, AMP_ERR_IO, "%s: cannot create output: %s", path, strerror(e));
+    }
+    /* mkstemp creates 0600; output files get the usual umask-based mode. */
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(of->fd, 0666 & ~mask);
+    return AMP_OK;
+}
+
+amp_status amp_outfile_write(amp_outfile *of, const void *buf, size_t n, amp_error *err)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(of->fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return AMP_FAIL(err, AMP_ERR_IO, "%s: write failed: %s", of->final_path,
+                            strerror(errno));
+        }
+        p += w;
+        n -= (size_t)w;
+        of->written += (uint64_t)w;
+    }
+    return AMP_OK;
+}
+
+amp_status amp_outfile_commit(amp_outfile *of, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    if (fsync(of->fd) != 0 && errno != EINVAL) {
+        rc = AMP_FAIL(err, AMP_ERR_IO, "%s: cannot flush to disk: %s", of->final_path,
+                      strerror(errno));
+        goto fail;
+    }
+    int fd = of->fd;
+    of->fd = -1;
+    if (close(fd) != 0) {
+        rc = AMP_FAIL(err, AMP_ERR_IO, "%s: close failed: %s", of->final_path, strerror(errno));
+        goto fail;
+    }
+    if (rename(of->tmp_path, of->final_path) != 0) {
+        rc = AMP_FAIL(err, AMP_ERR_IO, "%s: cannot rename %s into place: %s", of->final_path,
+                      of->tmp_path, strerror(errno));
+        goto fail;
+    }
+    free(of->tmp_path);
+    of->tmp_path = NULL;
+    /* The rename is durable only once the directory entry is on disk. */
+    char *copy = strdup(of->final_path);
+    if (copy != NULL) {
+        int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
+        if (dfd >= 0) {
+            (void)fsync(dfd);
+            close(dfd);
+        }
+        free(copy);
+    }
+fail:
+    amp_outfile_abort(of);
+    return rc;
+}
+
+void amp_outfile_abort(amp_outfile *of)
+{
+    if (of->fd >= 0)
+        close(of->fd);
+    of->fd = -1;
+    if (of->tmp_path != NULL)
+        unlink(of->tmp_path);
+    free(of->tmp_path);
+    free(of->final_path);
+    of->tmp_path = NULL;
+    of->final_path = NULL;
+}

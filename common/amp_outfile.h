@@ -1,0 +1,28 @@
+/* Output files that appear complete or not at all.
+ *
+ * Data goes to a temporary file beside the final name (same directory, so
+ * the rename cannot cross file systems); commit flushes it to disk, renames
+ * it into place and syncs the directory. A crash, a full disk or an error
+ * before commit leaves no file under the final name. */
+#ifndef AMP_OUTFILE_H
+#define AMP_OUTFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "amp_error.h"
+
+typedef struct amp_outfile {
+    char *final_path;
+    char *tmp_path;
+    int fd;
+    uint64_t written;
+} amp_outfile;
+
+amp_status amp_outfile_open(amp_outfile *of, const char *path, amp_error *err);
+amp_status amp_outfile_write(amp_outfile *of, const void *buf, size_t n, amp_error *err);
+amp_status amp_outfile_commit(amp_outfile *of, amp_error *err);
+/* Remove the temporary file; safe after a failed open or a commit. */
+void amp_outfile_abort(amp_outfile *of);
+
+#endif

@@ -1,0 +1,28 @@
+/* A one-line progress bar on stderr: phase, percent, rate and ETA.
+ *
+ * It draws only when stderr is a terminal and the program is not quiet, so
+ * logs and pipes stay clean. Call amp_progress_update from one thread only. */
+#ifndef AMP_PROGRESS_H
+#define AMP_PROGRESS_H
+
+#include <stdint.h>
+
+typedef struct amp_progress {
+    const char *phase;
+    const char *unit;     /* "B" rates print as MB/s, anything else as k/s */
+    uint64_t total;       /* 0 when unknown: then no percent or ETA */
+    double start, last_draw;
+    int enabled, drawn;
+} amp_progress;
+
+/* enabled: the caller's wish (e.g. not -q); the terminal check is added. */
+void amp_progress_begin(amp_progress *p, const char *phase, const char *unit,
+                        uint64_t total, int enabled);
+void amp_progress_update(amp_progress *p, uint64_t done);
+/* Erase the line so the next message starts clean. */
+void amp_progress_end(amp_progress *p);
+
+/* Adapter for library progress callbacks: ctx is an amp_progress. */
+void amp_progress_callback(void *ctx, uint64_t done, uint64_t total);
+
+#endif

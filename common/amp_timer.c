@@ -1,0 +1,12 @@
+#include <config.h>
+
+#include <time.h>
+
+#include "amp_timer.h"
+
+double amp_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,127 @@
+/* Sparse tensors in coordinate form, and their readers and writers.
+ *
+ * This is amped-prep's input side: FROSTT .tns text (plain, gzip or
+ * Zstandard compressed, or on standard input) and FROSTT binary v1 .bin are
+ * read in parallel into an amp_coo, duplicates are found and summed, kept or
+ * refused, and the tensor can be written back as .tns or .bin.
+ * Nothing here prints: failures come back as amp_status plus an amp_error
+ * whose message names the file and the line (or byte offset). */
+#ifndef AMP_TENSOR_H
+#define AMP_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "amp_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most modes a tensor may have. Sixteen is what the papers' data need;
+ * 32 leaves room while keeping per-thread state small. */
+#define AMP_MAX_MODES 32
+/* Indices are stored 0-based in 64 bits; a dimension may be up to 2^63. */
+#define AMP_MAX_INDEX ((uint64_t)INT64_MAX)
+/* No real nonzero line is longer: 32 modes of 20 digits plus a value. A
+ * longer line means a wrong or binary file, and is refused before it can
+ * exhaust memory. Comment lines are held to the same limit. */
+#define AMP_TNS_MAX_LINE (64u * 1024u)
+
+typedef struct amp_coo {
+    unsigned nmodes;
+    uint64_t nnz;
+    uint64_t dims[AMP_MAX_MODES];
+    uint64_t *ind[AMP_MAX_MODES];   /* ind[m][k]: 0-based index of nonzero k in mode m */
+    double *val;                    /* val[k] */
+    uint64_t cap;                   /* capacity in nonzeros of ind[] and val */
+} amp_coo;
+
+typedef enum amp_input_format {
+    AMP_INPUT_AUTO = 0,   /* .bin by name, else text; compression by magic bytes */
+    AMP_INPUT_TNS,
+    AMP_INPUT_BIN
+} amp_input_format;
+
+typedef enum amp_dup_policy {
+    AMP_DUP_SUM = 0,      /* add the values of repeated coordinates (default) */
+    AMP_DUP_KEEP,         /* leave them as separate nonzeros */
+    AMP_DUP_ERROR         /* fail, naming the first repeated coordinate */
+} amp_dup_policy;
+
+typedef enum amp_compression {
+    AMP_COMPRESSION_NONE = 0,
+    AMP_COMPRESSION_GZIP,
+    AMP_COMPRESSION_ZSTD
+} amp_compression;
+
+typedef struct amp_read_opts {
+    amp_input_format format;
+    int index_base;              /* -1: detect (1 unless an index 0 appears); 0 or 1: forced */
+    unsigned ndims;              /* 0, or the number of dims given: must match the data */
+    uint64_t dims[AMP_MAX_MODES];/* given dimensions; indices beyond them are errors */
+    amp_dup_policy duplicates;
+    size_t block_bytes;          /* text read per parallel step when streaming; 0: 64 MiB */
+    /* Optional progress report (bytes done, bytes total or 0 if unknown). */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
+} amp_read_opts;
+
+typedef struct amp_read_info {
+    amp_input_format format;
+    amp_compression compression;
+    int index_base;              /* the base the file used */
+    uint64_t bytes;              /* bytes of (decompressed) input parsed */
+    uint64_t lines;              /* text lines, comments and blank ones included */
+    uint64_t entries;            /* nonzero entries read, duplicates included */
+    uint64_t duplicates;         /* entries whose coordinates appeared before */
+    double seconds_read;         /* reading and parsing */
+    double seconds_dedup;        /* duplicate detection and merging */
+} amp_read_info;
+
+void amp_read_opts_init(amp_read_opts *opts);
+
+/* Read path ("-" for standard input) into t, which the caller later frees
+ * with amp_coo_free. On failure t is left empty. */
+amp_status amp_read_tensor(const char *path, const amp_read_opts *opts, amp_coo *t,
+                           amp_read_info *info, amp_error *err);
+
+/* Parse text already in memory (no comment, same rules as a file); name is
+ * used in messages. Exposed for tests and for callers holding a buffer. */
+amp_status amp_parse_tns_buffer(const char *name, const char *buf, size_t len,
+                                const amp_read_opts *opts, amp_coo *t,
+                                amp_read_info *info, amp_error *err);
+
+/* Find coordinates that repeat and apply policy; *count gets how many
+ * entries repeated an earlier one. With AMP_DUP_SUM the first occurrence
+ * keeps the sum and order is otherwise preserved. Deterministic for any
+ * thread count. name and display_base (0 or 1) shape the error message. */
+amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
+                         int display_base, uint64_t *count, amp_error *err);
+
+/* Write t as FROSTT text (1-based, values printed to round-trip exactly)
+ * or FROSTT binary v1; through a temporary file renamed into place. */
+amp_status amp_write_tns(const amp_coo *t, const char *path, amp_error *err);
+amp_status amp_write_bin(const amp_coo *t, const char *path, amp_error *err);
+
+/* Storage management. amp_coo_reserve keeps contents and nmodes. */
+amp_status amp_coo_init(amp_coo *t, unsigned nmodes, amp_error *err);
+amp_status amp_coo_reserve(amp_coo *t, uint64_t cap, amp_error *err);
+void amp_coo_free(amp_coo *t);
+
+/* Summary of a tensor, for reports. */
+typedef struct amp_coo_stats {
+    uint64_t nonempty[AMP_MAX_MODES];   /* slices with at least one nonzero */
+    uint64_t max_degree[AMP_MAX_MODES]; /* nonzeros in the fullest slice */
+    double density;                     /* nnz / prod(dims) */
+    double val_min, val_max, norm;      /* norm: Frobenius */
+    uint64_t zeros;                     /* explicit zero values */
+    int all_f32_exact;                  /* every value is exactly a float */
+} amp_coo_stats;
+
+amp_status amp_coo_stats_compute(const amp_coo *t, amp_coo_stats *s, amp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,251 @@
+/* amped-prep: read a sparse tensor and prepare it for amped-run.
+ *
+ * This version reads FROSTT text or binary (plain, gzip, zstd, stdin),
+ * reports the tensor's statistics, and converts between .tns and .bin. */
+#include <config.h>
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "amp_alloc.h"
+#include "amp_log.h"
+#include "amp_parse.h"
+#include "amp_progress.h"
+#include "amp_tensor.h"
+#include "amp_timer.h"
+
+enum { EXIT_USAGE = 2 };
+
+enum {
+    OPT_INPUT_FORMAT = 256,
+    OPT_INDEX_BASE,
+    OPT_DIMS,
+    OPT_DUPLICATES,
+};
+
+static const struct option long_options[] = {
+    /* input */
+    {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
+    {"index-base", required_argument, NULL, OPT_INDEX_BASE},
+    {"dims", required_argument, NULL, OPT_DIMS},
+    {"duplicates", required_argument, NULL, OPT_DUPLICATES},
+    /* output */
+    {"output", required_argument, NULL, 'o'},
+    /* execution and reporting */
+    {"threads", required_argument, NULL, 't'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+static int default_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static void usage(void)
+{
+    printf("Usage: amped-prep [OPTION]... INPUT\n"
+           "Read the sparse tensor INPUT ('-' for standard input), report its statistics\n"
+           "and, with -o, write it in another format.\n"
+           "\n"
+           "Input:\n"
+           "      --input-format=FMT   auto, tns or bin (default: auto: FROSTT binary if the\n"
+           "                           name ends in .bin, else text; gzip and Zstandard\n"
+           "                           compression are recognised by content)\n"
+           "      --index-base=BASE    auto, 0 or 1 (default: auto: 1 unless an index 0 is seen)\n"
+           "      --dims=D1,D2,...     dimensions (default: the largest index of each mode)\n"
+           "      --duplicates=POLICY  sum, keep or error for repeated coordinates\n"
+           "                           (default: sum)\n"
+           "\n"
+           "Output:\n"
+           "  -o, --output=FILE        write the tensor to FILE, FROSTT text if it ends in\n"
+           "                           .tns, FROSTT binary v1 if it ends in .bin; written to a\n"
+           "                           temporary file and renamed when complete\n"
+           "\n"
+           "Execution:\n"
+           "  -t, --threads=N          OpenMP threads (default: %d, all available)\n"
+           "  -q, --quiet              print only errors\n"
+           "  -v, --verbose            also print timings and internal details\n"
+           "  -h, --help               display this help and exit\n"
+           "  -V, --version            output version information and exit\n"
+           "\n"
+           "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
+           "Report bugs to: %s\n",
+           default_threads(), PACKAGE_BUGREPORT);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "amped-prep: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'amped-prep --help' for more information.\n");
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+static int has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static const char *const format_names[] = {"auto", "tns", "bin", NULL};
+static const char *const base_names[] = {"auto", "0", "1", NULL};
+static const char *const dup_names[] = {"sum", "keep", "error", NULL};
+static const char *const compression_names[] = {"", ", gzip", ", zstd"};
+
+static void print_stats(const char *path, const amp_coo *t, const amp_coo_stats *s,
+                        const amp_read_info *info)
+{
+    printf("input:      %s (%s%s, %" PRIu64 " bytes, %d-based)\n",
+           strcmp(path, "-") ? path : "(standard input)",
+           info->format == AMP_INPUT_BIN ? "FROSTT binary" : "FROSTT text",
+           compression_names[info->compression], info->bytes, info->index_base);
+    printf("modes:      %u\n", t->nmodes);
+    printf("dims:       ");
+    for (unsigned m = 0; m < t->nmodes; m++)
+        printf("%s%" PRIu64, m ? " x " : "", t->dims[m]);
+    printf("\nnonzeros:   %" PRIu64 "\n", t->nnz);
+    printf("duplicates: %" PRIu64 "\n", info->duplicates);
+    printf("density:    %.4g\n", s->density);
+    printf("values:     min %.6g, max %.6g, norm %.6g, explicit zeros %" PRIu64
+           ", exact in f32: %s\n", s->val_min, s->val_max, s->norm, s->zeros,
+           s->all_f32_exact ? "yes" : "no");
+    for (unsigned m = 0; m < t->nmodes; m++)
+        printf("mode %-2u     %" PRIu64 " slices, %" PRIu64 " non-empty, largest holds %" PRIu64
+               " nonzeros (%.2f%%)\n", m + 1, t->dims[m], s->nonempty[m], s->max_degree[m],
+               100.0 * (double)s->max_degree[m] / (double)t->nnz);
+}
+
+int main(int argc, char **argv)
+{
+    amp_read_opts opts;
+    amp_read_opts_init(&opts);
+    amp_log_level level = AMP_LOG_INFO;
+    const char *output = NULL;
+    amp_error err = {0};
+    uint64_t threads = 0;
+    int c, choice;
+
+    while ((c = getopt_long(argc, argv, "o:t:qvhV", long_options, NULL)) != -1) {
+        switch (c) {
+        case OPT_INPUT_FORMAT:
+            if (amp_parse_choice(optarg, format_names, "--input-format", &choice, &err))
+                return usage_error("%s", amp_error_message(&err));
+            opts.format = (amp_input_format)choice;
+            break;
+        case OPT_INDEX_BASE:
+            if (amp_parse_choice(optarg, base_names, "--index-base", &choice, &err))
+                return usage_error("%s", amp_error_message(&err));
+            opts.index_base = choice - 1;
+            break;
+        case OPT_DIMS: {
+            size_t n = 0;
+            if (amp_parse_u64_list(optarg, AMP_MAX_MODES, 1, AMP_MAX_INDEX, "--dims", opts.dims,
+                                   &n, &err))
+                return usage_error("%s", amp_error_message(&err));
+            opts.ndims = (unsigned)n;
+            break;
+        }
+        case OPT_DUPLICATES:
+            if (amp_parse_choice(optarg, dup_names, "--duplicates", &choice, &err))
+                return usage_error("%s", amp_error_message(&err));
+            opts.duplicates = (amp_dup_policy)choice;
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case 't':
+            if (amp_parse_u64(optarg, 1, 4096, "--threads", &threads, &err))
+                return usage_error("%s", amp_error_message(&err));
+            break;
+        case 'q':
+            level = AMP_LOG_WARN;
+            break;
+        case 'v':
+            level = AMP_LOG_DEBUG;
+            break;
+        case 'h':
+            usage();
+            return EXIT_SUCCESS;
+        case 'V':
+            printf("amped-prep (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+            return EXIT_SUCCESS;
+        default:
+            fprintf(stderr, "Try 'amped-prep --help' for more information.\n");
+            return EXIT_USAGE;
+        }
+    }
+    if (optind == argc)
+        return usage_error("missing INPUT (a .tns or .bin file, or '-' for standard input)");
+    if (optind + 1 < argc)
+        return usage_error("one INPUT only; extra operand '%s'", argv[optind + 1]);
+    const char *input = argv[optind];
+    if (output && !has_suffix(output, ".tns") && !has_suffix(output, ".bin"))
+        return usage_error("cannot tell the output format of '%s': name it .tns or .bin", output);
+    amp_log_init("amped-prep", level);
+#ifdef _OPENMP
+    if (threads)
+        omp_set_num_threads((int)threads);
+#endif
+
+    amp_progress bar;
+    amp_progress_begin(&bar, "reading", "B", 0, level >= AMP_LOG_INFO);
+    opts.progress = amp_progress_callback;
+    opts.progress_ctx = &bar;
+    amp_coo t;
+    amp_read_info info;
+    amp_status rc = amp_read_tensor(input, &opts, &t, &info, &err);
+    amp_progress_end(&bar);
+    if (rc != AMP_OK) {
+        amp_log_error(&err);
+        return EXIT_FAILURE;
+    }
+    if (info.duplicates)
+        amp_log(AMP_LOG_WARN, "%s: %" PRIu64 " duplicate coordinate%s %s", input,
+                info.duplicates, info.duplicates == 1 ? "" : "s",
+                opts.duplicates == AMP_DUP_SUM ? "summed" : "kept as separate nonzeros");
+    amp_log(AMP_LOG_DEBUG, "read %.3f s (%.1f MB/s on %d threads), duplicates %.3f s",
+            info.seconds_read, (double)info.bytes / 1e6 / info.seconds_read, default_threads(),
+            info.seconds_dedup);
+
+    if (level >= AMP_LOG_INFO) {
+        amp_coo_stats s;
+        if (amp_coo_stats_compute(&t, &s, &err) != AMP_OK) {
+            amp_log_error(&err);
+            amp_coo_free(&t);
+            return EXIT_FAILURE;
+        }
+        print_stats(input, &t, &s, &info);
+    }
+    if (output) {
+        double t0 = amp_now();
+        rc = has_suffix(output, ".bin") ? amp_write_bin(&t, output, &err)
+                                        : amp_write_tns(&t, output, &err);
+        if (rc != AMP_OK) {
+            amp_log_error(&err);
+            amp_coo_free(&t);
+            return EXIT_FAILURE;
+        }
+        amp_log(AMP_LOG_DEBUG, "wrote %s in %.3f s", output, amp_now() - t0);
+    }
+    amp_coo_free(&t);
+    return EXIT_SUCCESS;
+}

@@ -1,0 +1,149 @@
+/* amped-run: CP decomposition of a prepared (.amp) tensor.
+ *
+ * This version knows its build (CUDA, NCCL) and the GPUs it can see; the
+ * .amp reader and the CP-ALS backends arrive with the format and solver. */
+#include <config.h>
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "amp_alloc.h"
+#include "amp_log.h"
+#ifdef AMP_HAVE_CUDA
+#include "cuda/amp_cuda.h"
+#endif
+
+enum { EXIT_USAGE = 2 };
+enum { OPT_LIST_DEVICES = 256 };
+
+static const struct option long_options[] = {
+    /* devices */
+    {"list-devices", no_argument, NULL, OPT_LIST_DEVICES},
+    /* reporting */
+    {"quiet", no_argument, NULL, 'q'},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+static void usage(void)
+{
+    printf("Usage: amped-run [OPTION]... FILE.amp\n"
+           "Compute a CP decomposition of the tensor that amped-prep prepared in FILE.amp.\n"
+           "\n"
+           "Devices:\n"
+           "      --list-devices   list the CUDA devices this build can use, run a\n"
+           "                       self-test kernel on each, and exit\n"
+           "\n"
+           "Reporting:\n"
+           "  -q, --quiet          print only errors\n"
+           "  -v, --verbose        print more detail\n"
+           "  -h, --help           display this help and exit\n"
+           "  -V, --version        output version and build information and exit\n"
+           "\n"
+           "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
+           "Report bugs to: %s\n", PACKAGE_BUGREPORT);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "amped-run: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'amped-run --help' for more information.\n");
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+static void version(void)
+{
+    printf("amped-run (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+#ifdef AMP_HAVE_CUDA
+    char v[64];
+    amp_cuda_version_string(v, sizeof v);
+    printf("CUDA backend: yes, runtime %s\n", v);
+#else
+    printf("CUDA backend: no (built without CUDA)\n");
+#endif
+#ifdef AMP_HAVE_NCCL
+    printf("NCCL: yes\n");
+#else
+    printf("NCCL: no\n");
+#endif
+}
+
+static int list_devices(void)
+{
+#ifdef AMP_HAVE_CUDA
+    amp_cuda_device dev[64];
+    int count = 0;
+    amp_error err = {0};
+    if (amp_cuda_list_devices(dev, 64, &count, &err) != AMP_OK) {
+        amp_log_error(&err);
+        return EXIT_FAILURE;
+    }
+    int failed = 0;
+    for (int i = 0; i < count && i < 64; i++) {
+        char tot[32], fr[32];
+        amp_error e = {0};
+        amp_status rc = amp_cuda_selftest(i, &e);
+        printf("GPU %d: %s, compute capability %d.%d, %d SMs, %s memory (%s free), "
+               "PCI %02x:%02x, self-test %s\n", dev[i].ordinal, dev[i].name, dev[i].cc_major,
+               dev[i].cc_minor, dev[i].sm_count,
+               amp_format_bytes(tot, sizeof tot, dev[i].total_memory),
+               amp_format_bytes(fr, sizeof fr, dev[i].free_memory), (unsigned)dev[i].pci_bus,
+               (unsigned)dev[i].pci_device, rc == AMP_OK ? "passed" : "FAILED");
+        if (rc != AMP_OK) {
+            amp_log_error(&e);
+            failed = 1;
+        }
+    }
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+#else
+    amp_log(AMP_LOG_ERROR, "this build has no CUDA backend (configure --with-cuda)");
+    return EXIT_FAILURE;
+#endif
+}
+
+int main(int argc, char **argv)
+{
+    amp_log_level level = AMP_LOG_INFO;
+    int c, want_list = 0;
+    while ((c = getopt_long(argc, argv, "qvhV", long_options, NULL)) != -1) {
+        switch (c) {
+        case OPT_LIST_DEVICES:
+            want_list = 1;
+            break;
+        case 'q':
+            level = AMP_LOG_WARN;
+            break;
+        case 'v':
+            level = AMP_LOG_DEBUG;
+            break;
+        case 'h':
+            usage();
+            return EXIT_SUCCESS;
+        case 'V':
+            version();
+            return EXIT_SUCCESS;
+        default:
+            fprintf(stderr, "Try 'amped-run --help' for more information.\n");
+            return EXIT_USAGE;
+        }
+    }
+    amp_log_init("amped-run", level);
+    if (want_list)
+        return list_devices();
+    if (optind == argc)
+        return usage_error("missing FILE.amp (prepare one with amped-prep)");
+    if (optind + 1 < argc)
+        return usage_error("one FILE only; extra operand '%s'", argv[optind + 1]);
+    amp_log(AMP_LOG_ERROR, "%s: this version of amped-run cannot read .amp files yet "
+            "(the shard format is the next milestone); see amped-run(1)", argv[optind]);
+    return EXIT_FAILURE;
+}

@@ -1,0 +1,108 @@
+/* Device discovery and a self-test kernel.
+ *
+ * Thread mapping of the self-test: one thread per element of a small
+ * array, grid-stride; it writes i*i+1, so a wrong or missing kernel image
+ * ("no kernel image is available for execution on the device") is caught
+ * before any real work is planned. Bytes moved: 8 per element. */
+#include <config.h>
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "amp_cuda.h"
+
+#define AMP_CUDA_CHECK_GOTO(call, err, rc, label)                                     \
+    do {                                                                              \
+        cudaError_t e_ = (call);                                                      \
+        if (e_ != cudaSuccess) {                                                      \
+            (rc) = amp_error_set((err), AMP_ERR_CUDA, __FILE__, __LINE__, "%s: %s",   \
+                                 #call, cudaGetErrorString(e_));                     \
+            goto label;                                                               \
+        }                                                                             \
+    } while (0)
+
+extern "C" amp_status amp_cuda_list_devices(amp_cuda_device *out, int max, int *count,
+                                            amp_error *err)
+{
+    int n = 0;
+    *count = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || n == 0) {
+        (void)cudaGetLastError();
+        return amp_error_set(err, AMP_ERR_NO_DEVICE, __FILE__, __LINE__,
+                             "no CUDA device found (%s)",
+                             e == cudaSuccess ? "the runtime reports 0 devices"
+                                              : cudaGetErrorString(e));
+    }
+    if (e != cudaSuccess)
+        return amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__, "cudaGetDeviceCount: %s",
+                             cudaGetErrorString(e));
+    *count = n;
+    for (int i = 0; i < n && i < max; i++) {
+        cudaDeviceProp p;
+        amp_status rc = AMP_OK;
+        AMP_CUDA_CHECK_GOTO(cudaGetDeviceProperties(&p, i), err, rc, fail);
+        AMP_CUDA_CHECK_GOTO(cudaSetDevice(i), err, rc, fail);
+        size_t free_b, total_b;
+        AMP_CUDA_CHECK_GOTO(cudaMemGetInfo(&free_b, &total_b), err, rc, fail);
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].ordinal = i;
+        snprintf(out[i].name, sizeof out[i].name, "%s", p.name);
+        out[i].cc_major = p.major;
+        out[i].cc_minor = p.minor;
+        out[i].sm_count = p.multiProcessorCount;
+        out[i].total_memory = total_b;
+        out[i].free_memory = free_b;
+        out[i].pci_bus = p.pciBusID;
+        out[i].pci_device = p.pciDeviceID;
+        continue;
+    fail:
+        return rc;
+    }
+    return AMP_OK;
+}
+
+extern "C" void amp_cuda_version_string(char *buf, size_t n)
+{
+    int rt = 0, drv = 0;
+    (void)cudaRuntimeGetVersion(&rt);
+    if (cudaDriverGetVersion(&drv) != cudaSuccess)
+        drv = 0;
+    if (drv)
+        snprintf(buf, n, "%d.%d (driver %d.%d)", rt / 1000, rt % 1000 / 10, drv / 1000,
+                 drv % 1000 / 10);
+    else
+        snprintf(buf, n, "%d.%d (no driver)", rt / 1000, rt % 1000 / 10);
+}
+
+__global__ static void selftest_kernel(unsigned long long *x, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        x[i] = (unsigned long long)i * (unsigned long long)i + 1;
+}
+
+extern "C" amp_status amp_cuda_selftest(int ordinal, amp_error *err)
+{
+    const int n = 4096;
+    unsigned long long host[4096];
+    unsigned long long *dev = NULL;
+    amp_status rc = AMP_OK;
+    AMP_CUDA_CHECK_GOTO(cudaSetDevice(ordinal), err, rc, done);
+    AMP_CUDA_CHECK_GOTO(cudaMalloc(&dev, n * sizeof *dev), err, rc, done);
+    selftest_kernel<<<8, 256>>>(dev, n);
+    AMP_CUDA_CHECK_GOTO(cudaGetLastError(), err, rc, done);
+    AMP_CUDA_CHECK_GOTO(cudaMemcpy(host, dev, n * sizeof *dev, cudaMemcpyDeviceToHost), err,
+                        rc, done);
+    for (int i = 0; i < n; i++)
+        if (host[i] != (unsigned long long)i * (unsigned long long)i + 1) {
+            rc = amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__,
+                               "GPU %d self-test: element %d is %llu, expected %llu", ordinal,
+                               i, host[i], (unsigned long long)i * i + 1);
+            break;
+        }
+done:
+    if (dev)
+        cudaFree(dev);
+    return rc;
+}
