@@ -2,13 +2,14 @@
  *
  * Every nonzero gets a 64-bit hash of its coordinates. A stable radix
  * partition on the hash's top bits scatters nonzero numbers into buckets
- * of a few thousand, each small enough that an open-addressing table over
- * it stays in cache; buckets are independent, so threads take them
- * dynamically. Equal coordinates always share a bucket and, inside it,
+ * of a few thousand (hash and nonzero number travel together, so a bucket
+ * is read sequentially), each small enough that an open-addressing table
+ * over it stays in cache; buckets are independent, so threads take them
+ * dynamically. Coordinates are compared only when hashes match. Equal coordinates always share a bucket and, inside it,
  * appear in their original order, so the first occurrence is found first
  * and sums are added in file order whatever the thread count.
- * Cost: two streaming passes over the indices plus one random pass that
- * stays inside a cache-sized bucket; 24 bytes of scratch per nonzero. */
+ * Cost: two streaming passes over the indices, one scatter, one pass over
+ * each cache-sized bucket; 24 bytes of scratch per nonzero. */
 #include <config.h>
 
 #include <inttypes.h>
@@ -38,6 +39,18 @@ static inline int same_coords(const amp_coo *t, uint64_t a, uint64_t b)
     return 1;
 }
 
+static inline uint64_t coord_hash(const amp_coo *t, uint64_t k)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (unsigned m = 0; m < t->nmodes; m++)
+        h = fmix64(h ^ t->ind[m][k]) + m;
+    return h;
+}
+
+typedef struct entry {
+    uint64_t hash, k;
+} entry;
+
 amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
                          int display_base, uint64_t *count, amp_error *err)
 {
@@ -52,12 +65,12 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         bits++;
     const uint64_t nbuckets = (uint64_t)1 << bits;
     const int threads = amp_max_threads();
-    uint64_t *hash = amp_huge_alloc((size_t)nnz * 8, "duplicate detection", err);
-    uint64_t *order = amp_huge_alloc((size_t)nnz * 8, "duplicate detection", err);
+    entry *pairs = amp_huge_alloc((size_t)nnz * sizeof(entry), "duplicate detection", err);
     uint64_t *first = amp_huge_alloc((size_t)nnz * 8, "duplicate detection", err);
     uint64_t *offs = amp_calloc((size_t)(nbuckets * (uint64_t)threads + 1), 8,
                                 "duplicate detection", err);
-    if (!hash || !order || !first || !offs) {
+    int table_failed = 0;
+    if (!pairs || !first || !offs) {
         rc = AMP_ERR_NOMEM;
         goto done;
     }
@@ -74,12 +87,12 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         const uint64_t lo = nnz * (uint64_t)tid / (uint64_t)nt;
         const uint64_t hi = nnz * (uint64_t)(tid + 1) / (uint64_t)nt;
         uint64_t *mine = offs + (uint64_t)tid * nbuckets;
+        /* The hash is computed twice (count, then scatter) rather than
+         * stored: recomputing is cheaper than 8 more bytes per nonzero. */
         for (uint64_t k = lo; k < hi; k++) {
-            uint64_t h = 0x9e3779b97f4a7c15ULL;
-            for (unsigned m = 0; m < nmodes; m++)
-                h = fmix64(h ^ t->ind[m][k]) + m;
-            hash[k] = h;
+            uint64_t h = coord_hash(t, k);
             mine[bits ? h >> shift : 0]++;
+            first[k] = k;
         }
         #pragma omp barrier
         #pragma omp single
@@ -93,8 +106,12 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
                     sum += c;
                 }
         }
-        for (uint64_t k = lo; k < hi; k++)
-            order[mine[bits ? hash[k] >> shift : 0]++] = k;
+        for (uint64_t k = lo; k < hi; k++) {
+            uint64_t h = coord_hash(t, k);
+            entry *e = &pairs[mine[bits ? h >> shift : 0]++];
+            e->hash = h;
+            e->k = k;
+        }
         #pragma omp barrier
         /* After the scatter, mine[b] of the last thread is the end of bucket
          * b; bucket b starts where the last thread's bucket b-1 ended. */
@@ -103,8 +120,8 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         size_t table_cap = 0;
         #pragma omp for schedule(dynamic, 16)
         for (uint64_t b = 0; b < nbuckets; b++) {
-            uint64_t begin = b ? ends[b - 1] : 0, end = ends[b];
-            uint64_t n = end - begin;
+            const entry *bucket = pairs + (b ? ends[b - 1] : 0);
+            const uint64_t n = ends[b] - (b ? ends[b - 1] : 0);
             size_t cap = 16;
             while (cap < 2 * n) cap *= 2;
             if (cap > table_cap) {
@@ -112,26 +129,25 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
                 table = malloc(cap * sizeof *table);
                 table_cap = table ? cap : 0;
                 if (table == NULL) {
-                    /* Out of memory here is reported after the loop. */
-                    for (uint64_t i = begin; i < end; i++) first[order[i]] = UINT64_MAX - 1;
+                    #pragma omp atomic write
+                    table_failed = 1;
                     continue;
                 }
             }
             memset(table, 0, cap * sizeof *table);
             const size_t mask = cap - 1;
-            for (uint64_t i = begin; i < end; i++) {
-                uint64_t k = order[i];
-                size_t slot = (size_t)hash[k] & mask;
-                first[k] = k;
+            for (uint64_t i = 0; i < n; i++) {
+                const uint64_t h = bucket[i].hash;
+                size_t slot = (size_t)h & mask;
                 for (;;) {
                     uint32_t e = table[slot];
                     if (e == 0) {
-                        table[slot] = (uint32_t)(i - begin + 1);
+                        table[slot] = (uint32_t)(i + 1);
                         break;
                     }
-                    uint64_t k2 = order[begin + e - 1];
-                    if (hash[k2] == hash[k] && same_coords(t, k2, k)) {
-                        first[k] = k2;
+                    const entry *o = &bucket[e - 1];
+                    if (o->hash == h && same_coords(t, o->k, bucket[i].k)) {
+                        first[bucket[i].k] = o->k;
                         dups++;
                         break;
                     }
@@ -141,11 +157,10 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         }
         free(table);
     }
-    for (uint64_t k = 0; k < nnz; k++)
-        if (first[k] == UINT64_MAX - 1) {
-            rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory in duplicate detection");
-            goto done;
-        }
+    if (table_failed) {
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory in duplicate detection");
+        goto done;
+    }
     *count = dups;
     if (dups == 0 || policy == AMP_DUP_KEEP)
         goto done;
@@ -177,7 +192,7 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
      * then the packed runs move down in order (destinations never pass
      * sources, so memmove in increasing order is safe). */
     {
-        uint64_t *kept = order;   /* reuse: kept[th] = survivors in range th */
+        uint64_t *kept = (uint64_t *)pairs;   /* reuse: where each range's survivors are */
         #pragma omp parallel num_threads(threads)
         {
 #ifdef _OPENMP
@@ -218,8 +233,7 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         }
     }
 done:
-    amp_huge_free(hash, (size_t)nnz * 8);
-    amp_huge_free(order, (size_t)nnz * 8);
+    amp_huge_free(pairs, (size_t)nnz * sizeof(entry));
     amp_huge_free(first, (size_t)nnz * 8);
     amp_free(offs);
     return rc;
