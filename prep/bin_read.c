@@ -37,7 +37,7 @@ static amp_status read_array(amp_source *s, uint64_t *dst, uint64_t count, unsig
     if (w == 8) {
         size_t bytes;
         AMP_CHECK(amp_mul_size((size_t)count, 8, &bytes, err));
-        return amp_source_read_exact(s, dst, bytes, what, err);
+        return amp_source_read_exact_parallel(s, dst, bytes, what, err);
     }
     uint32_t *tmp = amp_alloc(WIDEN_CHUNK * 4, "a read buffer", err);
     if (tmp == NULL)

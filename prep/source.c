@@ -227,6 +227,44 @@ amp_status amp_source_read_exact(amp_source *s, void *dst, size_t n, const char 
     return AMP_OK;
 }
 
+amp_status amp_source_read_exact_parallel(amp_source *s, void *dst, size_t n, const char *what,
+                                          amp_error *err)
+{
+    const size_t piece = (size_t)8 << 20;
+    if (s->compression != AMP_COMPRESSION_NONE || s->file_size == 0 || s->in_pos < s->in_len ||
+        n < 2 * piece)
+        return amp_source_read_exact(s, dst, n, what, err);
+    const uint64_t off = s->out_produced;
+    if (off + n > s->file_size)
+        return amp_source_read_exact(s, dst, n, what, err);   /* reports the truncation */
+    const size_t npieces = (n + piece - 1) / piece;
+    int failed_errno = 0;
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (size_t i = 0; i < npieces; i++) {
+        size_t lo = i * piece, len = n - lo < piece ? n - lo : piece;
+        while (len > 0) {
+            ssize_t r = pread(s->fd, (char *)dst + lo, len, (off_t)(off + lo));
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0) {
+                #pragma omp atomic write
+                failed_errno = r < 0 ? errno : EIO;
+                break;
+            }
+            lo += (size_t)r;
+            len -= (size_t)r;
+        }
+    }
+    if (failed_errno)
+        return AMP_FAIL(err, AMP_ERR_IO, "%s: read failed in %s: %s", s->name, what,
+                        strerror(failed_errno));
+    if (lseek(s->fd, (off_t)(off + n), SEEK_SET) < 0)
+        return AMP_FAIL(err, AMP_ERR_IO, "%s: seek failed: %s", s->name, strerror(errno));
+    s->out_produced += n;
+    s->raw_consumed += n;
+    return AMP_OK;
+}
+
 void amp_source_close(amp_source *s)
 {
     if (s->z_live)

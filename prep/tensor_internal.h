@@ -41,6 +41,11 @@ amp_status amp_source_read(amp_source *s, void *dst, size_t n, size_t *got, amp_
 /* Exactly n bytes or an error saying what was truncated. */
 amp_status amp_source_read_exact(amp_source *s, void *dst, size_t n, const char *what,
                                  amp_error *err);
+/* Exactly n bytes like amp_source_read_exact, but for a plain regular file
+ * the read is split over the OpenMP threads (pread at offsets): a single
+ * read() from the page cache tops out near one core's copy bandwidth. */
+amp_status amp_source_read_exact_parallel(amp_source *s, void *dst, size_t n, const char *what,
+                                          amp_error *err);
 void amp_source_close(amp_source *s);
 
 amp_status amp_read_bin(amp_source *s, const amp_read_opts *opts, amp_coo *t,

@@ -108,25 +108,30 @@ int main(void)
     u32 = 6; MUTATE(80, 4, u32);
     expect_bin_error(c, n, AMP_ERR_RANGE, "byte 80: index 6 of nonzero 3 in mode 2 is outside 1..5", "index beyond dim");
 
-    /* Writer round trip, both index widths, several thread counts. */
-    for (int wide = 0; wide <= 1; wide++) {
+    /* Writer round trip, both index widths, several thread counts; the
+     * third case is large enough for the parallel pread path (> 16 MiB
+     * per array). */
+    for (int round = 0; round < 3; round++) {
+        const int wide = round > 0;
+        const uint64_t nnz = round == 2 ? 2200000 : 100000;
         amp_coo r;
         amp_coo_init(&r, 3, &err);
-        amp_coo_reserve(&r, 100000, &err);
+        amp_coo_reserve(&r, nnz, &err);
         uint64_t s = 99 + (uint64_t)wide;
         r.dims[0] = wide ? ((uint64_t)1 << 40) : 1000;
         r.dims[1] = 77;
         r.dims[2] = 5;
-        for (uint64_t k = 0; k < 100000; k++) {
+        for (uint64_t k = 0; k < nnz; k++) {
             for (unsigned m = 0; m < 3; m++) r.ind[m][k] = rng_next(&s) % r.dims[m];
             uint64_t bits = rng_next(&s);
             memcpy(&r.val[k], &bits, 8);
             if (!isfinite(r.val[k])) r.val[k] = 1.0 / (double)(k + 1);
         }
         r.ind[0][5] = r.dims[0] - 1;
-        r.nnz = 100000;
+        r.nnz = nnz;
         const char *p = test_path(wide ? "rt64.bin" : "rt32.bin");
-        ok(amp_write_bin(&r, p, &err) == AMP_OK, "write .bin (%s indices)", wide ? "64-bit" : "32-bit");
+        ok(amp_write_bin(&r, p, &err) == AMP_OK, "write .bin (%s indices, %llu nonzeros)",
+           wide ? "64-bit" : "32-bit", (unsigned long long)nnz);
         FILE *f = fopen(p, "rb");
         uint32_t hdr[2] = {0, 0};
         if (f) { if (fread(hdr, 4, 2, f) != 2) hdr[1] = 0; fclose(f); }
@@ -140,6 +145,10 @@ int main(void)
             ok(amp_read_tensor(p, &o, &t, NULL, &err) == AMP_OK && coo_equal(&r, &t),
                "read back identical on %d thread%s", th, th > 1 ? "s" : "");
             amp_coo_free(&t);
+        }
+        if (round == 2) {
+            amp_coo_free(&r);
+            break;
         }
         /* Text round trip too: values must survive printing exactly. */
         const char *tp = test_path("rt.tns");
