@@ -65,6 +65,7 @@ echo "# wall: whole process, including the statistics report"
 echo "| input              | thr | parse s | dedup s | wall s  | MB/s     | MB/s/core |"
 echo "|--------------------|-----|---------|---------|---------|----------|-----------|"
 for t in $threads; do measure "cpu20m.tns" "$tns" "$t"; done
+trap 'rm -f "$data/.times"' EXIT
 bin="$data/cpu20m.bin"
 [ -f "$bin" ] || "$prep" -q "$tns" -o "$bin"
 bytes=$(wc -c <"$bin")

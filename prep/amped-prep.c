@@ -64,8 +64,8 @@ static void usage(void)
            "\n"
            "Input:\n"
            "      --input-format=FMT   auto, tns or bin (default: auto: FROSTT binary if the\n"
-           "                           name ends in .bin, else text; gzip and Zstandard\n"
-           "                           compression are recognised by content)\n"
+           "                           name ends in .bin, .bin.gz or .bin.zst, else text;\n"
+           "                           gzip and Zstandard are recognised by content)\n"
            "      --index-base=BASE    auto, 0 or 1 (default: auto: 1 unless an index 0 is seen)\n"
            "      --dims=D1,D2,...     dimensions (default: the largest index of each mode)\n"
            "      --duplicates=POLICY  sum, keep or error for repeated coordinates\n"
@@ -78,7 +78,7 @@ static void usage(void)
            "\n"
            "Execution:\n"
            "  -t, --threads=N          OpenMP threads (default: %d, all available)\n"
-           "  -q, --quiet              print only errors\n"
+           "  -q, --quiet              no report: print only warnings and errors\n"
            "  -v, --verbose            also print timings and internal details\n"
            "  -h, --help               display this help and exit\n"
            "  -V, --version            output version information and exit\n"
@@ -114,8 +114,7 @@ static const char *const compression_names[] = {"", ", gzip", ", zstd"};
 static void print_stats(const char *path, const amp_coo *t, const amp_coo_stats *s,
                         const amp_read_info *info)
 {
-    printf("input:      %s (%s%s, %" PRIu64 " bytes, %d-based)\n",
-           strcmp(path, "-") ? path : "(standard input)",
+    printf("input:      %s (%s%s, %" PRIu64 " bytes, %d-based)\n", path,
            info->format == AMP_INPUT_BIN ? "FROSTT binary" : "FROSTT text",
            compression_names[info->compression], info->bytes, info->index_base);
     printf("modes:      %u\n", t->nmodes);
@@ -144,6 +143,7 @@ int main(int argc, char **argv)
     uint64_t threads = 0;
     int c, choice;
 
+    argv[0] = (char *)"amped-prep";   /* getopt's own messages use it */
     while ((c = getopt_long(argc, argv, "o:t:qvhV", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_INPUT_FORMAT:
@@ -198,6 +198,7 @@ int main(int argc, char **argv)
     if (optind + 1 < argc)
         return usage_error("one INPUT only; extra operand '%s'", argv[optind + 1]);
     const char *input = argv[optind];
+    const char *shown = strcmp(input, "-") ? input : "(standard input)";
     if (output && !has_suffix(output, ".tns") && !has_suffix(output, ".bin"))
         return usage_error("cannot tell the output format of '%s': name it .tns or .bin", output);
     amp_log_init("amped-prep", level);
@@ -219,7 +220,7 @@ int main(int argc, char **argv)
         return EXIT_FAILURE;
     }
     if (info.duplicates)
-        amp_log(AMP_LOG_WARN, "%s: %" PRIu64 " duplicate coordinate%s %s", input,
+        amp_log(AMP_LOG_WARN, "%s: %" PRIu64 " duplicate coordinate%s %s", shown,
                 info.duplicates, info.duplicates == 1 ? "" : "s",
                 opts.duplicates == AMP_DUP_SUM ? "summed" : "kept as separate nonzeros");
     amp_log(AMP_LOG_DEBUG, "read %.3f s (%.1f MB/s on %d threads), duplicates %.3f s",
@@ -233,7 +234,7 @@ int main(int argc, char **argv)
             amp_coo_free(&t);
             return EXIT_FAILURE;
         }
-        print_stats(input, &t, &s, &info);
+        print_stats(shown, &t, &s, &info);
     }
     if (output) {
         double t0 = amp_now();

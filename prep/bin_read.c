@@ -160,10 +160,20 @@ amp_status amp_read_bin(amp_source *s, const amp_read_opts *opts, amp_coo *t,
             uint64_t raw = x[bad] + base;
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_RANGE,
                            "%s: byte %" PRIu64 ": index %" PRIu64 " of nonzero %" PRIu64
-                           " in mode %u is outside 1..%" PRIu64 "%s",
-                           s->name, off + bad * iw, raw, bad + 1, m + 1, dims[m],
-                           base == 0 ? " (0-based: 0..dim-1)" : "");
+                           " in mode %u is outside %" PRIu64 "..%" PRIu64 "%s",
+                           s->name, off + bad * iw, raw, bad + 1, m + 1, base,
+                           dims[m] - 1 + base, base == 0 ? " (read as 0-based)" : "");
         }
+    }
+    if (!(s->file_size && s->compression == AMP_COMPRESSION_NONE)) {
+        /* Pipes and decompressors: the size could not be checked up front. */
+        unsigned char extra;
+        size_t got = 0;
+        AMP_CHECK_GOTO(amp_source_read(s, &extra, 1, &got, err), rc, fail);
+        if (got)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_CORRUPT,
+                           "%s: byte %" PRIu64 ": trailing bytes after the last index array",
+                           s->name, expect);
     }
     t->nnz = nnz;
     info->index_base = (int)base;

@@ -100,12 +100,13 @@ void amp_quote_token(char *dst, size_t dstlen, const char *p, const char *end, s
     dst[n] = '\0';
 }
 
+/* Fields of a line, up to a trailing '#' comment. */
 static unsigned count_fields(const char *p, const char *end)
 {
     unsigned n = 0;
     while (!at_eol(p, end)) {
         while (!at_eol(p, end) && is_blank(*p)) p++;
-        if (at_eol(p, end)) break;
+        if (at_eol(p, end) || *p == '#') break;
         n++;
         while (!at_eol(p, end) && !is_blank(*p)) p++;
     }
@@ -220,14 +221,16 @@ static int parse_record(const char *p, const char *end, unsigned nmodes, uint64_
     if (at_eol(p, end) || *p == '#') {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         *next = nl ? nl : end;
-        return REC_SKIP;
+        if ((size_t)(*next - line) <= AMP_TNS_MAX_LINE)
+            return REC_SKIP;
+        goto fail;   /* reported as an over-long line */
     }
     for (unsigned m = 0; m <= nmodes; m++) {
         if (m > 0) {
             if (!at_eol(p, end) && !is_blank(*p))
                 goto bad_token;
             while (!at_eol(p, end) && is_blank(*p)) p++;
-            if (at_eol(p, end))
+            if (at_eol(p, end) || *p == '#')
                 goto field_count;
         }
         if (m == nmodes)
@@ -256,12 +259,13 @@ static int parse_record(const char *p, const char *end, unsigned nmodes, uint64_
         }
         idx[m] = v;
     }
+    const char *vtok = p;
     switch (parse_value(&p, end, val)) {
     case 0:
         break;
     case 2: {
         char q[64];
-        amp_quote_token(q, sizeof q, p, end, 40);
+        amp_quote_token(q, sizeof q, vtok, end, 40);
         snprintf(msg, MSG_MAX, "field %u: value '%s' is not finite (NaN and infinity are not allowed)",
                  nmodes + 1, q);
         *st = AMP_ERR_PARSE;
@@ -269,7 +273,7 @@ static int parse_record(const char *p, const char *end, unsigned nmodes, uint64_
     }
     case 3: {
         char q[64];
-        amp_quote_token(q, sizeof q, p, end, 40);
+        amp_quote_token(q, sizeof q, vtok, end, 40);
         snprintf(msg, MSG_MAX, "field %u: value '%s' is out of the range of a double",
                  nmodes + 1, q);
         *st = AMP_ERR_RANGE;
@@ -277,15 +281,21 @@ static int parse_record(const char *p, const char *end, unsigned nmodes, uint64_
     }
     default: {
         char q[64];
-        amp_quote_token(q, sizeof q, p, end, 40);
+        amp_quote_token(q, sizeof q, vtok, end, 40);
         snprintf(msg, MSG_MAX, "field %u: value '%s' is not a number", nmodes + 1, q);
         *st = AMP_ERR_PARSE;
         goto fail;
     }
     }
     while (!at_eol(p, end) && is_blank(*p)) p++;
-    if (!at_eol(p, end))
+    if (!at_eol(p, end) && *p != '#')
         goto field_count;
+    if (p < end && *p == '#') {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        p = nl ? nl : end;
+    }
+    if ((size_t)(p - line) > AMP_TNS_MAX_LINE)
+        goto fail;   /* reported as an over-long line */
     *next = p;
     return REC_OK;
 

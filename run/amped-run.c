@@ -39,7 +39,7 @@ static void usage(void)
            "                       self-test kernel on each, and exit\n"
            "\n"
            "Reporting:\n"
-           "  -q, --quiet          print only errors\n"
+           "  -q, --quiet          print only warnings and errors\n"
            "  -v, --verbose        print more detail\n"
            "  -h, --help           display this help and exit\n"
            "  -V, --version        output version and build information and exit\n"
@@ -114,6 +114,7 @@ int main(int argc, char **argv)
 {
     amp_log_level level = AMP_LOG_INFO;
     int c, want_list = 0;
+    argv[0] = (char *)"amped-run";   /* getopt's own messages use it */
     while ((c = getopt_long(argc, argv, "qvhV", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_LIST_DEVICES:
@@ -137,8 +138,11 @@ int main(int argc, char **argv)
         }
     }
     amp_log_init("amped-run", level);
-    if (want_list)
+    if (want_list) {
+        if (optind < argc)
+            return usage_error("--list-devices takes no FILE; extra operand '%s'", argv[optind]);
         return list_devices();
+    }
     if (optind == argc)
         return usage_error("missing FILE.amp (prepare one with amped-prep)");
     if (optind + 1 < argc)

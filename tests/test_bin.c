@@ -3,6 +3,7 @@
 #include <config.h>
 
 #include <math.h>
+#include <zlib.h>
 
 #include "tap.h"
 #include "test_util.h"
@@ -97,6 +98,30 @@ int main(void)
     memcpy(c, b, n); c[n] = 0;
     expect_bin_error(c, n + 1, AMP_ERR_CORRUPT, "has 85 (trailing bytes)", "trailing bytes");
     expect_bin_error(b, 20, AMP_ERR_CORRUPT, "truncated at byte 20 while reading the header", "short header");
+    {
+        /* Through gzip the size is unknown up front: trailing bytes are
+         * found after the last array. */
+        memcpy(c, b, n); c[n] = 7;
+        const char *gp = test_path("trail.bin.gz");
+        gzFile g = gzopen(gp, "wb");
+        gzwrite(g, c, (unsigned)n + 1);
+        gzclose(g);
+        amp_read_opts o;
+        amp_read_opts_init(&o);
+        amp_error_clear(&err);
+        amp_status rc = amp_read_tensor(gp, &o, &t, NULL, &err);
+        ok(rc == AMP_ERR_CORRUPT && strstr(err.msg, "trail.bin.gz: byte 84: trailing bytes"),
+           "gzip'd .bin with trailing bytes refused");
+        if (rc != AMP_ERR_CORRUPT) diag("%d %s", rc, err.msg);
+        amp_coo_free(&t);
+        g = gzopen(gp, "wb");
+        gzwrite(g, b, (unsigned)n);
+        gzclose(g);
+        amp_error_clear(&err);
+        rc = amp_read_tensor(gp, &o, &t, NULL, &err);
+        ok(rc == AMP_OK && t.nnz == 3 && t.val[1] == -2, "gzip'd .bin reads");
+        amp_coo_free(&t);
+    }
     u32 = 0; MUTATE(32, 4, u32);
     expect_bin_error(c, n, AMP_ERR_CORRUPT, "byte 32: dimension 0 of mode 2", "zero dimension");
     d = NAN; MUTATE(44, 8, d);

@@ -45,6 +45,11 @@ static void test_basic(void)
     ok(t.val[0] == 1.5 && t.val[1] == -2000, "values");
     amp_coo_free(&t);
 
+    is_int(parse("1 2 3 # trailing comment\n4 5 6\t# another\n", NULL, &t, &err), AMP_OK,
+           "trailing comments on data lines");
+    ok(t.nmodes == 2 && t.nnz == 2 && t.val[0] == 3 && t.val[1] == 6, "trailing comments ignored");
+    amp_coo_free(&t);
+
     is_int(parse("# header\r\n\r\n  \t1\t2   0.25\r\n# mid\n\n3 1 7", NULL, &t, &err), AMP_OK,
            "comments, blank lines, CRLF, tabs, no final newline");
     ok(t.nmodes == 2 && t.nnz == 2 && t.dims[0] == 3 && t.val[0] == 0.25 && t.val[1] == 7,
@@ -122,8 +127,12 @@ static void test_errors(void)
                  "NaN value");
     expect_error("1 2 1\n1 2 -Infinity\n", NULL, AMP_ERR_PARSE, "t.tns:2: field 3: value '-Infinity' is not finite",
                  "infinite value");
-    expect_error("1 2 1e999\n", NULL, AMP_ERR_RANGE, "out of the range of a double",
-                 "overflowing value");
+    expect_error("1 2 1e999\n", NULL, AMP_ERR_RANGE, "field 3: value '1e999' is out of the range of a double",
+                 "overflowing value, quoted");
+    expect_error("1 2 # only two fields\n", NULL, AMP_ERR_PARSE, "found 2 fields",
+                 "a trailing comment is not a field");
+    expect_error("1 2 3 # c\n1 2 # c\n", NULL, AMP_ERR_PARSE, "t.tns:2: expected 3 fields (2 indices and a value), found 2",
+                 "a comment does not stand in for the value");
     expect_error("", NULL, AMP_ERR_EMPTY, "t.tns: no nonzeros (empty input)", "empty input");
     expect_error("# a\n\n#b\n", NULL, AMP_ERR_EMPTY, "only comments", "only comments");
     expect_error("5 1.0\n", NULL, AMP_ERR_PARSE, "at least 2 indices and a value, found 2",
@@ -140,6 +149,18 @@ static void test_errors(void)
     memset(s, '#', n);
     strcpy(s + n, "\n1 1 1\n");
     expect_error(s, NULL, AMP_ERR_PARSE, "t.tns:1: line is longer", "long first line");
+    strcpy(s, "1 2 1\n1 2 # ");
+    memset(s + 12, 'c', n);
+    strcpy(s + 12 + n, "\n");
+    expect_error(s, NULL, AMP_ERR_PARSE, "t.tns:2: line is longer", "long trailing comment");
+    strcpy(s, "1 2 1\n# ");
+    memset(s + 8, 'c', n);
+    strcpy(s + 8 + n, "\n");
+    expect_error(s, NULL, AMP_ERR_PARSE, "t.tns:2: line is longer", "long comment line after data");
+    strcpy(s, "1 2 1\n1 2");
+    memset(s + 9, ' ', n);
+    strcpy(s + 9 + n, "3\n");
+    expect_error(s, NULL, AMP_ERR_PARSE, "t.tns:2: line is longer", "long line of blanks that would parse");
     free(s);
 }
 
