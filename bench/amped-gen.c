@@ -112,6 +112,7 @@ int main(int argc, char **argv)
     double s = 1.2;
     int counts = 0, c;
     amp_error err = {0};
+    argv[0] = (char *)"amped-gen";   /* getopt's own messages use it */
     while ((c = getopt_long(argc, argv, "o:n:d:s:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'o': output = optarg; break;

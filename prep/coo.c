@@ -109,18 +109,27 @@ amp_status amp_coo_stats_compute(const amp_coo *t, amp_coo_stats *s, amp_error *
     const double *v = t->val;
     const uint64_t nnz = t->nnz;
     #pragma omp parallel for schedule(static) reduction(min : lo) reduction(max : hi) \
-        reduction(+ : sq, zeros, inexact)
+        reduction(+ : zeros, inexact)
     for (uint64_t k = 0; k < nnz; k++) {
         double x = v[k];
         lo = x < lo ? x : lo;
         hi = x > hi ? x : hi;
-        sq += x * x;
         zeros += x == 0;
         inexact += (double)(float)x != x;
     }
+    /* Scale by the largest magnitude so squares of values near the
+     * double range neither overflow nor vanish (as dnrm2 does). */
+    double scale = fmax(fabs(lo), fabs(hi));
+    if (scale > 0) {
+        #pragma omp parallel for schedule(static) reduction(+ : sq)
+        for (uint64_t k = 0; k < nnz; k++) {
+            double x = v[k] / scale;   /* not * (1/scale): that overflows for subnormals */
+            sq += x * x;
+        }
+    }
     s->val_min = lo;
     s->val_max = hi;
-    s->norm = sqrt(sq);
+    s->norm = scale * sqrt(sq);
     s->zeros = zeros;
     s->all_f32_exact = inexact == 0;
     double cells = 1;

@@ -5,6 +5,7 @@
 #include <config.h>
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,10 @@ static size_t format_u64(char *p, uint64_t v)
  * stay short, everything else stays exact. */
 static size_t format_double(char *p, double v)
 {
+    if (v == 0 && signbit(v)) {
+        memcpy(p, "-0", 2);
+        return 2;
+    }
     if (v > -1e15 && v < 1e15 && v == (double)(int64_t)v) {
         if (v < 0) {
             *p = '-';

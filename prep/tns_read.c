@@ -545,6 +545,11 @@ static amp_status finish_indices(tns_reader *r, amp_read_info *info, amp_error *
         }
     }
     for (unsigned m = 0; m < t->nmodes; m++) {
+        if (base == 0 && r->max_raw[m] == AMP_MAX_INDEX)
+            return AMP_FAIL(err, AMP_ERR_RANGE,
+                            "%s:%" PRIu64 ": index %" PRIu64 " in mode %u of a 0-based file "
+                            "makes the dimension larger than %" PRIu64, r->name,
+                            r->max_line[m], r->max_raw[m], m + 1, AMP_MAX_INDEX);
         uint64_t need = r->max_raw[m] + 1 - (uint64_t)base;   /* largest index + 1, 0-based */
         if (base == 1 && r->max_raw[m] == 0)
             need = 0;

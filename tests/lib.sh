@@ -1,0 +1,279 @@
+# tests/lib.sh: helpers for the TAP test scripts, sourced by each of them.
+#
+# Run by `make check` through automake's tap-driver.sh, which exports
+# top_builddir, top_srcdir and AMP_TEST_DATA. A script can also be run by
+# hand from any directory (sh tests/corpus.sh): the tree is then found from
+# the script's own path.
+#
+# Usage in a script:
+#   . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+#   plan 3                      # or leave the plan to done_testing
+#   run "$AMPED_PREP" --help    # $RUN_RC, $RUN_OUT, $RUN_ERR
+#   check_status "--help exits 0" 0
+#   check_contains "--help shows usage" "$RUN_OUT" "Usage: amped-prep"
+#   check "files are equal" cmp -s a b
+#   check_same_stats "same report" stats1 stats2
+#   done_testing
+#
+# Every failed check prints '# ' diagnostics: the command that ran, its exit
+# status and the start of its output.
+
+if test -z "${top_srcdir:-}"; then
+    top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
+fi
+if test -z "${top_builddir:-}"; then
+    top_builddir=$top_srcdir
+fi
+: "${AMP_TEST_DATA:=$top_srcdir/../shared/data}"
+export top_srcdir top_builddir AMP_TEST_DATA
+
+AMPED_PREP=$top_builddir/amped-prep
+AMPED_RUN=$top_builddir/amped-run
+AMPED_GEN=$top_builddir/bench/amped-gen
+FILES=$top_srcdir/tests/files
+# Messages and number formats must not depend on the caller's locale.
+LC_ALL=C
+export LC_ALL
+
+tap_count=0
+tap_failed=0
+tap_planned=
+
+# ---- temporary directory, removed on any exit -----------------------------
+T=$(mktemp -d "${TMPDIR:-/tmp}/amped-test.XXXXXX") || {
+    echo "Bail out! cannot create a temporary directory in ${TMPDIR:-/tmp}"
+    exit 1
+}
+trap 'rm -rf "$T"' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---- TAP output -------------------------------------------------------------
+plan() {
+    tap_planned=$1
+    echo "1..$1"
+}
+
+skip_all() {
+    echo "1..0 # SKIP $*"
+    exit 0
+}
+
+# diag TEXT...: each line of TEXT as a TAP comment.
+diag() {
+    printf '%s\n' "$*" | sed 's/^/# /'
+}
+
+# diag_file LABEL FILE: the first lines of FILE as TAP comments.
+diag_file() {
+    if test -s "$2"; then
+        echo "# $1:"
+        head -n 15 "$2" | cut -c1-300 | sed 's/^/#   /'
+        _n=$(wc -l <"$2")
+        test "$_n" -le 15 || echo "#   ... ($_n lines in all)"
+    else
+        echo "# $1: (empty)"
+    fi
+}
+
+pass() {
+    tap_count=$((tap_count + 1))
+    echo "ok $tap_count - $1"
+}
+
+fail() {
+    tap_count=$((tap_count + 1))
+    tap_failed=$((tap_failed + 1))
+    echo "not ok $tap_count - $1"
+}
+
+# skip DESCRIPTION REASON: a test that cannot run here.
+skip() {
+    tap_count=$((tap_count + 1))
+    echo "ok $tap_count - $1 # SKIP $2"
+}
+
+# diag_run: what the last `run` did, for a failed check.
+diag_run() {
+    diag "command: $RUN_CMD"
+    diag "exit status: $RUN_RC"
+    diag_file stdout "$RUN_OUT"
+    diag_file stderr "$RUN_ERR"
+}
+
+# ---- running commands -------------------------------------------------------
+RUN_OUT=$T/run.stdout
+RUN_ERR=$T/run.stderr
+RUN_RC=
+RUN_CMD=
+
+# run CMD ARGS...: run with stdin from /dev/null; stdout, stderr and the
+# exit status go to $RUN_OUT, $RUN_ERR and $RUN_RC.
+run() {
+    RUN_CMD=$*
+    "$@" </dev/null >"$RUN_OUT" 2>"$RUN_ERR"
+    RUN_RC=$?
+}
+
+# run_stdin FILE CMD ARGS...: like run, with FILE on standard input through a
+# pipe (so the program sees a pipe, not a regular file).
+run_stdin() {
+    _in=$1
+    shift
+    RUN_CMD="cat $_in | $*"
+    # The status of a pipeline is that of its last command.
+    cat "$_in" | "$@" >"$RUN_OUT" 2>"$RUN_ERR"
+    RUN_RC=$?
+}
+
+# ---- checks -----------------------------------------------------------------
+# check DESCRIPTION CMD ARGS...: passes when the command exits 0.
+check() {
+    _d=$1
+    shift
+    if "$@" >"$T/check.out" 2>&1; then
+        pass "$_d"
+    else
+        _rc=$?
+        fail "$_d"
+        diag "command: $* (exit status $_rc)"
+        diag_file output "$T/check.out"
+    fi
+}
+
+# check_status DESCRIPTION EXPECTED: the last run's exit status.
+check_status() {
+    if test "$RUN_RC" = "$2"; then
+        pass "$1"
+    else
+        fail "$1"
+        diag "expected exit status $2"
+        diag_run
+    fi
+}
+
+# check_contains DESCRIPTION FILE TEXT: FILE holds the fixed string TEXT.
+check_contains() {
+    if grep -F -e "$3" "$2" >/dev/null 2>&1; then
+        pass "$1"
+    else
+        fail "$1"
+        diag "expected to find: $3"
+        diag "in: $2"
+        diag_run
+    fi
+}
+
+# check_not_contains DESCRIPTION FILE TEXT
+check_not_contains() {
+    if grep -F -e "$3" "$2" >/dev/null 2>&1; then
+        fail "$1"
+        diag "did not expect to find: $3"
+        diag "in: $2"
+        diag_run
+    else
+        pass "$1"
+    fi
+}
+
+# check_empty DESCRIPTION FILE
+check_empty() {
+    if test -s "$2"; then
+        fail "$1"
+        diag "expected $2 to be empty"
+        diag_run
+    else
+        pass "$1"
+    fi
+}
+
+# check_first_line_starts DESCRIPTION FILE PREFIX
+check_first_line_starts() {
+    _first=$(head -n 1 "$2")
+    case $_first in
+    "$3"*) pass "$1" ;;
+    *)
+        fail "$1"
+        diag "expected the first line to start with: $3"
+        diag "found first line: $_first"
+        diag_run
+        ;;
+    esac
+}
+
+# check_last_line DESCRIPTION FILE TEXT: the last line of FILE is exactly TEXT.
+check_last_line() {
+    _last=$(tail -n 1 "$2")
+    if test "$_last" = "$3"; then
+        pass "$1"
+    else
+        fail "$1"
+        diag "expected last line: $3"
+        diag "found last line:    $_last"
+        diag_run
+    fi
+}
+
+# check_same DESCRIPTION FILE1 FILE2: identical, non-empty contents (diff on
+# failure): two empty outputs of two failed runs are no match.
+check_same() {
+    if ! test -s "$2"; then
+        fail "$1"
+        diag "$2 is empty or missing"
+        test -z "$RUN_CMD" || diag_run
+    elif cmp -s "$2" "$3"; then
+        pass "$1"
+    else
+        fail "$1"
+        diag "$2 and $3 differ:"
+        diff "$2" "$3" 2>&1 | head -n 20 | sed 's/^/#   /'
+    fi
+}
+
+# check_same_stats DESCRIPTION FILE1 FILE2: two statistics reports (as from
+# stats_of) that are identical and not empty: both must hold a "nonzeros:"
+# line, so that two failed runs do not compare equal.
+check_same_stats() {
+    if ! grep '^nonzeros: ' "$2" >/dev/null 2>&1 || ! grep '^nonzeros: ' "$3" >/dev/null 2>&1; then
+        fail "$1"
+        diag "expected two statistics reports, but one has no 'nonzeros:' line"
+        diag_file "$2" "$2"
+        diag_file "$3" "$3"
+        test -z "$RUN_CMD" || diag_run
+    else
+        check_same "$1" "$2" "$3"
+    fi
+}
+
+# is DESCRIPTION GOT EXPECTED: string equality.
+is() {
+    if test "x$2" = "x$3"; then
+        pass "$1"
+    else
+        fail "$1"
+        diag "got:      $2"
+        diag "expected: $3"
+    fi
+}
+
+# stats_of FILE: the statistics that amped-prep printed, without the
+# "input:" line (which names the file, its format and size).
+stats_of() {
+    sed '/^input:/d' "$1"
+}
+
+# done_testing: the plan if none was given, and the script's exit status.
+done_testing() {
+    if test -z "$tap_planned"; then
+        echo "1..$tap_count"
+    elif test "$tap_planned" != "$tap_count"; then
+        diag "planned $tap_planned tests but ran $tap_count"
+        tap_failed=$((tap_failed + 1))
+    fi
+    if test "$tap_failed" -gt 0; then
+        diag "$tap_failed of $tap_count tests failed"
+        exit 1
+    fi
+    exit 0
+}
