@@ -13,17 +13,17 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "amp_cli.h"
 #include "amp_log.h"
 #include "amp_parse.h"
 #include "amp_tensor.h"
 #include "amp_timer.h"
 
-enum { EXIT_USAGE = 2 };
+#define PROGRAM "amped-gen"
 
 static uint64_t splitmix64(uint64_t x)
 {
@@ -80,18 +80,6 @@ static void usage(void)
            AMP_MAX_MODES);
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "amped-gen: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nTry 'amped-gen --help' for more information.\n");
-    va_end(ap);
-    return EXIT_USAGE;
-}
-
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -112,46 +100,45 @@ int main(int argc, char **argv)
     double s = 1.2;
     int counts = 0, c;
     amp_error err = {0};
-    argv[0] = (char *)"amped-gen";   /* getopt's own messages use it */
+    argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
     while ((c = getopt_long(argc, argv, "o:n:d:s:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'o': output = optarg; break;
         case 'n':
             if (amp_parse_u64(optarg, 1, (uint64_t)1 << 40, "--nnz", &nnz, &err))
-                return usage_error("%s", amp_error_message(&err));
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             break;
         case 'd':
             if (amp_parse_u64_list(optarg, AMP_MAX_MODES, 1, AMP_MAX_INDEX, "--dims", dims,
                                    &nmodes, &err))
-                return usage_error("%s", amp_error_message(&err));
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             break;
         case 's':
             if (amp_parse_double(optarg, 0, 4, "--exponent", &s, &err))
-                return usage_error("%s", amp_error_message(&err));
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             break;
         case 'S':
             if (amp_parse_u64(optarg, 0, UINT64_MAX, "--seed", &seed, &err))
-                return usage_error("%s", amp_error_message(&err));
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             break;
         case 'v':
             if (amp_parse_choice(optarg, value_kinds, "--values", &counts, &err))
-                return usage_error("%s", amp_error_message(&err));
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             break;
         case 'h': usage(); return EXIT_SUCCESS;
         case 'V': printf("amped-gen (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION); return 0;
         default:
             fprintf(stderr, "Try 'amped-gen --help' for more information.\n");
-            return EXIT_USAGE;
+            return AMP_EXIT_USAGE;
         }
     }
     if (optind < argc)
-        return usage_error("unexpected operand '%s'", argv[optind]);
+        return amp_usage_error(PROGRAM, "unexpected operand '%s'", argv[optind]);
     if (!output || !nnz || nmodes < 2)
-        return usage_error("-o, --nnz and --dims (at least 2 modes) are required");
-    size_t olen = strlen(output);
-    int bin = olen > 4 && strcmp(output + olen - 4, ".bin") == 0;
-    if (!bin && !(olen > 4 && strcmp(output + olen - 4, ".tns") == 0))
-        return usage_error("name the output .tns or .bin");
+        return amp_usage_error(PROGRAM, "-o, --nnz and --dims (at least 2 modes) are required");
+    int bin = amp_has_suffix(output, ".bin");
+    if (!bin && !amp_has_suffix(output, ".tns"))
+        return amp_usage_error(PROGRAM, "name the output .tns or .bin");
     amp_log_init("amped-gen", AMP_LOG_INFO);
 
     mode_law law[AMP_MAX_MODES];

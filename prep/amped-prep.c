@@ -5,7 +5,6 @@
 #include <config.h>
 
 #include <getopt.h>
-#include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +14,15 @@
 #endif
 
 #include "amp_alloc.h"
+#include "amp_cli.h"
 #include "amp_log.h"
 #include "amp_parse.h"
 #include "amp_progress.h"
 #include "amp_tensor.h"
 #include "amp_timer.h"
 
-enum { EXIT_USAGE = 2 };
+#define PROGRAM "amped-prep"
+
 
 enum {
     OPT_INPUT_FORMAT = 256,
@@ -88,24 +89,6 @@ static void usage(void)
            default_threads(), PACKAGE_BUGREPORT);
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "amped-prep: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nTry 'amped-prep --help' for more information.\n");
-    va_end(ap);
-    return EXIT_USAGE;
-}
-
-static int has_suffix(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 static const char *const format_names[] = {"auto", "tns", "bin", NULL};
 static const char *const base_names[] = {"auto", "0", "1", NULL};
 static const char *const dup_names[] = {"sum", "keep", "error", NULL};
@@ -143,30 +126,30 @@ int main(int argc, char **argv)
     uint64_t threads = 0;
     int c, choice;
 
-    argv[0] = (char *)"amped-prep";   /* getopt's own messages use it */
+    argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
     while ((c = getopt_long(argc, argv, "o:t:qvhV", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_INPUT_FORMAT:
             if (amp_parse_choice(optarg, format_names, "--input-format", &choice, &err))
-                return usage_error("%s", amp_error_message(&err));
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             opts.format = (amp_input_format)choice;
             break;
         case OPT_INDEX_BASE:
             if (amp_parse_choice(optarg, base_names, "--index-base", &choice, &err))
-                return usage_error("%s", amp_error_message(&err));
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             opts.index_base = choice - 1;
             break;
         case OPT_DIMS: {
             size_t n = 0;
             if (amp_parse_u64_list(optarg, AMP_MAX_MODES, 1, AMP_MAX_INDEX, "--dims", opts.dims,
                                    &n, &err))
-                return usage_error("%s", amp_error_message(&err));
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             opts.ndims = (unsigned)n;
             break;
         }
         case OPT_DUPLICATES:
             if (amp_parse_choice(optarg, dup_names, "--duplicates", &choice, &err))
-                return usage_error("%s", amp_error_message(&err));
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             opts.duplicates = (amp_dup_policy)choice;
             break;
         case 'o':
@@ -174,7 +157,7 @@ int main(int argc, char **argv)
             break;
         case 't':
             if (amp_parse_u64(optarg, 1, 4096, "--threads", &threads, &err))
-                return usage_error("%s", amp_error_message(&err));
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             break;
         case 'q':
             level = AMP_LOG_WARN;
@@ -190,17 +173,17 @@ int main(int argc, char **argv)
             return EXIT_SUCCESS;
         default:
             fprintf(stderr, "Try 'amped-prep --help' for more information.\n");
-            return EXIT_USAGE;
+            return AMP_EXIT_USAGE;
         }
     }
     if (optind == argc)
-        return usage_error("missing INPUT (a .tns or .bin file, or '-' for standard input)");
+        return amp_usage_error(PROGRAM, "missing INPUT (a .tns or .bin file, or '-' for standard input)");
     if (optind + 1 < argc)
-        return usage_error("one INPUT only; extra operand '%s'", argv[optind + 1]);
+        return amp_usage_error(PROGRAM, "one INPUT only; extra operand '%s'", argv[optind + 1]);
     const char *input = argv[optind];
     const char *shown = strcmp(input, "-") ? input : "(standard input)";
-    if (output && !has_suffix(output, ".tns") && !has_suffix(output, ".bin"))
-        return usage_error("cannot tell the output format of '%s': name it .tns or .bin", output);
+    if (output && !amp_has_suffix(output, ".tns") && !amp_has_suffix(output, ".bin"))
+        return amp_usage_error(PROGRAM, "cannot tell the output format of '%s': name it .tns or .bin", output);
     amp_log_init("amped-prep", level);
 #ifdef _OPENMP
     if (threads)
@@ -238,7 +221,7 @@ int main(int argc, char **argv)
     }
     if (output) {
         double t0 = amp_now();
-        rc = has_suffix(output, ".bin") ? amp_write_bin(&t, output, &err)
+        rc = amp_has_suffix(output, ".bin") ? amp_write_bin(&t, output, &err)
                                         : amp_write_tns(&t, output, &err);
         if (rc != AMP_OK) {
             amp_log_error(&err);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "amp_alloc.h"
+#include "amp_cli.h"
 #include "amp_timer.h"
 #include "tensor_internal.h"
 
@@ -700,12 +701,6 @@ done:
     return rc;
 }
 
-static int has_suffix(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 void amp_read_opts_init(amp_read_opts *opts)
 {
     memset(opts, 0, sizeof *opts);
@@ -729,8 +724,8 @@ amp_status amp_read_tensor(const char *path, const amp_read_opts *opts, amp_coo 
     const char *name = src.name;
     amp_input_format fmt = opts->format;
     if (fmt == AMP_INPUT_AUTO)
-        fmt = (has_suffix(path, ".bin") || has_suffix(path, ".bin.gz") ||
-               has_suffix(path, ".bin.zst")) ? AMP_INPUT_BIN : AMP_INPUT_TNS;
+        fmt = (amp_has_suffix(path, ".bin") || amp_has_suffix(path, ".bin.gz") ||
+               amp_has_suffix(path, ".bin.zst")) ? AMP_INPUT_BIN : AMP_INPUT_TNS;
     info->format = fmt;
     info->compression = src.compression;
     if (fmt == AMP_INPUT_BIN) {

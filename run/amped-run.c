@@ -5,17 +5,18 @@
 #include <config.h>
 
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "amp_alloc.h"
+#include "amp_cli.h"
 #include "amp_log.h"
 #ifdef AMP_HAVE_CUDA
 #include "cuda/amp_cuda.h"
 #endif
 
-enum { EXIT_USAGE = 2 };
+#define PROGRAM "amped-run"
+
 enum { OPT_LIST_DEVICES = 256 };
 
 static const struct option long_options[] = {
@@ -46,18 +47,6 @@ static void usage(void)
            "\n"
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
            "Report bugs to: %s\n", PACKAGE_BUGREPORT);
-}
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "amped-run: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nTry 'amped-run --help' for more information.\n");
-    va_end(ap);
-    return EXIT_USAGE;
 }
 
 static void version(void)
@@ -114,7 +103,7 @@ int main(int argc, char **argv)
 {
     amp_log_level level = AMP_LOG_INFO;
     int c, want_list = 0;
-    argv[0] = (char *)"amped-run";   /* getopt's own messages use it */
+    argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
     while ((c = getopt_long(argc, argv, "qvhV", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_LIST_DEVICES:
@@ -134,19 +123,19 @@ int main(int argc, char **argv)
             return EXIT_SUCCESS;
         default:
             fprintf(stderr, "Try 'amped-run --help' for more information.\n");
-            return EXIT_USAGE;
+            return AMP_EXIT_USAGE;
         }
     }
     amp_log_init("amped-run", level);
     if (want_list) {
         if (optind < argc)
-            return usage_error("--list-devices takes no FILE; extra operand '%s'", argv[optind]);
+            return amp_usage_error(PROGRAM, "--list-devices takes no FILE; extra operand '%s'", argv[optind]);
         return list_devices();
     }
     if (optind == argc)
-        return usage_error("missing FILE.amp (prepare one with amped-prep)");
+        return amp_usage_error(PROGRAM, "missing FILE.amp (prepare one with amped-prep)");
     if (optind + 1 < argc)
-        return usage_error("one FILE only; extra operand '%s'", argv[optind + 1]);
+        return amp_usage_error(PROGRAM, "one FILE only; extra operand '%s'", argv[optind + 1]);
     amp_log(AMP_LOG_ERROR, "%s: this version of amped-run cannot read .amp files yet "
             "(the shard format is the next milestone); see amped-run(1)", argv[optind]);
     return EXIT_FAILURE;
