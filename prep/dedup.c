@@ -13,6 +13,7 @@
 #include <config.h>
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,13 +80,9 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
     uint64_t dups = 0;
     #pragma omp parallel num_threads(threads) reduction(+ : dups)
     {
-#ifdef _OPENMP
-        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-        const int tid = 0, nt = 1;
-#endif
-        const uint64_t lo = nnz * (uint64_t)tid / (uint64_t)nt;
-        const uint64_t hi = nnz * (uint64_t)(tid + 1) / (uint64_t)nt;
+        int tid, nt;
+        uint64_t lo, hi;
+        amp_thread_range(nnz, &tid, &nt, &lo, &hi);
         uint64_t *mine = offs + (uint64_t)tid * nbuckets;
         /* The hash is computed twice (count, then scatter) rather than
          * stored: recomputing is cheaper than 8 more bytes per nonzero. */
@@ -195,13 +192,9 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         uint64_t *kept = (uint64_t *)pairs;   /* reuse: where each range's survivors are */
         #pragma omp parallel num_threads(threads)
         {
-#ifdef _OPENMP
-            const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-            const int tid = 0, nt = 1;
-#endif
-            const uint64_t lo = nnz * (uint64_t)tid / (uint64_t)nt;
-            const uint64_t hi = nnz * (uint64_t)(tid + 1) / (uint64_t)nt;
+            int tid, nt;
+            uint64_t lo, hi;
+            amp_thread_range(nnz, &tid, &nt, &lo, &hi);
             uint64_t w = lo;
             for (uint64_t k = lo; k < hi; k++) {
                 if (first[k] != k)

@@ -2,7 +2,6 @@
 #ifndef AMP_TENSOR_INTERNAL_H
 #define AMP_TENSOR_INTERNAL_H
 
-#include <stdio.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -51,7 +50,19 @@ void amp_source_close(amp_source *s);
 amp_status amp_read_bin(amp_source *s, const amp_read_opts *opts, amp_coo *t,
                         amp_read_info *info, amp_error *err);
 
-/* Quote a token for a message: at most max chars, non-printables as '?'. */
-void amp_quote_token(char *dst, size_t dstlen, const char *p, const char *end, size_t max);
+/* This thread's share [*lo, *hi) of n items in a parallel region, in
+ * thread order, so per-thread results can be combined deterministically. */
+static inline void amp_thread_range(uint64_t n, int *tid, int *nt, uint64_t *lo, uint64_t *hi)
+{
+#ifdef _OPENMP
+    *tid = omp_get_thread_num();
+    *nt = omp_get_num_threads();
+#else
+    *tid = 0;
+    *nt = 1;
+#endif
+    *lo = n * (uint64_t)*tid / (uint64_t)*nt;
+    *hi = n * (uint64_t)(*tid + 1) / (uint64_t)*nt;
+}
 
 #endif

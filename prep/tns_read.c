@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,6 +41,8 @@
 #define MAP_WINDOW_BYTES ((size_t)256 << 20)
 #define MIN_CHUNK_BYTES ((size_t)256 << 10)
 #define MSG_MAX 320
+#define LONG_LINE_MSG "line is longer than 65536 bytes (is this a text tensor?)"
+_Static_assert(AMP_TNS_MAX_LINE == 65536, "LONG_LINE_MSG states the limit");
 
 enum { REC_OK, REC_SKIP, REC_ERR };
 
@@ -87,7 +90,7 @@ static inline int at_eol(const char *p, const char *end)
     return p == end || *p == '\n';
 }
 
-void amp_quote_token(char *dst, size_t dstlen, const char *p, const char *end, size_t max)
+static void amp_quote_token(char *dst, size_t dstlen, const char *p, const char *end, size_t max)
 {
     size_t n = 0;
     while (p < end && !is_blank(*p) && *p != '\n' && n + 4 < dstlen && n < max) {
@@ -261,32 +264,16 @@ static int parse_record(const char *p, const char *end, unsigned nmodes, uint64_
         idx[m] = v;
     }
     const char *vtok = p;
-    switch (parse_value(&p, end, val)) {
-    case 0:
-        break;
-    case 2: {
+    int vrc = parse_value(&p, end, val);
+    if (vrc != 0) {
+        static const char *const why[] = {
+            NULL, "is not a number", "is not finite (NaN and infinity are not allowed)",
+            "is out of the range of a double"};
         char q[64];
         amp_quote_token(q, sizeof q, vtok, end, 40);
-        snprintf(msg, MSG_MAX, "field %u: value '%s' is not finite (NaN and infinity are not allowed)",
-                 nmodes + 1, q);
-        *st = AMP_ERR_PARSE;
+        snprintf(msg, MSG_MAX, "field %u: value '%s' %s", nmodes + 1, q, why[vrc]);
+        *st = vrc == 3 ? AMP_ERR_RANGE : AMP_ERR_PARSE;
         goto fail;
-    }
-    case 3: {
-        char q[64];
-        amp_quote_token(q, sizeof q, vtok, end, 40);
-        snprintf(msg, MSG_MAX, "field %u: value '%s' is out of the range of a double",
-                 nmodes + 1, q);
-        *st = AMP_ERR_RANGE;
-        goto fail;
-    }
-    default: {
-        char q[64];
-        amp_quote_token(q, sizeof q, vtok, end, 40);
-        snprintf(msg, MSG_MAX, "field %u: value '%s' is not a number", nmodes + 1, q);
-        *st = AMP_ERR_PARSE;
-        goto fail;
-    }
     }
     while (!at_eol(p, end) && is_blank(*p)) p++;
     if (!at_eol(p, end) && *p != '#')
@@ -322,8 +309,7 @@ fail: {
         const char *nl = memchr(line, '\n', (size_t)(end - line));
         *next = nl ? nl : end;
         if ((size_t)(*next - line) > AMP_TNS_MAX_LINE) {
-            snprintf(msg, MSG_MAX, "line is longer than %u bytes (is this a text tensor?)",
-                     AMP_TNS_MAX_LINE);
+            snprintf(msg, MSG_MAX, "%s", LONG_LINE_MSG);
             *st = AMP_ERR_PARSE;
         }
         return REC_ERR;
@@ -349,7 +335,7 @@ static amp_status detect_modes(tns_reader *r, const char *buf, size_t len, amp_e
         while (q < le && is_blank(*q)) q++;
         if ((size_t)(le - p) > AMP_TNS_MAX_LINE)
             return reader_fail(r, err, AMP_ERR_PARSE, line,
-                               "line is longer than 65536 bytes (is this a text tensor?)");
+                               LONG_LINE_MSG);
         if (q < le && *q != '#') {
             unsigned f = count_fields(q, le);
             if (f < 3)
@@ -675,8 +661,7 @@ static amp_status read_streamed(tns_reader *r, amp_source *s, amp_read_info *inf
                 /* One line fills the buffer: grow it, up to the line limit. */
                 if (len > AMP_TNS_MAX_LINE)
                     AMP_RAISE_GOTO(err, rc, done, AMP_ERR_PARSE,
-                                   "%s:%" PRIu64 ": line is longer than %u bytes (is this a text "
-                                   "tensor?)", r->name, r->lines + 1, AMP_TNS_MAX_LINE);
+                                   "%s:%" PRIu64 ": " LONG_LINE_MSG, r->name, r->lines + 1);
                 char *nb = realloc(buf, cap * 2);
                 if (nb == NULL)
                     AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory");
