@@ -24,6 +24,7 @@ const char *amp_strerror(amp_status status)
     case AMP_ERR_NO_DEVICE:   return "no usable GPU";
     case AMP_ERR_UNSUPPORTED: return "not supported by this build";
     case AMP_ERR_INTERNAL:    return "internal error (a bug in amped)";
+    case AMP_ERR_TRUNCATED:   return "file truncated";
     }
     return "unknown status code";
 }

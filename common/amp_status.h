@@ -26,7 +26,8 @@ typedef enum amp_status {
     AMP_ERR_CUDA = 12,       /* a CUDA runtime or library call failed */
     AMP_ERR_NO_DEVICE = 13,  /* no usable GPU */
     AMP_ERR_UNSUPPORTED = 14,/* valid request this build does not support */
-    AMP_ERR_INTERNAL = 15    /* a broken invariant: a bug in amped */
+    AMP_ERR_INTERNAL = 15,   /* a broken invariant: a bug in amped */
+    AMP_ERR_TRUNCATED = 16   /* a file ends before the data it declares */
 } amp_status;
 
 /* A short, static, human-readable description of a status code.

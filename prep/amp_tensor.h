@@ -13,16 +13,12 @@
 #include <stdint.h>
 
 #include "amp_error.h"
+#include "amp_limits.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The most modes a tensor may have. Sixteen is what the papers' data need;
- * 32 leaves room while keeping per-thread state small. */
-#define AMP_MAX_MODES 32
-/* Indices are stored 0-based in 64 bits; a dimension may be up to 2^63. */
-#define AMP_MAX_INDEX ((uint64_t)INT64_MAX)
 /* No real nonzero line is longer: 32 modes of 20 digits plus a value. A
  * longer line means a wrong or binary file, and is refused before it can
  * exhaust memory. Comment lines are held to the same limit. */
@@ -103,6 +99,10 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
  * or FROSTT binary v1; through a temporary file renamed into place. */
 amp_status amp_write_tns(const amp_coo *t, const char *path, amp_error *err);
 amp_status amp_write_bin(const amp_coo *t, const char *path, amp_error *err);
+
+/* Size and XXH3-64 of a regular file's bytes on disk (what `xxhsum -H3`
+ * prints); both 0 for pipes and devices. */
+amp_status amp_file_digest(const char *path, uint64_t *size, uint64_t *hash, amp_error *err);
 
 /* Storage management. amp_coo_reserve keeps contents and nmodes. */
 amp_status amp_coo_init(amp_coo *t, unsigned nmodes, amp_error *err);

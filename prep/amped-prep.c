@@ -1,9 +1,11 @@
 /* amped-prep: read a sparse tensor and prepare it for amped-run.
  *
- * This version reads FROSTT text or binary (plain, gzip, zstd, stdin),
- * reports the tensor's statistics, and converts between .tns and .bin. */
+ * It reads FROSTT text or binary (plain, gzip, zstd, stdin), reports the
+ * tensor's statistics, converts between .tns and .bin, and writes the .amp
+ * shard file that amped-run reads. */
 #include <config.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #endif
 
 #include "amp_alloc.h"
+#include "amp_build.h"
 #include "amp_cli.h"
 #include "amp_log.h"
 #include "amp_parse.h"
@@ -29,6 +32,10 @@ enum {
     OPT_INDEX_BASE,
     OPT_DIMS,
     OPT_DUPLICATES,
+    OPT_SHARDS,
+    OPT_VALUES,
+    OPT_LEVEL,
+    OPT_CHUNK_NNZ,
 };
 
 static const struct option long_options[] = {
@@ -39,6 +46,11 @@ static const struct option long_options[] = {
     {"duplicates", required_argument, NULL, OPT_DUPLICATES},
     /* output */
     {"output", required_argument, NULL, 'o'},
+    /* .amp layout */
+    {"shards", required_argument, NULL, OPT_SHARDS},
+    {"values", required_argument, NULL, OPT_VALUES},
+    {"level", required_argument, NULL, OPT_LEVEL},
+    {"chunk-nnz", required_argument, NULL, OPT_CHUNK_NNZ},
     /* execution and reporting */
     {"threads", required_argument, NULL, 't'},
     {"quiet", no_argument, NULL, 'q'},
@@ -73,9 +85,20 @@ static void usage(void)
            "                           (default: sum)\n"
            "\n"
            "Output:\n"
-           "  -o, --output=FILE        write the tensor to FILE, FROSTT text if it ends in\n"
-           "                           .tns, FROSTT binary v1 if it ends in .bin; written to a\n"
-           "                           temporary file and renamed when complete\n"
+           "  -o, --output=FILE        write the tensor to FILE: the .amp shard file for\n"
+           "                           amped-run if it ends in .amp, FROSTT text if .tns,\n"
+           "                           FROSTT binary v1 if .bin; written to a temporary file\n"
+           "                           and renamed when complete\n"
+           "\n"
+           ".amp layout:\n"
+           "      --shards=N           shards per mode, each owning a disjoint set of output\n"
+           "                           rows (default: %d, fewer when a mode has fewer\n"
+           "                           nonempty slices)\n"
+           "      --chunk-nnz=N        most nonzeros per compressed chunk (default: %llu)\n"
+           "      --values=TYPE        auto, f32 or f64 (default: auto: f32 when every value\n"
+           "                           is exactly a float, else f64)\n"
+           "      --level=N            Zstandard level, -7 to 22; 0 stores chunks\n"
+           "                           uncompressed (default: %d)\n"
            "\n"
            "Execution:\n"
            "  -t, --threads=N          OpenMP threads (default: %d, all available)\n"
@@ -86,12 +109,14 @@ static void usage(void)
            "\n"
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
            "Report bugs to: %s\n",
+           AMP_DEFAULT_SHARDS, (unsigned long long)AMP_DEFAULT_CHUNK_NNZ, AMP_DEFAULT_LEVEL,
            default_threads(), PACKAGE_BUGREPORT);
 }
 
 static const char *const format_names[] = {"auto", "tns", "bin", NULL};
 static const char *const base_names[] = {"auto", "0", "1", NULL};
 static const char *const dup_names[] = {"sum", "keep", "error", NULL};
+static const char *const value_names[] = {"auto", "f32", "f64", NULL};
 static const char *const compression_names[] = {"", ", gzip", ", zstd"};
 
 static void print_stats(const char *path, const amp_coo *t, const amp_coo_stats *s,
@@ -116,6 +141,48 @@ static void print_stats(const char *path, const amp_coo *t, const amp_coo_stats 
                100.0 * (double)s->max_degree[m] / (double)t->nnz);
 }
 
+static amp_status write_amp(const char *input, const char *shown, const char *output,
+                            amp_coo *t, const amp_read_opts *ropts, amp_build_opts *build,
+                            amp_log_level level, amp_error *err)
+{
+    double t0 = amp_now();
+    if (strcmp(input, "-") != 0)
+        AMP_CHECK(amp_file_digest(input, &build->source_size, &build->source_hash, err));
+    char params[512];
+    snprintf(params, sizeof params, "shards=%lu\nchunk-nnz=%llu\nvalues=%s\nlevel=%d\n"
+             "duplicates=%s\n", (unsigned long)build->shards,
+             (unsigned long long)build->chunk_nnz, value_names[build->values],
+             build->write.level, dup_names[ropts->duplicates]);
+    build->params = params;
+    const char *base = strrchr(shown, '/');
+    build->source_name = base ? base + 1 : shown;
+    amp_build_report rep;
+    amp_status rc = amp_build_write(t, output, build, &rep, err);
+    if (rc != AMP_OK)
+        return rc;
+    if (rep.values_changed)
+        amp_log(AMP_LOG_WARN, "%" PRIu64 " of %" PRIu64 " values are not exact in f32 and were "
+                "rounded (--values=f32)", rep.values_changed, t->nnz);
+    if (level < AMP_LOG_INFO)
+        return AMP_OK;
+    char sz[32];
+    printf("output:     %s (%s, %.2f bytes per nonzero per mode copy, values %s)\n", output,
+           amp_format_bytes(sz, sizeof sz, rep.file_bytes),
+           (double)rep.file_bytes / (double)t->nnz / t->nmodes,
+           rep.value_type == AMP_VALUES_F32 ? "f32" : "f64");
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        const amp_build_mode_report *m = &rep.modes[d];
+        double mean = (double)t->nnz / m->nshards;
+        double best = (double)m->max_degree > mean ? (double)m->max_degree / mean : 1.0;
+        printf("mode %-2u     %" PRIu64 " rows, %lu shards, largest/mean %.3f (best possible "
+               "%.3f), %" PRIu64 " chunks\n", d + 1, m->compact_dim, (unsigned long)m->nshards,
+               (double)m->max_shard_nnz / mean, best, m->nchunks);
+    }
+    amp_log(AMP_LOG_DEBUG, "relabel %.3f s, write %.3f s, total %.3f s", rep.seconds_relabel,
+            rep.seconds_write, amp_now() - t0);
+    return AMP_OK;
+}
+
 int main(int argc, char **argv)
 {
     amp_read_opts opts;
@@ -123,8 +190,10 @@ int main(int argc, char **argv)
     amp_log_level level = AMP_LOG_INFO;
     const char *output = NULL;
     amp_error err = {0};
-    uint64_t threads = 0;
+    uint64_t threads = 0, u;
     int c, choice;
+    amp_build_opts build;
+    amp_build_opts_init(&build);
 
     argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
     while ((c = getopt_long(argc, argv, "o:t:qvhV", long_options, NULL)) != -1) {
@@ -155,6 +224,31 @@ int main(int argc, char **argv)
         case 'o':
             output = optarg;
             break;
+        case OPT_SHARDS:
+            if (amp_parse_u64(optarg, 1, UINT32_C(1) << 20, "--shards", &u, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            build.shards = (uint32_t)u;
+            break;
+        case OPT_CHUNK_NNZ:
+            if (amp_parse_u64(optarg, 1, AMP_CHUNK_NNZ_MAX, "--chunk-nnz", &build.chunk_nnz,
+                              &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            break;
+        case OPT_VALUES:
+            if (amp_parse_choice(optarg, value_names, "--values", &choice, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            build.values = (amp_value_choice)choice;
+            break;
+        case OPT_LEVEL: {
+            char *end;
+            errno = 0;
+            long lv = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || lv < -7 || lv > 22)
+                return amp_usage_error(PROGRAM, "--level: '%s' is not an integer from -7 to 22",
+                                       optarg);
+            build.write.level = (int)lv;
+            break;
+        }
         case 't':
             if (amp_parse_u64(optarg, 1, 4096, "--threads", &threads, &err))
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
@@ -182,8 +276,10 @@ int main(int argc, char **argv)
         return amp_usage_error(PROGRAM, "one INPUT only; extra operand '%s'", argv[optind + 1]);
     const char *input = argv[optind];
     const char *shown = strcmp(input, "-") ? input : "(standard input)";
-    if (output && !amp_has_suffix(output, ".tns") && !amp_has_suffix(output, ".bin"))
-        return amp_usage_error(PROGRAM, "cannot tell the output format of '%s': name it .tns or .bin", output);
+    if (output && !amp_has_suffix(output, ".tns") && !amp_has_suffix(output, ".bin") &&
+        !amp_has_suffix(output, ".amp"))
+        return amp_usage_error(PROGRAM, "cannot tell the output format of '%s': name it .amp, "
+                               ".tns or .bin", output);
     amp_log_init("amped-prep", level);
 #ifdef _OPENMP
     if (threads)
@@ -219,7 +315,14 @@ int main(int argc, char **argv)
         }
         print_stats(shown, &t, &s, &info);
     }
-    if (output) {
+    if (output && amp_has_suffix(output, ".amp")) {
+        rc = write_amp(input, shown, output, &t, &opts, &build, level, &err);
+        if (rc != AMP_OK) {
+            amp_log_error(&err);
+            amp_coo_free(&t);
+            return EXIT_FAILURE;
+        }
+    } else if (output) {
         double t0 = amp_now();
         rc = amp_has_suffix(output, ".bin") ? amp_write_bin(&t, output, &err)
                                         : amp_write_tns(&t, output, &err);

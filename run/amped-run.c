@@ -1,7 +1,8 @@
 /* amped-run: CP decomposition of a prepared (.amp) tensor.
  *
- * This version knows its build (CUDA, NCCL) and the GPUs it can see; the
- * .amp reader and the CP-ALS backends arrive with the format and solver. */
+ * This version knows its build (CUDA, NCCL) and the GPUs it can see, and
+ * inspects (--info) and verifies (--verify) .amp files; the CP-ALS
+ * backends arrive with the solver. */
 #include <config.h>
 
 #include <getopt.h>
@@ -11,17 +12,24 @@
 #include "amp_alloc.h"
 #include "amp_cli.h"
 #include "amp_log.h"
+#include "amp_parse.h"
+#include "amped_format.h"
+#include "inspect.h"
 #ifdef AMP_HAVE_CUDA
 #include "cuda/amp_cuda.h"
 #endif
 
 #define PROGRAM "amped-run"
 
-enum { OPT_LIST_DEVICES = 256 };
+enum { OPT_LIST_DEVICES = 256, OPT_INFO, OPT_VERIFY };
 
 static const struct option long_options[] = {
-    /* devices */
+    /* actions other than decomposing */
+    {"info", no_argument, NULL, OPT_INFO},
+    {"verify", no_argument, NULL, OPT_VERIFY},
+    /* devices and threads */
     {"list-devices", no_argument, NULL, OPT_LIST_DEVICES},
+    {"threads", required_argument, NULL, 't'},
     /* reporting */
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
@@ -35,9 +43,16 @@ static void usage(void)
     printf("Usage: amped-run [OPTION]... FILE.amp\n"
            "Compute a CP decomposition of the tensor that amped-prep prepared in FILE.amp.\n"
            "\n"
-           "Devices:\n"
+           "Inspection:\n"
+           "      --info           print what FILE.amp holds (modes, dimensions, nonzeros,\n"
+           "                       shards and their balance, sizes, compression) and exit\n"
+           "      --verify         read every section of FILE.amp and check every\n"
+           "                       checksum and index; exit status 0 only if all hold\n"
+           "\n"
+           "Devices and threads:\n"
            "      --list-devices   list the CUDA devices this build can use, run a\n"
            "                       self-test kernel on each, and exit\n"
+           "  -t, --threads=N      CPU threads (default: all available)\n"
            "\n"
            "Reporting:\n"
            "  -q, --quiet          print only warnings and errors\n"
@@ -102,12 +117,24 @@ static int list_devices(void)
 int main(int argc, char **argv)
 {
     amp_log_level level = AMP_LOG_INFO;
-    int c, want_list = 0;
+    int c, want_list = 0, want_info = 0, want_verify = 0;
+    uint64_t threads = 0;
+    amp_error err = {0};
     argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
-    while ((c = getopt_long(argc, argv, "qvhV", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:qvhV", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_LIST_DEVICES:
             want_list = 1;
+            break;
+        case OPT_INFO:
+            want_info = 1;
+            break;
+        case OPT_VERIFY:
+            want_verify = 1;
+            break;
+        case 't':
+            if (amp_parse_u64(optarg, 1, 4096, "--threads", &threads, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             break;
         case 'q':
             level = AMP_LOG_WARN;
@@ -136,7 +163,22 @@ int main(int argc, char **argv)
         return amp_usage_error(PROGRAM, "missing FILE.amp (prepare one with amped-prep)");
     if (optind + 1 < argc)
         return amp_usage_error(PROGRAM, "one FILE only; extra operand '%s'", argv[optind + 1]);
-    amp_log(AMP_LOG_ERROR, "%s: this version of amped-run cannot read .amp files yet "
-            "(the shard format is the next milestone); see amped-run(1)", argv[optind]);
+    const char *path = argv[optind];
+    if (want_info || want_verify) {
+        int status = EXIT_SUCCESS;
+        if (want_info)
+            status = amp_inspect_info(path);
+        if (want_verify && status == EXIT_SUCCESS)
+            status = amp_inspect_verify(path, (int)threads, level < AMP_LOG_INFO);
+        return status;
+    }
+    amp_file *f;
+    if (amp_file_open(path, &f, &err) != AMP_OK) {
+        amp_log_error(&err);
+        return EXIT_FAILURE;
+    }
+    amp_file_close(f);
+    amp_log(AMP_LOG_ERROR, "%s: this version of amped-run reads and verifies .amp files "
+            "(--info, --verify) but cannot decompose them yet; see amped-run(1)", path);
     return EXIT_FAILURE;
 }

@@ -1,0 +1,288 @@
+/* The .amp shard file: amped-prep writes it, amped-run reads it.
+ *
+ * This is the format library's only public header. The byte layout is
+ * specified in amped(5) (man/amped.5); this header is the C view of it.
+ *
+ * A file holds one tensor prepared for CP decomposition: per mode, one copy
+ * of the nonzeros ordered by that mode's (relabelled) index, cut into
+ * shards that own disjoint ranges of output rows, each shard cut into
+ * chunks that are independently Zstandard-compressed and checksummed with
+ * XXH3-64. A directory at the end lists every section, so any
+ * (mode, shard, chunk) can be read without touching the rest.
+ *
+ * Writing: amp_writer_open, then META first, then MODE, RELABEL and CHUNK
+ * sections in any order (each written as it is produced), then
+ * amp_writer_commit, which writes the directory, flushes and renames the
+ * temporary file into place. Reading: amp_file_open validates everything
+ * but the bulk data; amp_section_read reads one section, verifies its
+ * checksum and decompresses it into a buffer the caller owns. Any number of
+ * threads may read one open file at once, each with its own
+ * amp_section_reader. Nothing here prints or exits. */
+#ifndef AMPED_FORMAT_H
+#define AMPED_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "amp_error.h"
+#include "amp_limits.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version policy: a reader reads every file of its own major version. Minor
+ * versions only add optional sections (flag AMP_SECTION_OPTIONAL), which
+ * older readers skip; anything else is a new major version, refused with a
+ * message naming the versions this build reads. */
+#define AMP_FORMAT_MAJOR 1
+#define AMP_FORMAT_MINOR 0
+
+#define AMP_HEADER_SIZE 64
+#define AMP_TRAILER_SIZE 32
+#define AMP_DIR_HEADER_SIZE 24
+#define AMP_DIR_ENTRY_SIZE 64
+
+typedef enum amp_section_type {
+    AMP_SECTION_META = 1,     /* tensor metadata; exactly one */
+    AMP_SECTION_MODE = 2,     /* one mode copy's layout and shard table */
+    AMP_SECTION_RELABEL = 3,  /* one mode's new index -> original index */
+    AMP_SECTION_CHUNK = 4     /* a run of one shard's nonzeros */
+} amp_section_type;
+
+#define AMP_SECTION_ZSTD 0x1u      /* the stored bytes are one Zstandard frame */
+#define AMP_SECTION_OPTIONAL 0x2u  /* a reader that does not know the type skips it */
+#define AMP_NO_INDEX UINT32_MAX    /* mode or shard of a section that has none */
+
+/* One directory entry. count and aux mean, per type: CHUNK: nonzeros and
+ * the BLCO block key; RELABEL: entries; others: 0. */
+typedef struct amp_section {
+    uint16_t type;
+    uint16_t flags;
+    uint32_t mode;
+    uint32_t shard;
+    uint32_t seq;            /* chunk number within its shard */
+    uint64_t offset;         /* of the stored bytes, from the start of the file */
+    uint64_t stored_size;    /* bytes in the file */
+    uint64_t raw_size;       /* bytes once decompressed */
+    uint64_t hash;           /* XXH3-64 (seed 0) of the stored bytes */
+    uint64_t count;
+    uint64_t aux;
+} amp_section;
+
+typedef enum amp_value_type {
+    AMP_VALUES_F32 = 1,
+    AMP_VALUES_F64 = 2
+} amp_value_type;
+
+/* The longest string META may hold (source name, writer, parameters). */
+#define AMP_META_TEXT_MAX 4096
+
+typedef struct amp_meta {
+    unsigned nmodes;                        /* 1 .. AMP_MAX_MODES */
+    amp_value_type value_type;
+    uint64_t nnz;
+    uint64_t dims[AMP_MAX_MODES];           /* as the source declared or implied them */
+    uint64_t compact_dims[AMP_MAX_MODES];   /* nonempty slices: the relabelled index range */
+    double norm_sq;                         /* sum of squared values, as stored */
+    uint64_t source_size;                   /* bytes of the source file on disk */
+    uint64_t source_hash;                   /* XXH3-64 of those bytes; 0: unknown */
+    const char *source_name;                /* UTF-8, no NUL; "" when unknown */
+    const char *writer;                     /* e.g. "amped-prep 0.1.0" */
+    const char *params;                     /* "key=value" lines, one per parameter */
+} amp_meta;
+
+/* Chunk encodings. BLCO64: each nonzero's relabelled indices packed into
+ * one linearized index L = sum over modes m of index_m << shift[m], of
+ * index_bits bits. Its low 64 bits are stored per nonzero ("word"); bits
+ * 64 and up form the block key, which is the same for every nonzero of a
+ * chunk and stored once, in the directory entry. */
+#define AMP_ENCODING_BLCO64 1u
+#define AMP_MAX_INDEX_BITS 128u
+/* Upper bound on nonzeros in one chunk, so a chunk's raw size (and the
+ * memory a reader commits to it) is bounded: 2^28 * 16 bytes = 4 GiB. */
+#define AMP_CHUNK_NNZ_MAX (UINT64_C(1) << 28)
+
+typedef struct amp_shard {
+    uint64_t index_begin;    /* output rows [index_begin, index_end), relabelled */
+    uint64_t index_end;
+    uint64_t nnz;
+    uint32_t nchunks;
+    /* Derived on read, not stored: */
+    uint64_t first_nnz;      /* position of the shard's first nonzero in the copy */
+    uint32_t first_chunk;    /* position of its chunk 0 among the mode's chunks */
+} amp_shard;
+
+typedef struct amp_mode_layout {
+    unsigned mode;           /* the output mode of this copy */
+    unsigned nmodes;
+    uint32_t encoding;       /* AMP_ENCODING_BLCO64 */
+    uint8_t shift[AMP_MAX_MODES];
+    uint8_t width[AMP_MAX_MODES];
+    unsigned index_bits;     /* bits of L: the highest shift + width */
+    unsigned key_bits;       /* index_bits - 64 when positive, else 0 */
+    uint64_t chunk_nnz;      /* the most nonzeros in one chunk */
+    uint32_t nshards;
+    amp_shard *shards;       /* nshards entries */
+} amp_mode_layout;
+
+/* The bit layout amped-prep uses for mode copy `mode`: each field as narrow
+ * as compact_dims allows, the output mode in the top bits (so sorting by
+ * output row sorts the keys), the other modes below it, the last mode
+ * lowest. Fails (AMP_ERR_UNSUPPORTED) beyond AMP_MAX_INDEX_BITS. Shards
+ * are left for the caller. */
+amp_status amp_blco_layout(amp_mode_layout *layout, unsigned nmodes,
+                           const uint64_t *compact_dims, unsigned mode, amp_error *err);
+
+/* One index from a linearized index: decode is shift and mask. */
+static inline uint64_t amp_blco_field(uint64_t key, uint64_t word, unsigned shift,
+                                      unsigned width)
+{
+    if (width == 0)
+        return 0;
+    uint64_t mask = width >= 64 ? UINT64_MAX : (UINT64_C(1) << width) - 1;
+    if (shift >= 64)
+        return (key >> (shift - 64)) & mask;
+    uint64_t v = word >> shift;
+    if (shift > 0 && shift + width > 64)
+        v |= key << (64 - shift);
+    return v & mask;
+}
+
+/* Bytes one nonzero takes in a chunk's raw form: the word and the value. */
+static inline size_t amp_value_size(amp_value_type t)
+{
+    return t == AMP_VALUES_F32 ? 4 : 8;
+}
+
+/* ---- writing ------------------------------------------------------------- */
+
+typedef struct amp_writer amp_writer;
+
+typedef struct amp_write_opts {
+    int level;          /* Zstandard level, -7..22; 0 stores sections uncompressed */
+    int threads;        /* compression threads; 0: the OpenMP default */
+} amp_write_opts;
+
+#define AMP_DEFAULT_LEVEL 3
+
+void amp_write_opts_init(amp_write_opts *opts);
+
+/* Create path's temporary sibling and start the file. */
+amp_status amp_writer_open(amp_writer **w, const char *path, const amp_write_opts *opts,
+                           amp_error *err);
+
+/* The first section; the strings are copied. */
+amp_status amp_writer_meta(amp_writer *w, const amp_meta *meta, amp_error *err);
+
+/* A mode copy's layout and shard table (first_nnz and first_chunk are
+ * ignored). */
+amp_status amp_writer_mode(amp_writer *w, const amp_mode_layout *layout, amp_error *err);
+
+/* new_to_orig[k]: the original 0-based index of relabelled index k, for
+ * k < compact_dims[mode]. */
+amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_to_orig,
+                              amp_error *err);
+
+/* Chunks are produced by a callback so that they are built, compressed and
+ * hashed in parallel on the writer's threads, each in a per-thread buffer,
+ * and written in the order given. fill writes the chunk's raw bytes: count
+ * little-endian u64 words, then count values (f32 or f64 per META). */
+typedef struct amp_chunk_job {
+    uint32_t mode;
+    uint32_t shard;
+    uint32_t seq;
+    uint64_t count;     /* nonzeros, 1 .. the mode's chunk_nnz */
+    uint64_t key;       /* BLCO block key */
+} amp_chunk_job;
+
+typedef amp_status (*amp_chunk_fill_fn)(void *ctx, size_t job, void *raw, size_t raw_size,
+                                        amp_error *err);
+
+amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t njobs,
+                             amp_chunk_fill_fn fill, void *ctx, amp_error *err);
+
+/* Any section, e.g. an optional one of a later minor version; compressed
+ * when flags has AMP_SECTION_ZSTD and compression gains. */
+amp_status amp_writer_section(amp_writer *w, const amp_section *desc, const void *raw,
+                              size_t raw_size, amp_error *err);
+
+/* Write the directory and trailer, check the whole file is one a reader
+ * accepts, flush and rename into place; *file_size (if not NULL) gets the
+ * final size. Frees w whatever the outcome. */
+amp_status amp_writer_commit(amp_writer *w, uint64_t *file_size, amp_error *err);
+
+/* Give up: remove the temporary file and free w. NULL is fine. */
+void amp_writer_abort(amp_writer *w);
+
+/* Bytes written so far (the file's size once committed). */
+uint64_t amp_writer_bytes(const amp_writer *w);
+
+/* ---- reading ------------------------------------------------------------- */
+
+typedef struct amp_file amp_file;
+
+typedef struct amp_file_info {
+    unsigned major, minor;
+    uint32_t flags;
+    uint64_t file_size;
+    uint64_t dir_offset;
+    uint64_t dir_size;
+    size_t nsections;
+    size_t nskipped;         /* optional sections of unknown type */
+} amp_file_info;
+
+/* Open and validate: magic, version, header, trailer and directory
+ * checksums, and the META and MODE sections and their consistency with the
+ * directory. Bulk sections (RELABEL, CHUNK) are checked when read. */
+amp_status amp_file_open(const char *path, amp_file **f, amp_error *err);
+void amp_file_close(amp_file *f);
+
+const char *amp_file_path(const amp_file *f);
+const amp_file_info *amp_file_info_get(const amp_file *f);
+const amp_meta *amp_file_meta(const amp_file *f);
+const amp_mode_layout *amp_file_mode(const amp_file *f, unsigned mode);
+const amp_section *amp_file_section(const amp_file *f, size_t i);
+const amp_section *amp_file_relabel(const amp_file *f, unsigned mode);
+/* NULL when out of range. */
+const amp_section *amp_file_chunk(const amp_file *f, unsigned mode, uint32_t shard,
+                                  uint32_t seq);
+
+/* "mode 2 shard 5 chunk 3", "directory", ... for messages. */
+const char *amp_section_name(const amp_section *s, char *buf, size_t n);
+
+/* Per-thread reading state: a decompression context and a buffer. */
+typedef struct amp_section_reader amp_section_reader;
+
+amp_status amp_section_reader_new(const amp_file *f, amp_section_reader **r,
+                                  amp_error *err);
+void amp_section_reader_free(amp_section_reader *r);
+
+/* Read s, verify its checksum and decompress it into dst (dst_size at
+ * least s->raw_size). Safe to call from many threads on one file with
+ * one reader each. */
+amp_status amp_section_read(amp_section_reader *r, const amp_section *s, void *dst,
+                            size_t dst_size, amp_error *err);
+
+/* Check a chunk's decoded content: every index within its mode's range,
+ * the output index within the shard's rows and ascending. The checks a
+ * consumer needs before it trusts the indices enough to address memory. */
+amp_status amp_chunk_check(const amp_file *f, const amp_section *s, const void *raw,
+                           amp_error *err);
+
+/* Read a whole RELABEL section (compact_dims[mode] entries) and check it is
+ * one-to-one into the original dimension. */
+amp_status amp_file_read_relabel(const amp_file *f, unsigned mode, uint64_t *new_to_orig,
+                                 amp_error *err);
+
+/* Read and check every section on `threads` threads (0: OpenMP default),
+ * calling report (if not NULL, serialized) for each one that fails. Returns
+ * AMP_OK only if all hold; *nbad gets how many did not. */
+typedef void (*amp_verify_report_fn)(void *ctx, const amp_section *s, const amp_error *e);
+amp_status amp_file_verify(const amp_file *f, int threads, amp_verify_report_fn report,
+                           void *ctx, size_t *nbad, amp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

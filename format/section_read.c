@@ -1,0 +1,326 @@
+/* Reading sections of an open file: checksum first, then decompression
+ * straight into the caller's buffer, then (for chunks and relabellings)
+ * the content checks a consumer needs before indices address memory. */
+#include <config.h>
+
+#include <math.h>
+#include <stdlib.h>
+
+#include <xxhash.h>
+#include <zstd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "reader_internal.h"
+
+struct amp_section_reader {
+    const amp_file *f;
+    ZSTD_DCtx *dctx;
+    void *buf;
+    size_t cap;
+};
+
+amp_status amp_section_reader_new(const amp_file *f, amp_section_reader **rp, amp_error *err)
+{
+    amp_section_reader *r = calloc(1, sizeof *r);
+    if (r == NULL || (r->dctx = ZSTD_createDCtx()) == NULL) {
+        free(r);
+        *rp = NULL;
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a decompression context");
+    }
+    r->f = f;
+    *rp = r;
+    return AMP_OK;
+}
+
+void amp_section_reader_free(amp_section_reader *r)
+{
+    if (r == NULL)
+        return;
+    ZSTD_freeDCtx(r->dctx);
+    free(r->buf);
+    free(r);
+}
+
+static amp_status check_hash(const amp_file *f, const amp_section *s, const void *p,
+                             const char *name, amp_error *err)
+{
+    uint64_t h = XXH3_64bits(p, (size_t)s->stored_size);
+    if (h != s->hash)
+        return AMP_FAIL(err, AMP_ERR_CHECKSUM, "%s: %s: checksum mismatch (stored %016llx, "
+                        "computed %016llx): the section is damaged", f->path, name,
+                        (unsigned long long)s->hash, (unsigned long long)h);
+    return AMP_OK;
+}
+
+amp_status amp_section_read(amp_section_reader *r, const amp_section *s, void *dst,
+                            size_t dst_size, amp_error *err)
+{
+    const amp_file *f = r->f;
+    char name[96];
+    amp_section_name(s, name, sizeof name);
+    if (dst_size < s->raw_size)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: %s: %llu bytes do not fit a %zu-byte buffer",
+                        f->path, name, (unsigned long long)s->raw_size, dst_size);
+    if (!(s->flags & AMP_SECTION_ZSTD)) {
+        AMP_CHECK(amp_pread_full(f, dst, (size_t)s->stored_size, s->offset, name, err));
+        return check_hash(f, s, dst, name, err);
+    }
+    if (r->cap < s->stored_size) {
+        void *p = realloc(r->buf, (size_t)s->stored_size);
+        if (p == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a %llu-byte section",
+                            (unsigned long long)s->stored_size);
+        r->buf = p;
+        r->cap = (size_t)s->stored_size;
+    }
+    AMP_CHECK(amp_pread_full(f, r->buf, (size_t)s->stored_size, s->offset, name, err));
+    AMP_CHECK(check_hash(f, s, r->buf, name, err));
+    size_t got = ZSTD_decompressDCtx(r->dctx, dst, (size_t)s->raw_size, r->buf,
+                                     (size_t)s->stored_size);
+    if (ZSTD_isError(got))
+        return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: cannot be decompressed (%s) although "
+                        "its checksum holds", f->path, name, ZSTD_getErrorName(got));
+    if (got != s->raw_size)
+        return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: decompresses to %zu bytes, the "
+                        "directory says %llu", f->path, name, got,
+                        (unsigned long long)s->raw_size);
+    return AMP_OK;
+}
+
+/* The output index of every nonzero, so that chunk order can be checked
+ * across chunks too: first and last come back through the pointers. */
+static amp_status check_chunk(const amp_file *f, const amp_section *s, const void *raw,
+                              uint64_t *first, uint64_t *last, amp_error *err)
+{
+    char name[96];
+    amp_section_name(s, name, sizeof name);
+    if (s->type != AMP_SECTION_CHUNK)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: %s is not a chunk", f->path, name);
+    const amp_meta *m = &f->meta;
+    const amp_mode_layout *l = &f->layouts[s->mode];
+    const amp_shard *sh = &l->shards[s->shard];
+    const unsigned char *words = raw;
+    const unsigned char *vals = words + 8 * s->count;
+    unsigned out = l->mode;
+    uint64_t prev = sh->index_begin;
+    for (uint64_t k = 0; k < s->count; k++) {
+        uint64_t word;
+        memcpy(&word, words + 8 * k, 8);
+        if (l->index_bits < 64 && (word >> l->index_bits) != 0)
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: nonzero %llu sets bits above the "
+                            "%u-bit index", f->path, name, (unsigned long long)k,
+                            l->index_bits);
+        for (unsigned i = 0; i < m->nmodes; i++) {
+            uint64_t idx = amp_blco_field(s->aux, word, l->shift[i], l->width[i]);
+            if (idx >= m->compact_dims[i])
+                return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: nonzero %llu has mode %u index "
+                                "%llu, beyond %llu", f->path, name, (unsigned long long)k,
+                                i + 1, (unsigned long long)idx,
+                                (unsigned long long)m->compact_dims[i]);
+            if (i != out)
+                continue;
+            if (idx < prev || idx >= sh->index_end)
+                return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: nonzero %llu has output row "
+                                "%llu, out of order or outside the shard's rows [%llu, %llu)",
+                                f->path, name, (unsigned long long)k, (unsigned long long)idx,
+                                (unsigned long long)sh->index_begin,
+                                (unsigned long long)sh->index_end);
+            if (k == 0)
+                *first = idx;
+            prev = idx;
+        }
+        double v;
+        if (m->value_type == AMP_VALUES_F32) {
+            float x;
+            memcpy(&x, vals + 4 * k, 4);
+            v = x;
+        } else {
+            memcpy(&v, vals + 8 * k, 8);
+        }
+        if (!isfinite(v))
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: nonzero %llu has a value that is "
+                            "not a finite number", f->path, name, (unsigned long long)k);
+    }
+    *last = prev;
+    return AMP_OK;
+}
+
+amp_status amp_chunk_check(const amp_file *f, const amp_section *s, const void *raw,
+                           amp_error *err)
+{
+    uint64_t first, last;
+    return check_chunk(f, s, raw, &first, &last, err);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One-to-one into [0, dims): a bitmap when the dimension is small enough
+ * to afford one, a sorted copy otherwise (hypersparse modes). */
+static amp_status check_relabel(const amp_file *f, unsigned mode, const uint64_t *map,
+                                amp_error *err)
+{
+    uint64_t n = f->meta.compact_dims[mode], dim = f->meta.dims[mode];
+    const char *what = "relabelling (RELABEL)";
+    for (uint64_t k = 0; k < n; k++)
+        if (map[k] >= dim)
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: mode %u %s: entry %llu is %llu, beyond "
+                            "the dimension %llu", f->path, mode + 1, what,
+                            (unsigned long long)k, (unsigned long long)map[k],
+                            (unsigned long long)dim);
+    uint64_t dup = UINT64_MAX;
+    if (dim / 8 <= (n * 8 > (UINT64_C(1) << 20) ? n * 8 : (UINT64_C(1) << 20))) {
+        uint64_t *seen = calloc((size_t)(dim / 64 + 1), sizeof *seen);
+        if (seen == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        for (uint64_t k = 0; k < n && dup == UINT64_MAX; k++) {
+            uint64_t bit = UINT64_C(1) << (map[k] & 63);
+            if (seen[map[k] >> 6] & bit)
+                dup = map[k];
+            seen[map[k] >> 6] |= bit;
+        }
+        free(seen);
+    } else {
+        uint64_t *copy = malloc((size_t)n * sizeof *copy);
+        if (copy == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        memcpy(copy, map, (size_t)n * sizeof *copy);
+        qsort(copy, (size_t)n, sizeof *copy, cmp_u64);
+        for (uint64_t k = 1; k < n && dup == UINT64_MAX; k++)
+            if (copy[k] == copy[k - 1])
+                dup = copy[k];
+        free(copy);
+    }
+    if (dup != UINT64_MAX)
+        return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: mode %u %s: original index %llu appears "
+                        "twice", f->path, mode + 1, what, (unsigned long long)dup);
+    return AMP_OK;
+}
+
+amp_status amp_file_read_relabel(const amp_file *f, unsigned mode, uint64_t *new_to_orig,
+                                 amp_error *err)
+{
+    if (mode >= f->meta.nmodes)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "mode %u out of range", mode + 1);
+    amp_section_reader *r;
+    AMP_CHECK(amp_section_reader_new(f, &r, err));
+    const amp_section *s = amp_file_relabel(f, mode);
+    amp_status rc = amp_section_read(r, s, new_to_orig, (size_t)s->raw_size, err);
+    amp_section_reader_free(r);
+    if (rc == AMP_OK)
+        rc = check_relabel(f, mode, new_to_orig, err);
+    return rc;
+}
+
+typedef struct verify_worker {
+    amp_section_reader *r;
+    void *raw;
+    size_t cap;
+    amp_error err;
+} verify_worker;
+
+static amp_status verify_one(const amp_file *f, verify_worker *w, size_t i, uint64_t *first,
+                             uint64_t *last)
+{
+    const amp_section *s = &f->secs[i];
+    amp_error *err = &w->err;
+    size_t need = s->raw_size ? (size_t)s->raw_size : 1;
+    if (w->cap < need) {
+        free(w->raw);
+        w->cap = 0;
+        /* 8-byte alignment: the content is read as u64 and f64 arrays. */
+        w->raw = malloc(need + 8);
+        if (w->raw == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: out of memory for a %zu-byte section",
+                            f->path, need);
+        w->cap = need;
+    }
+    AMP_CHECK(amp_section_read(w->r, s, w->raw, w->cap, err));
+    if (s->type == AMP_SECTION_CHUNK)
+        return check_chunk(f, s, w->raw, first, last, err);
+    if (s->type == AMP_SECTION_RELABEL)
+        return check_relabel(f, s->mode, w->raw, err);
+    return AMP_OK;
+}
+
+amp_status amp_file_verify(const amp_file *f, int threads, amp_verify_report_fn report,
+                           void *ctx, size_t *nbad, amp_error *err)
+{
+    size_t n = f->info.nsections, bad = 0;
+    uint64_t *first = malloc((n ? n : 1) * sizeof *first);
+    uint64_t *last = malloc((n ? n : 1) * sizeof *last);
+    unsigned char *ok = calloc(n ? n : 1, 1);
+    amp_status rc = AMP_OK;
+    if (first == NULL || last == NULL || ok == NULL) {
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    int nthreads = 1;
+#ifdef _OPENMP
+    nthreads = threads > 0 ? threads : omp_get_max_threads();
+#else
+    (void)threads;
+#endif
+#pragma omp parallel num_threads(nthreads) reduction(+ : bad)
+    {
+        verify_worker w = {0};
+        amp_status wrc = amp_section_reader_new(f, &w.r, &w.err);
+#pragma omp for schedule(dynamic, 1)
+        for (size_t i = 0; i < n; i++) {
+            amp_status src = wrc;
+            if (src == AMP_OK)
+                src = verify_one(f, &w, i, &first[i], &last[i]);
+            ok[i] = src == AMP_OK;
+            if (src != AMP_OK) {
+                bad++;
+#pragma omp critical(amp_verify_report)
+                {
+                    if (rc == AMP_OK)
+                        rc = amp_error_set(err, w.err.status, w.err.src_file, w.err.src_line,
+                                           "%s", w.err.msg);
+                    if (report != NULL)
+                        report(ctx, &f->secs[i], &w.err);
+                }
+                if (wrc == AMP_OK)
+                    amp_error_clear(&w.err);
+            }
+        }
+        amp_section_reader_free(w.r);
+        free(w.raw);
+    }
+    /* Order across chunks: each chunk of a shard starts at or after the row
+     * where the previous one ended. */
+    for (unsigned d = 0; d < f->meta.nmodes; d++) {
+        const amp_mode_layout *l = &f->layouts[d];
+        for (uint32_t s = 0; s < l->nshards; s++)
+            for (uint32_t c = 1; c < l->shards[s].nchunks; c++) {
+                uint32_t a = f->chunk_index[d][l->shards[s].first_chunk + c - 1];
+                uint32_t b = f->chunk_index[d][l->shards[s].first_chunk + c];
+                if (!ok[a] || !ok[b] || last[a] <= first[b])
+                    continue;
+                amp_error e = {0};
+                char name[96];
+                AMP_FAIL(&e, AMP_ERR_CORRUPT, "%s: %s starts at row %llu, before the previous "
+                         "chunk's last row %llu", f->path,
+                         amp_section_name(&f->secs[b], name, sizeof name),
+                         (unsigned long long)first[b], (unsigned long long)last[a]);
+                bad++;
+                if (rc == AMP_OK)
+                    rc = amp_error_set(err, e.status, e.src_file, e.src_line, "%s", e.msg);
+                if (report != NULL)
+                    report(ctx, &f->secs[b], &e);
+            }
+    }
+done:
+    free(first);
+    free(last);
+    free(ok);
+    if (nbad != NULL)
+        *nbad = bad;
+    return rc;
+}

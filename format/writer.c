@@ -1,0 +1,430 @@
+/* Streaming .amp writer.
+ *
+ * Sections go to the temporary file as they are produced, so memory holds
+ * at most what the caller is producing plus one compressed chunk per
+ * thread; the directory is kept in memory (64 bytes per section) and
+ * written last. The header is written as zeros first and filled in at
+ * commit, when the directory's place and checksum are known: a file that
+ * is cut short therefore has no valid header, and never a final name. */
+#include <config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+#include <zstd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "amp_outfile.h"
+#include "format_internal.h"
+
+struct amp_writer {
+    amp_outfile out;
+    amp_write_opts opts;
+    amp_section *secs;
+    size_t nsecs, cap;
+    int have_meta;
+    amp_meta meta;
+    char text[3 * (AMP_META_TEXT_MAX + 1)];
+    amp_mode_layout *layouts[AMP_MAX_MODES];
+    ZSTD_CCtx *cctx;
+};
+
+void amp_write_opts_init(amp_write_opts *opts)
+{
+    opts->level = AMP_DEFAULT_LEVEL;
+    opts->threads = 0;
+}
+
+uint64_t amp_writer_bytes(const amp_writer *w)
+{
+    return w->out.written;
+}
+
+static amp_status grow_dir(amp_writer *w, size_t more, amp_error *err)
+{
+    if (w->nsecs + more <= w->cap)
+        return AMP_OK;
+    size_t cap = w->cap ? w->cap : 64;
+    while (cap < w->nsecs + more)
+        cap *= 2;
+    amp_section *s = realloc(w->secs, cap * sizeof *s);
+    if (s == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a directory of %zu sections",
+                        cap);
+    w->secs = s;
+    w->cap = cap;
+    return AMP_OK;
+}
+
+amp_status amp_writer_open(amp_writer **wp, const char *path, const amp_write_opts *opts,
+                           amp_error *err)
+{
+    *wp = NULL;
+    amp_write_opts o;
+    if (opts == NULL)
+        amp_write_opts_init(&o);
+    else
+        o = *opts;
+    if (o.level < -7 || o.level > ZSTD_maxCLevel())
+        return AMP_FAIL(err, AMP_ERR_USAGE, "compression level %d out of range (-7 to %d, or "
+                        "0 to store uncompressed)", o.level, ZSTD_maxCLevel());
+    amp_writer *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    w->opts = o;
+    w->out.fd = -1;
+    w->cctx = ZSTD_createCCtx();
+    if (w->cctx == NULL) {
+        free(w);
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a compression context");
+    }
+    amp_status rc = amp_outfile_open(&w->out, path, err);
+    if (rc == AMP_OK) {
+        unsigned char zero[AMP_HEADER_SIZE] = {0};
+        rc = amp_outfile_write(&w->out, zero, sizeof zero, err);
+    }
+    if (rc != AMP_OK) {
+        amp_writer_abort(w);
+        return rc;
+    }
+    *wp = w;
+    return AMP_OK;
+}
+
+void amp_writer_abort(amp_writer *w)
+{
+    if (w == NULL)
+        return;
+    amp_outfile_abort(&w->out);
+    for (unsigned d = 0; d < AMP_MAX_MODES; d++) {
+        if (w->layouts[d] != NULL)
+            free(w->layouts[d]->shards);
+        free(w->layouts[d]);
+    }
+    ZSTD_freeCCtx(w->cctx);
+    free(w->secs);
+    free(w);
+}
+
+/* Compress raw into *out (a buffer of *out_cap bytes, grown as needed);
+ * *stored is what goes to the file: the frame, or raw itself when
+ * compression is off or gains nothing. */
+static amp_status compress(ZSTD_CCtx *cctx, int level, const void *raw, size_t n,
+                           void **out, size_t *out_cap, const void **stored,
+                           size_t *stored_size, uint16_t *flags, amp_error *err)
+{
+    *stored = raw;
+    *stored_size = n;
+    *flags &= (uint16_t)~AMP_SECTION_ZSTD;
+    if (level == 0 || n == 0)
+        return AMP_OK;
+    size_t bound = ZSTD_compressBound(n);
+    if (*out_cap < bound) {
+        void *p = realloc(*out, bound);
+        if (p == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a %zu-byte compression "
+                            "buffer", bound);
+        *out = p;
+        *out_cap = bound;
+    }
+    ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+    size_t z = ZSTD_compress2(cctx, *out, *out_cap, raw, n);
+    if (ZSTD_isError(z))
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "compression failed: %s",
+                        ZSTD_getErrorName(z));
+    if (z < n) {
+        *stored = *out;
+        *stored_size = z;
+        *flags |= AMP_SECTION_ZSTD;
+    }
+    return AMP_OK;
+}
+
+/* Append stored bytes and their directory entry (desc gives the fields
+ * other than the place, sizes and hash). */
+static amp_status append(amp_writer *w, const amp_section *desc, const void *stored,
+                         size_t stored_size, size_t raw_size, uint16_t flags, uint64_t hash,
+                         amp_error *err)
+{
+    AMP_CHECK(grow_dir(w, 1, err));
+    amp_section s = *desc;
+    s.flags = flags;
+    s.offset = w->out.written;
+    s.stored_size = stored_size;
+    s.raw_size = raw_size;
+    s.hash = hash;
+    AMP_CHECK(amp_outfile_write(&w->out, stored, stored_size, err));
+    w->secs[w->nsecs++] = s;
+    return AMP_OK;
+}
+
+amp_status amp_writer_section(amp_writer *w, const amp_section *desc, const void *raw,
+                              size_t raw_size, amp_error *err)
+{
+    void *buf = NULL;
+    size_t cap = 0, stored_size;
+    const void *stored;
+    uint16_t flags = desc->flags;
+    int level = (desc->flags & AMP_SECTION_ZSTD) ? w->opts.level : 0;
+    amp_status rc = compress(w->cctx, level, raw, raw_size, &buf, &cap, &stored, &stored_size,
+                             &flags, err);
+    if (rc == AMP_OK)
+        rc = append(w, desc, stored, stored_size, raw_size, flags,
+                    XXH3_64bits(stored, stored_size), err);
+    free(buf);
+    return rc;
+}
+
+amp_status amp_writer_meta(amp_writer *w, const amp_meta *meta, amp_error *err)
+{
+    const char *path = w->out.final_path;
+    if (w->have_meta)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: metadata written twice", path);
+    AMP_CHECK(amp_check_meta(path, meta, err));
+    size_t n = amp_meta_size(meta);
+    unsigned char *p = malloc(n);
+    if (p == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    amp_encode_meta(p, meta);
+    /* Keep a decoded copy (with our own strings) for the checks at commit. */
+    amp_status rc = amp_decode_meta(path, p, n, &w->meta, w->text, err);
+    amp_section desc = {.type = AMP_SECTION_META, .mode = AMP_NO_INDEX,
+                        .shard = AMP_NO_INDEX};
+    if (rc == AMP_OK)
+        rc = amp_writer_section(w, &desc, p, n, err);
+    free(p);
+    if (rc == AMP_OK)
+        w->have_meta = 1;
+    return rc;
+}
+
+amp_status amp_writer_mode(amp_writer *w, const amp_mode_layout *layout, amp_error *err)
+{
+    const char *path = w->out.final_path;
+    if (!w->have_meta)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: a mode layout before the metadata", path);
+    if (layout->mode >= w->meta.nmodes || layout->nmodes != w->meta.nmodes ||
+        w->layouts[layout->mode] != NULL)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: mode %u layout is out of range or repeated",
+                        path, layout->mode + 1);
+    if (layout->nshards < 1 || layout->nshards > AMP_MAX_SHARDS)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: mode %u: %lu shards (allowed: 1 to %lu)",
+                        path, layout->mode + 1, (unsigned long)layout->nshards,
+                        (unsigned long)AMP_MAX_SHARDS);
+    amp_mode_layout *copy = malloc(sizeof *copy);
+    amp_shard *shards = malloc(layout->nshards * sizeof *shards);
+    size_t n = amp_mode_size(layout->nmodes, layout->nshards);
+    unsigned char *p = malloc(n);
+    amp_status rc = AMP_OK;
+    if (copy == NULL || shards == NULL || p == NULL) {
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    *copy = *layout;
+    memcpy(shards, layout->shards, layout->nshards * sizeof *shards);
+    copy->shards = shards;
+    AMP_CHECK_GOTO(amp_check_mode(path, &w->meta, copy, err), rc, fail);
+    amp_encode_mode(p, copy);
+    amp_section desc = {.type = AMP_SECTION_MODE, .mode = layout->mode,
+                        .shard = AMP_NO_INDEX};
+    AMP_CHECK_GOTO(amp_writer_section(w, &desc, p, n, err), rc, fail);
+    w->layouts[layout->mode] = copy;
+    free(p);
+    return AMP_OK;
+fail:
+    free(p);
+    free(shards);
+    free(copy);
+    return rc;
+}
+
+amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_to_orig,
+                              amp_error *err)
+{
+    if (!w->have_meta || mode >= w->meta.nmodes)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: relabelling of mode %u before the "
+                        "metadata or out of range", w->out.final_path, mode + 1);
+    uint64_t n = w->meta.compact_dims[mode];
+    for (uint64_t k = 0; k < n; k++)
+        if (new_to_orig[k] >= w->meta.dims[mode])
+            return AMP_FAIL(err, AMP_ERR_USAGE, "%s: mode %u relabelling maps %llu to %llu, "
+                            "beyond the dimension", w->out.final_path, mode + 1,
+                            (unsigned long long)k, (unsigned long long)new_to_orig[k]);
+    amp_section desc = {.type = AMP_SECTION_RELABEL, .flags = AMP_SECTION_ZSTD,
+                        .mode = mode, .shard = AMP_NO_INDEX, .count = n};
+    return amp_writer_section(w, &desc, new_to_orig, n * sizeof *new_to_orig, err);
+}
+
+/* Per-thread state of the parallel chunk writer. */
+typedef struct chunk_worker {
+    void *raw;
+    void *out;
+    size_t out_cap;
+    ZSTD_CCtx *cctx;
+    amp_error err;
+    amp_status rc;
+} chunk_worker;
+
+amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t njobs,
+                             amp_chunk_fill_fn fill, void *ctx, amp_error *err)
+{
+    const char *path = w->out.final_path;
+    if (!w->have_meta)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: chunks before the metadata", path);
+    size_t vsize = amp_value_size(w->meta.value_type), max_raw = 0;
+    for (size_t i = 0; i < njobs; i++) {
+        if (jobs[i].count < 1 || jobs[i].count > AMP_CHUNK_NNZ_MAX ||
+            jobs[i].mode >= w->meta.nmodes)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "%s: chunk %zu: %llu nonzeros in mode %lu",
+                            path, i, (unsigned long long)jobs[i].count,
+                            (unsigned long)jobs[i].mode + 1);
+        size_t raw = (size_t)jobs[i].count * (8 + vsize);
+        if (raw > max_raw)
+            max_raw = raw;
+    }
+    AMP_CHECK(grow_dir(w, njobs, err));
+    int nthreads = 1;
+#ifdef _OPENMP
+    nthreads = w->opts.threads > 0 ? w->opts.threads : omp_get_max_threads();
+#endif
+    if ((size_t)nthreads > njobs)
+        nthreads = njobs > 0 ? (int)njobs : 1;
+    amp_status rc = AMP_OK;
+    int failed = 0;
+#pragma omp parallel num_threads(nthreads)
+    {
+        chunk_worker wk = {0};
+        wk.raw = malloc(max_raw ? max_raw : 1);
+        wk.cctx = ZSTD_createCCtx();
+        if (wk.raw == NULL || wk.cctx == NULL)
+            wk.rc = AMP_FAIL(&wk.err, AMP_ERR_NOMEM, "out of memory for a %zu-byte chunk "
+                             "buffer", max_raw);
+        /* Chunks are built and compressed out of order, written in order:
+         * the file is the same for any thread count. */
+#pragma omp for ordered schedule(dynamic, 1)
+        for (size_t i = 0; i < njobs; i++) {
+            const void *stored = NULL;
+            size_t stored_size = 0, raw_size = (size_t)jobs[i].count * (8 + vsize);
+            uint16_t flags = 0;
+            uint64_t hash = 0;
+            int skip;
+#pragma omp atomic read
+            skip = failed;
+            if (!skip && wk.rc == AMP_OK) {
+                wk.rc = fill(ctx, i, wk.raw, raw_size, &wk.err);
+                if (wk.rc == AMP_OK)
+                    wk.rc = compress(wk.cctx, w->opts.level, wk.raw, raw_size, &wk.out,
+                                     &wk.out_cap, &stored, &stored_size, &flags, &wk.err);
+                if (wk.rc == AMP_OK)
+                    hash = XXH3_64bits(stored, stored_size);
+            }
+#pragma omp ordered
+            {
+                if (!failed && wk.rc != AMP_OK) {
+                    rc = amp_error_set(err, wk.rc, wk.err.src_file, wk.err.src_line, "%s",
+                                       wk.err.msg);
+#pragma omp atomic write
+                    failed = 1;
+                }
+                if (!failed) {
+                    amp_section desc = {.type = AMP_SECTION_CHUNK, .mode = jobs[i].mode,
+                                        .shard = jobs[i].shard, .seq = jobs[i].seq,
+                                        .count = jobs[i].count, .aux = jobs[i].key};
+                    amp_status wrc = append(w, &desc, stored, stored_size, raw_size, flags,
+                                            hash, err);
+                    if (wrc != AMP_OK) {
+                        rc = wrc;
+#pragma omp atomic write
+                        failed = 1;
+                    }
+                }
+            }
+        }
+        free(wk.raw);
+        free(wk.out);
+        ZSTD_freeCCtx(wk.cctx);
+    }
+    return rc;
+}
+
+/* The checks a reader will make, run on what was written, so that a bug in
+ * a producer shows up here and not as a file that cannot be opened. */
+static amp_status check_written(amp_writer *w, amp_error *err)
+{
+    const char *path = w->out.final_path;
+    size_t n = w->nsecs, meta_at;
+    uint32_t *chunk_index[AMP_MAX_MODES] = {0};
+    amp_status rc = AMP_OK;
+    if (!w->have_meta)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: no metadata was written", path);
+    AMP_CHECK(amp_check_entries(path, w->secs, n, w->out.written, err));
+    AMP_CHECK(amp_find_unique(path, w->secs, n, AMP_SECTION_META, AMP_NO_INDEX, &meta_at,
+                              err));
+    for (unsigned d = 0; d < w->meta.nmodes; d++) {
+        size_t at;
+        if (w->layouts[d] == NULL)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "%s: mode %u has no layout", path, d + 1);
+        AMP_CHECK(amp_find_unique(path, w->secs, n, AMP_SECTION_RELABEL, d, &at, err));
+        if (at == n)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "%s: mode %u has no relabelling", path, d + 1);
+    }
+    for (unsigned d = 0; d < w->meta.nmodes && rc == AMP_OK; d++) {
+        uint64_t nc = amp_mode_nchunks(w->layouts[d]);
+        chunk_index[d] = malloc((nc ? nc : 1) * sizeof **chunk_index);
+        if (chunk_index[d] == NULL)
+            rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    }
+    if (rc == AMP_OK)
+        rc = amp_check_directory(path, w->secs, n, &w->meta, w->layouts, chunk_index, err);
+    for (unsigned d = 0; d < AMP_MAX_MODES; d++)
+        free(chunk_index[d]);
+    return rc;
+}
+
+amp_status amp_writer_commit(amp_writer *w, uint64_t *file_size, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    unsigned char *dir = NULL;
+    amp_error check = {0};
+    if (check_written(w, &check) != AMP_OK) {
+        rc = AMP_FAIL(err, check.status == AMP_ERR_NOMEM ? AMP_ERR_NOMEM : AMP_ERR_INTERNAL,
+                      "refusing to finish an inconsistent file: %s", check.msg);
+        goto fail;
+    }
+    size_t dir_size = AMP_DIR_HEADER_SIZE + w->nsecs * (size_t)AMP_DIR_ENTRY_SIZE;
+    dir = malloc(dir_size);
+    if (dir == NULL) {
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the directory");
+        goto fail;
+    }
+    memcpy(dir, AMP_DIR_MAGIC, AMP_MAGIC_LEN);
+    amp_put32(dir + 8, AMP_DIR_ENTRY_SIZE);
+    amp_put32(dir + 12, 0);
+    amp_put64(dir + 16, w->nsecs);
+    for (size_t i = 0; i < w->nsecs; i++)
+        amp_encode_entry(dir + AMP_DIR_HEADER_SIZE + i * AMP_DIR_ENTRY_SIZE, &w->secs[i]);
+    uint64_t dir_offset = w->out.written, dir_hash = XXH3_64bits(dir, dir_size);
+    AMP_CHECK_GOTO(amp_outfile_write(&w->out, dir, dir_size, err), rc, fail);
+    unsigned char trailer[AMP_TRAILER_SIZE], header[AMP_HEADER_SIZE];
+    amp_encode_trailer(trailer, dir_offset, dir_size, dir_hash);
+    AMP_CHECK_GOTO(amp_outfile_write(&w->out, trailer, sizeof trailer, err), rc, fail);
+    amp_encode_header(header, w->out.written, dir_offset, dir_size, dir_hash);
+    if (pwrite(w->out.fd, header, sizeof header, 0) != (ssize_t)sizeof header) {
+        rc = AMP_FAIL(err, AMP_ERR_IO, "%s: cannot write the header: %s", w->out.final_path,
+                      strerror(errno));
+        goto fail;
+    }
+    uint64_t size = w->out.written;
+    AMP_CHECK_GOTO(amp_outfile_commit(&w->out, err), rc, fail);
+    if (file_size != NULL)
+        *file_size = size;
+fail:
+    free(dir);
+    amp_writer_abort(w);
+    return rc;
+}

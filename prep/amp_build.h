@@ -1,0 +1,65 @@
+/* From a tensor in memory to an .amp file: per mode, compact the nonempty
+ * slices, deal them to shards (FLYCOO greedy: heaviest first to the least
+ * loaded shard), relabel so each shard owns one contiguous row range with
+ * its heaviest rows first, order a copy of the nonzeros by output row and
+ * write it as BLCO-encoded chunks. */
+#ifndef AMP_BUILD_H
+#define AMP_BUILD_H
+
+#include <stdint.h>
+
+#include "amp_tensor.h"
+#include "amped_format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum amp_value_choice {
+    AMP_VALUE_AUTO = 0,    /* f32 when every value is exactly a float, else f64 */
+    AMP_VALUE_F32,
+    AMP_VALUE_F64
+} amp_value_choice;
+
+#define AMP_DEFAULT_SHARDS 64
+#define AMP_DEFAULT_CHUNK_NNZ (UINT64_C(1) << 20)
+
+typedef struct amp_build_opts {
+    uint32_t shards;           /* per mode, capped by the mode's nonempty slices */
+    uint64_t chunk_nnz;        /* most nonzeros per chunk */
+    amp_value_choice values;
+    amp_write_opts write;      /* compression level and threads */
+    const char *source_name;   /* for the metadata */
+    uint64_t source_size;
+    uint64_t source_hash;
+    const char *params;        /* "key=value" lines recorded in the file */
+} amp_build_opts;
+
+typedef struct amp_build_mode_report {
+    uint64_t compact_dim;
+    uint32_t nshards;
+    uint64_t max_shard_nnz;    /* the fullest shard */
+    uint64_t max_degree;       /* the fullest slice: no shard can hold less */
+    uint64_t nchunks;
+} amp_build_mode_report;
+
+typedef struct amp_build_report {
+    amp_value_type value_type;
+    uint64_t values_changed;   /* values f32 could not hold exactly */
+    uint64_t file_bytes;
+    amp_build_mode_report modes[AMP_MAX_MODES];
+    double seconds_relabel, seconds_write;
+} amp_build_report;
+
+void amp_build_opts_init(amp_build_opts *opts);
+
+/* Write t to path as an .amp file. t's indices are relabelled in place
+ * (each mode's nonempty slices become 0 .. compact_dim-1); t is otherwise
+ * left as it was. */
+amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *opts,
+                           amp_build_report *report, amp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,536 @@
+/* amp_build_write: tensor in memory -> .amp file. See amp_build.h.
+ *
+ * Memory beyond the tensor itself: one 8-byte permutation per nonzero for
+ * the mode copy being written, per-mode slice tables, and one chunk buffer
+ * per writer thread. Every result is independent of the thread count: the
+ * shard dealing and the relabelling are sequential over slices, the copy
+ * order is a stable counting sort, sums are taken in fixed blocks. */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp_alloc.h"
+#include "amp_build.h"
+#include "amp_timer.h"
+
+void amp_build_opts_init(amp_build_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->shards = AMP_DEFAULT_SHARDS;
+    o->chunk_nnz = AMP_DEFAULT_CHUNK_NNZ;
+    o->values = AMP_VALUE_AUTO;
+    amp_write_opts_init(&o->write);
+}
+
+/* ---- compaction, shard dealing, relabelling ------------------------------ */
+
+typedef struct slice {
+    uint64_t degree;
+    uint64_t id;       /* compact index: rank of the original index */
+} slice;
+
+static int heavier_first(const void *a, const void *b)
+{
+    const slice *x = a, *y = b;
+    if (x->degree != y->degree)
+        return x->degree > y->degree ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A min-heap of shards by load, ties to the lower shard number, so the
+ * dealing is deterministic. */
+typedef struct heap_item {
+    uint64_t load;
+    uint32_t shard;
+} heap_item;
+
+static int lighter(const heap_item *a, const heap_item *b)
+{
+    return a->load < b->load || (a->load == b->load && a->shard < b->shard);
+}
+
+static void sift_down(heap_item *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && lighter(&h[l], &h[m]))
+            m = l;
+        if (r < n && lighter(&h[r], &h[m]))
+            m = r;
+        if (m == i)
+            return;
+        heap_item t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+typedef struct mode_plan {
+    uint64_t compact_dim;
+    uint64_t *new_to_orig;   /* compact_dim entries */
+    uint64_t *row_nnz;       /* per new label */
+    uint32_t nshards;
+    amp_shard *shards;
+} mode_plan;
+
+static void plan_free(mode_plan *p)
+{
+    free(p->new_to_orig);
+    free(p->row_nnz);
+    free(p->shards);
+    memset(p, 0, sizeof *p);
+}
+
+/* Bytes of a lookup table indexed by original index, worth it unless the
+ * mode is hypersparse (far more slices than nonzeros). */
+static int dense_mode(uint64_t dim, uint64_t nnz)
+{
+    return dim <= 4 * nnz + (UINT64_C(1) << 20);
+}
+
+static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_plan *p,
+                            amp_error *err)
+{
+    uint64_t n = t->nnz, dim = t->dims[d];
+    uint64_t *ind = t->ind[d];
+    uint64_t *table = NULL, *uniq = NULL, *newlab = NULL, *fill = NULL;
+    slice *order = NULL;
+    heap_item *heap = NULL;
+    uint32_t *shard_of = NULL;
+    amp_status rc = AMP_OK;
+    uint64_t c = 0;
+    memset(p, 0, sizeof *p);
+
+    /* Nonempty slices in ascending original order, with their degrees. */
+    if (dense_mode(dim, n)) {
+        table = calloc((size_t)dim, sizeof *table);
+        if (table == NULL)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for mode %u slices",
+                           d + 1);
+#pragma omp parallel for schedule(static)
+        for (uint64_t k = 0; k < n; k++) {
+#pragma omp atomic
+            table[ind[k]]++;
+        }
+        for (uint64_t i = 0; i < dim; i++)
+            c += table[i] != 0;
+        order = malloc((size_t)c * sizeof *order);
+        uniq = malloc((size_t)c * sizeof *uniq);
+        if (order == NULL || uniq == NULL)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+        for (uint64_t i = 0, j = 0; i < dim; i++)
+            if (table[i] != 0) {
+                order[j] = (slice){table[i], j};
+                uniq[j] = i;
+                table[i] = j++;
+            }
+    } else {
+        uint64_t *sorted = amp_huge_alloc(n * sizeof *sorted, "sorted indices", err);
+        if (sorted == NULL)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+        memcpy(sorted, ind, n * sizeof *sorted);
+        qsort(sorted, (size_t)n, sizeof *sorted, cmp_u64);
+        for (uint64_t k = 0; k < n; k++)
+            c += k == 0 || sorted[k] != sorted[k - 1];
+        order = malloc((size_t)c * sizeof *order);
+        uniq = malloc((size_t)c * sizeof *uniq);
+        if (order == NULL || uniq == NULL) {
+            amp_huge_free(sorted, n * sizeof *sorted);
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+        }
+        for (uint64_t k = 0, j = 0; k < n; k++) {
+            if (k == 0 || sorted[k] != sorted[k - 1]) {
+                uniq[j] = sorted[k];
+                order[j] = (slice){0, j};
+                j++;
+            }
+            order[j - 1].degree++;
+        }
+        amp_huge_free(sorted, n * sizeof *sorted);
+    }
+
+    /* FLYCOO dealing: heaviest slice first, each to the least loaded shard
+     * (the greedy with the 4/3 bound). */
+    qsort(order, (size_t)c, sizeof *order, heavier_first);
+    uint32_t S = want_shards < c ? want_shards : (uint32_t)c;
+    heap = malloc(S * sizeof *heap);
+    shard_of = malloc((size_t)c * sizeof *shard_of);
+    p->shards = calloc(S, sizeof *p->shards);
+    p->new_to_orig = malloc((size_t)c * sizeof *p->new_to_orig);
+    p->row_nnz = malloc((size_t)c * sizeof *p->row_nnz);
+    newlab = malloc((size_t)c * sizeof *newlab);
+    fill = calloc(S, sizeof *fill);
+    if (!heap || !shard_of || !p->shards || !p->new_to_orig || !p->row_nnz || !newlab || !fill)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for mode %u shards",
+                       d + 1);
+    for (uint32_t s = 0; s < S; s++)
+        heap[s] = (heap_item){0, s};
+    for (uint64_t j = 0; j < c; j++) {
+        uint32_t s = heap[0].shard;
+        shard_of[j] = s;
+        heap[0].load += order[j].degree;
+        p->shards[s].nnz += order[j].degree;
+        p->shards[s].index_end++;       /* row count for now */
+        sift_down(heap, S, 0);
+    }
+    /* Shard s owns rows [begin, end); inside, slices in dealing order, so
+     * heaviest first. */
+    uint64_t next = 0;
+    for (uint32_t s = 0; s < S; s++) {
+        uint64_t rows = p->shards[s].index_end;
+        p->shards[s].index_begin = next;
+        p->shards[s].index_end = next + rows;
+        next += rows;
+    }
+    for (uint64_t j = 0; j < c; j++) {
+        uint32_t s = shard_of[j];
+        uint64_t label = p->shards[s].index_begin + fill[s]++;
+        newlab[order[j].id] = label;
+        p->new_to_orig[label] = uniq[order[j].id];
+        p->row_nnz[label] = order[j].degree;
+    }
+    /* Relabel the tensor's mode d in place. */
+    if (table != NULL) {
+        for (uint64_t i = 0; i < c; i++)
+            table[uniq[i]] = newlab[i];
+#pragma omp parallel for schedule(static)
+        for (uint64_t k = 0; k < n; k++)
+            ind[k] = table[ind[k]];
+    } else {
+#pragma omp parallel for schedule(static)
+        for (uint64_t k = 0; k < n; k++) {
+            uint64_t lo = 0, hi = c;
+            while (hi - lo > 1) {
+                uint64_t mid = lo + (hi - lo) / 2;
+                if (uniq[mid] <= ind[k])
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            ind[k] = newlab[lo];
+        }
+    }
+    p->compact_dim = c;
+    p->nshards = S;
+fail:
+    free(table);
+    free(uniq);
+    free(newlab);
+    free(fill);
+    free(order);
+    free(heap);
+    free(shard_of);
+    if (rc != AMP_OK)
+        plan_free(p);
+    return rc;
+}
+
+/* ---- one mode copy ------------------------------------------------------- */
+
+typedef struct copy_ctx {
+    const amp_coo *t;
+    const amp_mode_layout *l;
+    const uint64_t *perm;      /* position in the copy -> nonzero */
+    const uint64_t *start;     /* per job: its first position */
+    const amp_chunk_job *jobs;
+    amp_value_type vt;
+} copy_ctx;
+
+static void linearize(const amp_coo *t, const amp_mode_layout *l, uint64_t k, uint64_t *key,
+                      uint64_t *word)
+{
+    uint64_t lo = 0, hi = 0;
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        uint64_t idx = t->ind[m][k];
+        unsigned s = l->shift[m];
+        if (l->width[m] == 0)
+            continue;
+        if (s >= 64) {
+            hi |= idx << (s - 64);
+        } else {
+            lo |= idx << s;
+            if (s > 0 && s + l->width[m] > 64)
+                hi |= idx >> (64 - s);
+        }
+    }
+    *key = hi;
+    *word = lo;
+}
+
+static amp_status fill_chunk(void *ctxp, size_t job, void *raw, size_t raw_size,
+                             amp_error *err)
+{
+    const copy_ctx *ctx = ctxp;
+    const amp_chunk_job *j = &ctx->jobs[job];
+    uint64_t *words = raw;
+    unsigned char *vals = (unsigned char *)raw + 8 * j->count;
+    (void)raw_size;
+    for (uint64_t i = 0; i < j->count; i++) {
+        uint64_t k = ctx->perm[ctx->start[job] + i], key;
+        linearize(ctx->t, ctx->l, k, &key, &words[i]);
+        if (key != j->key)
+            return AMP_FAIL(err, AMP_ERR_INTERNAL, "mode %u chunk %zu: block key changes "
+                            "inside the chunk", ctx->l->mode + 1, job);
+        if (ctx->vt == AMP_VALUES_F32) {
+            float v = (float)ctx->t->val[k];
+            memcpy(vals + 4 * i, &v, 4);
+        } else {
+            memcpy(vals + 8 * i, &ctx->t->val[k], 8);
+        }
+    }
+    return AMP_OK;
+}
+
+/* Pairs sorted so that, within a row, nonzeros of one block key are
+ * together: needed only when the key holds bits of input modes. */
+typedef struct keyed {
+    uint64_t key;
+    uint64_t k;
+} keyed;
+
+static int by_key(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+static amp_status sort_rows_by_key(const amp_coo *t, const amp_mode_layout *l,
+                                   const uint64_t *rowptr, uint64_t rows, uint64_t *perm,
+                                   amp_error *err)
+{
+    uint64_t longest = 0;
+    for (uint64_t r = 0; r < rows; r++)
+        if (rowptr[r + 1] - rowptr[r] > longest)
+            longest = rowptr[r + 1] - rowptr[r];
+    keyed *tmp = malloc((size_t)(longest ? longest : 1) * sizeof *tmp);
+    if (tmp == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    for (uint64_t r = 0; r < rows; r++) {
+        uint64_t a = rowptr[r], len = rowptr[r + 1] - a, word;
+        if (len < 2)
+            continue;
+        for (uint64_t i = 0; i < len; i++) {
+            tmp[i].k = perm[a + i];
+            linearize(t, l, tmp[i].k, &tmp[i].key, &word);
+        }
+        qsort(tmp, (size_t)len, sizeof *tmp, by_key);
+        for (uint64_t i = 0; i < len; i++)
+            perm[a + i] = tmp[i].k;
+    }
+    free(tmp);
+    return AMP_OK;
+}
+
+static amp_status write_copy(amp_writer *w, const amp_coo *t, unsigned d, mode_plan *p,
+                             uint64_t chunk_nnz, amp_value_type vt, amp_build_mode_report *rep,
+                             amp_error *err)
+{
+    uint64_t n = t->nnz, c = p->compact_dim;
+    amp_mode_layout l;
+    uint64_t *perm = NULL, *rowptr = NULL, *start = NULL;
+    amp_chunk_job *jobs = NULL;
+    amp_status rc = AMP_OK;
+    /* t->dims are the compact dimensions while the copies are written. */
+    AMP_CHECK(amp_blco_layout(&l, t->nmodes, t->dims, d, err));
+    l.chunk_nnz = chunk_nnz;
+    l.nshards = p->nshards;
+    l.shards = p->shards;
+
+    perm = amp_huge_alloc(n * sizeof *perm, "the mode copy order", err);
+    rowptr = malloc((size_t)(c + 1) * sizeof *rowptr);
+    if (perm == NULL || rowptr == NULL)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for the mode %u copy",
+                       d + 1);
+    rowptr[0] = 0;
+    for (uint64_t r = 0; r < c; r++)
+        rowptr[r + 1] = rowptr[r] + p->row_nnz[r];
+    /* Stable counting sort by output row: within a row, input order. */
+    {
+        uint64_t *pos = malloc((size_t)c * sizeof *pos);
+        if (pos == NULL)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+        memcpy(pos, rowptr, (size_t)c * sizeof *pos);
+        const uint64_t *ind = t->ind[d];
+        for (uint64_t k = 0; k < n; k++)
+            perm[pos[ind[k]]++] = k;
+        free(pos);
+    }
+    if (l.key_bits > 0 && l.shift[d] < 64)
+        AMP_CHECK_GOTO(sort_rows_by_key(t, &l, rowptr, c, perm, err), rc, fail);
+
+    /* Chunks: at most chunk_nnz nonzeros, never across shards or keys. */
+    size_t njobs = 0, cap = 0;
+    uint64_t max_nnz = 0;
+    for (uint32_t s = 0; s < p->nshards; s++) {
+        uint64_t a = rowptr[p->shards[s].index_begin], end = rowptr[p->shards[s].index_end];
+        uint32_t seq = 0;
+        if (p->shards[s].nnz > max_nnz)
+            max_nnz = p->shards[s].nnz;
+        while (a < end) {
+            uint64_t key, word, b = a + 1;
+            linearize(t, &l, perm[a], &key, &word);
+            uint64_t limit = end - a < chunk_nnz ? end : a + chunk_nnz;
+            if (l.key_bits == 0) {
+                b = limit;
+            } else {
+                for (; b < limit; b++) {
+                    uint64_t k2;
+                    linearize(t, &l, perm[b], &k2, &word);
+                    if (k2 != key)
+                        break;
+                }
+            }
+            if (njobs == cap) {
+                cap = cap ? 2 * cap : 256;
+                amp_chunk_job *nj = realloc(jobs, cap * sizeof *nj);
+                uint64_t *ns = realloc(start, cap * sizeof *ns);
+                if (nj)
+                    jobs = nj;
+                if (ns)
+                    start = ns;
+                if (nj == NULL || ns == NULL)
+                    AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+            }
+            jobs[njobs] = (amp_chunk_job){d, s, seq++, b - a, key};
+            start[njobs++] = a;
+            a = b;
+        }
+        p->shards[s].nchunks = seq;
+    }
+    AMP_CHECK_GOTO(amp_writer_mode(w, &l, err), rc, fail);
+    AMP_CHECK_GOTO(amp_writer_relabel(w, d, p->new_to_orig, err), rc, fail);
+    copy_ctx ctx = {t, &l, perm, start, jobs, vt};
+    AMP_CHECK_GOTO(amp_writer_chunks(w, jobs, njobs, fill_chunk, &ctx, err), rc, fail);
+    rep->compact_dim = c;
+    rep->nshards = p->nshards;
+    rep->max_shard_nnz = max_nnz;
+    rep->nchunks = njobs;
+    rep->max_degree = 0;
+    for (uint64_t r = 0; r < c; r++)
+        if (p->row_nnz[r] > rep->max_degree)
+            rep->max_degree = p->row_nnz[r];
+fail:
+    amp_huge_free(perm, n * sizeof *perm);
+    free(rowptr);
+    free(jobs);
+    free(start);
+    return rc;
+}
+
+/* ---- values -------------------------------------------------------------- */
+
+/* Sums over fixed blocks, added in block order: the same bits for any
+ * thread count. */
+#define SUM_BLOCK 65536
+
+static amp_status value_summary(const amp_coo *t, amp_value_choice choice, amp_value_type *vt,
+                                uint64_t *changed, double *norm_sq, amp_error *err)
+{
+    uint64_t n = t->nnz, nblocks = (n + SUM_BLOCK - 1) / SUM_BLOCK, inexact = 0;
+    double *part = malloc((size_t)(nblocks ? nblocks : 1) * sizeof *part);
+    if (part == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+#pragma omp parallel for schedule(static) reduction(+ : inexact)
+    for (uint64_t b = 0; b < nblocks; b++) {
+        uint64_t e = (b + 1) * SUM_BLOCK < n ? (b + 1) * SUM_BLOCK : n;
+        for (uint64_t k = b * SUM_BLOCK; k < e; k++)
+            inexact += (double)(float)t->val[k] != t->val[k];
+    }
+    *vt = choice == AMP_VALUE_F64 || (choice == AMP_VALUE_AUTO && inexact > 0) ? AMP_VALUES_F64
+                                                                               : AMP_VALUES_F32;
+    *changed = *vt == AMP_VALUES_F32 ? inexact : 0;
+    int f32 = *vt == AMP_VALUES_F32;
+#pragma omp parallel for schedule(static)
+    for (uint64_t b = 0; b < nblocks; b++) {
+        uint64_t e = (b + 1) * SUM_BLOCK < n ? (b + 1) * SUM_BLOCK : n;
+        double s = 0;
+        for (uint64_t k = b * SUM_BLOCK; k < e; k++) {
+            double v = f32 ? (double)(float)t->val[k] : t->val[k];
+            s += v * v;
+        }
+        part[b] = s;
+    }
+    double total = 0;
+    for (uint64_t b = 0; b < nblocks; b++)
+        total += part[b];
+    free(part);
+    *norm_sq = total;
+    return AMP_OK;
+}
+
+amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *opts,
+                           amp_build_report *report, amp_error *err)
+{
+    amp_build_opts o;
+    if (opts == NULL)
+        amp_build_opts_init(&o);
+    else
+        o = *opts;
+    amp_build_report rep;
+    memset(&rep, 0, sizeof rep);
+    mode_plan plans[AMP_MAX_MODES];
+    memset(plans, 0, sizeof plans);
+    amp_writer *w = NULL;
+    amp_status rc = AMP_OK;
+    if (t->nnz == 0)
+        return AMP_FAIL(err, AMP_ERR_EMPTY, "%s: the tensor has no nonzeros", path);
+    if (o.shards < 1 || o.chunk_nnz < 1 || o.chunk_nnz > AMP_CHUNK_NNZ_MAX)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "shards must be at least 1 and chunks hold 1 to "
+                        "%llu nonzeros", (unsigned long long)AMP_CHUNK_NNZ_MAX);
+
+    amp_meta meta;
+    memset(&meta, 0, sizeof meta);
+    meta.nmodes = t->nmodes;
+    meta.nnz = t->nnz;
+    AMP_CHECK(value_summary(t, o.values, &meta.value_type, &rep.values_changed, &meta.norm_sq,
+                            err));
+    rep.value_type = meta.value_type;
+
+    double t0 = amp_now();
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        AMP_CHECK_GOTO(plan_mode(t, d, o.shards, &plans[d], err), rc, fail);
+        meta.dims[d] = t->dims[d];
+        meta.compact_dims[d] = plans[d].compact_dim;
+    }
+    /* From here on the tensor's indices are compact: dims follow. */
+    for (unsigned d = 0; d < t->nmodes; d++)
+        t->dims[d] = plans[d].compact_dim;
+    rep.seconds_relabel = amp_now() - t0;
+
+    t0 = amp_now();
+    meta.source_name = o.source_name ? o.source_name : "";
+    meta.source_size = o.source_size;
+    meta.source_hash = o.source_hash;
+    meta.writer = "amped-prep " PACKAGE_VERSION;
+    meta.params = o.params ? o.params : "";
+    AMP_CHECK_GOTO(amp_writer_open(&w, path, &o.write, err), rc, fail);
+    AMP_CHECK_GOTO(amp_writer_meta(w, &meta, err), rc, fail);
+    for (unsigned d = 0; d < t->nmodes; d++)
+        AMP_CHECK_GOTO(write_copy(w, t, d, &plans[d], o.chunk_nnz, meta.value_type,
+                                  &rep.modes[d], err), rc, fail);
+    amp_writer *done = w;
+    w = NULL;
+    AMP_CHECK_GOTO(amp_writer_commit(done, &rep.file_bytes, err), rc, fail);
+    rep.seconds_write = amp_now() - t0;
+fail:
+    amp_writer_abort(w);
+    /* Put the original dimensions back for the caller's reports. */
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        if (meta.dims[d])
+            t->dims[d] = meta.dims[d];
+        plan_free(&plans[d]);
+    }
+    if (report != NULL)
+        *report = rep;
+    return rc;
+}
