@@ -90,7 +90,7 @@ static amp_status check_header(amp_file *f, const unsigned char *h, uint64_t act
                         in->major > AMP_FORMAT_MAJOR ? " (the file is newer: upgrade amped)"
                                                      : "");
     uint64_t stored = amp_get64(h + AMP_H_HASH), computed = XXH3_64bits(h, AMP_H_HASH);
-    if (stored != computed)
+    if (!amp_hash_matches(stored, computed))
         return AMP_FAIL(err, AMP_ERR_CHECKSUM, "%s: header checksum mismatch (stored "
                         "%016llx, computed %016llx): the header is damaged", path,
                         (unsigned long long)stored, (unsigned long long)computed);
@@ -150,7 +150,7 @@ static amp_status read_directory(amp_file *f, amp_error *err)
     AMP_CHECK_GOTO(amp_pread_full(f, dir, f->info.dir_size, f->info.dir_offset, "directory",
                                   err), rc, done);
     uint64_t computed = XXH3_64bits(dir, f->info.dir_size);
-    if (computed != f->dir_hash)
+    if (!amp_hash_matches(f->dir_hash, computed))
         AMP_RAISE_GOTO(err, rc, done, AMP_ERR_CHECKSUM, "%s: directory checksum mismatch "
                        "(stored %016llx, computed %016llx): the directory is damaged", path,
                        (unsigned long long)f->dir_hash, (unsigned long long)computed);

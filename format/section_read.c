@@ -47,7 +47,7 @@ static amp_status check_hash(const amp_file *f, const amp_section *s, const void
                              const char *name, amp_error *err)
 {
     uint64_t h = XXH3_64bits(p, (size_t)s->stored_size);
-    if (h != s->hash)
+    if (!amp_hash_matches(s->hash, h))
         return AMP_FAIL(err, AMP_ERR_CHECKSUM, "%s: %s: checksum mismatch (stored %016llx, "
                         "computed %016llx): the section is damaged", f->path, name,
                         (unsigned long long)s->hash, (unsigned long long)h);

@@ -138,6 +138,18 @@ for f in "$@"; do
     run "$AMPED_PREP" "$T/rt.tns"
     stats_of "$RUN_OUT" | sed '/^duplicates:/d' >"$T/tns"
     check_same_stats "$name: .tns -> .bin -> .tns keeps the statistics" "$T/sum-nodup" "$T/tns"
+
+    # The .amp file: written, verified, and its metadata matches the source.
+    run "$AMPED_PREP" -q -o "$T/rt.amp" "$f"
+    check_status "$name: converts to .amp" 0
+    run "$AMPED_RUN" --verify "$T/rt.amp"
+    check_status "$name: its .amp verifies (every checksum and index)" 0
+    run "$AMPED_RUN" --info "$T/rt.amp"
+    check_contains "$name: .amp holds every nonzero" "$RUN_OUT" \
+        "modes, $((entries - dups)) nonzeros,"
+    check_contains "$name: .amp keeps the dimensions" "$RUN_OUT" "dims:       $(field "$T/ref" dims)"
+    run "$AMPED_PREP" -q -t 1 -o "$T/t1.amp" "$f"
+    check "$name: .amp is byte-identical on 1 thread and all" cmp "$T/rt.amp" "$T/t1.amp"
 done
 
 done_testing
