@@ -52,6 +52,10 @@ typedef enum amp_section_type {
 
 #define AMP_SECTION_ZSTD 0x1u      /* the stored bytes are one Zstandard frame */
 #define AMP_SECTION_OPTIONAL 0x2u  /* a reader that does not know the type skips it */
+/* A compressed CHUNK whose words were stored as 8 byte planes (byte 0 of
+ * every word, then byte 1, ...) before compression; readers undo it, so
+ * the raw form is always words then values. */
+#define AMP_SECTION_PLANAR_WORDS 0x4u
 #define AMP_NO_INDEX UINT32_MAX    /* mode or shard of a section that has none */
 
 /* One directory entry. count and aux mean, per type: CHUNK: nonzeros and

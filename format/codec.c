@@ -408,7 +408,8 @@ amp_status amp_check_mode(const char *path, const amp_meta *m, const amp_mode_la
         next = sh->index_end;
         uint64_t rows = sh->index_end - sh->index_begin;
         uint64_t min_chunks = sh->nnz / l->chunk_nnz + (sh->nnz % l->chunk_nnz != 0);
-        if (sh->nnz < rows || sh->nnz > m->nnz - total || sh->nchunks < min_chunks ||
+        if (sh->nnz < rows || (rows == 0 && sh->nnz != 0) || sh->nnz > m->nnz - total ||
+            sh->nchunks < min_chunks ||
             sh->nchunks > sh->nnz)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: shard %lu has %llu nonzeros in %lu "
                             "chunks for %llu rows: inconsistent", path, sec, (unsigned long)s,
@@ -450,9 +451,14 @@ amp_status amp_check_entries(const char *path, const amp_section *secs, size_t n
                             "section type %u is unknown to this reader (format %d.%d); the "
                             "file needs a newer amped", path, i, (unsigned)s->type,
                             AMP_FORMAT_MAJOR, AMP_FORMAT_MINOR);
-        if (s->flags & ~(AMP_SECTION_ZSTD | AMP_SECTION_OPTIONAL))
-            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): unknown flags "
-                            "0x%x", path, i, name, (unsigned)s->flags);
+        if (s->flags & ~(AMP_SECTION_ZSTD | AMP_SECTION_OPTIONAL | AMP_SECTION_PLANAR_WORDS))
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "%s: directory entry %zu (%s): flags 0x%x "
+                            "name features this amped does not know", path, i, name,
+                            (unsigned)s->flags);
+        if ((s->flags & AMP_SECTION_PLANAR_WORDS) &&
+            (s->type != AMP_SECTION_CHUNK || !(s->flags & AMP_SECTION_ZSTD)))
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): planar words "
+                            "on a section that is not a compressed chunk", path, i, name);
         if (s->offset < AMP_HEADER_SIZE || s->offset > data_end ||
             s->stored_size > data_end - s->offset)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): bytes "
@@ -467,6 +473,15 @@ amp_status amp_check_entries(const char *path, const amp_section *secs, size_t n
         if ((s->flags & AMP_SECTION_ZSTD) && s->stored_size == 0)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): compressed "
                             "section of 0 bytes", path, i, name);
+        /* Zstandard's densest form is a 128 KiB run in a 4-byte block: no
+         * frame expands more than that, so a larger claim is corrupt (and
+         * must not become an allocation). */
+        if ((s->flags & AMP_SECTION_ZSTD) &&
+            s->raw_size / 131072 > s->stored_size / 3 + 1)
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): %llu stored "
+                            "bytes cannot decompress to %llu", path, i, name,
+                            (unsigned long long)s->stored_size,
+                            (unsigned long long)s->raw_size);
         if ((s->type == AMP_SECTION_META || s->type == AMP_SECTION_MODE) &&
             s->raw_size > AMP_SMALL_SECTION_MAX)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): %llu bytes is "
@@ -549,7 +564,7 @@ amp_status amp_check_directory(const char *path, const amp_section *secs, size_t
                 s->aux != 0 || s->count != (relabel ? m->compact_dims[s->mode] : 0))
                 return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): mode, "
                                 "shard, seq, count or aux out of place", path, i, name);
-            if (relabel && s->raw_size / 8 != s->count)
+            if (relabel && (s->count > UINT64_MAX / 8 || s->raw_size != s->count * 8))
                 return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: %llu bytes for %llu entries",
                                 path, name, (unsigned long long)s->raw_size,
                                 (unsigned long long)s->count);

@@ -145,4 +145,9 @@ uint64_t amp_mode_nchunks(const amp_mode_layout *l);
 
 int amp_section_type_known(uint16_t type);
 
+/* Chunk words to and from byte planes (AMP_SECTION_PLANAR_WORDS): plane b
+ * holds byte b of every word. */
+void amp_words_to_planes(const uint64_t *words, size_t n, unsigned char *planes);
+void amp_planes_to_words(const unsigned char *planes, size_t n, uint64_t *words);
+
 #endif

@@ -108,14 +108,17 @@ static amp_status check_header(amp_file *f, const unsigned char *h, uint64_t act
         return AMP_FAIL(err, AMP_ERR_TRUNCATED, "%s: truncated: %llu of %llu bytes are there%s",
                         path, (unsigned long long)actual, (unsigned long long)in->file_size,
                         actual <= in->dir_offset ? "; the directory and trailer are missing"
-                                                 : "; the trailer is missing");
+                        : actual - in->dir_offset < in->dir_size
+                            ? "; the directory is cut short and the trailer is missing"
+                            : "; the trailer is missing");
     if (actual > in->file_size)
         return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %llu bytes follow the end of the file "
                         "(header says %llu bytes)", path,
                         (unsigned long long)(actual - in->file_size),
                         (unsigned long long)in->file_size);
     if (in->file_size < AMP_HEADER_SIZE + AMP_DIR_HEADER_SIZE + AMP_TRAILER_SIZE ||
-        in->dir_offset < AMP_HEADER_SIZE || in->dir_offset > in->file_size ||
+        in->dir_offset < AMP_HEADER_SIZE ||
+        in->dir_offset > in->file_size - AMP_TRAILER_SIZE - AMP_DIR_HEADER_SIZE ||
         in->dir_size < AMP_DIR_HEADER_SIZE ||
         in->dir_size != in->file_size - AMP_TRAILER_SIZE - in->dir_offset)
         return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: header: directory at byte %llu, %llu bytes "

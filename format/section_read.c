@@ -17,8 +17,10 @@
 struct amp_section_reader {
     const amp_file *f;
     ZSTD_DCtx *dctx;
-    void *buf;
+    void *buf;            /* stored bytes */
     size_t cap;
+    unsigned char *planar;/* decompressed planar chunks, before the words are rebuilt */
+    size_t planar_cap;
 };
 
 amp_status amp_section_reader_new(const amp_file *f, amp_section_reader **rp, amp_error *err)
@@ -40,6 +42,7 @@ void amp_section_reader_free(amp_section_reader *r)
         return;
     ZSTD_freeDCtx(r->dctx);
     free(r->buf);
+    free(r->planar);
     free(r);
 }
 
@@ -77,7 +80,18 @@ amp_status amp_section_read(amp_section_reader *r, const amp_section *s, void *d
     }
     AMP_CHECK(amp_pread_full(f, r->buf, (size_t)s->stored_size, s->offset, name, err));
     AMP_CHECK(check_hash(f, s, r->buf, name, err));
-    size_t got = ZSTD_decompressDCtx(r->dctx, dst, (size_t)s->raw_size, r->buf,
+    int planar = (s->flags & AMP_SECTION_PLANAR_WORDS) != 0;
+    if (planar && r->planar_cap < s->raw_size) {
+        free(r->planar);
+        r->planar_cap = 0;
+        r->planar = malloc((size_t)s->raw_size);
+        if (r->planar == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a %llu-byte chunk",
+                            (unsigned long long)s->raw_size);
+        r->planar_cap = (size_t)s->raw_size;
+    }
+    void *out = planar ? (void *)r->planar : dst;
+    size_t got = ZSTD_decompressDCtx(r->dctx, out, (size_t)s->raw_size, r->buf,
                                      (size_t)s->stored_size);
     if (ZSTD_isError(got))
         return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: cannot be decompressed (%s) although "
@@ -86,6 +100,12 @@ amp_status amp_section_read(amp_section_reader *r, const amp_section *s, void *d
         return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: decompresses to %zu bytes, the "
                         "directory says %llu", f->path, name, got,
                         (unsigned long long)s->raw_size);
+    if (planar) {
+        /* The directory check guarantees raw_size = count * (8 + value size). */
+        size_t n = (size_t)s->count;
+        amp_planes_to_words(r->planar, n, dst);
+        memcpy((unsigned char *)dst + 8 * n, r->planar + 8 * n, (size_t)s->raw_size - 8 * n);
+    }
     return AMP_OK;
 }
 
@@ -105,13 +125,20 @@ static amp_status check_chunk(const amp_file *f, const amp_section *s, const voi
     const unsigned char *vals = words + 8 * s->count;
     unsigned out = l->mode;
     uint64_t prev = sh->index_begin;
+    /* Bits that belong to some field; the rest must be zero. */
+    uint64_t used[2] = {0, 0};
+    for (unsigned i = 0; i < m->nmodes; i++)
+        for (unsigned b = l->shift[i]; b < (unsigned)l->shift[i] + l->width[i]; b++)
+            used[b >> 6] |= UINT64_C(1) << (b & 63);
+    if (s->aux & ~used[1])
+        return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: block key 0x%llx sets bits outside the "
+                        "index fields", f->path, name, (unsigned long long)s->aux);
     for (uint64_t k = 0; k < s->count; k++) {
         uint64_t word;
         memcpy(&word, words + 8 * k, 8);
-        if (l->index_bits < 64 && (word >> l->index_bits) != 0)
-            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: nonzero %llu sets bits above the "
-                            "%u-bit index", f->path, name, (unsigned long long)k,
-                            l->index_bits);
+        if (word & ~used[0])
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: nonzero %llu sets bits outside the "
+                            "index fields", f->path, name, (unsigned long long)k);
         for (unsigned i = 0; i < m->nmodes; i++) {
             uint64_t idx = amp_blco_field(s->aux, word, l->shift[i], l->width[i]);
             if (idx >= m->compact_dims[i])
@@ -229,6 +256,9 @@ static amp_status verify_one(const amp_file *f, verify_worker *w, size_t i, uint
 {
     const amp_section *s = &f->secs[i];
     amp_error *err = &w->err;
+    if (s->raw_size > SIZE_MAX - 16)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: a section of %llu bytes cannot be held in "
+                        "memory", f->path, (unsigned long long)s->raw_size);
     size_t need = s->raw_size ? (size_t)s->raw_size : 1;
     if (w->cap < need) {
         free(w->raw);

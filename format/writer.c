@@ -263,6 +263,7 @@ amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_
 /* Per-thread state of the parallel chunk writer. */
 typedef struct chunk_worker {
     void *raw;
+    unsigned char *planar;
     void *out;
     size_t out_cap;
     ZSTD_CCtx *cctx;
@@ -300,8 +301,9 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
     {
         chunk_worker wk = {0};
         wk.raw = malloc(max_raw ? max_raw : 1);
+        wk.planar = w->opts.level != 0 ? malloc(max_raw ? max_raw : 1) : NULL;
         wk.cctx = ZSTD_createCCtx();
-        if (wk.raw == NULL || wk.cctx == NULL)
+        if (wk.raw == NULL || wk.cctx == NULL || (w->opts.level != 0 && wk.planar == NULL))
             wk.rc = AMP_FAIL(&wk.err, AMP_ERR_NOMEM, "out of memory for a %zu-byte chunk "
                              "buffer", max_raw);
         /* Chunks are built and compressed out of order, written in order:
@@ -317,9 +319,22 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
             skip = failed;
             if (!skip && wk.rc == AMP_OK) {
                 wk.rc = fill(ctx, i, wk.raw, raw_size, &wk.err);
+                const void *src = wk.raw;
+                size_t nw = (size_t)jobs[i].count;
+                if (wk.rc == AMP_OK && wk.planar != NULL) {
+                    amp_words_to_planes(wk.raw, nw, wk.planar);
+                    memcpy(wk.planar + 8 * nw, (unsigned char *)wk.raw + 8 * nw, nw * vsize);
+                    src = wk.planar;
+                }
                 if (wk.rc == AMP_OK)
-                    wk.rc = compress(wk.cctx, w->opts.level, wk.raw, raw_size, &wk.out,
+                    wk.rc = compress(wk.cctx, w->opts.level, src, raw_size, &wk.out,
                                      &wk.out_cap, &stored, &stored_size, &flags, &wk.err);
+                /* Planes only pay inside a compressed frame; stored chunks
+                 * keep the raw form so they read straight into place. */
+                if (wk.rc == AMP_OK && (flags & AMP_SECTION_ZSTD) && src != wk.raw)
+                    flags |= AMP_SECTION_PLANAR_WORDS;
+                else if (wk.rc == AMP_OK && !(flags & AMP_SECTION_ZSTD))
+                    stored = wk.raw;
                 if (wk.rc == AMP_OK)
                     hash = XXH3_64bits(stored, stored_size);
             }
@@ -346,6 +361,7 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
             }
         }
         free(wk.raw);
+        free(wk.planar);
         free(wk.out);
         ZSTD_freeCCtx(wk.cctx);
     }

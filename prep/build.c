@@ -7,6 +7,7 @@
  * order is a stable counting sort, sums are taken in fixed blocks. */
 #include <config.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -365,7 +366,9 @@ static amp_status write_copy(amp_writer *w, const amp_coo *t, unsigned d, mode_p
             perm[pos[ind[k]]++] = k;
         free(pos);
     }
-    if (l.key_bits > 0 && l.shift[d] < 64)
+    /* The key holds bits of other modes when the output field starts above
+     * bit 64; rows then need their nonzeros grouped by key. */
+    if (l.key_bits > 0 && l.shift[d] > 64)
         AMP_CHECK_GOTO(sort_rows_by_key(t, &l, rowptr, c, perm, err), rc, fail);
 
     /* Chunks: at most chunk_nnz nonzeros, never across shards or keys. */
@@ -436,19 +439,27 @@ fail:
 static amp_status value_summary(const amp_coo *t, amp_value_choice choice, amp_value_type *vt,
                                 uint64_t *changed, double *norm_sq, amp_error *err)
 {
-    uint64_t n = t->nnz, nblocks = (n + SUM_BLOCK - 1) / SUM_BLOCK, inexact = 0;
+    uint64_t n = t->nnz, nblocks = (n + SUM_BLOCK - 1) / SUM_BLOCK, inexact = 0, huge = 0;
     double *part = malloc((size_t)(nblocks ? nblocks : 1) * sizeof *part);
     if (part == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-#pragma omp parallel for schedule(static) reduction(+ : inexact)
+#pragma omp parallel for schedule(static) reduction(+ : inexact, huge)
     for (uint64_t b = 0; b < nblocks; b++) {
         uint64_t e = (b + 1) * SUM_BLOCK < n ? (b + 1) * SUM_BLOCK : n;
-        for (uint64_t k = b * SUM_BLOCK; k < e; k++)
-            inexact += (double)(float)t->val[k] != t->val[k];
+        for (uint64_t k = b * SUM_BLOCK; k < e; k++) {
+            float f = (float)t->val[k];
+            inexact += (double)f != t->val[k];
+            huge += !isfinite(f);
+        }
     }
     *vt = choice == AMP_VALUE_F64 || (choice == AMP_VALUE_AUTO && inexact > 0) ? AMP_VALUES_F64
                                                                                : AMP_VALUES_F32;
     *changed = *vt == AMP_VALUES_F32 ? inexact : 0;
+    if (*vt == AMP_VALUES_F32 && huge > 0) {
+        free(part);
+        return AMP_FAIL(err, AMP_ERR_RANGE, "%llu values are beyond the range of f32; store "
+                        "them as f64", (unsigned long long)huge);
+    }
     int f32 = *vt == AMP_VALUES_F32;
 #pragma omp parallel for schedule(static)
     for (uint64_t b = 0; b < nblocks; b++) {
@@ -464,6 +475,9 @@ static amp_status value_summary(const amp_coo *t, amp_value_choice choice, amp_v
     for (uint64_t b = 0; b < nblocks; b++)
         total += part[b];
     free(part);
+    if (!isfinite(total))
+        return AMP_FAIL(err, AMP_ERR_RANGE, "the sum of the squared values overflows double "
+                        "precision (values near 1e154 or larger); scale the tensor down");
     *norm_sq = total;
     return AMP_OK;
 }

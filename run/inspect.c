@@ -155,8 +155,8 @@ int amp_inspect_verify(const char *path, int threads, int quiet)
         printf("%s: OK: header, directory and all %zu sections verified (%s in %.3f s)\n",
                path, in->nsections, amp_format_bytes(a, sizeof a, in->file_size), secs);
     if (rc != AMP_OK)
-        fprintf(stderr, "%s: FAILED: %zu of %zu sections are damaged or inconsistent\n", path,
-                bad ? bad : 1, in->nsections);
+        amp_log(AMP_LOG_ERROR, "%s: FAILED: %zu of %zu sections are damaged or inconsistent",
+                path, bad ? bad : 1, in->nsections);
     amp_file_close(f);
     return rc == AMP_OK ? EXIT_SUCCESS : EXIT_FAILURE;
 }
