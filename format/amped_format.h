@@ -56,6 +56,8 @@ typedef enum amp_section_type {
  * every word, then byte 1, ...) before compression; readers undo it, so
  * the raw form is always words then values. */
 #define AMP_SECTION_PLANAR_WORDS 0x4u
+/* Likewise for the values: 4 or 8 byte planes after the words. */
+#define AMP_SECTION_PLANAR_VALUES 0x8u
 #define AMP_NO_INDEX UINT32_MAX    /* mode or shard of a section that has none */
 
 /* One directory entry. count and aux mean, per type: CHUNK: nonzeros and
@@ -164,11 +166,13 @@ static inline size_t amp_value_size(amp_value_type t)
 typedef struct amp_writer amp_writer;
 
 typedef struct amp_write_opts {
-    int level;          /* Zstandard level, -7..22; 0 stores sections uncompressed */
+    int level;          /* Zstandard level, -7..22; 0 stores sections uncompressed;
+                         * up to 1, literals are left raw: chunks decompress at
+                         * several GB/s per core */
     int threads;        /* compression threads; 0: the OpenMP default */
 } amp_write_opts;
 
-#define AMP_DEFAULT_LEVEL 3
+#define AMP_DEFAULT_LEVEL 1
 
 void amp_write_opts_init(amp_write_opts *opts);
 

@@ -451,13 +451,14 @@ amp_status amp_check_entries(const char *path, const amp_section *secs, size_t n
                             "section type %u is unknown to this reader (format %d.%d); the "
                             "file needs a newer amped", path, i, (unsigned)s->type,
                             AMP_FORMAT_MAJOR, AMP_FORMAT_MINOR);
-        if (s->flags & ~(AMP_SECTION_ZSTD | AMP_SECTION_OPTIONAL | AMP_SECTION_PLANAR_WORDS))
+        if (s->flags & ~(AMP_SECTION_ZSTD | AMP_SECTION_OPTIONAL | AMP_SECTION_PLANAR_WORDS |
+                         AMP_SECTION_PLANAR_VALUES))
             return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "%s: directory entry %zu (%s): flags 0x%x "
                             "name features this amped does not know", path, i, name,
                             (unsigned)s->flags);
-        if ((s->flags & AMP_SECTION_PLANAR_WORDS) &&
+        if ((s->flags & (AMP_SECTION_PLANAR_WORDS | AMP_SECTION_PLANAR_VALUES)) &&
             (s->type != AMP_SECTION_CHUNK || !(s->flags & AMP_SECTION_ZSTD)))
-            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): planar words "
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): byte planes "
                             "on a section that is not a compressed chunk", path, i, name);
         if (s->offset < AMP_HEADER_SIZE || s->offset > data_end ||
             s->stored_size > data_end - s->offset)

@@ -149,5 +149,8 @@ int amp_section_type_known(uint16_t type);
  * holds byte b of every word. */
 void amp_words_to_planes(const uint64_t *words, size_t n, unsigned char *planes);
 void amp_planes_to_words(const unsigned char *planes, size_t n, uint64_t *words);
+/* The same for 4-byte values (f32). 8-byte values use the word functions. */
+void amp_u32_to_planes(const uint32_t *v, size_t n, unsigned char *planes);
+void amp_planes_to_u32(const unsigned char *planes, size_t n, uint32_t *v);
 
 #endif

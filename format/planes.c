@@ -5,8 +5,9 @@
  * narrow linearized indices are nearly constant, and apart they compress to
  * almost nothing while the noisy low bytes stay cheap raw literals. On the
  * tensors in ../shared/data and cpu20m this made chunks 3-14% smaller and
- * their decompression 1.4-2.6x faster (bench/RESULTS.md). Values are left
- * interleaved: repeated floating-point values compress better whole.
+ * their decompression 1.4-2.6x faster (bench/RESULTS.md). Values in
+ * planes help most data too, but repeated floating-point values compress
+ * better whole, so the writer tries both per chunk (writer.c).
  * The un-transform runs on every read, so it is an SSE2 8x8 byte transpose
  * (SSE2 is part of x86-64), with a portable loop elsewhere. */
 #include <config.h>
@@ -62,5 +63,38 @@ void amp_planes_to_words(const unsigned char *planes, size_t n, uint64_t *words)
         for (unsigned b = 0; b < 8; b++)
             w |= (uint64_t)planes[b * n + i] << (8 * b);
         words[i] = w;
+    }
+}
+
+void amp_u32_to_planes(const uint32_t *v, size_t n, unsigned char *planes)
+{
+    for (size_t i = 0; i < n; i++)
+        for (unsigned b = 0; b < 4; b++)
+            planes[b * n + i] = (unsigned char)(v[i] >> (8 * b));
+}
+
+void amp_planes_to_u32(const unsigned char *planes, size_t n, uint32_t *v)
+{
+    size_t i = 0;
+#ifdef __SSE2__
+    for (; i + 16 <= n; i += 16) {
+        __m128i a0 = _mm_loadu_si128((const __m128i *)(planes + i));
+        __m128i a1 = _mm_loadu_si128((const __m128i *)(planes + n + i));
+        __m128i a2 = _mm_loadu_si128((const __m128i *)(planes + 2 * n + i));
+        __m128i a3 = _mm_loadu_si128((const __m128i *)(planes + 3 * n + i));
+        __m128i p01l = _mm_unpacklo_epi8(a0, a1), p01h = _mm_unpackhi_epi8(a0, a1);
+        __m128i p23l = _mm_unpacklo_epi8(a2, a3), p23h = _mm_unpackhi_epi8(a2, a3);
+        __m128i *out = (__m128i *)(v + i);
+        _mm_storeu_si128(out + 0, _mm_unpacklo_epi16(p01l, p23l));
+        _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(p01l, p23l));
+        _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(p01h, p23h));
+        _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(p01h, p23h));
+    }
+#endif
+    for (; i < n; i++) {
+        uint32_t x = 0;
+        for (unsigned b = 0; b < 4; b++)
+            x |= (uint32_t)planes[b * n + i] << (8 * b);
+        v[i] = x;
     }
 }

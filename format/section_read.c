@@ -80,7 +80,7 @@ amp_status amp_section_read(amp_section_reader *r, const amp_section *s, void *d
     }
     AMP_CHECK(amp_pread_full(f, r->buf, (size_t)s->stored_size, s->offset, name, err));
     AMP_CHECK(check_hash(f, s, r->buf, name, err));
-    int planar = (s->flags & AMP_SECTION_PLANAR_WORDS) != 0;
+    int planar = (s->flags & (AMP_SECTION_PLANAR_WORDS | AMP_SECTION_PLANAR_VALUES)) != 0;
     if (planar && r->planar_cap < s->raw_size) {
         free(r->planar);
         r->planar_cap = 0;
@@ -102,9 +102,18 @@ amp_status amp_section_read(amp_section_reader *r, const amp_section *s, void *d
                         (unsigned long long)s->raw_size);
     if (planar) {
         /* The directory check guarantees raw_size = count * (8 + value size). */
-        size_t n = (size_t)s->count;
-        amp_planes_to_words(r->planar, n, dst);
-        memcpy((unsigned char *)dst + 8 * n, r->planar + 8 * n, (size_t)s->raw_size - 8 * n);
+        size_t n = (size_t)s->count, vsize = (size_t)s->raw_size / n - 8;
+        unsigned char *vals = (unsigned char *)dst + 8 * n;
+        if (s->flags & AMP_SECTION_PLANAR_WORDS)
+            amp_planes_to_words(r->planar, n, dst);
+        else
+            memcpy(dst, r->planar, 8 * n);
+        if (!(s->flags & AMP_SECTION_PLANAR_VALUES))
+            memcpy(vals, r->planar + 8 * n, vsize * n);
+        else if (vsize == 8)
+            amp_planes_to_words(r->planar + 8 * n, n, (uint64_t *)(void *)vals);
+        else
+            amp_planes_to_u32(r->planar + 8 * n, n, (uint32_t *)(void *)vals);
     }
     return AMP_OK;
 }

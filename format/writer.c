@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #include <xxhash.h>
+/* For ZSTD_c_literalCompressionMode, stable in practice since 1.5.1; the
+ * parameter only shapes the output, any reader decodes it. */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -133,6 +136,12 @@ static amp_status compress(ZSTD_CCtx *cctx, int level, const void *raw, size_t n
     }
     ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+    /* Raw literals at the fast levels: chunk bytes are mostly indices and
+     * values whose low bytes Huffman coding barely shrinks, and skipping it
+     * makes decompression several times faster (bench/RESULTS.md). An old
+     * library that lacks the parameter just keeps Huffman coding. */
+    if (level <= 1)
+        (void)ZSTD_CCtx_setParameter(cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_disable);
     size_t z = ZSTD_compress2(cctx, *out, *out_cap, raw, n);
     if (ZSTD_isError(z))
         return AMP_FAIL(err, AMP_ERR_INTERNAL, "compression failed: %s",
@@ -264,12 +273,54 @@ amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_
 typedef struct chunk_worker {
     void *raw;
     unsigned char *planar;
-    void *out;
-    size_t out_cap;
+    void *out, *out2;
+    size_t out_cap, out2_cap;
     ZSTD_CCtx *cctx;
     amp_error err;
     amp_status rc;
 } chunk_worker;
+
+/* Compress one chunk's raw bytes two ways and keep the smaller: words and
+ * values both in byte planes (the usual winner, and the faster to
+ * decompress), or only the words (better when whole values repeat). When
+ * neither gains, the raw bytes are stored. */
+static amp_status compress_chunk(chunk_worker *wk, int level, size_t n, size_t vsize,
+                                 const void **stored, size_t *stored_size, uint16_t *flags)
+{
+    const unsigned char *raw = wk->raw;
+    size_t raw_size = n * (8 + vsize);
+    *stored = raw;
+    *stored_size = raw_size;
+    *flags = 0;
+    if (level == 0)
+        return AMP_OK;
+    amp_words_to_planes(wk->raw, n, wk->planar);
+    if (vsize == 8)
+        amp_words_to_planes((const uint64_t *)(raw + 8 * n), n, wk->planar + 8 * n);
+    else
+        amp_u32_to_planes((const uint32_t *)(raw + 8 * n), n, wk->planar + 8 * n);
+    const void *a;
+    size_t a_size;
+    uint16_t a_flags = 0;
+    AMP_CHECK(compress(wk->cctx, level, wk->planar, raw_size, &wk->out, &wk->out_cap, &a,
+                       &a_size, &a_flags, &wk->err));
+    memcpy(wk->planar + 8 * n, raw + 8 * n, vsize * n);
+    const void *b;
+    size_t b_size;
+    uint16_t b_flags = 0;
+    AMP_CHECK(compress(wk->cctx, level, wk->planar, raw_size, &wk->out2, &wk->out2_cap, &b,
+                       &b_size, &b_flags, &wk->err));
+    if ((a_flags & AMP_SECTION_ZSTD) && a_size <= b_size) {
+        *stored = a;
+        *stored_size = a_size;
+        *flags = AMP_SECTION_ZSTD | AMP_SECTION_PLANAR_WORDS | AMP_SECTION_PLANAR_VALUES;
+    } else if (b_flags & AMP_SECTION_ZSTD) {
+        *stored = b;
+        *stored_size = b_size;
+        *flags = AMP_SECTION_ZSTD | AMP_SECTION_PLANAR_WORDS;
+    }
+    return AMP_OK;
+}
 
 amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t njobs,
                              amp_chunk_fill_fn fill, void *ctx, amp_error *err)
@@ -319,22 +370,9 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
             skip = failed;
             if (!skip && wk.rc == AMP_OK) {
                 wk.rc = fill(ctx, i, wk.raw, raw_size, &wk.err);
-                const void *src = wk.raw;
-                size_t nw = (size_t)jobs[i].count;
-                if (wk.rc == AMP_OK && wk.planar != NULL) {
-                    amp_words_to_planes(wk.raw, nw, wk.planar);
-                    memcpy(wk.planar + 8 * nw, (unsigned char *)wk.raw + 8 * nw, nw * vsize);
-                    src = wk.planar;
-                }
                 if (wk.rc == AMP_OK)
-                    wk.rc = compress(wk.cctx, w->opts.level, src, raw_size, &wk.out,
-                                     &wk.out_cap, &stored, &stored_size, &flags, &wk.err);
-                /* Planes only pay inside a compressed frame; stored chunks
-                 * keep the raw form so they read straight into place. */
-                if (wk.rc == AMP_OK && (flags & AMP_SECTION_ZSTD) && src != wk.raw)
-                    flags |= AMP_SECTION_PLANAR_WORDS;
-                else if (wk.rc == AMP_OK && !(flags & AMP_SECTION_ZSTD))
-                    stored = wk.raw;
+                    wk.rc = compress_chunk(&wk, w->opts.level, (size_t)jobs[i].count, vsize,
+                                           &stored, &stored_size, &flags);
                 if (wk.rc == AMP_OK)
                     hash = XXH3_64bits(stored, stored_size);
             }
@@ -363,6 +401,7 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
         free(wk.raw);
         free(wk.planar);
         free(wk.out);
+        free(wk.out2);
         ZSTD_freeCCtx(wk.cctx);
     }
     return rc;
