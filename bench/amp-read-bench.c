@@ -4,11 +4,14 @@
  * total and per thread, and the compression ratio. The page cache should
  * be warm: this measures the CPU side, not the disk.
  *
- * Usage: amp-read-bench FILE.amp [THREADS...] */
+ * Usage: amp-read-bench [--planes] FILE.amp [THREADS...]
+ * --planes leaves byte planes as stored (amp_section_read_planes): the rate
+ * a loader that rebuilds words on the GPU would see. */
 #include <config.h>
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -16,6 +19,8 @@
 #include "amp_log.h"
 #include "amp_timer.h"
 #include "amped_format.h"
+
+static int keep_planes;
 
 static double read_all(const amp_file *f, int threads, int *failed)
 {
@@ -38,7 +43,9 @@ static double read_all(const amp_file *f, int threads, int *failed)
             const amp_section *s = amp_file_section(f, i);
             if (s->type != AMP_SECTION_CHUNK || r == NULL || buf == NULL)
                 continue;
-            if (amp_section_read(r, s, buf, max_raw, &err) != AMP_OK) {
+            amp_status rc = keep_planes ? amp_section_read_planes(r, s, buf, max_raw, &err)
+                                        : amp_section_read(r, s, buf, max_raw, &err);
+            if (rc != AMP_OK) {
                 amp_log_error(&err);
                 *failed = 1;
             }
@@ -51,8 +58,13 @@ static double read_all(const amp_file *f, int threads, int *failed)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--planes") == 0) {
+        keep_planes = 1;
+        argv++;
+        argc--;
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: amp-read-bench FILE.amp [THREADS...]\n");
+        fprintf(stderr, "usage: amp-read-bench [--planes] FILE.amp [THREADS...]\n");
         return 2;
     }
     amp_log_init("amp-read-bench", AMP_LOG_INFO);
@@ -71,7 +83,8 @@ int main(int argc, char **argv)
             chunks++;
         }
     }
-    printf("%s: %llu chunks, raw %.3f GB, stored %.3f GB, ratio %.2fx\n", argv[1],
+    printf("%s%s: %llu chunks, raw %.3f GB, stored %.3f GB, ratio %.2fx\n",
+           keep_planes ? "(planes kept) " : "", argv[1],
            (unsigned long long)chunks, raw / 1e9, stored / 1e9, (double)raw / (double)stored);
     int failed = 0;
     read_all(f, 1, &failed);   /* warm the page cache */

@@ -21,6 +21,7 @@ data=${AMP_BENCH_DIR:-$build/bench/data}
 baselines=${AMP_BASELINES:-$src/../shared/baselines}
 real=${AMP_TEST_DATA:-$src/../shared/data}
 levels=${AMP_LEVELS:-0 1 3}
+chunks=${AMP_CHUNK_NNZ:-262144 4194304}
 mkdir -p "$data"
 for b in "$prep" "$run" "$readb"; do
     [ -x "$b" ] || { echo "bench: build first: $b missing" >&2; exit 1; }
@@ -65,6 +66,23 @@ for lv in $levels; do
     echo
     # shellcheck disable=SC2086
     "$readb" "$data/cpu20m-l$lv.amp" $threads
+    echo
+    if [ "$lv" != 0 ]; then
+        echo "Byte planes left for the consumer (a GPU) to rebuild:"
+        echo
+        # shellcheck disable=SC2086
+        "$readb" --planes "$data/cpu20m-l$lv.amp" $threads
+        echo
+    fi
+done
+
+echo "### cpu20m: chunk size at the default level"
+echo
+for c in $chunks; do
+    "$prep" -q --chunk-nnz="$c" -o "$data/cpu20m-c$c.amp" "$tns"
+    echo "--chunk-nnz=$c:"
+    echo
+    "$readb" "$data/cpu20m-c$c.amp" 1 "$ncpu"
     echo
 done
 

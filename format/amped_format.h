@@ -272,6 +272,14 @@ void amp_section_reader_free(amp_section_reader *r);
 amp_status amp_section_read(amp_section_reader *r, const amp_section *s, void *dst,
                             size_t dst_size, amp_error *err);
 
+/* Like amp_section_read, but a chunk stored in byte planes is left in
+ * planes (see AMP_SECTION_PLANAR_WORDS and _VALUES in s->flags): for a
+ * consumer that rebuilds words and values where it is cheaper, such as a
+ * GPU kernel reading straight from planes, it saves the CPU a pass over
+ * every byte. */
+amp_status amp_section_read_planes(amp_section_reader *r, const amp_section *s, void *dst,
+                                   size_t dst_size, amp_error *err);
+
 /* Check a chunk's decoded content: every index within its mode's range,
  * the output index within the shard's rows and ascending. The checks a
  * consumer needs before it trusts the indices enough to address memory. */

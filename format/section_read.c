@@ -57,8 +57,8 @@ static amp_status check_hash(const amp_file *f, const amp_section *s, const void
     return AMP_OK;
 }
 
-amp_status amp_section_read(amp_section_reader *r, const amp_section *s, void *dst,
-                            size_t dst_size, amp_error *err)
+static amp_status read_section(amp_section_reader *r, const amp_section *s, void *dst,
+                               size_t dst_size, int keep_planes, amp_error *err)
 {
     const amp_file *f = r->f;
     char name[96];
@@ -80,7 +80,8 @@ amp_status amp_section_read(amp_section_reader *r, const amp_section *s, void *d
     }
     AMP_CHECK(amp_pread_full(f, r->buf, (size_t)s->stored_size, s->offset, name, err));
     AMP_CHECK(check_hash(f, s, r->buf, name, err));
-    int planar = (s->flags & (AMP_SECTION_PLANAR_WORDS | AMP_SECTION_PLANAR_VALUES)) != 0;
+    int planar = !keep_planes &&
+                 (s->flags & (AMP_SECTION_PLANAR_WORDS | AMP_SECTION_PLANAR_VALUES)) != 0;
     if (planar && r->planar_cap < s->raw_size) {
         free(r->planar);
         r->planar_cap = 0;
@@ -116,6 +117,18 @@ amp_status amp_section_read(amp_section_reader *r, const amp_section *s, void *d
             amp_planes_to_u32(r->planar + 8 * n, n, (uint32_t *)(void *)vals);
     }
     return AMP_OK;
+}
+
+amp_status amp_section_read(amp_section_reader *r, const amp_section *s, void *dst,
+                            size_t dst_size, amp_error *err)
+{
+    return read_section(r, s, dst, dst_size, 0, err);
+}
+
+amp_status amp_section_read_planes(amp_section_reader *r, const amp_section *s, void *dst,
+                                   size_t dst_size, amp_error *err)
+{
+    return read_section(r, s, dst, dst_size, 1, err);
 }
 
 /* The output index of every nonzero, so that chunk order can be checked
