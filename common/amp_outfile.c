@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,56 @@
 #include <unistd.h>
 
 #include "amp_outfile.h"
+
+/* Temporary paths a signal handler may need to remove. Slots are claimed
+ * and released by the thread that owns the output; the handler only reads
+ * slots whose flag is set, and only calls unlink (async-signal-safe). */
+#define LIVE_SLOTS 8
+static char live_path[LIVE_SLOTS][PATH_MAX];
+static volatile sig_atomic_t live_used[LIVE_SLOTS];
+
+static void live_add(const char *p)
+{
+    if (strlen(p) >= PATH_MAX)
+        return;
+    for (int i = 0; i < LIVE_SLOTS; i++)
+        if (!live_used[i]) {
+            strcpy(live_path[i], p);
+            live_used[i] = 1;
+            return;
+        }
+}
+
+static void live_remove(const char *p)
+{
+    for (int i = 0; i < LIVE_SLOTS; i++)
+        if (live_used[i] && strcmp(live_path[i], p) == 0)
+            live_used[i] = 0;
+}
+
+static void on_signal(int sig)
+{
+    for (int i = 0; i < LIVE_SLOTS; i++)
+        if (live_used[i])
+            unlink(live_path[i]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void amp_outfile_cleanup_on_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        /* Leave signals the caller's parent ignores (nohup) ignored. */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
 
 amp_status amp_outfile_open(amp_outfile *of, const char *path, amp_error *err)
 {
@@ -31,6 +83,7 @@ amp_status amp_outfile_open(amp_outfile *of, const char *path, amp_error *err)
         amp_outfile_abort(of);
         return AMP_FAIL(err, AMP_ERR_IO, "%s: cannot create output: %s", path, strerror(e));
     }
+    live_add(of->tmp_path);
     /* mkstemp creates 0600; output files get the usual umask-based mode. */
     mode_t mask = umask(0);
     umask(mask);
@@ -70,7 +123,9 @@ amp_status amp_outfile_commit(amp_outfile *of, amp_error *err)
         rc = AMP_FAIL(err, AMP_ERR_IO, "%s: close failed: %s", of->final_path, strerror(errno));
         goto fail;
     }
-    if (rename(of->tmp_path, of->final_path) != 0) {
+    if (rename(of->tmp_path, of->final_path) == 0) {
+        live_remove(of->tmp_path);
+    } else {
         rc = AMP_FAIL(err, AMP_ERR_IO, "%s: cannot rename %s into place: %s", of->final_path,
                       of->tmp_path, strerror(errno));
         goto fail;
@@ -97,8 +152,10 @@ void amp_outfile_abort(amp_outfile *of)
     if (of->fd >= 0)
         close(of->fd);
     of->fd = -1;
-    if (of->tmp_path != NULL)
+    if (of->tmp_path != NULL) {
         unlink(of->tmp_path);
+        live_remove(of->tmp_path);
+    }
     free(of->tmp_path);
     free(of->final_path);
     of->tmp_path = NULL;

@@ -25,4 +25,10 @@ amp_status amp_outfile_commit(amp_outfile *of, amp_error *err);
 /* Remove the temporary file; safe after a failed open or a commit. */
 void amp_outfile_abort(amp_outfile *of);
 
+/* For programs (not libraries): on SIGINT, SIGTERM or SIGHUP remove the
+ * temporary files of every output still open, then die of the signal as
+ * before. (SIGKILL cannot be caught: it can leave a temporary file behind,
+ * never a partial file under the final name.) */
+void amp_outfile_cleanup_on_signals(void);
+
 #endif

@@ -19,6 +19,7 @@
 #include "amp_build.h"
 #include "amp_cli.h"
 #include "amp_log.h"
+#include "amp_outfile.h"
 #include "amp_parse.h"
 #include "amp_progress.h"
 #include "amp_tensor.h"
@@ -281,6 +282,7 @@ int main(int argc, char **argv)
         return amp_usage_error(PROGRAM, "cannot tell the output format of '%s': name it .amp, "
                                ".tns or .bin", output);
     amp_log_init("amped-prep", level);
+    amp_outfile_cleanup_on_signals();
 #ifdef _OPENMP
     if (threads)
         omp_set_num_threads((int)threads);
