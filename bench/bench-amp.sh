@@ -27,19 +27,9 @@ for b in "$prep" "$run" "$readb"; do
     [ -x "$b" ] || { echo "bench: build first: $b missing" >&2; exit 1; }
 done
 
-tns="$data/cpu20m.tns"
-if [ ! -f "$tns" ]; then
-    [ -f "$baselines/powerlaw-gen.c" ] || { echo "bench: need $baselines/powerlaw-gen.c" >&2; exit 1; }
-    ${CC:-cc} -O2 -fopenmp -o "$data/powerlaw-gen" "$baselines/powerlaw-gen.c" -lm
-    (cd "$data" && ./powerlaw-gen cpu20m 38000000 1.2 200000 100000 50000)
-fi
-ncpu=$(nproc)
-threads=${AMP_THREADS:-}
-if [ -z "$threads" ]; then
-    t=1
-    while [ "$t" -lt "$ncpu" ]; do threads="$threads $t"; t=$((t * 2)); done
-    threads="$threads $ncpu"
-fi
+. "$here/lib.sh"
+need_cpu20m
+sweep_threads
 
 echo "## .amp on $(hostname), $ncpu CPUs, $(date -u +%Y-%m-%d)"
 echo

@@ -18,20 +18,10 @@ baselines=${AMP_BASELINES:-$src/../shared/baselines}
 mkdir -p "$data"
 [ -x "$prep" ] || { echo "bench: build first: $prep missing" >&2; exit 1; }
 
-tns="$data/cpu20m.tns"
-if [ ! -f "$tns" ]; then
-    [ -f "$baselines/powerlaw-gen.c" ] || { echo "bench: need $baselines/powerlaw-gen.c" >&2; exit 1; }
-    ${CC:-cc} -O2 -fopenmp -o "$data/powerlaw-gen" "$baselines/powerlaw-gen.c" -lm
-    (cd "$data" && ./powerlaw-gen cpu20m 38000000 1.2 200000 100000 50000)
-fi
+. "$here/lib.sh"
+need_cpu20m
 bytes=$(wc -c <"$tns")
-ncpu=$(nproc)
-threads=${AMP_THREADS:-}
-if [ -z "$threads" ]; then
-    t=1
-    while [ "$t" -lt "$ncpu" ]; do threads="$threads $t"; t=$((t * 2)); done
-    threads="$threads $ncpu"
-fi
+sweep_threads
 
 # median of the numbers on stdin
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }

@@ -41,14 +41,7 @@ check_error_line() {
 amp_case() {
     f=$1
     name=${f##*/}
-    exp=$f.expect
-    if ! test -f "$exp"; then
-        fail "$name: has a sidecar ${exp##*/}"
-        return
-    fi
-    status=$(sed -n 1p "$exp")
-    text=$(sed -n 2p "$exp")
-    opts=$(sed -n 3p "$exp")
+    read_expect "$f" || return
     if test -z "$status" || test -z "$text" || test -z "$opts"; then
         fail "$name: ${exp##*/} gives an exit status, a text and the options"
         return

@@ -74,14 +74,7 @@ stats_rt() {
 corpus_case() {
     f=$1
     name=${f##*/}
-    exp=$f.expect
-    if ! test -f "$exp"; then
-        fail "$name: has a sidecar ${exp##*/}"
-        return
-    fi
-    status=$(sed -n 1p "$exp")
-    text=$(sed -n 2p "$exp")
-    opts=$(sed -n 3p "$exp")
+    read_expect "$f" || return
     if test -z "$status" || test -z "$text"; then
         fail "$name: ${exp##*/} gives an exit status and a text"
         return

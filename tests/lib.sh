@@ -264,6 +264,20 @@ stats_of() {
 }
 
 # done_testing: the plan if none was given, and the script's exit status.
+# read_expect FILE: the corpus sidecar FILE.expect into $status (line 1,
+# the exit status), $text (line 2, a substring of stderr or stdout) and
+# $opts (line 3, options; may be empty). Fails (and reports) if it is missing.
+read_expect() {
+    exp=$1.expect
+    if ! test -f "$exp"; then
+        fail "${1##*/}: has a sidecar ${exp##*/}"
+        return 1
+    fi
+    status=$(sed -n 1p "$exp")
+    text=$(sed -n 2p "$exp")
+    opts=$(sed -n 3p "$exp")
+}
+
 done_testing() {
     if test -z "$tap_planned"; then
         echo "1..$tap_count"
