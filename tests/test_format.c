@@ -406,6 +406,76 @@ static void test_small_buffer(void)
     amp_coo_free(&t);
 }
 
+/* Many threads reading one open file at once, each with its own reader,
+ * each walking the chunks in a different order, see the same bytes as a
+ * sequential pass. */
+static void test_concurrent_reads(void)
+{
+    shape s = {"concurrent", 3, {400, 300, 200}, 20000, 1, 0};
+    amp_coo t;
+    random_tensor(&s, 11, &t);
+    amp_error err = {0};
+    const char *p = test_path("concurrent.amp");
+    amp_build_opts o;
+    amp_build_opts_init(&o);
+    o.chunk_nnz = 300;
+    amp_file *f = NULL;
+    if (amp_build_write(&t, p, &o, NULL, &err) != AMP_OK || amp_file_open(p, &f, &err)) {
+        skip(1, "cannot write or open");
+        amp_coo_free(&t);
+        return;
+    }
+    size_t n = amp_file_info_get(f)->nsections;
+    uint64_t *sums = calloc(n, sizeof *sums);
+    amp_section_reader *r;
+    amp_section_reader_new(f, &r, &err);
+    unsigned char *buf = malloc(300 * 16);
+    for (size_t i = 0; i < n; i++) {
+        const amp_section *sec = amp_file_section(f, i);
+        if (sec->type != AMP_SECTION_CHUNK)
+            continue;
+        amp_section_read(r, sec, buf, 300 * 16, &err);
+        for (uint64_t k = 0; k < sec->raw_size; k++)
+            sums[i] = sums[i] * 1099511628211ULL + buf[k];
+    }
+    amp_section_reader_free(r);
+    free(buf);
+    int same = 1;
+    set_threads(4);
+#pragma omp parallel reduction(&& : same)
+    {
+        amp_section_reader *tr;
+        amp_error e = {0};
+        unsigned char *tb = malloc(300 * 16);
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        same = amp_section_reader_new(f, &tr, &e) == AMP_OK;
+        for (size_t j = 0; j < n && same; j++) {
+            size_t i = (j * (2 * (size_t)tid + 1) + (size_t)tid) % n;  /* per-thread order */
+            const amp_section *sec = amp_file_section(f, i);
+            if (sec->type != AMP_SECTION_CHUNK)
+                continue;
+            if (amp_section_read(tr, sec, tb, 300 * 16, &e) != AMP_OK) {
+                same = 0;
+                break;
+            }
+            uint64_t h = 0;
+            for (uint64_t k = 0; k < sec->raw_size; k++)
+                h = h * 1099511628211ULL + tb[k];
+            same = same && h == sums[i];
+        }
+        amp_section_reader_free(tr);
+        free(tb);
+    }
+    ok(same, "4 threads reading every chunk concurrently, in different orders, get the "
+       "sequential bytes (%zu sections)", n);
+    free(sums);
+    amp_file_close(f);
+    amp_coo_free(&t);
+}
+
 int main(void)
 {
     static const shape shapes[] = {
@@ -419,11 +489,12 @@ int main(void)
          5000, 0, 1},
     };
     size_t nshapes = sizeof shapes / sizeof shapes[0];
-    plan(7 + 11 * (int)nshapes + 7 + 4);
+    plan(7 + 11 * (int)nshapes + 7 + 4 + 1);
     test_blco_fields();
     for (size_t i = 0; i < nshapes; i++)
         test_shape(&shapes[i], 100 + i);
     test_writer_misuse();
     test_small_buffer();
+    test_concurrent_reads();
     return done_testing();
 }
