@@ -50,7 +50,7 @@ typedef enum amp_section_type {
     AMP_SECTION_CHUNK = 4     /* a run of one shard's nonzeros */
 } amp_section_type;
 
-#define AMP_SECTION_ZSTD 0x1u      /* the stored bytes are one Zstandard frame */
+#define AMP_SECTION_ZSTD 0x1u      /* the stored bytes are Zstandard frames (one, from amped) */
 #define AMP_SECTION_OPTIONAL 0x2u  /* a reader that does not know the type skips it */
 /* A compressed CHUNK whose words were stored as 8 byte planes (byte 0 of
  * every word, then byte 1, ...) before compression; readers undo it, so

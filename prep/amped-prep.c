@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -98,7 +99,7 @@ static void usage(void)
            "      --chunk-nnz=N        most nonzeros per compressed chunk (default: %llu)\n"
            "      --values=TYPE        auto, f32 or f64 (default: auto: f32 when every value\n"
            "                           is exactly a float, else f64)\n"
-           "      --level=N            Zstandard level, -7 to 22; 0 stores chunks\n"
+           "      --level=N            Zstandard level, -7 to 22; 0 stores sections\n"
            "                           uncompressed (default: %d)\n"
            "\n"
            "Execution:\n"
@@ -162,8 +163,9 @@ static amp_status write_amp(const char *input, const char *shown, const char *ou
     if (rc != AMP_OK)
         return rc;
     if (rep.values_changed)
-        amp_log(AMP_LOG_WARN, "%" PRIu64 " of %" PRIu64 " values are not exact in f32 and were "
-                "rounded (--values=f32)", rep.values_changed, t->nnz);
+        amp_log(AMP_LOG_WARN, "%" PRIu64 " of %" PRIu64 " values %s not exact in f32 and %s "
+                "rounded (--values=f32)", rep.values_changed, t->nnz,
+                rep.values_changed == 1 ? "is" : "are", rep.values_changed == 1 ? "was" : "were");
     if (level < AMP_LOG_INFO)
         return AMP_OK;
     char sz[32];
@@ -195,6 +197,7 @@ int main(int argc, char **argv)
     int c, choice;
     amp_build_opts build;
     amp_build_opts_init(&build);
+    const char *amp_only = NULL;   /* an option that means something only for .amp output */
 
     argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
     while ((c = getopt_long(argc, argv, "o:t:qvhV", long_options, NULL)) != -1) {
@@ -229,25 +232,29 @@ int main(int argc, char **argv)
             if (amp_parse_u64(optarg, 1, UINT32_C(1) << 20, "--shards", &u, &err))
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             build.shards = (uint32_t)u;
+            amp_only = "--shards";
             break;
         case OPT_CHUNK_NNZ:
             if (amp_parse_u64(optarg, 1, AMP_CHUNK_NNZ_MAX, "--chunk-nnz", &build.chunk_nnz,
                               &err))
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            amp_only = "--chunk-nnz";
             break;
         case OPT_VALUES:
             if (amp_parse_choice(optarg, value_names, "--values", &choice, &err))
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             build.values = (amp_value_choice)choice;
+            amp_only = "--values";
             break;
         case OPT_LEVEL: {
             char *end;
             errno = 0;
             long lv = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || lv < -7 || lv > 22)
-                return amp_usage_error(PROGRAM, "--level: '%s' is not an integer from -7 to 22",
-                                       optarg);
+            if (errno || end == optarg || *end || lv < -7 || lv > ZSTD_maxCLevel())
+                return amp_usage_error(PROGRAM, "--level: '%s' is not an integer from -7 to %d",
+                                       optarg, ZSTD_maxCLevel());
             build.write.level = (int)lv;
+            amp_only = "--level";
             break;
         }
         case 't':
@@ -281,6 +288,8 @@ int main(int argc, char **argv)
         !amp_has_suffix(output, ".amp"))
         return amp_usage_error(PROGRAM, "cannot tell the output format of '%s': name it .amp, "
                                ".tns or .bin", output);
+    if (amp_only && !(output && amp_has_suffix(output, ".amp")))
+        return amp_usage_error(PROGRAM, "%s applies to .amp output only (-o FILE.amp)", amp_only);
     amp_log_init("amped-prep", level);
     amp_outfile_cleanup_on_signals();
 #ifdef _OPENMP

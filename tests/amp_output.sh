@@ -39,6 +39,29 @@ check_status "a bad input exits 1" 1
 is "the existing output is untouched" "$(cat "$T/keep.amp")" "previous contents"
 no_temp_left "no temporary file remains" "$T/keep.amp"
 
+# ---- the .amp options -------------------------------------------------------
+run "$AMPED_PREP" --shards 4 "$T/mid.tns"
+check_status "--shards without .amp output is a usage error" 2
+check_contains "and says why" "$RUN_ERR" "--shards applies to .amp output only"
+run "$AMPED_PREP" --level 23 -o "$T/l.amp" "$T/mid.tns"
+check_status "--level 23 is a usage error" 2
+printf '1 1 1 0.1\n2 2 2 3\n3 1 2 0.25\n' >"$T/inexact.tns"
+run "$AMPED_PREP" -q --values f32 -o "$T/f32.amp" "$T/inexact.tns"
+check_status "--values f32 on inexact values writes" 0
+check_contains "and warns how many values were rounded" "$RUN_ERR" "1 of 3 values is not exact in f32"
+run "$AMPED_RUN" --info "$T/f32.amp"
+check_contains "the file holds f32 values" "$RUN_OUT" "values f32"
+run "$AMPED_PREP" -q -o "$T/auto.amp" "$T/inexact.tns"
+run "$AMPED_RUN" --info "$T/auto.amp"
+check_contains "--values auto keeps f64 when f32 would round" "$RUN_OUT" "values f64"
+run "$AMPED_PREP" -q --values f64 --shards 3 --chunk-nnz 1000 -o "$T/opts.amp" "$T/mid.tns"
+run "$AMPED_RUN" --info "$T/opts.amp"
+check_contains "--values f64 is honoured" "$RUN_OUT" "values f64"
+check_contains "--shards 3 gives 3 shards per mode" "$RUN_OUT" "mode 1      3 shards"
+check_contains "the parameters are recorded" "$RUN_OUT" "shards=3 chunk-nnz=1000 values=f64"
+run "$AMPED_RUN" --verify "$T/opts.amp"
+check_status "and the file verifies" 0
+
 # ---- killed while writing -------------------------------------------------
 "$AMPED_GEN" -o "$T/big.tns" --nnz 3000000 --dims 200000,100000,50000 --seed 2 >/dev/null 2>&1 ||
     skip_all "amped-gen failed"
