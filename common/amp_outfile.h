@@ -17,6 +17,7 @@ typedef struct amp_outfile {
     char *tmp_path;
     int fd;
     uint64_t written;
+    uint64_t flushing;   /* bytes already handed to the kernel's writeback */
 } amp_outfile;
 
 amp_status amp_outfile_open(amp_outfile *of, const char *path, amp_error *err);

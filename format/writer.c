@@ -280,11 +280,14 @@ typedef struct chunk_worker {
     amp_status rc;
 } chunk_worker;
 
-/* Compress one chunk's raw bytes two ways and keep the smaller: words and
- * values both in byte planes (the usual winner, and the faster to
- * decompress), or only the words (better when whole values repeat). When
- * neither gains, the raw bytes are stored. */
-static amp_status compress_chunk(chunk_worker *wk, int level, size_t n, size_t vsize,
+/* The two forms a compressed chunk may take: words and values both in
+ * byte planes (the usual winner, and the faster to decompress), or only the
+ * words (better when whole values repeat). */
+enum { FORM_ALL_PLANES = 1, FORM_WORD_PLANES = 2 };
+
+/* Compress one chunk's raw bytes in the forms asked for and keep the
+ * smallest; when none gains, the raw bytes are stored. */
+static amp_status compress_chunk(chunk_worker *wk, int level, size_t n, size_t vsize, int forms,
                                  const void **stored, size_t *stored_size, uint16_t *flags)
 {
     const unsigned char *raw = wk->raw;
@@ -299,17 +302,17 @@ static amp_status compress_chunk(chunk_worker *wk, int level, size_t n, size_t v
         amp_words_to_planes((const uint64_t *)(raw + 8 * n), n, wk->planar + 8 * n);
     else
         amp_u32_to_planes((const uint32_t *)(raw + 8 * n), n, wk->planar + 8 * n);
-    const void *a;
-    size_t a_size;
-    uint16_t a_flags = 0;
-    AMP_CHECK(compress(wk->cctx, level, wk->planar, raw_size, &wk->out, &wk->out_cap, &a,
-                       &a_size, &a_flags, &wk->err));
-    memcpy(wk->planar + 8 * n, raw + 8 * n, vsize * n);
-    const void *b;
-    size_t b_size;
-    uint16_t b_flags = 0;
-    AMP_CHECK(compress(wk->cctx, level, wk->planar, raw_size, &wk->out2, &wk->out2_cap, &b,
-                       &b_size, &b_flags, &wk->err));
+    const void *a = NULL, *b = NULL;
+    size_t a_size = SIZE_MAX, b_size = SIZE_MAX;
+    uint16_t a_flags = 0, b_flags = 0;
+    if (forms & FORM_ALL_PLANES)
+        AMP_CHECK(compress(wk->cctx, level, wk->planar, raw_size, &wk->out, &wk->out_cap, &a,
+                           &a_size, &a_flags, &wk->err));
+    if (forms & FORM_WORD_PLANES) {
+        memcpy(wk->planar + 8 * n, raw + 8 * n, vsize * n);
+        AMP_CHECK(compress(wk->cctx, level, wk->planar, raw_size, &wk->out2, &wk->out2_cap, &b,
+                           &b_size, &b_flags, &wk->err));
+    }
     if ((a_flags & AMP_SECTION_ZSTD) && a_size <= b_size) {
         *stored = a;
         *stored_size = a_size;
@@ -348,6 +351,43 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
         nthreads = njobs > 0 ? (int)njobs : 1;
     amp_status rc = AMP_OK;
     int failed = 0;
+    /* One form for the whole batch (a mode copy), chosen on its largest
+     * chunk: the values, which decide it, are alike across chunks, and
+     * trying both on every chunk would double the compression time. */
+    int forms = FORM_ALL_PLANES;
+    if (w->opts.level != 0 && njobs > 1) {
+        size_t big = 0;
+        for (size_t i = 1; i < njobs; i++)
+            if (jobs[i].count > jobs[big].count)
+                big = i;
+        chunk_worker probe = {0};
+        size_t raw_size = (size_t)jobs[big].count * (8 + vsize);
+        probe.raw = malloc(raw_size);
+        probe.planar = malloc(raw_size);
+        probe.cctx = ZSTD_createCCtx();
+        const void *st;
+        size_t st_size;
+        uint16_t fl = 0;
+        if (probe.raw == NULL || probe.planar == NULL || probe.cctx == NULL)
+            rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a %zu-byte chunk", raw_size);
+        if (rc == AMP_OK)
+            rc = fill(ctx, big, probe.raw, raw_size, err);
+        if (rc == AMP_OK)
+            rc = compress_chunk(&probe, w->opts.level, (size_t)jobs[big].count, vsize,
+                                FORM_ALL_PLANES | FORM_WORD_PLANES, &st, &st_size, &fl);
+        if (rc != AMP_OK && probe.err.status != AMP_OK)
+            amp_error_set(err, probe.err.status, probe.err.src_file, probe.err.src_line, "%s",
+                          probe.err.msg);
+        if ((fl & AMP_SECTION_ZSTD) && !(fl & AMP_SECTION_PLANAR_VALUES))
+            forms = FORM_WORD_PLANES;
+        free(probe.raw);
+        free(probe.planar);
+        free(probe.out);
+        free(probe.out2);
+        ZSTD_freeCCtx(probe.cctx);
+        if (rc != AMP_OK)
+            return rc;
+    }
 #pragma omp parallel num_threads(nthreads)
     {
         chunk_worker wk = {0};
@@ -372,7 +412,7 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
                 wk.rc = fill(ctx, i, wk.raw, raw_size, &wk.err);
                 if (wk.rc == AMP_OK)
                     wk.rc = compress_chunk(&wk, w->opts.level, (size_t)jobs[i].count, vsize,
-                                           &stored, &stored_size, &flags);
+                                           forms, &stored, &stored_size, &flags);
                 if (wk.rc == AMP_OK)
                     hash = XXH3_64bits(stored, stored_size);
             }

@@ -48,7 +48,12 @@ typedef struct amp_build_report {
     uint64_t values_changed;   /* values f32 could not hold exactly */
     uint64_t file_bytes;
     amp_build_mode_report modes[AMP_MAX_MODES];
-    double seconds_relabel, seconds_write;
+    double seconds_values;     /* value type and norm */
+    double seconds_relabel;    /* degrees, shard dealing, relabelling */
+    double seconds_sort;       /* ordering the mode copies */
+    double seconds_chunks;     /* encoding, compressing and writing chunks */
+    double seconds_commit;     /* directory, flush to disk, rename */
+    double seconds_write;      /* everything after relabelling */
 } amp_build_report;
 
 void amp_build_opts_init(amp_build_opts *opts);

@@ -181,8 +181,9 @@ static amp_status write_amp(const char *input, const char *shown, const char *ou
                "%.3f), %" PRIu64 " chunks\n", d + 1, m->compact_dim, (unsigned long)m->nshards,
                (double)m->max_shard_nnz / mean, best, m->nchunks);
     }
-    amp_log(AMP_LOG_DEBUG, "relabel %.3f s, write %.3f s, total %.3f s", rep.seconds_relabel,
-            rep.seconds_write, amp_now() - t0);
+    amp_log(AMP_LOG_DEBUG, "values %.3f s, relabel %.3f s, sort %.3f s, chunks %.3f s, "
+            "commit %.3f s, total %.3f s", rep.seconds_values, rep.seconds_relabel,
+            rep.seconds_sort, rep.seconds_chunks, rep.seconds_commit, amp_now() - t0);
     return AMP_OK;
 }
 

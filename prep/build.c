@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "amp_alloc.h"
 #include "amp_build.h"
 #include "amp_timer.h"
@@ -236,13 +240,31 @@ fail:
 
 /* ---- one mode copy ------------------------------------------------------- */
 
+/* The copy is built by one stable counting-sort pass that reads the
+ * tensor in order (sequential reads of every index array) and scatters
+ * each nonzero's encoded word and value to its place: two random writes per
+ * nonzero, where gathering through a permutation later would cost a random
+ * read per mode plus one for the value. Chunks are then plain slices. */
+typedef struct mode_copy {
+    uint64_t *words;      /* n linearized indices, low 64 bits */
+    uint64_t *keys;       /* n block keys, only when the index exceeds 64 bits */
+    unsigned char *vals;  /* n values, f32 or f64 */
+    size_t vsize;
+    uint64_t n;
+} mode_copy;
+
+static void copy_free(mode_copy *c)
+{
+    amp_huge_free(c->words, c->n * 8);
+    amp_huge_free(c->keys, c->n * 8);
+    amp_huge_free(c->vals, c->n * c->vsize);
+    memset(c, 0, sizeof *c);
+}
+
 typedef struct copy_ctx {
-    const amp_coo *t;
-    const amp_mode_layout *l;
-    const uint64_t *perm;      /* position in the copy -> nonzero */
+    const mode_copy *c;
     const uint64_t *start;     /* per job: its first position */
     const amp_chunk_job *jobs;
-    amp_value_type vt;
 } copy_ctx;
 
 static void linearize(const amp_coo *t, const amp_mode_layout *l, uint64_t k, uint64_t *key,
@@ -270,31 +292,21 @@ static amp_status fill_chunk(void *ctxp, size_t job, void *raw, size_t raw_size,
                              amp_error *err)
 {
     const copy_ctx *ctx = ctxp;
-    const amp_chunk_job *j = &ctx->jobs[job];
-    uint64_t *words = raw;
-    unsigned char *vals = (unsigned char *)raw + 8 * j->count;
+    const mode_copy *c = ctx->c;
+    uint64_t count = ctx->jobs[job].count, at = ctx->start[job];
     (void)raw_size;
-    for (uint64_t i = 0; i < j->count; i++) {
-        uint64_t k = ctx->perm[ctx->start[job] + i], key;
-        linearize(ctx->t, ctx->l, k, &key, &words[i]);
-        if (key != j->key)
-            return AMP_FAIL(err, AMP_ERR_INTERNAL, "mode %u chunk %zu: block key changes "
-                            "inside the chunk", ctx->l->mode + 1, job);
-        if (ctx->vt == AMP_VALUES_F32) {
-            float v = (float)ctx->t->val[k];
-            memcpy(vals + 4 * i, &v, 4);
-        } else {
-            memcpy(vals + 8 * i, &ctx->t->val[k], 8);
-        }
-    }
+    (void)err;
+    memcpy(raw, c->words + at, 8 * count);
+    memcpy((unsigned char *)raw + 8 * count, c->vals + c->vsize * at, c->vsize * count);
     return AMP_OK;
 }
 
-/* Pairs sorted so that, within a row, nonzeros of one block key are
- * together: needed only when the key holds bits of input modes. */
+/* Within a row, nonzeros of one block key together: needed only when the
+ * key holds bits of input modes (the output field starts above bit 64). */
 typedef struct keyed {
-    uint64_t key;
-    uint64_t k;
+    uint64_t key, word;
+    double val;
+    uint64_t pos;
 } keyed;
 
 static int by_key(const void *a, const void *b)
@@ -302,11 +314,10 @@ static int by_key(const void *a, const void *b)
     const keyed *x = a, *y = b;
     if (x->key != y->key)
         return x->key < y->key ? -1 : 1;
-    return x->k < y->k ? -1 : x->k > y->k;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-static amp_status sort_rows_by_key(const amp_coo *t, const amp_mode_layout *l,
-                                   const uint64_t *rowptr, uint64_t rows, uint64_t *perm,
+static amp_status sort_rows_by_key(mode_copy *c, const uint64_t *rowptr, uint64_t rows,
                                    amp_error *err)
 {
     uint64_t longest = 0;
@@ -317,29 +328,113 @@ static amp_status sort_rows_by_key(const amp_coo *t, const amp_mode_layout *l,
     if (tmp == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     for (uint64_t r = 0; r < rows; r++) {
-        uint64_t a = rowptr[r], len = rowptr[r + 1] - a, word;
+        uint64_t a = rowptr[r], len = rowptr[r + 1] - a;
         if (len < 2)
             continue;
         for (uint64_t i = 0; i < len; i++) {
-            tmp[i].k = perm[a + i];
-            linearize(t, l, tmp[i].k, &tmp[i].key, &word);
+            tmp[i] = (keyed){c->keys[a + i], c->words[a + i], 0, i};
+            memcpy(&tmp[i].val, c->vals + c->vsize * (a + i), c->vsize);
         }
         qsort(tmp, (size_t)len, sizeof *tmp, by_key);
-        for (uint64_t i = 0; i < len; i++)
-            perm[a + i] = tmp[i].k;
+        for (uint64_t i = 0; i < len; i++) {
+            c->keys[a + i] = tmp[i].key;
+            c->words[a + i] = tmp[i].word;
+            memcpy(c->vals + c->vsize * (a + i), &tmp[i].val, c->vsize);
+        }
     }
     free(tmp);
     return AMP_OK;
 }
 
+static amp_status build_copy(const amp_coo *t, unsigned d, const amp_mode_layout *l,
+                             const uint64_t *rowptr, uint64_t rows, amp_value_type vt,
+                             mode_copy *c, amp_error *err)
+{
+    uint64_t n = t->nnz;
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    c->vsize = amp_value_size(vt);
+    c->words = amp_huge_alloc(n * 8, "the mode copy's indices", err);
+    c->vals = amp_huge_alloc(n * c->vsize, "the mode copy's values", err);
+    if (l->key_bits > 0)
+        c->keys = amp_huge_alloc(n * 8, "the mode copy's block keys", err);
+    /* Each thread scatters a contiguous, in-order share of the nonzeros
+     * with its own cursor per row, the cursors placed so thread t's entries
+     * of a row follow those of threads before it: the same stable order for
+     * any thread count. The cursors cost threads x rows words; beyond a
+     * budget (very many rows), fewer threads share the work. */
+    int nt = 1;
+#ifdef _OPENMP
+    nt = omp_get_max_threads();
+#endif
+    uint64_t budget = n * 8 > (UINT64_C(64) << 20) ? n * 8 : (UINT64_C(64) << 20);
+    while (nt > 1 && (uint64_t)nt * (rows ? rows : 1) * 8 > budget)
+        nt /= 2;
+    uint64_t *pos = calloc((size_t)nt * (rows ? rows : 1), sizeof *pos);
+    if (c->words == NULL || c->vals == NULL || (l->key_bits > 0 && c->keys == NULL) ||
+        pos == NULL) {
+        free(pos);
+        copy_free(c);
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the mode %u copy", d + 1);
+    }
+    const uint64_t *out = t->ind[d];
+#pragma omp parallel num_threads(nt)
+    {
+        int tid = 0, T = 1;
+        uint64_t lo = 0, hi = n;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+        T = omp_get_num_threads();
+#endif
+        lo = n / (uint64_t)T * (uint64_t)tid + (n % (uint64_t)T < (uint64_t)tid ? n % (uint64_t)T : (uint64_t)tid);
+        hi = lo + n / (uint64_t)T + ((uint64_t)tid < n % (uint64_t)T);
+        uint64_t *mine = pos + (size_t)tid * rows;
+        for (uint64_t k = lo; k < hi; k++)
+            mine[out[k]]++;
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (uint64_t r = 0; r < rows; r++) {
+            uint64_t at = rowptr[r];
+            for (int q = 0; q < T; q++) {
+                uint64_t cnt = pos[(size_t)q * rows + r];
+                pos[(size_t)q * rows + r] = at;
+                at += cnt;
+            }
+        }
+        for (uint64_t k = lo; k < hi; k++) {
+            uint64_t p = mine[out[k]]++, key, word;
+            linearize(t, l, k, &key, &word);
+            c->words[p] = word;
+            if (c->keys != NULL)
+                c->keys[p] = key;
+            if (vt == AMP_VALUES_F32) {
+                float v = (float)t->val[k];
+                memcpy(c->vals + 4 * p, &v, 4);
+            } else {
+                memcpy(c->vals + 8 * p, &t->val[k], 8);
+            }
+        }
+    }
+    free(pos);
+    if (l->key_bits > 0 && l->shift[d] > 64) {
+        amp_status rc = sort_rows_by_key(c, rowptr, rows, err);
+        if (rc != AMP_OK)
+            copy_free(c);
+        return rc;
+    }
+    return AMP_OK;
+}
+
 static amp_status write_copy(amp_writer *w, const amp_coo *t, unsigned d, mode_plan *p,
                              uint64_t chunk_nnz, amp_value_type vt, amp_build_mode_report *rep,
-                             amp_error *err)
+                             amp_build_report *times, amp_error *err)
 {
-    uint64_t n = t->nnz, c = p->compact_dim;
+    double t0 = amp_now();
+    uint64_t c = p->compact_dim;
     amp_mode_layout l;
-    uint64_t *perm = NULL, *rowptr = NULL, *start = NULL;
+    uint64_t *rowptr = NULL, *start = NULL;
     amp_chunk_job *jobs = NULL;
+    mode_copy copy = {0};
     amp_status rc = AMP_OK;
     /* t->dims are the compact dimensions while the copies are written. */
     AMP_CHECK(amp_blco_layout(&l, t->nmodes, t->dims, d, err));
@@ -347,29 +442,14 @@ static amp_status write_copy(amp_writer *w, const amp_coo *t, unsigned d, mode_p
     l.nshards = p->nshards;
     l.shards = p->shards;
 
-    perm = amp_huge_alloc(n * sizeof *perm, "the mode copy order", err);
     rowptr = malloc((size_t)(c + 1) * sizeof *rowptr);
-    if (perm == NULL || rowptr == NULL)
+    if (rowptr == NULL)
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for the mode %u copy",
                        d + 1);
     rowptr[0] = 0;
     for (uint64_t r = 0; r < c; r++)
         rowptr[r + 1] = rowptr[r] + p->row_nnz[r];
-    /* Stable counting sort by output row: within a row, input order. */
-    {
-        uint64_t *pos = malloc((size_t)c * sizeof *pos);
-        if (pos == NULL)
-            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
-        memcpy(pos, rowptr, (size_t)c * sizeof *pos);
-        const uint64_t *ind = t->ind[d];
-        for (uint64_t k = 0; k < n; k++)
-            perm[pos[ind[k]]++] = k;
-        free(pos);
-    }
-    /* The key holds bits of other modes when the output field starts above
-     * bit 64; rows then need their nonzeros grouped by key. */
-    if (l.key_bits > 0 && l.shift[d] > 64)
-        AMP_CHECK_GOTO(sort_rows_by_key(t, &l, rowptr, c, perm, err), rc, fail);
+    AMP_CHECK_GOTO(build_copy(t, d, &l, rowptr, c, vt, &copy, err), rc, fail);
 
     /* Chunks: at most chunk_nnz nonzeros, never across shards or keys. */
     size_t njobs = 0, cap = 0;
@@ -380,18 +460,13 @@ static amp_status write_copy(amp_writer *w, const amp_coo *t, unsigned d, mode_p
         if (p->shards[s].nnz > max_nnz)
             max_nnz = p->shards[s].nnz;
         while (a < end) {
-            uint64_t key, word, b = a + 1;
-            linearize(t, &l, perm[a], &key, &word);
-            uint64_t limit = end - a < chunk_nnz ? end : a + chunk_nnz;
-            if (l.key_bits == 0) {
-                b = limit;
-            } else {
-                for (; b < limit; b++) {
-                    uint64_t k2;
-                    linearize(t, &l, perm[b], &k2, &word);
-                    if (k2 != key)
-                        break;
-                }
+            uint64_t key = copy.keys ? copy.keys[a] : 0;
+            uint64_t b = end - a < chunk_nnz ? end : a + chunk_nnz;
+            if (copy.keys != NULL) {
+                uint64_t e = a + 1;
+                while (e < b && copy.keys[e] == key)
+                    e++;
+                b = e;
             }
             if (njobs == cap) {
                 cap = cap ? 2 * cap : 256;
@@ -410,10 +485,13 @@ static amp_status write_copy(amp_writer *w, const amp_coo *t, unsigned d, mode_p
         }
         p->shards[s].nchunks = seq;
     }
+    times->seconds_sort += amp_now() - t0;
+    t0 = amp_now();
     AMP_CHECK_GOTO(amp_writer_mode(w, &l, err), rc, fail);
     AMP_CHECK_GOTO(amp_writer_relabel(w, d, p->new_to_orig, err), rc, fail);
-    copy_ctx ctx = {t, &l, perm, start, jobs, vt};
+    copy_ctx ctx = {&copy, start, jobs};
     AMP_CHECK_GOTO(amp_writer_chunks(w, jobs, njobs, fill_chunk, &ctx, err), rc, fail);
+    times->seconds_chunks += amp_now() - t0;
     rep->compact_dim = c;
     rep->nshards = p->nshards;
     rep->max_shard_nnz = max_nnz;
@@ -423,7 +501,7 @@ static amp_status write_copy(amp_writer *w, const amp_coo *t, unsigned d, mode_p
         if (p->row_nnz[r] > rep->max_degree)
             rep->max_degree = p->row_nnz[r];
 fail:
-    amp_huge_free(perm, n * sizeof *perm);
+    copy_free(&copy);
     free(rowptr);
     free(jobs);
     free(start);
@@ -506,11 +584,13 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
     memset(&meta, 0, sizeof meta);
     meta.nmodes = t->nmodes;
     meta.nnz = t->nnz;
+    double t0 = amp_now();
     AMP_CHECK(value_summary(t, o.values, &meta.value_type, &rep.values_changed, &meta.norm_sq,
                             err));
     rep.value_type = meta.value_type;
+    rep.seconds_values = amp_now() - t0;
 
-    double t0 = amp_now();
+    t0 = amp_now();
     for (unsigned d = 0; d < t->nmodes; d++) {
         AMP_CHECK_GOTO(plan_mode(t, d, o.shards, &plans[d], err), rc, fail);
         meta.dims[d] = t->dims[d];
@@ -531,10 +611,12 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
     AMP_CHECK_GOTO(amp_writer_meta(w, &meta, err), rc, fail);
     for (unsigned d = 0; d < t->nmodes; d++)
         AMP_CHECK_GOTO(write_copy(w, t, d, &plans[d], o.chunk_nnz, meta.value_type,
-                                  &rep.modes[d], err), rc, fail);
+                                  &rep.modes[d], &rep, err), rc, fail);
     amp_writer *done = w;
     w = NULL;
+    double tc = amp_now();
     AMP_CHECK_GOTO(amp_writer_commit(done, &rep.file_bytes, err), rc, fail);
+    rep.seconds_commit = amp_now() - tc;
     rep.seconds_write = amp_now() - t0;
 fail:
     amp_writer_abort(w);

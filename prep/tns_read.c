@@ -621,6 +621,17 @@ static amp_status read_mapped(tns_reader *r, amp_source *s, amp_read_info *info,
         }
 #endif
         AMP_CHECK_GOTO(parse_block(r, map + pos, cut - pos, err), rc, done);
+#ifdef HAVE_MADVISE
+        {
+            /* Parsed text is not needed again: drop its pages from this
+             * process (the page cache keeps them), so the text does not add
+             * to the peak while the nonzero arrays grow. */
+            size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+            size_t a = (pos + pg - 1) / pg * pg, b = cut / pg * pg;
+            if (b > a)
+                (void)madvise(map + a, b - a, MADV_DONTNEED);
+        }
+#endif
         pos = cut;
         if (r->opts->progress)
             r->opts->progress(r->opts->progress_ctx, pos, size);
