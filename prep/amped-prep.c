@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zstd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -38,6 +39,7 @@ enum {
     OPT_VALUES,
     OPT_LEVEL,
     OPT_CHUNK_NNZ,
+    OPT_STATS,
 };
 
 static const struct option long_options[] = {
@@ -48,6 +50,8 @@ static const struct option long_options[] = {
     {"duplicates", required_argument, NULL, OPT_DUPLICATES},
     /* output */
     {"output", required_argument, NULL, 'o'},
+    {"stats", no_argument, NULL, OPT_STATS},
+    {"force", no_argument, NULL, 'f'},
     /* .amp layout */
     {"shards", required_argument, NULL, OPT_SHARDS},
     {"values", required_argument, NULL, OPT_VALUES},
@@ -75,7 +79,8 @@ static void usage(void)
 {
     printf("Usage: amped-prep [OPTION]... INPUT\n"
            "Read the sparse tensor INPUT ('-' for standard input), report its statistics\n"
-           "and, with -o, write it in another format.\n"
+           "and write it as the .amp shard file that amped-run reads (or, with -o, as\n"
+           "FROSTT text or binary).\n"
            "\n"
            "Input:\n"
            "      --input-format=FMT   auto, tns or bin (default: auto: FROSTT binary if the\n"
@@ -90,7 +95,10 @@ static void usage(void)
            "  -o, --output=FILE        write the tensor to FILE: the .amp shard file for\n"
            "                           amped-run if it ends in .amp, FROSTT text if .tns,\n"
            "                           FROSTT binary v1 if .bin; written to a temporary file\n"
-           "                           and renamed when complete\n"
+           "                           and renamed when complete (default: INPUT with its\n"
+           "                           .tns/.bin and .gz/.zst suffixes replaced by .amp)\n"
+           "      --stats              only read INPUT and report; write nothing\n"
+           "  -f, --force              overwrite an existing output file\n"
            "\n"
            ".amp layout:\n"
            "      --shards=N           shards per mode, each owning a disjoint set of output\n"
@@ -187,6 +195,30 @@ static amp_status write_amp(const char *input, const char *shown, const char *ou
     return AMP_OK;
 }
 
+/* INPUT's name with its compression and tensor suffixes replaced by .amp,
+ * in the same directory: x.tns.zst -> x.amp. NULL if the name is too long. */
+static char *amp_output_name(const char *input)
+{
+    static char out[4096 + 8];
+    size_t n = strlen(input);
+    if (n > 4096)
+        return NULL;
+    memcpy(out, input, n + 1);
+    static const char *const outer[] = {".gz", ".zst"}, *const inner[] = {".tns", ".bin"};
+    for (int i = 0; i < 2; i++)
+        if (amp_has_suffix(out, outer[i]) && strlen(out) > strlen(outer[i])) {
+            out[strlen(out) - strlen(outer[i])] = '\0';
+            break;
+        }
+    for (int i = 0; i < 2; i++)
+        if (amp_has_suffix(out, inner[i]) && strlen(out) > strlen(inner[i])) {
+            out[strlen(out) - strlen(inner[i])] = '\0';
+            break;
+        }
+    strcat(out, ".amp");
+    return out;
+}
+
 int main(int argc, char **argv)
 {
     amp_read_opts opts;
@@ -199,9 +231,10 @@ int main(int argc, char **argv)
     amp_build_opts build;
     amp_build_opts_init(&build);
     const char *amp_only = NULL;   /* an option that means something only for .amp output */
+    int stats_only = 0, force = 0;
 
     argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
-    while ((c = getopt_long(argc, argv, "o:t:qvhV", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:ft:qvhV", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_INPUT_FORMAT:
             if (amp_parse_choice(optarg, format_names, "--input-format", &choice, &err))
@@ -228,6 +261,12 @@ int main(int argc, char **argv)
             break;
         case 'o':
             output = optarg;
+            break;
+        case OPT_STATS:
+            stats_only = 1;
+            break;
+        case 'f':
+            force = 1;
             break;
         case OPT_SHARDS:
             if (amp_parse_u64(optarg, 1, UINT32_C(1) << 20, "--shards", &u, &err))
@@ -285,6 +324,21 @@ int main(int argc, char **argv)
         return amp_usage_error(PROGRAM, "one INPUT only; extra operand '%s'", argv[optind + 1]);
     const char *input = argv[optind];
     const char *shown = strcmp(input, "-") ? input : "(standard input)";
+    if (stats_only && output)
+        return amp_usage_error(PROGRAM, "--stats writes nothing; drop -o %s or --stats", output);
+    if (!stats_only && output == NULL) {
+        if (strcmp(input, "-") == 0)
+            return amp_usage_error(PROGRAM, "reading standard input: name the output with -o "
+                                   "(or report only, with --stats)");
+        output = amp_output_name(input);
+        if (output == NULL)
+            return amp_usage_error(PROGRAM, "the input name is too long to derive an output "
+                                   "name from; give -o");
+    }
+    if (output && !force && access(output, F_OK) == 0) {
+        fprintf(stderr, "amped-prep: %s: already exists; use --force to overwrite it\n", output);
+        return EXIT_FAILURE;
+    }
     if (output && !amp_has_suffix(output, ".tns") && !amp_has_suffix(output, ".bin") &&
         !amp_has_suffix(output, ".amp"))
         return amp_usage_error(PROGRAM, "cannot tell the output format of '%s': name it .amp, "

@@ -40,7 +40,7 @@ is "the existing output is untouched" "$(cat "$T/keep.amp")" "previous contents"
 no_temp_left "no temporary file remains" "$T/keep.amp"
 
 # ---- the .amp options -------------------------------------------------------
-run "$AMPED_PREP" --shards 4 "$T/mid.tns"
+run "$AMPED_PREP" --stats --shards 4 "$T/mid.tns"
 check_status "--shards without .amp output is a usage error" 2
 check_contains "and says why" "$RUN_ERR" "--shards applies to .amp output only"
 run "$AMPED_PREP" --level 23 -o "$T/l.amp" "$T/mid.tns"

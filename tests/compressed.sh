@@ -34,7 +34,7 @@ EOF
 
 # reference FILE: statistics of a plain file, into $T/ref.
 reference() {
-    run "$AMPED_PREP" "$1"
+    run "$AMPED_PREP" --stats "$1"
     if test "$RUN_RC" != 0; then
         fail "reading plain ${1##*/} for reference"
         diag_run
@@ -95,16 +95,16 @@ compressor_cases() {
         z=$T/$input.tns.$ext
         "$@" <"$plain" >"$z"
         reference "$plain" || continue
-        run "$AMPED_PREP" "$z"
+        run "$AMPED_PREP" --stats "$z"
         same_as_ref "$tool: $input.tns.$ext gives the statistics of $input.tns"
         check_contains "$tool: $input.tns.$ext is reported as $tool" "$RUN_OUT" "(FROSTT text, $tool, "
         check_contains "$tool: $input.tns.$ext: size is the decompressed one" "$RUN_OUT" \
             "$tool, $(size "$plain") bytes"
-        run_stdin "$z" "$AMPED_PREP" -
+        run_stdin "$z" "$AMPED_PREP" --stats -
         same_as_ref "$tool: $input.tns.$ext on a pipe gives the same statistics"
         check_contains "$tool: on a pipe, still recognised" "$RUN_OUT" "(standard input) (FROSTT text, $tool, "
         cp "$z" "$T/$input-noext"
-        run "$AMPED_PREP" "$T/$input-noext"
+        run "$AMPED_PREP" --stats "$T/$input-noext"
         same_as_ref "$tool: recognised by content, not by name"
     done
 
@@ -113,37 +113,37 @@ compressor_cases() {
     reference "$T/big.tns" || return
     head -n 20000 "$T/big.tns" | "$@" >"$T/cat-lines.$ext"
     tail -n +20001 "$T/big.tns" | "$@" >>"$T/cat-lines.$ext"
-    run "$AMPED_PREP" "$T/cat-lines.$ext"
+    run "$AMPED_PREP" --stats "$T/cat-lines.$ext"
     same_as_ref "$tool: concatenated ${tool} streams split at a line end"
     half=$(( $(size "$T/big.tns") / 2 + 3 ))
     cut_bytes "$T/big.tns" "$half" "$T/part1"
     tail -c +$((half + 1)) "$T/big.tns" >"$T/part2"
     { "$@" <"$T/part1"; "$@" <"$T/part2"; } >"$T/cat-mid.$ext"
-    run "$AMPED_PREP" "$T/cat-mid.$ext"
+    run "$AMPED_PREP" --stats "$T/cat-mid.$ext"
     same_as_ref "$tool: concatenated ${tool} streams split inside a line"
-    run_stdin "$T/cat-mid.$ext" "$AMPED_PREP" -
+    run_stdin "$T/cat-mid.$ext" "$AMPED_PREP" --stats -
     same_as_ref "$tool: concatenated ${tool} streams on a pipe"
     # Three streams, the middle one empty.
     { "$@" <"$T/part1"; "$@" </dev/null; "$@" <"$T/part2"; } >"$T/cat-empty.$ext"
-    run "$AMPED_PREP" "$T/cat-empty.$ext"
+    run "$AMPED_PREP" --stats "$T/cat-empty.$ext"
     same_as_ref "$tool: an empty ${tool} stream between two others"
 
     # Binary tensors, compressed.
     reference "$T/small.bin" || return
     "$@" <"$T/small.bin" >"$T/small.bin.$ext"
-    run "$AMPED_PREP" "$T/small.bin.$ext"
+    run "$AMPED_PREP" --stats "$T/small.bin.$ext"
     same_as_ref "$tool: small.bin.$ext is read as FROSTT binary"
     check_contains "$tool: small.bin.$ext reported as binary and $tool" "$RUN_OUT" "(FROSTT binary, $tool, "
 
     # Errors inside the data keep their line numbers.
     "$@" <"$T/bad.tns" >"$T/bad.tns.$ext"
-    run "$AMPED_PREP" "$T/bad.tns.$ext"
+    run "$AMPED_PREP" --stats "$T/bad.tns.$ext"
     check_status "$tool: a bad line in bad.tns.$ext exits 1" 1
     check_contains "$tool: the bad line is named" "$RUN_ERR" "$T/bad.tns.$ext:4: field 3:"
 
     # An empty but valid stream.
     "$@" </dev/null >"$T/empty.tns.$ext"
-    run "$AMPED_PREP" "$T/empty.tns.$ext"
+    run "$AMPED_PREP" --stats "$T/empty.tns.$ext"
     check_status "$tool: an empty stream exits 1" 1
     check_contains "$tool: an empty stream: no nonzeros" "$RUN_ERR" "$T/empty.tns.$ext: no nonzeros (empty input)"
 
@@ -153,20 +153,20 @@ compressor_cases() {
     # (At least the 4 bytes that identify either format.)
     for keep in 4 10 100 $((n / 2)) $((n - 4)) $((n - 1)); do
         cut_bytes "$z" "$keep" "$T/trunc-$keep.tns.$ext"
-        run "$AMPED_PREP" "$T/trunc-$keep.tns.$ext"
+        run "$AMPED_PREP" --stats "$T/trunc-$keep.tns.$ext"
         fails_clearly "$tool: truncated to $keep of $n bytes: exit 1, named, explained" "trunc-$keep.tns.$ext"
     done
     cut_bytes "$z" $((n / 2)) "$T/trunc-pipe.$ext"
-    run_stdin "$T/trunc-pipe.$ext" "$AMPED_PREP" -
+    run_stdin "$T/trunc-pipe.$ext" "$AMPED_PREP" --stats -
     fails_clearly "$tool: truncated on a pipe: exit 1, explained" "(standard input)"
     "$@" <"$T/small.bin" >"$T/sb.$ext"
     cut_bytes "$T/sb.$ext" $(( $(size "$T/sb.$ext") - 1 )) "$T/trunc-bin.bin.$ext"
-    run "$AMPED_PREP" "$T/trunc-bin.bin.$ext"
+    run "$AMPED_PREP" --stats "$T/trunc-bin.bin.$ext"
     fails_clearly "$tool: a truncated .bin.$ext: exit 1, explained" "trunc-bin.bin.$ext"
     # Compressed bytes after a complete stream that are not a stream.
     cp "$T/small.tns.$ext" "$T/junk.tns.$ext"
     printf 'this is not compressed data\n' >>"$T/junk.tns.$ext"
-    run "$AMPED_PREP" "$T/junk.tns.$ext"
+    run "$AMPED_PREP" --stats "$T/junk.tns.$ext"
     check_status "$tool: junk after the stream exits 1" 1
     check_contains "$tool: junk after the stream: file named" "$RUN_ERR" "junk.tns.$ext"
 }
@@ -175,7 +175,7 @@ if test $have_gzip = yes; then
     compressor_cases gzip gz gzip -c -n
     # The trailer holds the CRC-32 and the size: zeroing it must be caught.
     zero_tail "$T/big.tns.gz" 8 "$T/crc.tns.gz"
-    run "$AMPED_PREP" "$T/crc.tns.gz"
+    run "$AMPED_PREP" --stats "$T/crc.tns.gz"
     fails_clearly "gzip: a wrong CRC in the trailer: exit 1, named, explained" "crc.tns.gz"
 else
     skip "gzip cases" "gzip is not installed"
@@ -185,13 +185,13 @@ if test $have_zstd = yes; then
     compressor_cases zstd zst zstd -q -c --check
     # The frame ends with a 4-byte checksum of the content (--check).
     zero_tail "$T/big.tns.zst" 4 "$T/crc.tns.zst"
-    run "$AMPED_PREP" "$T/crc.tns.zst"
+    run "$AMPED_PREP" --stats "$T/crc.tns.zst"
     fails_clearly "zstd: a wrong content checksum: exit 1, named, explained" "crc.tns.zst"
     # A multi-threaded, long-window stream is still one stream.
     zstd -q -c -T2 -19 --long=27 <"$T/big.tns" >"$T/long.tns.zst" 2>/dev/null
     if test -s "$T/long.tns.zst"; then
         reference "$T/big.tns" &&
-            { run "$AMPED_PREP" "$T/long.tns.zst"; same_as_ref "zstd: --long=27 -19 stream (128 MiB window)"; }
+            { run "$AMPED_PREP" --stats "$T/long.tns.zst"; same_as_ref "zstd: --long=27 -19 stream (128 MiB window)"; }
     else
         skip "zstd: --long=27 stream" "this zstd cannot write it"
     fi

@@ -81,7 +81,7 @@ corpus_case() {
     fi
     label="$name${opts:+ ($opts)}"
     # $opts is split into words on purpose.
-    run "$AMPED_PREP" $opts "$f"
+    run "$AMPED_PREP" --stats $opts "$f"
     check_status "$label: exit status $status" "$status"
     if test "$status" = 0; then
         check_contains "$label: stdout holds '$text'" "$RUN_OUT" "$text"
@@ -100,7 +100,7 @@ corpus_case() {
     # Text through a pipe: the streaming reader must agree with the mapped one.
     case $name in
     *.tns)
-        run_stdin "$f" "$AMPED_PREP" $opts -
+        run_stdin "$f" "$AMPED_PREP" --stats $opts -
         check_status "$label on a pipe: exit status $status" "$status"
         if test "$status" = 0; then
             stats_of "$T/file.out" >"$T/a"
@@ -126,7 +126,7 @@ corpus_case() {
                 diag_run
                 continue
             fi
-            run "$AMPED_PREP" $ropts "$out"
+            run "$AMPED_PREP" --stats $ropts "$out"
             if test "$RUN_RC" != 0; then
                 fail "$label: the written .$ext reads back"
                 diag_run

@@ -55,10 +55,10 @@ check_same "the default seed is 1" "$T/default-a.tns" "$T/default-b.tns"
 # ---- .tns and .bin of one seed hold the same tensor ------------------------
 # A .tns carries no dimensions (they are the largest indices), so it is read
 # with the generator's --dims to compare with the .bin, whose header has them.
-run "$AMPED_PREP" --dims "$DIMS" "$T/s7-t1.tns"
+run "$AMPED_PREP" --stats --dims "$DIMS" "$T/s7-t1.tns"
 check_status "amped-prep reads the .tns within --dims $DIMS" 0
 stats_of "$RUN_OUT" >"$T/tns.stats"
-run "$AMPED_PREP" "$T/s7-t1.bin"
+run "$AMPED_PREP" --stats "$T/s7-t1.bin"
 check_status "amped-prep reads the .bin" 0
 check_contains "the .bin header holds the given dims" "$RUN_OUT" "dims:       1000 x 1000 x 1000"
 stats_of "$RUN_OUT" >"$T/bin.stats"
@@ -69,10 +69,10 @@ check_same ".bin converted back to .tns (duplicates kept) is the generator's .tn
     "$T/s7-t1.tns" "$T/back.tns"
 
 # ---- entry count ---------------------------------------------------------------
-run "$AMPED_PREP" --duplicates keep "$T/s7-t1.tns"
+run "$AMPED_PREP" --stats --duplicates keep "$T/s7-t1.tns"
 check_contains "entries (duplicates kept) = --nnz" "$RUN_OUT" "nonzeros:   $NNZ"
 cp "$RUN_OUT" "$T/keep.out"
-run "$AMPED_PREP" "$T/s7-t1.tns"
+run "$AMPED_PREP" --stats "$T/s7-t1.tns"
 nz=$(sed -n 's/^nonzeros: *//p' "$RUN_OUT")
 dup=$(sed -n 's/^duplicates: *//p' "$RUN_OUT")
 is "summed: nonzeros + duplicates = --nnz" "$((nz + dup))" "$NNZ"
@@ -88,7 +88,7 @@ gen 2 "$T/counts.tns" --seed 7 --values counts
 check_status "--values counts exits 0" 0
 bad=$(awk '$4 != int($4) || $4 < 1 || $4 > 10 { n++ } END { print n + 0 }' "$T/counts.tns")
 is "--values counts: integers from 1 to 10" "$bad" 0
-run "$AMPED_PREP" --duplicates keep "$T/counts.tns"
+run "$AMPED_PREP" --stats --duplicates keep "$T/counts.tns"
 check_contains "--values counts: both ends drawn" "$RUN_OUT" "values:     min 1, max 10,"
 
 # ---- power law -------------------------------------------------------------------

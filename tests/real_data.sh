@@ -98,7 +98,7 @@ for f in "$@"; do
     fi
 
     # Entries: with --duplicates keep every non-comment line is a nonzero.
-    run "$AMPED_PREP" --duplicates keep "$f"
+    run "$AMPED_PREP" --stats --duplicates keep "$f"
     check_status "$name: read with --duplicates keep" 0
     stats_of "$RUN_OUT" >"$T/keep"
     check_contains "$name: modes" "$RUN_OUT" "modes:      $(field "$T/ref" modes)"
@@ -113,7 +113,7 @@ for f in "$@"; do
     norm_close "$name: norm = sqrt(sum of squares) (awk)" "$norm" "$(field "$T/ref" sumsq)"
 
     # Default (sum): entries - duplicates nonzeros remain.
-    run "$AMPED_PREP" "$f"
+    run "$AMPED_PREP" --stats "$f"
     check_status "$name: read with duplicates summed" 0
     stats_of "$RUN_OUT" >"$T/sum"
     entries=$(field "$T/ref" entries)
@@ -122,25 +122,25 @@ for f in "$@"; do
         "nonzeros:   $((entries - dups))"
 
     # Thread count does not change anything.
-    run "$AMPED_PREP" -t 1 "$f"
+    run "$AMPED_PREP" --stats -t 1 "$f"
     stats_of "$RUN_OUT" >"$T/t1"
     check_same_stats "$name: -t 1 gives the same statistics" "$T/sum" "$T/t1"
 
     # A .bin round trip keeps everything (summed duplicates are not written
     # back, so that count is left out).
     sed '/^duplicates:/d' "$T/sum" >"$T/sum-nodup"
-    run "$AMPED_PREP" -q -o "$T/rt.bin" "$f"
+    run "$AMPED_PREP" -f -q -o "$T/rt.bin" "$f"
     check_status "$name: converts to .bin" 0
-    run "$AMPED_PREP" "$T/rt.bin"
+    run "$AMPED_PREP" --stats "$T/rt.bin"
     stats_of "$RUN_OUT" | sed '/^duplicates:/d' >"$T/bin"
     check_same_stats "$name: its .bin has the same statistics" "$T/sum-nodup" "$T/bin"
-    run "$AMPED_PREP" -q -o "$T/rt.tns" "$T/rt.bin"
-    run "$AMPED_PREP" "$T/rt.tns"
+    run "$AMPED_PREP" -f -q -o "$T/rt.tns" "$T/rt.bin"
+    run "$AMPED_PREP" --stats "$T/rt.tns"
     stats_of "$RUN_OUT" | sed '/^duplicates:/d' >"$T/tns"
     check_same_stats "$name: .tns -> .bin -> .tns keeps the statistics" "$T/sum-nodup" "$T/tns"
 
     # The .amp file: written, verified, and its metadata matches the source.
-    run "$AMPED_PREP" -q -o "$T/rt.amp" "$f"
+    run "$AMPED_PREP" -f -q -o "$T/rt.amp" "$f"
     check_status "$name: converts to .amp" 0
     run "$AMPED_RUN" --verify "$T/rt.amp"
     check_status "$name: its .amp verifies (every checksum and index)" 0
@@ -148,7 +148,7 @@ for f in "$@"; do
     check_contains "$name: .amp holds every nonzero" "$RUN_OUT" \
         "modes, $((entries - dups)) nonzeros,"
     check_contains "$name: .amp keeps the dimensions" "$RUN_OUT" "dims:       $(field "$T/ref" dims)"
-    run "$AMPED_PREP" -q -t 1 -o "$T/t1.amp" "$f"
+    run "$AMPED_PREP" -f -q -t 1 -o "$T/t1.amp" "$f"
     check "$name: .amp is byte-identical on 1 thread and all" cmp "$T/rt.amp" "$T/t1.amp"
 done
 
