@@ -132,6 +132,18 @@ typedef struct amp_mode_layout {
     amp_shard *shards;       /* nshards entries */
 } amp_mode_layout;
 
+/* Inter-shard partitions are cut at run time, for the SM count the GPU
+ * reports: ISP q of nparts covers positions [*begin, *end) of a shard of
+ * nnz nonzeros (positions count from the shard's first nonzero). Sizes
+ * differ by at most one and the ISPs tile the shard in order. */
+static inline void amp_isp_range(uint64_t nnz, uint32_t nparts, uint32_t q, uint64_t *begin,
+                                 uint64_t *end)
+{
+    uint64_t base = nnz / nparts, extra = nnz % nparts;
+    *begin = base * q + (q < extra ? q : extra);
+    *end = *begin + base + (q < extra);
+}
+
 /* The bit layout amped-prep uses for mode copy `mode`: each field as narrow
  * as compact_dims allows, the output mode in the top bits (so sorting by
  * output row sorts the keys), the other modes below it, the last mode

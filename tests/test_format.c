@@ -5,6 +5,7 @@
  * number of threads. */
 #include <config.h>
 
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include "amp_build.h"
@@ -71,6 +72,31 @@ static void test_blco_fields(void)
     amp_error e2 = {0};
     is_int(amp_blco_layout(&l, 4, big, 0, &e2), AMP_ERR_UNSUPPORTED,
            "more than 128 index bits is refused");
+}
+
+/* ---- inter-shard partitions ------------------------------------------------ */
+
+static void test_isp(void)
+{
+    uint64_t seed = 5;
+    int tiles = 1, even = 1;
+    for (int trial = 0; trial < 2000; trial++) {
+        uint64_t n = rng_next(&seed) % 100000;
+        uint32_t p = 1 + (uint32_t)(rng_next(&seed) % 300);
+        uint64_t next = 0, lo = UINT64_MAX, hi = 0;
+        for (uint32_t q = 0; q < p; q++) {
+            uint64_t b, e;
+            amp_isp_range(n, p, q, &b, &e);
+            tiles &= b == next && e >= b;
+            next = e;
+            lo = e - b < lo ? e - b : lo;
+            hi = e - b > hi ? e - b : hi;
+        }
+        tiles &= next == n;
+        even &= hi - lo <= 1;
+    }
+    ok(tiles, "ISPs tile each shard in order (2000 random shard sizes and SM counts)");
+    ok(even, "ISP sizes differ by at most one");
 }
 
 /* ---- random tensors --------------------------------------------------------- */
@@ -278,42 +304,40 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
     amp_file_close(f);
 }
 
-static void test_shape(const shape *s, uint64_t seed)
+/* Write t (freed here) on 1 and 4 threads with shards shards and chunks of
+ * chunk_nnz, check the file against t, and the two files against each
+ * other. 11 tests. */
+static void test_tensor(const char *name, amp_coo *tp, int want_f64, uint32_t shards,
+                        uint64_t chunk_nnz)
 {
-    amp_coo t, work;
+    amp_coo t = *tp, work;
     amp_error err = {0};
-    random_tensor(s, seed, &t);
-    uint64_t dup = 0;
-    /* Duplicates would be legal in a file but make the multiset compare
-     * ambiguous only in order, so sum them as amped-prep does by default. */
-    amp_coo_dedup(&t, AMP_DUP_SUM, s->name, 1, &dup, &err);
     copy_tensor(&t, &work);
-
     amp_build_opts o;
     amp_build_opts_init(&o);
-    o.shards = 5;
-    o.chunk_nnz = 97;   /* several chunks per shard */
-    o.source_name = s->name;
+    o.shards = shards;
+    o.chunk_nnz = chunk_nnz;
+    o.source_name = name;
     o.params = "test=1\n";
     o.write.threads = 1;
     set_threads(1);
     const char *p1 = test_path("one.amp");
     amp_build_report rep;
     amp_status rc = amp_build_write(&work, p1, &o, &rep, &err);
-    if (!ok(rc == AMP_OK, "%s: written on 1 thread (%s)", s->name, amp_error_message(&err))) {
+    if (!ok(rc == AMP_OK, "%s: written on 1 thread (%s)", name, amp_error_message(&err))) {
         amp_coo_free(&t);
         amp_coo_free(&work);
         return;
     }
-    is_int(rep.value_type, s->f64 ? AMP_VALUES_F64 : AMP_VALUES_F32,
-           "%s: value type chosen by exactness", s->name);
+    is_int(rep.value_type, want_f64 ? AMP_VALUES_F64 : AMP_VALUES_F32,
+           "%s: value type chosen by exactness", name);
     /* Greedy (LPT) bound: no shard exceeds the mean by more than one slice. */
     int greedy_ok = 1;
-    for (unsigned d = 0; d < s->nmodes; d++)
+    for (unsigned d = 0; d < t.nmodes; d++)
         greedy_ok &= rep.modes[d].max_shard_nnz <=
                      t.nnz / rep.modes[d].nshards + 1 + rep.modes[d].max_degree;
-    ok(greedy_ok, "%s: largest shard within one slice of the mean", s->name);
-    check_file(p1, &t, s->name);
+    ok(greedy_ok, "%s: largest shard within one slice of the mean", name);
+    check_file(p1, &t, name);
 
     amp_coo_free(&work);
     copy_tensor(&t, &work);
@@ -325,11 +349,57 @@ static void test_shape(const shape *s, uint64_t seed)
     size_t n1 = 0, n4 = 0;
     int same = rc == AMP_OK && read_file_bytes(p1, &b1, &n1) == 0 &&
                read_file_bytes(p4, &b4, &n4) == 0 && n1 == n4 && memcmp(b1, b4, n1) == 0;
-    ok(same, "%s: 1 and 4 threads write byte-identical files (%zu bytes)", s->name, n1);
+    ok(same, "%s: 1 and 4 threads write byte-identical files (%zu bytes)", name, n1);
     free(b1);
     free(b4);
     amp_coo_free(&t);
     amp_coo_free(&work);
+}
+
+static void test_shape(const shape *s, uint64_t seed)
+{
+    amp_coo t;
+    amp_error err = {0};
+    random_tensor(s, seed, &t);
+    uint64_t dup = 0;
+    /* Duplicates would be legal in a file but make the multiset compare
+     * ambiguous only in order, so sum them as amped-prep does by default. */
+    amp_coo_dedup(&t, AMP_DUP_SUM, s->name, 1, &dup, &err);
+    test_tensor(s->name, &t, s->f64, 5, 97);   /* several chunks per shard */
+}
+
+/* Every tensor of the test data (../shared/data): 3, 4 and 5 modes. */
+static int test_real_tensors(int run)
+{
+    const char *dir = getenv("AMP_TEST_DATA");
+    DIR *dp = dir ? opendir(dir) : NULL;
+    int n = 0;
+    struct dirent *e;
+    while (dp && (e = readdir(dp)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".tns") != 0)
+            continue;
+        n++;
+        if (!run)
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        amp_read_opts ro;
+        amp_read_opts_init(&ro);
+        amp_coo t;
+        amp_error err = {0};
+        if (amp_read_tensor(path, &ro, &t, NULL, &err) != AMP_OK) {
+            ok(0, "%s: reads (%s)", e->d_name, amp_error_message(&err));
+            skip(10, "unreadable");
+            continue;
+        }
+        amp_coo_stats st;
+        amp_coo_stats_compute(&t, &st, &err);
+        test_tensor(e->d_name, &t, !st.all_f32_exact, 16, 1000);
+    }
+    if (dp)
+        closedir(dp);
+    return n;
 }
 
 /* ---- writer misuse and reader limits --------------------------------------- */
@@ -489,10 +559,15 @@ int main(void)
          5000, 0, 1},
     };
     size_t nshapes = sizeof shapes / sizeof shapes[0];
-    plan(7 + 11 * (int)nshapes + 7 + 4 + 1);
+    int nreal = test_real_tensors(0);
+    plan(7 + 2 + 11 * (int)nshapes + 11 * nreal + 7 + 4 + 1);
     test_blco_fields();
+    test_isp();
     for (size_t i = 0; i < nshapes; i++)
         test_shape(&shapes[i], 100 + i);
+    if (nreal == 0)
+        diag("no real tensors (AMP_TEST_DATA=%s)", getenv("AMP_TEST_DATA") ? getenv("AMP_TEST_DATA") : "unset");
+    test_real_tensors(1);
     test_writer_misuse();
     test_small_buffer();
     test_concurrent_reads();
