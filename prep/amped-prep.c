@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zstd.h>
 #ifdef _OPENMP
@@ -151,9 +152,11 @@ static void print_stats(const char *path, const amp_coo *t, const amp_coo_stats 
                100.0 * (double)s->max_degree[m] / (double)t->nnz);
 }
 
+static double program_start;
+
 static amp_status write_amp(const char *input, const char *shown, const char *output,
-                            amp_coo *t, const amp_read_opts *ropts, amp_build_opts *build,
-                            amp_log_level level, amp_error *err)
+                            amp_coo *t, const amp_read_opts *ropts, const amp_read_info *info,
+                            amp_build_opts *build, amp_log_level level, amp_error *err)
 {
     double t0 = amp_now();
     if (strcmp(input, "-") != 0)
@@ -181,17 +184,37 @@ static amp_status write_amp(const char *input, const char *shown, const char *ou
            amp_format_bytes(sz, sizeof sz, rep.file_bytes),
            (double)rep.file_bytes / (double)t->nnz / t->nmodes,
            rep.value_type == AMP_VALUES_F32 ? "f32" : "f64");
+    printf("compacted:  ");
+    for (unsigned d = 0; d < t->nmodes; d++)
+        printf("%s%" PRIu64, d ? " x " : "", rep.modes[d].compact_dim);
+    printf(" (empty slices dropped)\n");
     for (unsigned d = 0; d < t->nmodes; d++) {
         const amp_build_mode_report *m = &rep.modes[d];
         double mean = (double)t->nnz / m->nshards;
         double best = (double)m->max_degree > mean ? (double)m->max_degree / mean : 1.0;
-        printf("mode %-2u     %" PRIu64 " rows, %lu shards, largest/mean %.3f (best possible "
-               "%.3f), %" PRIu64 " chunks\n", d + 1, m->compact_dim, (unsigned long)m->nshards,
-               (double)m->max_shard_nnz / mean, best, m->nchunks);
+        printf("mode %-2u     %lu shards, largest/mean %.3f, best possible %.3f, %" PRIu64 " chunks",
+               d + 1, (unsigned long)m->nshards, (double)m->max_shard_nnz / mean, best,
+               m->nchunks);
+        /* A slice is never split across shards: say when one alone is more
+         * than a fair share, since no dealing can then do better. */
+        if (best > 1.0)
+            printf(" (one slice holds %.2f%% of the nonzeros, more than a shard's fair share "
+                   "of %.2f%%)", 100.0 * (double)m->max_degree / (double)t->nnz,
+                   100.0 / m->nshards);
+        printf("\n");
     }
-    amp_log(AMP_LOG_DEBUG, "values %.3f s, relabel %.3f s, sort %.3f s, chunks %.3f s, "
-            "commit %.3f s, total %.3f s", rep.seconds_values, rep.seconds_relabel,
-            rep.seconds_sort, rep.seconds_chunks, rep.seconds_commit, amp_now() - t0);
+    double total = amp_now() - program_start;
+    printf("time:       read %.2f s, duplicates %.2f s, relabel %.2f s, order %.2f s, "
+           "chunks %.2f s, flush %.2f s; %.2f s in all\n", info->seconds_read,
+           info->seconds_dedup, rep.seconds_relabel, rep.seconds_sort, rep.seconds_chunks,
+           rep.seconds_commit, total);
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        printf("memory:     peak %s resident (%.1f bytes per nonzero)\n",
+               amp_format_bytes(sz, sizeof sz, (uint64_t)ru.ru_maxrss * 1024),
+               (double)ru.ru_maxrss * 1024.0 / (double)t->nnz);
+    amp_log(AMP_LOG_DEBUG, "digest and values %.3f s, build %.3f s",
+            rep.seconds_values, amp_now() - t0);
     return AMP_OK;
 }
 
@@ -233,6 +256,7 @@ int main(int argc, char **argv)
     const char *amp_only = NULL;   /* an option that means something only for .amp output */
     int stats_only = 0, force = 0;
 
+    program_start = amp_now();
     argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
     while ((c = getopt_long(argc, argv, "o:ft:qvhV", long_options, NULL)) != -1) {
         switch (c) {
@@ -382,7 +406,7 @@ int main(int argc, char **argv)
         print_stats(shown, &t, &s, &info);
     }
     if (output && amp_has_suffix(output, ".amp")) {
-        rc = write_amp(input, shown, output, &t, &opts, &build, level, &err);
+        rc = write_amp(input, shown, output, &t, &opts, &info, &build, level, &err);
         if (rc != AMP_OK) {
             amp_log_error(&err);
             amp_coo_free(&t);
