@@ -35,18 +35,100 @@ typedef struct slice {
     uint64_t id;       /* compact index: rank of the original index */
 } slice;
 
-static int heavier_first(const void *a, const void *b)
-{
-    const slice *x = a, *y = b;
-    if (x->degree != y->degree)
-        return x->degree > y->degree ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
+}
+
+/* Slices ordered by degree, descending, ties by id ascending: an LSD radix
+ * sort on the complemented degree, 16 bits a pass, over only the passes
+ * the largest degree needs. order arrives sorted by id, and each pass is
+ * stable, so ties keep ascending ids. Millions of slices sort in tens of
+ * milliseconds, where qsort took half a second on rd100m's 3 M. */
+static amp_status sort_heaviest_first(slice *order, uint64_t c, amp_error *err)
+{
+    uint64_t top = 0;
+    for (uint64_t i = 0; i < c; i++)
+        if (order[i].degree > top)
+            top = order[i].degree;
+    slice *tmp = malloc((size_t)(c ? c : 1) * sizeof *tmp);
+    size_t *count = malloc(65537 * sizeof *count);
+    if (tmp == NULL || count == NULL) {
+        free(tmp);
+        free(count);
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for sorting %llu slices",
+                        (unsigned long long)c);
+    }
+    slice *src = order, *dst = tmp;
+    for (unsigned shift = 0; shift < 64 && (top >> shift) != 0; shift += 16) {
+        memset(count, 0, 65537 * sizeof *count);
+        for (uint64_t i = 0; i < c; i++)
+            count[((~src[i].degree >> shift) & 0xffff) + 1]++;
+        for (size_t b = 1; b <= 65536; b++)
+            count[b] += count[b - 1];
+        for (uint64_t i = 0; i < c; i++)
+            dst[count[(~src[i].degree >> shift) & 0xffff]++] = src[i];
+        slice *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != order)
+        memcpy(order, src, (size_t)c * sizeof *order);
+    free(tmp);
+    free(count);
+    return AMP_OK;
+}
+
+/* Nonzeros per slice. Power-law modes put millions of nonzeros on one
+ * slice, where atomic increments from every thread would serialize, so
+ * threads count into private tables when the tables are affordable (4-byte
+ * counters, at most half the bytes of the index array), and use atomics
+ * only for modes with very many slices (where contention is rarer). */
+static void degree_histogram(const uint64_t *ind, uint64_t n, uint64_t dim, uint64_t *table)
+{
+    int nt = 1;
+#ifdef _OPENMP
+    nt = omp_get_max_threads();
+#endif
+    uint64_t afford = n * 4 / (dim * 4 > 0 ? dim * 4 : 1);
+    if (n > UINT32_MAX || nt < 2 || afford < 2) {
+#pragma omp parallel for schedule(static)
+        for (uint64_t k = 0; k < n; k++) {
+#pragma omp atomic
+            table[ind[k]]++;
+        }
+        return;
+    }
+    if ((uint64_t)nt > afford)
+        nt = (int)afford;
+    uint32_t *priv = calloc((size_t)nt * dim, sizeof *priv);
+    if (priv == NULL) {
+        for (uint64_t k = 0; k < n; k++)
+            table[ind[k]]++;
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        int tid = 0, T = 1;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+        T = omp_get_num_threads();
+#endif
+        uint32_t *mine = priv + (size_t)tid * dim;
+        uint64_t lo = n / (uint64_t)T * (uint64_t)tid, hi = tid == T - 1 ? n : lo + n / (uint64_t)T;
+        for (uint64_t k = lo; k < hi; k++)
+            mine[ind[k]]++;
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (uint64_t i = 0; i < dim; i++) {
+            uint64_t s = 0;
+            for (int q = 0; q < T; q++)
+                s += priv[(size_t)q * dim + i];
+            table[i] = s;
+        }
+    }
+    free(priv);
 }
 
 /* A min-heap of shards by load, ties to the lower shard number, so the
@@ -120,11 +202,7 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
         if (table == NULL)
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for mode %u slices",
                            d + 1);
-#pragma omp parallel for schedule(static)
-        for (uint64_t k = 0; k < n; k++) {
-#pragma omp atomic
-            table[ind[k]]++;
-        }
+        degree_histogram(ind, n, dim, table);
         for (uint64_t i = 0; i < dim; i++)
             c += table[i] != 0;
         order = malloc((size_t)c * sizeof *order);
@@ -164,7 +242,7 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
 
     /* FLYCOO dealing: heaviest slice first, each to the least loaded shard
      * (the greedy with the 4/3 bound). */
-    qsort(order, (size_t)c, sizeof *order, heavier_first);
+    AMP_CHECK_GOTO(sort_heaviest_first(order, c, err), rc, fail);
     uint32_t S = want_shards < c ? want_shards : (uint32_t)c;
     heap = malloc(S * sizeof *heap);
     shard_of = malloc((size_t)c * sizeof *shard_of);
