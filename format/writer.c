@@ -24,6 +24,20 @@
 #include "amp_outfile.h"
 #include "format_internal.h"
 
+/* Per-thread state of the parallel chunk writer, kept for the writer's
+ * life: each mode copy reuses the buffers instead of faulting in fresh
+ * ones (64 MiB a thread at the default chunk size). */
+typedef struct chunk_worker {
+    void *raw;
+    size_t raw_cap;       /* of raw and planar */
+    unsigned char *planar;
+    void *out, *out2;
+    size_t out_cap, out2_cap;
+    ZSTD_CCtx *cctx;
+    amp_error err;
+    amp_status rc;
+} chunk_worker;
+
 struct amp_writer {
     amp_outfile out;
     amp_write_opts opts;
@@ -34,6 +48,8 @@ struct amp_writer {
     char text[3 * (AMP_META_TEXT_MAX + 1)];
     amp_mode_layout *layouts[AMP_MAX_MODES];
     ZSTD_CCtx *cctx;
+    chunk_worker *workers;
+    int nworkers;
 };
 
 void amp_write_opts_init(amp_write_opts *opts)
@@ -109,6 +125,14 @@ void amp_writer_abort(amp_writer *w)
         free(w->layouts[d]);
     }
     ZSTD_freeCCtx(w->cctx);
+    for (int i = 0; i < w->nworkers; i++) {
+        free(w->workers[i].raw);
+        free(w->workers[i].planar);
+        free(w->workers[i].out);
+        free(w->workers[i].out2);
+        ZSTD_freeCCtx(w->workers[i].cctx);
+    }
+    free(w->workers);
     free(w->secs);
     free(w);
 }
@@ -269,16 +293,6 @@ amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_
     return amp_writer_section(w, &desc, new_to_orig, n * sizeof *new_to_orig, err);
 }
 
-/* Per-thread state of the parallel chunk writer. */
-typedef struct chunk_worker {
-    void *raw;
-    unsigned char *planar;
-    void *out, *out2;
-    size_t out_cap, out2_cap;
-    ZSTD_CCtx *cctx;
-    amp_error err;
-    amp_status rc;
-} chunk_worker;
 
 /* The two forms a compressed chunk may take: words and values both in
  * byte planes (the usual winner, and the faster to decompress), or only the
@@ -325,6 +339,36 @@ static amp_status compress_chunk(chunk_worker *wk, int level, size_t n, size_t v
     return AMP_OK;
 }
 
+/* Workers for n threads, each with buffers for max_raw bytes. */
+static amp_status ensure_workers(amp_writer *w, int n, size_t max_raw, amp_error *err)
+{
+    if (w->nworkers < n) {
+        chunk_worker *p = realloc(w->workers, (size_t)n * sizeof *p);
+        if (p == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        memset(p + w->nworkers, 0, (size_t)(n - w->nworkers) * sizeof *p);
+        w->workers = p;
+        w->nworkers = n;
+    }
+    for (int i = 0; i < n; i++) {
+        chunk_worker *wk = &w->workers[i];
+        if (wk->cctx == NULL && (wk->cctx = ZSTD_createCCtx()) == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a compression context");
+        if (wk->raw_cap >= max_raw)
+            continue;
+        free(wk->raw);
+        free(wk->planar);
+        wk->raw = malloc(max_raw);
+        wk->planar = w->opts.level != 0 ? malloc(max_raw) : NULL;
+        wk->raw_cap = 0;
+        if (wk->raw == NULL || (w->opts.level != 0 && wk->planar == NULL))
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a %zu-byte chunk buffer",
+                            max_raw);
+        wk->raw_cap = max_raw;
+    }
+    return AMP_OK;
+}
+
 amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t njobs,
                              amp_chunk_fill_fn fill, void *ctx, amp_error *err)
 {
@@ -349,7 +393,9 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
 #endif
     if ((size_t)nthreads > njobs)
         nthreads = njobs > 0 ? (int)njobs : 1;
-    amp_status rc = AMP_OK;
+    amp_status rc = ensure_workers(w, nthreads, max_raw ? max_raw : 1, err);
+    if (rc != AMP_OK)
+        return rc;
     int failed = 0;
     /* One form for the whole batch (a mode copy), chosen on its largest
      * chunk: the values, which decide it, are alike across chunks, and
@@ -360,43 +406,33 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
         for (size_t i = 1; i < njobs; i++)
             if (jobs[i].count > jobs[big].count)
                 big = i;
-        chunk_worker probe = {0};
+        chunk_worker *probe = &w->workers[0];
         size_t raw_size = (size_t)jobs[big].count * (8 + vsize);
-        probe.raw = malloc(raw_size);
-        probe.planar = malloc(raw_size);
-        probe.cctx = ZSTD_createCCtx();
         const void *st;
         size_t st_size;
         uint16_t fl = 0;
-        if (probe.raw == NULL || probe.planar == NULL || probe.cctx == NULL)
-            rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a %zu-byte chunk", raw_size);
+        amp_error_clear(&probe->err);
+        rc = fill(ctx, big, probe->raw, raw_size, err);
         if (rc == AMP_OK)
-            rc = fill(ctx, big, probe.raw, raw_size, err);
-        if (rc == AMP_OK)
-            rc = compress_chunk(&probe, w->opts.level, (size_t)jobs[big].count, vsize,
+            rc = compress_chunk(probe, w->opts.level, (size_t)jobs[big].count, vsize,
                                 FORM_ALL_PLANES | FORM_WORD_PLANES, &st, &st_size, &fl);
-        if (rc != AMP_OK && probe.err.status != AMP_OK)
-            amp_error_set(err, probe.err.status, probe.err.src_file, probe.err.src_line, "%s",
-                          probe.err.msg);
+        if (rc != AMP_OK && probe->err.status != AMP_OK)
+            amp_error_set(err, probe->err.status, probe->err.src_file, probe->err.src_line,
+                          "%s", probe->err.msg);
         if ((fl & AMP_SECTION_ZSTD) && !(fl & AMP_SECTION_PLANAR_VALUES))
             forms = FORM_WORD_PLANES;
-        free(probe.raw);
-        free(probe.planar);
-        free(probe.out);
-        free(probe.out2);
-        ZSTD_freeCCtx(probe.cctx);
         if (rc != AMP_OK)
             return rc;
     }
 #pragma omp parallel num_threads(nthreads)
     {
-        chunk_worker wk = {0};
-        wk.raw = malloc(max_raw ? max_raw : 1);
-        wk.planar = w->opts.level != 0 ? malloc(max_raw ? max_raw : 1) : NULL;
-        wk.cctx = ZSTD_createCCtx();
-        if (wk.raw == NULL || wk.cctx == NULL || (w->opts.level != 0 && wk.planar == NULL))
-            wk.rc = AMP_FAIL(&wk.err, AMP_ERR_NOMEM, "out of memory for a %zu-byte chunk "
-                             "buffer", max_raw);
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        chunk_worker *wk = &w->workers[tid];
+        wk->rc = AMP_OK;
+        amp_error_clear(&wk->err);
         /* Chunks are built and compressed out of order, written in order:
          * the file is the same for any thread count. */
 #pragma omp for ordered schedule(dynamic, 1)
@@ -408,19 +444,19 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
             int skip;
 #pragma omp atomic read
             skip = failed;
-            if (!skip && wk.rc == AMP_OK) {
-                wk.rc = fill(ctx, i, wk.raw, raw_size, &wk.err);
-                if (wk.rc == AMP_OK)
-                    wk.rc = compress_chunk(&wk, w->opts.level, (size_t)jobs[i].count, vsize,
+            if (!skip && wk->rc == AMP_OK) {
+                wk->rc = fill(ctx, i, wk->raw, raw_size, &wk->err);
+                if (wk->rc == AMP_OK)
+                    wk->rc = compress_chunk(wk, w->opts.level, (size_t)jobs[i].count, vsize,
                                            forms, &stored, &stored_size, &flags);
-                if (wk.rc == AMP_OK)
+                if (wk->rc == AMP_OK)
                     hash = XXH3_64bits(stored, stored_size);
             }
 #pragma omp ordered
             {
-                if (!failed && wk.rc != AMP_OK) {
-                    rc = amp_error_set(err, wk.rc, wk.err.src_file, wk.err.src_line, "%s",
-                                       wk.err.msg);
+                if (!failed && wk->rc != AMP_OK) {
+                    rc = amp_error_set(err, wk->rc, wk->err.src_file, wk->err.src_line, "%s",
+                                       wk->err.msg);
 #pragma omp atomic write
                     failed = 1;
                 }
@@ -438,11 +474,6 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
                 }
             }
         }
-        free(wk.raw);
-        free(wk.planar);
-        free(wk.out);
-        free(wk.out2);
-        ZSTD_freeCCtx(wk.cctx);
     }
     return rc;
 }
