@@ -93,9 +93,18 @@ amp_status amp_outfile_open(amp_outfile *of, const char *path, amp_error *err)
 
 amp_status amp_outfile_write(amp_outfile *of, const void *buf, size_t n, amp_error *err)
 {
+    AMP_CHECK(amp_outfile_pwrite(of, buf, n, of->written, err));
+    of->written += n;
+    amp_outfile_flush_behind(of);
+    return AMP_OK;
+}
+
+amp_status amp_outfile_pwrite(amp_outfile *of, const void *buf, size_t n, uint64_t offset,
+                              amp_error *err)
+{
     const char *p = buf;
     while (n > 0) {
-        ssize_t w = write(of->fd, p, n);
+        ssize_t w = pwrite(of->fd, p, n, (off_t)offset);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -104,8 +113,13 @@ amp_status amp_outfile_write(amp_outfile *of, const void *buf, size_t n, amp_err
         }
         p += w;
         n -= (size_t)w;
-        of->written += (uint64_t)w;
+        offset += (uint64_t)w;
     }
+    return AMP_OK;
+}
+
+void amp_outfile_flush_behind(amp_outfile *of)
+{
 #ifdef SYNC_FILE_RANGE_WRITE
     /* Start writeback of every full 64 MiB as it is written, so that the
      * fsync at commit finds most of the file already on its way to disk
@@ -116,8 +130,9 @@ amp_status amp_outfile_write(amp_outfile *of, const void *buf, size_t n, amp_err
         (void)sync_file_range(of->fd, (off_t)of->flushing, (off_t)len, SYNC_FILE_RANGE_WRITE);
         of->flushing += len;
     }
+#else
+    (void)of;
 #endif
-    return AMP_OK;
 }
 
 amp_status amp_outfile_commit(amp_outfile *of, amp_error *err)

@@ -21,7 +21,15 @@ typedef struct amp_outfile {
 } amp_outfile;
 
 amp_status amp_outfile_open(amp_outfile *of, const char *path, amp_error *err);
+/* Append n bytes. */
 amp_status amp_outfile_write(amp_outfile *of, const void *buf, size_t n, amp_error *err);
+/* Write n bytes at offset, for writers that reserve space (advance
+ * `written` themselves) and fill it from several threads. */
+amp_status amp_outfile_pwrite(amp_outfile *of, const void *buf, size_t n, uint64_t offset,
+                              amp_error *err);
+/* Start writeback of what has been written so far (in 64 MiB steps), so
+ * that commit's fsync finds most of it on its way to disk. */
+void amp_outfile_flush_behind(amp_outfile *of);
 amp_status amp_outfile_commit(amp_outfile *of, amp_error *err);
 /* Remove the temporary file; safe after a failed open or a commit. */
 void amp_outfile_abort(amp_outfile *of);

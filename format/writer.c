@@ -452,29 +452,49 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
                 if (wk->rc == AMP_OK)
                     hash = XXH3_64bits(stored, stored_size);
             }
+            /* Only the place in the file is taken in order; the bytes are
+             * written from every thread at once (page-cache copies of a
+             * whole file are too slow to serialize). */
+            uint64_t at = 0;
+            int mine = 0;
 #pragma omp ordered
             {
                 if (!failed && wk->rc != AMP_OK) {
+#pragma omp critical(amp_writer_error)
                     rc = amp_error_set(err, wk->rc, wk->err.src_file, wk->err.src_line, "%s",
                                        wk->err.msg);
 #pragma omp atomic write
                     failed = 1;
                 }
                 if (!failed) {
-                    amp_section desc = {.type = AMP_SECTION_CHUNK, .mode = jobs[i].mode,
-                                        .shard = jobs[i].shard, .seq = jobs[i].seq,
-                                        .count = jobs[i].count, .aux = jobs[i].key};
-                    amp_status wrc = append(w, &desc, stored, stored_size, raw_size, flags,
-                                            hash, err);
-                    if (wrc != AMP_OK) {
-                        rc = wrc;
-#pragma omp atomic write
-                        failed = 1;
+                    amp_section *s = &w->secs[w->nsecs++];
+                    *s = (amp_section){.type = AMP_SECTION_CHUNK, .flags = flags,
+                                       .mode = jobs[i].mode, .shard = jobs[i].shard,
+                                       .seq = jobs[i].seq, .offset = w->out.written,
+                                       .stored_size = stored_size, .raw_size = raw_size,
+                                       .hash = hash, .count = jobs[i].count,
+                                       .aux = jobs[i].key};
+                    at = w->out.written;
+                    w->out.written += stored_size;
+                    mine = 1;
+                }
+            }
+            if (mine) {
+                amp_status wrc = amp_outfile_pwrite(&w->out, stored, stored_size, at, &wk->err);
+                if (wrc != AMP_OK) {
+#pragma omp critical(amp_writer_error)
+                    {
+                        if (rc == AMP_OK)
+                            rc = amp_error_set(err, wrc, wk->err.src_file, wk->err.src_line,
+                                               "%s", wk->err.msg);
                     }
+#pragma omp atomic write
+                    failed = 1;
                 }
             }
         }
     }
+    amp_outfile_flush_behind(&w->out);
     return rc;
 }
 
