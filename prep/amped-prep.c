@@ -398,7 +398,10 @@ int main(int argc, char **argv)
 
     if (level >= AMP_LOG_INFO) {
         amp_coo_stats s;
-        if (amp_coo_stats_compute(&t, &s, &err) != AMP_OK) {
+        double ts = amp_now();
+        rc = amp_coo_stats_compute(&t, &s, &err);
+        amp_log(AMP_LOG_DEBUG, "statistics %.3f s", amp_now() - ts);
+        if (rc != AMP_OK) {
             amp_log_error(&err);
             amp_coo_free(&t);
             return EXIT_FAILURE;
