@@ -120,6 +120,10 @@ typedef struct amp_coo_stats {
 } amp_coo_stats;
 
 amp_status amp_coo_stats_compute(const amp_coo *t, amp_coo_stats *s, amp_error *err);
+/* The same, with the per-mode degree figures (nonempty, max_degree) left 0
+ * unless degrees is set: a caller that computes them anyway saves a pass. */
+amp_status amp_coo_stats_compute_opt(const amp_coo *t, int degrees, amp_coo_stats *s,
+                                     amp_error *err);
 
 #ifdef __cplusplus
 }

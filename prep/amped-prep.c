@@ -130,8 +130,17 @@ static const char *const dup_names[] = {"sum", "keep", "error", NULL};
 static const char *const value_names[] = {"auto", "f32", "f64", NULL};
 static const char *const compression_names[] = {"", ", gzip", ", zstd"};
 
+static void print_mode_line(unsigned m, uint64_t dim, uint64_t nonempty, uint64_t max_degree,
+                            uint64_t nnz)
+{
+    printf("mode %-2u     %" PRIu64 " slices, %" PRIu64 " non-empty, largest holds %" PRIu64
+           " nonzeros (%.2f%%)\n", m + 1, dim, nonempty, max_degree,
+           100.0 * (double)max_degree / (double)nnz);
+}
+
+/* The report; the per-mode lines only when s has them (see main). */
 static void print_stats(const char *path, const amp_coo *t, const amp_coo_stats *s,
-                        const amp_read_info *info)
+                        const amp_read_info *info, int mode_lines)
 {
     printf("input:      %s (%s%s, %" PRIu64 " bytes, %d-based)\n", path,
            info->format == AMP_INPUT_BIN ? "FROSTT binary" : "FROSTT text",
@@ -146,10 +155,8 @@ static void print_stats(const char *path, const amp_coo *t, const amp_coo_stats 
     printf("values:     min %.6g, max %.6g, norm %.6g, explicit zeros %" PRIu64
            ", exact in f32: %s\n", s->val_min, s->val_max, s->norm, s->zeros,
            s->all_f32_exact ? "yes" : "no");
-    for (unsigned m = 0; m < t->nmodes; m++)
-        printf("mode %-2u     %" PRIu64 " slices, %" PRIu64 " non-empty, largest holds %" PRIu64
-               " nonzeros (%.2f%%)\n", m + 1, t->dims[m], s->nonempty[m], s->max_degree[m],
-               100.0 * (double)s->max_degree[m] / (double)t->nnz);
+    for (unsigned m = 0; m < t->nmodes && mode_lines; m++)
+        print_mode_line(m, t->dims[m], s->nonempty[m], s->max_degree[m], t->nnz);
 }
 
 static double program_start;
@@ -180,6 +187,10 @@ static amp_status write_amp(const char *input, const char *shown, const char *ou
     if (level < AMP_LOG_INFO)
         return AMP_OK;
     char sz[32];
+    /* The slice figures come from the build, which computes them anyway. */
+    for (unsigned d = 0; d < t->nmodes; d++)
+        print_mode_line(d, t->dims[d], rep.modes[d].compact_dim, rep.modes[d].max_degree,
+                        t->nnz);
     printf("output:     %s (%s, %.2f bytes per nonzero per mode copy, values %s)\n", output,
            amp_format_bytes(sz, sizeof sz, rep.file_bytes),
            (double)rep.file_bytes / (double)t->nnz / t->nmodes,
@@ -399,14 +410,15 @@ int main(int argc, char **argv)
     if (level >= AMP_LOG_INFO) {
         amp_coo_stats s;
         double ts = amp_now();
-        rc = amp_coo_stats_compute(&t, &s, &err);
+        int amp_out = output && amp_has_suffix(output, ".amp");
+        rc = amp_coo_stats_compute_opt(&t, !amp_out, &s, &err);
         amp_log(AMP_LOG_DEBUG, "statistics %.3f s", amp_now() - ts);
         if (rc != AMP_OK) {
             amp_log_error(&err);
             amp_coo_free(&t);
             return EXIT_FAILURE;
         }
-        print_stats(shown, &t, &s, &info);
+        print_stats(shown, &t, &s, &info, !amp_out);
     }
     if (output && amp_has_suffix(output, ".amp")) {
         rc = write_amp(input, shown, output, &t, &opts, &info, &build, level, &err);

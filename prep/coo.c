@@ -103,6 +103,12 @@ static amp_status mode_degrees(const amp_coo *t, unsigned m, uint64_t *nonempty,
 
 amp_status amp_coo_stats_compute(const amp_coo *t, amp_coo_stats *s, amp_error *err)
 {
+    return amp_coo_stats_compute_opt(t, 1, s, err);
+}
+
+amp_status amp_coo_stats_compute_opt(const amp_coo *t, int degrees, amp_coo_stats *s,
+                                     amp_error *err)
+{
     memset(s, 0, sizeof *s);
     double lo = INFINITY, hi = -INFINITY, sq = 0;
     uint64_t zeros = 0, inexact = 0;
@@ -135,7 +141,8 @@ amp_status amp_coo_stats_compute(const amp_coo *t, amp_coo_stats *s, amp_error *
     double cells = 1;
     for (unsigned m = 0; m < t->nmodes; m++) {
         cells *= (double)t->dims[m];
-        AMP_CHECK(mode_degrees(t, m, &s->nonempty[m], &s->max_degree[m], err));
+        if (degrees)
+            AMP_CHECK(mode_degrees(t, m, &s->nonempty[m], &s->max_degree[m], err));
     }
     s->density = cells > 0 ? (double)nnz / cells : 0;
     return AMP_OK;
