@@ -9,7 +9,8 @@
  * appear in their original order, so the first occurrence is found first
  * and sums are added in file order whatever the thread count.
  * Cost: two streaming passes over the indices, one scatter, one pass over
- * each cache-sized bucket; 24 bytes of scratch per nonzero. */
+ * each cache-sized bucket; 8 bytes of scratch per nonzero (16 beyond 2^32
+ * nonzeros), plus 16 per duplicate found. */
 #include <config.h>
 
 #include <inttypes.h>
@@ -48,9 +49,67 @@ static inline uint64_t coord_hash(const amp_coo *t, uint64_t k)
     return h;
 }
 
-typedef struct entry {
+/* Bucket entries: hash and nonzero number. Below 2^32 nonzeros they pack
+ * into 8 bytes (the hash's low 32 bits beside the number), which halves
+ * the scratch; a 32-bit hash only means a few more coordinate compares. */
+typedef struct wide_entry {
     uint64_t hash, k;
-} entry;
+} wide_entry;
+
+typedef struct entries {
+    void *p;
+    int packed;
+} entries;
+
+static inline void entry_set(entries e, uint64_t i, uint64_t h, uint64_t k)
+{
+    if (e.packed)
+        ((uint64_t *)e.p)[i] = (h << 32) | k;
+    else
+        ((wide_entry *)e.p)[i] = (wide_entry){h, k};
+}
+
+static inline uint64_t entry_k(entries e, uint64_t i)
+{
+    return e.packed ? ((uint64_t *)e.p)[i] & 0xffffffffu : ((wide_entry *)e.p)[i].k;
+}
+
+static inline uint64_t entry_hash(entries e, uint64_t i)
+{
+    return e.packed ? ((uint64_t *)e.p)[i] >> 32 : ((wide_entry *)e.p)[i].hash;
+}
+
+/* A duplicate: nonzero k repeats the coordinates of nonzero first. */
+typedef struct dup_pair {
+    uint64_t k, first;
+} dup_pair;
+
+typedef struct dup_list {
+    dup_pair *v;
+    size_t n, cap;
+    int failed;
+} dup_list;
+
+static void dup_push(dup_list *l, uint64_t k, uint64_t first)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        dup_pair *v = realloc(l->v, cap * sizeof *v);
+        if (v == NULL) {
+            l->failed = 1;
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (dup_pair){k, first};
+}
+
+static int by_k(const void *a, const void *b)
+{
+    const dup_pair *x = a, *y = b;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
 
 amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
                          int display_base, uint64_t *count, amp_error *err)
@@ -66,19 +125,22 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         bits++;
     const uint64_t nbuckets = (uint64_t)1 << bits;
     const int threads = amp_max_threads();
-    entry *pairs = amp_huge_alloc((size_t)nnz * sizeof(entry), "duplicate detection", err);
-    uint64_t *first = amp_huge_alloc((size_t)nnz * 8, "duplicate detection", err);
+    entries pairs = {NULL, nnz <= UINT32_MAX};
+    size_t entry_bytes = pairs.packed ? 8 : sizeof(wide_entry);
+    pairs.p = amp_huge_alloc((size_t)nnz * entry_bytes, "duplicate detection", err);
     uint64_t *offs = amp_calloc((size_t)(nbuckets * (uint64_t)threads + 1), 8,
                                 "duplicate detection", err);
+    dup_list *found = calloc((size_t)threads, sizeof *found);
+    uint64_t *isdup = NULL, *kept = NULL;
+    dup_pair *all = NULL;
     int table_failed = 0;
-    if (!pairs || !first || !offs) {
-        rc = AMP_ERR_NOMEM;
+    if (!pairs.p || !offs || !found) {
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory in duplicate detection");
         goto done;
     }
     const unsigned shift = 64 - bits;
 
-    uint64_t dups = 0;
-    #pragma omp parallel num_threads(threads) reduction(+ : dups)
+    #pragma omp parallel num_threads(threads)
     {
         int tid, nt;
         uint64_t lo, hi;
@@ -89,7 +151,6 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         for (uint64_t k = lo; k < hi; k++) {
             uint64_t h = coord_hash(t, k);
             mine[bits ? h >> shift : 0]++;
-            first[k] = k;
         }
         #pragma omp barrier
         #pragma omp single
@@ -105,9 +166,8 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         }
         for (uint64_t k = lo; k < hi; k++) {
             uint64_t h = coord_hash(t, k);
-            entry *e = &pairs[mine[bits ? h >> shift : 0]++];
-            e->hash = h;
-            e->k = k;
+            entry_set(pairs, mine[bits ? h >> shift : 0]++, pairs.packed ? h & 0xffffffffu : h,
+                      k);
         }
         #pragma omp barrier
         /* After the scatter, mine[b] of the last thread is the end of bucket
@@ -115,10 +175,11 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         const uint64_t *ends = offs + (uint64_t)(nt - 1) * nbuckets;
         uint32_t *table = NULL;
         size_t table_cap = 0;
+        dup_list *list = &found[tid];
         #pragma omp for schedule(dynamic, 16)
         for (uint64_t b = 0; b < nbuckets; b++) {
-            const entry *bucket = pairs + (b ? ends[b - 1] : 0);
-            const uint64_t n = ends[b] - (b ? ends[b - 1] : 0);
+            const uint64_t base = b ? ends[b - 1] : 0;
+            const uint64_t n = ends[b] - base;
             size_t cap = 16;
             while (cap < 2 * n) cap *= 2;
             if (cap > table_cap) {
@@ -134,7 +195,7 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
             memset(table, 0, cap * sizeof *table);
             const size_t mask = cap - 1;
             for (uint64_t i = 0; i < n; i++) {
-                const uint64_t h = bucket[i].hash;
+                const uint64_t h = entry_hash(pairs, base + i), k = entry_k(pairs, base + i);
                 size_t slot = (size_t)h & mask;
                 for (;;) {
                     uint32_t e = table[slot];
@@ -142,10 +203,9 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
                         table[slot] = (uint32_t)(i + 1);
                         break;
                     }
-                    const entry *o = &bucket[e - 1];
-                    if (o->hash == h && same_coords(t, o->k, bucket[i].k)) {
-                        first[bucket[i].k] = o->k;
-                        dups++;
+                    const uint64_t o = base + e - 1;
+                    if (entry_hash(pairs, o) == h && same_coords(t, entry_k(pairs, o), k)) {
+                        dup_push(list, k, entry_k(pairs, o));
                         break;
                     }
                     slot = (slot + 1) & mask;
@@ -154,6 +214,11 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         }
         free(table);
     }
+    uint64_t dups = 0;
+    for (int th = 0; th < threads; th++) {
+        table_failed |= found[th].failed;
+        dups += found[th].n;
+    }
     if (table_failed) {
         rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory in duplicate detection");
         goto done;
@@ -161,10 +226,21 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
     *count = dups;
     if (dups == 0 || policy == AMP_DUP_KEEP)
         goto done;
+    /* All duplicates in file order: what the sums and the message follow,
+     * whatever thread found them. */
+    all = malloc((size_t)dups * sizeof *all);
+    if (all == NULL) {
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for %" PRIu64 " duplicates", dups);
+        goto done;
+    }
+    for (int th = 0, at = 0; th < threads; th++) {
+        memcpy(all + at, found[th].v, found[th].n * sizeof *all);
+        at += (int)found[th].n;
+    }
+    qsort(all, (size_t)dups, sizeof *all, by_k);
 
     if (policy == AMP_DUP_ERROR) {
-        uint64_t k = 0;
-        while (first[k] == k) k++;
+        uint64_t k = all[0].k;
         char coords[512];
         size_t used = 0;
         for (unsigned m = 0; m < nmodes && used < sizeof coords; m++) {
@@ -175,21 +251,30 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         rc = AMP_FAIL(err, AMP_ERR_DUPLICATE,
                       "%s: %" PRIu64 " duplicate coordinate%s; the first is (%s) at nonzeros %"
                       PRIu64 " and %" PRIu64 " (use --duplicates sum or keep)",
-                      name, dups, dups == 1 ? "" : "s", coords, first[k] + 1, k + 1);
+                      name, dups, dups == 1 ? "" : "s", coords, all[0].first + 1, k + 1);
         goto done;
     }
 
-    /* Sum in file order: serial over each group, but groups are disjoint
-     * and a group's members are visited in increasing k. */
-    for (uint64_t k = 0; k < nnz; k++)
-        if (first[k] != k)
-            t->val[first[k]] += t->val[k];
+    /* Sum in file order: every duplicate into its first occurrence. */
+    isdup = calloc((size_t)(nnz / 64 + 1), sizeof *isdup);
+    if (isdup == NULL) {
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory in duplicate detection");
+        goto done;
+    }
+    for (uint64_t i = 0; i < dups; i++) {
+        t->val[all[i].first] += t->val[all[i].k];
+        isdup[all[i].k >> 6] |= UINT64_C(1) << (all[i].k & 63);
+    }
 
     /* Stable compaction: each thread packs its range to the range's front,
      * then the packed runs move down in order (destinations never pass
      * sources, so memmove in increasing order is safe). */
+    kept = calloc(2 * (size_t)threads, sizeof *kept);   /* where each range's survivors are */
+    if (kept == NULL) {
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory in duplicate detection");
+        goto done;
+    }
     {
-        uint64_t *kept = (uint64_t *)pairs;   /* reuse: where each range's survivors are */
         #pragma omp parallel num_threads(threads)
         {
             int tid, nt;
@@ -197,7 +282,7 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
             amp_thread_range(nnz, &tid, &nt, &lo, &hi);
             uint64_t w = lo;
             for (uint64_t k = lo; k < hi; k++) {
-                if (first[k] != k)
+                if (isdup[k >> 6] & (UINT64_C(1) << (k & 63)))
                     continue;
                 if (w != k) {
                     for (unsigned m = 0; m < nmodes; m++)
@@ -226,8 +311,14 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         }
     }
 done:
-    amp_huge_free(pairs, (size_t)nnz * sizeof(entry));
-    amp_huge_free(first, (size_t)nnz * 8);
+    amp_huge_free(pairs.p, (size_t)nnz * entry_bytes);
     amp_free(offs);
+    if (found != NULL)
+        for (int th = 0; th < threads; th++)
+            free(found[th].v);
+    free(found);
+    free(all);
+    free(isdup);
+    free(kept);
     return rc;
 }
