@@ -58,9 +58,11 @@ typedef struct amp_build_report {
 
 void amp_build_opts_init(amp_build_opts *opts);
 
-/* Write t to path as an .amp file. t's indices are relabelled in place
- * (each mode's nonempty slices become 0 .. compact_dim-1); t is otherwise
- * left as it was. */
+/* Write t to path as an .amp file, consuming t's nonzeros: its index and
+ * value arrays are freed once the first mode copy holds them (every later
+ * copy is built from that one), so the peak is the tensor plus one copy.
+ * nmodes, nnz and dims stay for the caller's report; amp_coo_free(t) is
+ * still needed. */
 amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *opts,
                            amp_build_report *report, amp_error *err);
 

@@ -345,27 +345,6 @@ typedef struct copy_ctx {
     const amp_chunk_job *jobs;
 } copy_ctx;
 
-static void linearize(const amp_coo *t, const amp_mode_layout *l, uint64_t k, uint64_t *key,
-                      uint64_t *word)
-{
-    uint64_t lo = 0, hi = 0;
-    for (unsigned m = 0; m < t->nmodes; m++) {
-        uint64_t idx = t->ind[m][k];
-        unsigned s = l->shift[m];
-        if (l->width[m] == 0)
-            continue;
-        if (s >= 64) {
-            hi |= idx << (s - 64);
-        } else {
-            lo |= idx << s;
-            if (s > 0 && s + l->width[m] > 64)
-                hi |= idx >> (64 - s);
-        }
-    }
-    *key = hi;
-    *word = lo;
-}
-
 static amp_status fill_chunk(void *ctxp, size_t job, void *raw, size_t raw_size,
                              amp_error *err)
 {
@@ -424,11 +403,71 @@ static amp_status sort_rows_by_key(mode_copy *c, const uint64_t *rowptr, uint64_
     return AMP_OK;
 }
 
-static amp_status build_copy(const amp_coo *t, unsigned d, const amp_mode_layout *l,
-                             const uint64_t *rowptr, uint64_t rows, amp_value_type vt,
-                             mode_copy *c, amp_error *err)
+/* Where a copy's nonzeros come from: the tensor itself (copy 0), or copy 0
+ * (every later copy: its words hold every index, so the tensor's own
+ * arrays can be freed once copy 0 exists, which caps the peak memory). */
+typedef struct copy_source {
+    const amp_coo *t;              /* or NULL */
+    const mode_copy *c;            /* when t is NULL */
+    const amp_mode_layout *cl;     /* c's layout */
+    unsigned nmodes;
+    uint64_t n;
+} copy_source;
+
+/* Nonzero k of the source: its row in mode d, and its key and word in
+ * layout l; its value (in the copy's value type) goes to val. */
+static inline uint64_t source_encode(const copy_source *s, uint64_t k, unsigned d,
+                                     const amp_mode_layout *l, amp_value_type vt, uint64_t *key,
+                                     uint64_t *word, unsigned char *val)
 {
-    uint64_t n = t->nnz;
+    uint64_t lo = 0, hi = 0, row = 0;
+    for (unsigned m = 0; m < s->nmodes; m++) {
+        uint64_t idx = s->t ? s->t->ind[m][k]
+                            : amp_blco_field(s->c->keys ? s->c->keys[k] : 0, s->c->words[k],
+                                             s->cl->shift[m], s->cl->width[m]);
+        if (m == d)
+            row = idx;
+        unsigned sh = l->shift[m];
+        if (l->width[m] == 0)
+            continue;
+        if (sh >= 64) {
+            hi |= idx << (sh - 64);
+        } else {
+            lo |= idx << sh;
+            if (sh > 0 && sh + l->width[m] > 64)
+                hi |= idx >> (64 - sh);
+        }
+    }
+    *key = hi;
+    *word = lo;
+    if (s->t == NULL) {
+        memcpy(val, s->c->vals + s->c->vsize * k, s->c->vsize);
+    } else if (vt == AMP_VALUES_F32) {
+        float v = (float)s->t->val[k];
+        memcpy(val, &v, 4);
+    } else {
+        memcpy(val, &s->t->val[k], 8);
+    }
+    return row;
+}
+
+static inline uint64_t source_row(const copy_source *s, uint64_t k, unsigned d)
+{
+    if (s->t)
+        return s->t->ind[d][k];
+    return amp_blco_field(s->c->keys ? s->c->keys[k] : 0, s->c->words[k], s->cl->shift[d],
+                          s->cl->width[d]);
+}
+
+static void release_nonzeros(amp_coo *t);
+
+/* Build the mode-d copy from src. With release (the tensor src reads),
+ * the tensor's arrays are freed on the way (see below). */
+static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_layout *l,
+                             const uint64_t *rowptr, uint64_t rows, amp_value_type vt,
+                             amp_coo *release, mode_copy *c, amp_error *err)
+{
+    uint64_t n = src->n;
     memset(c, 0, sizeof *c);
     c->n = n;
     c->vsize = amp_value_size(vt);
@@ -455,7 +494,6 @@ static amp_status build_copy(const amp_coo *t, unsigned d, const amp_mode_layout
         copy_free(c);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the mode %u copy", d + 1);
     }
-    const uint64_t *out = t->ind[d];
 #pragma omp parallel num_threads(nt)
     {
         int tid = 0, T = 1;
@@ -468,7 +506,7 @@ static amp_status build_copy(const amp_coo *t, unsigned d, const amp_mode_layout
         hi = lo + n / (uint64_t)T + ((uint64_t)tid < n % (uint64_t)T);
         uint64_t *mine = pos + (size_t)tid * rows;
         for (uint64_t k = lo; k < hi; k++)
-            mine[out[k]]++;
+            mine[source_row(src, k, d)]++;
 #pragma omp barrier
 #pragma omp for schedule(static)
         for (uint64_t r = 0; r < rows; r++) {
@@ -479,21 +517,63 @@ static amp_status build_copy(const amp_coo *t, unsigned d, const amp_mode_layout
                 at += cnt;
             }
         }
-        for (uint64_t k = lo; k < hi; k++) {
-            uint64_t p = mine[out[k]]++, key, word;
-            linearize(t, l, k, &key, &word);
-            c->words[p] = word;
-            if (c->keys != NULL)
-                c->keys[p] = key;
-            if (vt == AMP_VALUES_F32) {
-                float v = (float)t->val[k];
-                memcpy(c->vals + 4 * p, &v, 4);
-            } else {
-                memcpy(c->vals + 8 * p, &t->val[k], 8);
+        if (release == NULL) {
+            for (uint64_t k = lo; k < hi; k++) {
+                uint64_t key, word;
+                unsigned char val[8];
+                uint64_t p = mine[source_encode(src, k, d, l, vt, &key, &word, val)]++;
+                c->words[p] = word;
+                if (c->keys != NULL)
+                    c->keys[p] = key;
+                memcpy(c->vals + c->vsize * p, val, c->vsize);
+            }
+        } else {
+            /* From the tensor, in two passes over the same cursors, so that
+             * its values are freed before the words are written: the peak
+             * is the tensor plus half a copy, not plus a whole one. */
+            const amp_coo *t = src->t;
+            for (uint64_t k = lo; k < hi; k++) {
+                uint64_t p = mine[t->ind[d][k]]++;
+                if (vt == AMP_VALUES_F32) {
+                    float v = (float)t->val[k];
+                    memcpy(c->vals + 4 * p, &v, 4);
+                } else {
+                    memcpy(c->vals + 8 * p, &t->val[k], 8);
+                }
+            }
+            for (uint64_t k = lo; k < hi; k++)
+                mine[t->ind[d][k]]--;
+#pragma omp barrier
+#pragma omp single
+            {
+                amp_huge_free(release->val, (size_t)release->cap * 8);
+                release->val = NULL;
+            }
+            for (uint64_t k = lo; k < hi; k++) {
+                uint64_t key = 0, word = 0;
+                for (unsigned m = 0; m < t->nmodes; m++) {
+                    uint64_t idx = t->ind[m][k];
+                    unsigned sh = l->shift[m];
+                    if (l->width[m] == 0)
+                        continue;
+                    if (sh >= 64) {
+                        key |= idx << (sh - 64);
+                    } else {
+                        word |= idx << sh;
+                        if (sh > 0 && sh + l->width[m] > 64)
+                            key |= idx >> (64 - sh);
+                    }
+                }
+                uint64_t p = mine[t->ind[d][k]]++;
+                c->words[p] = word;
+                if (c->keys != NULL)
+                    c->keys[p] = key;
             }
         }
     }
     free(pos);
+    if (release != NULL)
+        release_nonzeros(release);
     if (l->key_bits > 0 && l->shift[d] > 64) {
         amp_status rc = sort_rows_by_key(c, rowptr, rows, err);
         if (rc != AMP_OK)
@@ -503,16 +583,34 @@ static amp_status build_copy(const amp_coo *t, unsigned d, const amp_mode_layout
     return AMP_OK;
 }
 
-static amp_status write_copy(amp_writer *w, const amp_coo *t, unsigned d, mode_plan *p,
-                             uint64_t chunk_nnz, amp_value_type vt, amp_build_mode_report *rep,
-                             amp_build_report *times, amp_error *err)
+/* The tensor's nonzero arrays, once copy 0 holds everything they did; the
+ * counts and dimensions stay for the caller's report. */
+static void release_nonzeros(amp_coo *t)
+{
+    size_t bytes = (size_t)t->cap * 8;
+    for (unsigned m = 0; m < AMP_MAX_MODES; m++) {
+        amp_huge_free(t->ind[m], bytes);
+        t->ind[m] = NULL;
+    }
+    amp_huge_free(t->val, bytes);
+    t->val = NULL;
+    t->cap = 0;
+}
+
+/* Build the mode-d copy, from t (d = 0; t's arrays are released as soon as
+ * the copy exists, and the copy is kept in *keep with its layout) or from
+ * copy 0, then cut it into chunks and write them. */
+static amp_status write_copy(amp_writer *w, amp_coo *t, mode_copy *copy0, amp_mode_layout *l0,
+                             unsigned d, mode_plan *p, uint64_t chunk_nnz, amp_value_type vt,
+                             amp_build_mode_report *rep, amp_build_report *times,
+                             amp_error *err)
 {
     double t0 = amp_now();
     uint64_t c = p->compact_dim;
     amp_mode_layout l;
     uint64_t *rowptr = NULL, *start = NULL;
     amp_chunk_job *jobs = NULL;
-    mode_copy copy = {0};
+    mode_copy local = {0}, *copy = d == 0 ? copy0 : &local;
     amp_status rc = AMP_OK;
     /* t->dims are the compact dimensions while the copies are written. */
     AMP_CHECK(amp_blco_layout(&l, t->nmodes, t->dims, d, err));
@@ -527,7 +625,11 @@ static amp_status write_copy(amp_writer *w, const amp_coo *t, unsigned d, mode_p
     rowptr[0] = 0;
     for (uint64_t r = 0; r < c; r++)
         rowptr[r + 1] = rowptr[r] + p->row_nnz[r];
-    AMP_CHECK_GOTO(build_copy(t, d, &l, rowptr, c, vt, &copy, err), rc, fail);
+    copy_source src = {d == 0 ? t : NULL, copy0, l0, t->nmodes, t->nnz};
+    AMP_CHECK_GOTO(build_copy(&src, d, &l, rowptr, c, vt, d == 0 ? t : NULL, copy, err), rc,
+                   fail);
+    if (d == 0)
+        *l0 = l;
 
     /* Chunks: at most chunk_nnz nonzeros, never across shards or keys. */
     size_t njobs = 0, cap = 0;
@@ -538,11 +640,11 @@ static amp_status write_copy(amp_writer *w, const amp_coo *t, unsigned d, mode_p
         if (p->shards[s].nnz > max_nnz)
             max_nnz = p->shards[s].nnz;
         while (a < end) {
-            uint64_t key = copy.keys ? copy.keys[a] : 0;
+            uint64_t key = copy->keys ? copy->keys[a] : 0;
             uint64_t b = end - a < chunk_nnz ? end : a + chunk_nnz;
-            if (copy.keys != NULL) {
+            if (copy->keys != NULL) {
                 uint64_t e = a + 1;
-                while (e < b && copy.keys[e] == key)
+                while (e < b && copy->keys[e] == key)
                     e++;
                 b = e;
             }
@@ -567,7 +669,7 @@ static amp_status write_copy(amp_writer *w, const amp_coo *t, unsigned d, mode_p
     t0 = amp_now();
     AMP_CHECK_GOTO(amp_writer_mode(w, &l, err), rc, fail);
     AMP_CHECK_GOTO(amp_writer_relabel(w, d, p->new_to_orig, err), rc, fail);
-    copy_ctx ctx = {&copy, start, jobs};
+    copy_ctx ctx = {copy, start, jobs};
     AMP_CHECK_GOTO(amp_writer_chunks(w, jobs, njobs, fill_chunk, &ctx, err), rc, fail);
     times->seconds_chunks += amp_now() - t0;
     rep->compact_dim = c;
@@ -579,7 +681,7 @@ static amp_status write_copy(amp_writer *w, const amp_coo *t, unsigned d, mode_p
         if (p->row_nnz[r] > rep->max_degree)
             rep->max_degree = p->row_nnz[r];
 fail:
-    copy_free(&copy);
+    copy_free(&local);
     free(rowptr);
     free(jobs);
     free(start);
@@ -650,6 +752,9 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
     memset(&rep, 0, sizeof rep);
     mode_plan plans[AMP_MAX_MODES];
     memset(plans, 0, sizeof plans);
+    mode_copy copy0 = {0};
+    amp_mode_layout layout0;
+    memset(&layout0, 0, sizeof layout0);
     amp_writer *w = NULL;
     amp_status rc = AMP_OK;
     if (t->nnz == 0)
@@ -688,8 +793,8 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
     AMP_CHECK_GOTO(amp_writer_open(&w, path, &o.write, err), rc, fail);
     AMP_CHECK_GOTO(amp_writer_meta(w, &meta, err), rc, fail);
     for (unsigned d = 0; d < t->nmodes; d++)
-        AMP_CHECK_GOTO(write_copy(w, t, d, &plans[d], o.chunk_nnz, meta.value_type,
-                                  &rep.modes[d], &rep, err), rc, fail);
+        AMP_CHECK_GOTO(write_copy(w, t, &copy0, &layout0, d, &plans[d], o.chunk_nnz,
+                                  meta.value_type, &rep.modes[d], &rep, err), rc, fail);
     amp_writer *done = w;
     w = NULL;
     double tc = amp_now();
@@ -697,6 +802,7 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
     rep.seconds_commit = amp_now() - tc;
     rep.seconds_write = amp_now() - t0;
 fail:
+    copy_free(&copy0);
     amp_writer_abort(w);
     /* Put the original dimensions back for the caller's reports. */
     for (unsigned d = 0; d < t->nmodes; d++) {
