@@ -47,7 +47,9 @@ typedef enum amp_section_type {
     AMP_SECTION_META = 1,     /* tensor metadata; exactly one */
     AMP_SECTION_MODE = 2,     /* one mode copy's layout and shard table */
     AMP_SECTION_RELABEL = 3,  /* one mode's new index -> original index */
-    AMP_SECTION_CHUNK = 4     /* a run of one shard's nonzeros */
+    AMP_SECTION_CHUNK = 4,    /* a run of one shard's nonzeros */
+    AMP_SECTION_REMAP = 5     /* optional: per nonzero of a chunk, its position in the
+                               * next mode's copy (FLYCOO remap IDs) */
 } amp_section_type;
 
 #define AMP_SECTION_ZSTD 0x1u      /* the stored bytes are Zstandard frames (one, from amped) */
@@ -266,6 +268,13 @@ const amp_section *amp_file_section(const amp_file *f, size_t i);
 const amp_section *amp_file_relabel(const amp_file *f, unsigned mode);
 /* NULL when out of range. */
 const amp_section *amp_file_chunk(const amp_file *f, unsigned mode, uint32_t shard,
+                                  uint32_t seq);
+/* The remap stream of that chunk: for each of its nonzeros, the position
+ * (0-based, over the whole copy) of the same nonzero in the copy of mode
+ * (mode + 1) % nmodes, as count entries of aux (4 or 8) bytes. It lets a
+ * consumer hold one copy and reorder it into the next on the device.
+ * NULL when the file has none (amped-prep --remap-streams writes them). */
+const amp_section *amp_file_remap(const amp_file *f, unsigned mode, uint32_t shard,
                                   uint32_t seq);
 
 /* "mode 2 shard 5 chunk 3", "directory", ... for messages. */

@@ -69,7 +69,7 @@ void amp_encode_trailer(unsigned char *t, uint64_t dir_offset, uint64_t dir_size
 
 int amp_section_type_known(uint16_t type)
 {
-    return type >= AMP_SECTION_META && type <= AMP_SECTION_CHUNK;
+    return type >= AMP_SECTION_META && type <= AMP_SECTION_REMAP;
 }
 
 const char *amp_section_name(const amp_section *s, char *buf, size_t n)
@@ -87,6 +87,10 @@ const char *amp_section_name(const amp_section *s, char *buf, size_t n)
     case AMP_SECTION_CHUNK:
         snprintf(buf, n, "mode %lu shard %lu chunk %lu", (unsigned long)s->mode + 1,
                  (unsigned long)s->shard, (unsigned long)s->seq);
+        break;
+    case AMP_SECTION_REMAP:
+        snprintf(buf, n, "mode %lu shard %lu chunk %lu remap stream (REMAP)",
+                 (unsigned long)s->mode + 1, (unsigned long)s->shard, (unsigned long)s->seq);
         break;
     default:
         snprintf(buf, n, "section of type %u", (unsigned)s->type);
@@ -534,7 +538,8 @@ amp_status amp_find_unique(const char *path, const amp_section *secs, size_t n, 
 
 amp_status amp_check_directory(const char *path, const amp_section *secs, size_t n,
                                const amp_meta *m, amp_mode_layout *const *layouts,
-                               uint32_t *const *chunk_index, amp_error *err)
+                               uint32_t *const *chunk_index, uint32_t *const *remap_index,
+                               amp_error *err)
 {
     char name[96];
     size_t vsize = amp_value_size(m->value_type);
@@ -546,7 +551,7 @@ amp_status amp_check_directory(const char *path, const amp_section *secs, size_t
             first += l->shards[s].nchunks;
         }
         for (uint32_t c = 0; c < first; c++)
-            chunk_index[d][c] = UINT32_MAX;
+            chunk_index[d][c] = remap_index[d][c] = UINT32_MAX;
     }
     for (size_t i = 0; i < n; i++) {
         const amp_section *s = &secs[i];
@@ -618,6 +623,38 @@ amp_status amp_check_directory(const char *path, const amp_section *secs, size_t
                                 d + 1, (unsigned long)s, (unsigned long long)sum,
                                 (unsigned long long)sh->nnz);
         }
+    }
+    /* Remap streams: one per chunk, matching it, for all chunks of a mode
+     * or none. */
+    for (size_t i = 0; i < n; i++) {
+        const amp_section *s = &secs[i];
+        if (s->type != AMP_SECTION_REMAP)
+            continue;
+        amp_section_name(s, name, sizeof name);
+        if (s->mode >= m->nmodes || s->shard >= layouts[s->mode]->nshards ||
+            s->seq >= layouts[s->mode]->shards[s->shard].nchunks)
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu: %s has no chunk",
+                            path, i, name);
+        uint32_t at = layouts[s->mode]->shards[s->shard].first_chunk + s->seq;
+        const amp_section *c = &secs[chunk_index[s->mode][at]];
+        if (remap_index[s->mode][at] != UINT32_MAX)
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory lists %s twice", path, name);
+        remap_index[s->mode][at] = (uint32_t)i;
+        if (s->count != c->count || (s->aux != 4 && s->aux != 8) ||
+            s->raw_size != s->count * s->aux || (s->aux == 4 && m->nnz > UINT32_MAX))
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: %llu entries of %llu bytes in %llu "
+                            "bytes for a chunk of %llu nonzeros", path, name,
+                            (unsigned long long)s->count, (unsigned long long)s->aux,
+                            (unsigned long long)s->raw_size, (unsigned long long)c->count);
+    }
+    for (unsigned d = 0; d < m->nmodes; d++) {
+        uint64_t nc = amp_mode_nchunks(layouts[d]), have = 0;
+        for (uint64_t c = 0; c < nc; c++)
+            have += remap_index[d][c] != UINT32_MAX;
+        if (have != 0 && have != nc)
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory: mode %u has remap streams "
+                            "for %llu of its %llu chunks", path, d + 1,
+                            (unsigned long long)have, (unsigned long long)nc);
     }
     return AMP_OK;
 }

@@ -138,7 +138,8 @@ amp_status amp_find_unique(const char *path, const amp_section *secs, size_t n,
  * allocates with as many entries as the mode has chunks). */
 amp_status amp_check_directory(const char *path, const amp_section *secs, size_t n,
                                const amp_meta *m, amp_mode_layout *const *layouts,
-                               uint32_t *const *chunk_index, amp_error *err);
+                               uint32_t *const *chunk_index, uint32_t *const *remap_index,
+                               amp_error *err);
 
 /* Chunks of a mode: the sum of its shards' nchunks. */
 uint64_t amp_mode_nchunks(const amp_mode_layout *l);

@@ -250,11 +250,12 @@ static amp_status read_layouts(amp_file *f, amp_error *err)
                             "directory lists %zu sections", path,
                             (unsigned long long)total_chunks, n);
         f->chunk_index[d] = malloc((nc ? nc : 1) * sizeof **f->chunk_index);
-        if (f->chunk_index[d] == NULL)
+        f->remap_index[d] = malloc((nc ? nc : 1) * sizeof **f->remap_index);
+        if (f->chunk_index[d] == NULL || f->remap_index[d] == NULL)
             return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     }
     return amp_check_directory(path, f->secs, n, &f->meta, f->layout_ptrs, f->chunk_index,
-                               err);
+                               f->remap_index, err);
 }
 
 amp_status amp_file_open(const char *path, amp_file **fp, amp_error *err)
@@ -301,6 +302,7 @@ void amp_file_close(amp_file *f)
     for (unsigned d = 0; d < AMP_MAX_MODES; d++) {
         free(f->layouts[d].shards);
         free(f->chunk_index[d]);
+        free(f->remap_index[d]);
     }
     free(f->secs);
     free(f->path);
@@ -344,4 +346,14 @@ const amp_section *amp_file_chunk(const amp_file *f, unsigned mode, uint32_t sha
         seq >= f->layouts[mode].shards[shard].nchunks)
         return NULL;
     return &f->secs[f->chunk_index[mode][f->layouts[mode].shards[shard].first_chunk + seq]];
+}
+
+const amp_section *amp_file_remap(const amp_file *f, unsigned mode, uint32_t shard,
+                                  uint32_t seq)
+{
+    if (mode >= f->meta.nmodes || shard >= f->layouts[mode].nshards ||
+        seq >= f->layouts[mode].shards[shard].nchunks)
+        return NULL;
+    uint32_t i = f->remap_index[mode][f->layouts[mode].shards[shard].first_chunk + seq];
+    return i == UINT32_MAX ? NULL : &f->secs[i];
 }

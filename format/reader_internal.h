@@ -15,6 +15,7 @@ struct amp_file {
     amp_mode_layout layouts[AMP_MAX_MODES];
     amp_mode_layout *layout_ptrs[AMP_MAX_MODES];
     uint32_t *chunk_index[AMP_MAX_MODES];       /* [first_chunk + seq] -> section */
+    uint32_t *remap_index[AMP_MAX_MODES];       /* the same for remap streams, or UINT32_MAX */
     size_t relabel_at[AMP_MAX_MODES];
 };
 

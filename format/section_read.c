@@ -273,8 +273,37 @@ typedef struct verify_worker {
     amp_error err;
 } verify_worker;
 
+/* A remap stream: every entry a position in the next copy, and (with the
+ * other streams of the mode, through the shared bitmap) none twice. */
+static amp_status check_remap(const amp_file *f, const amp_section *s, const void *raw,
+                              uint64_t *seen, amp_error *err)
+{
+    char name[96];
+    amp_section_name(s, name, sizeof name);
+    const unsigned char *p = raw;
+    for (uint64_t k = 0; k < s->count; k++) {
+        uint64_t v;
+        if (s->aux == 4) {
+            uint32_t x;
+            memcpy(&x, p + 4 * k, 4);
+            v = x;
+        } else {
+            memcpy(&v, p + 8 * k, 8);
+        }
+        if (v >= f->meta.nnz)
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: entry %llu is %llu, beyond the %llu "
+                            "nonzeros", f->path, name, (unsigned long long)k,
+                            (unsigned long long)v, (unsigned long long)f->meta.nnz);
+        uint64_t bit = UINT64_C(1) << (v & 63);
+        if (__atomic_fetch_or(&seen[v >> 6], bit, __ATOMIC_RELAXED) & bit)
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: position %llu of the next copy is "
+                            "named twice", f->path, name, (unsigned long long)v);
+    }
+    return AMP_OK;
+}
+
 static amp_status verify_one(const amp_file *f, verify_worker *w, size_t i, uint64_t *first,
-                             uint64_t *last)
+                             uint64_t *last, uint64_t *const *seen)
 {
     const amp_section *s = &f->secs[i];
     amp_error *err = &w->err;
@@ -297,6 +326,8 @@ static amp_status verify_one(const amp_file *f, verify_worker *w, size_t i, uint
         return check_chunk(f, s, w->raw, first, last, err);
     if (s->type == AMP_SECTION_RELABEL)
         return check_relabel(f, s->mode, w->raw, err);
+    if (s->type == AMP_SECTION_REMAP)
+        return check_remap(f, s, w->raw, seen[s->mode], err);
     return AMP_OK;
 }
 
@@ -307,11 +338,18 @@ amp_status amp_file_verify(const amp_file *f, int threads, amp_verify_report_fn 
     uint64_t *first = malloc((n ? n : 1) * sizeof *first);
     uint64_t *last = malloc((n ? n : 1) * sizeof *last);
     unsigned char *ok = calloc(n ? n : 1, 1);
+    uint64_t *seen[AMP_MAX_MODES] = {0};
     amp_status rc = AMP_OK;
     if (first == NULL || last == NULL || ok == NULL) {
         rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
         goto done;
     }
+    for (unsigned d = 0; d < f->meta.nmodes; d++)
+        if (amp_file_remap(f, d, 0, 0) != NULL &&
+            (seen[d] = calloc((size_t)(f->meta.nnz / 64 + 1), 8)) == NULL) {
+            rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+            goto done;
+        }
     int nthreads = 1;
 #ifdef _OPENMP
     nthreads = threads > 0 ? threads : omp_get_max_threads();
@@ -326,7 +364,7 @@ amp_status amp_file_verify(const amp_file *f, int threads, amp_verify_report_fn 
         for (size_t i = 0; i < n; i++) {
             amp_status src = wrc;
             if (src == AMP_OK)
-                src = verify_one(f, &w, i, &first[i], &last[i]);
+                src = verify_one(f, &w, i, &first[i], &last[i], seen);
             ok[i] = src == AMP_OK;
             if (src != AMP_OK) {
                 bad++;
@@ -369,6 +407,8 @@ amp_status amp_file_verify(const amp_file *f, int threads, amp_verify_report_fn 
             }
     }
 done:
+    for (unsigned d = 0; d < AMP_MAX_MODES; d++)
+        free(seen[d]);
     free(first);
     free(last);
     free(ok);

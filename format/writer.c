@@ -504,7 +504,7 @@ static amp_status check_written(amp_writer *w, amp_error *err)
 {
     const char *path = w->out.final_path;
     size_t n = w->nsecs, meta_at;
-    uint32_t *chunk_index[AMP_MAX_MODES] = {0};
+    uint32_t *chunk_index[AMP_MAX_MODES] = {0}, *remap_index[AMP_MAX_MODES] = {0};
     amp_status rc = AMP_OK;
     if (!w->have_meta)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%s: no metadata was written", path);
@@ -522,13 +522,17 @@ static amp_status check_written(amp_writer *w, amp_error *err)
     for (unsigned d = 0; d < w->meta.nmodes && rc == AMP_OK; d++) {
         uint64_t nc = amp_mode_nchunks(w->layouts[d]);
         chunk_index[d] = malloc((nc ? nc : 1) * sizeof **chunk_index);
-        if (chunk_index[d] == NULL)
+        remap_index[d] = malloc((nc ? nc : 1) * sizeof **remap_index);
+        if (chunk_index[d] == NULL || remap_index[d] == NULL)
             rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     }
     if (rc == AMP_OK)
-        rc = amp_check_directory(path, w->secs, n, &w->meta, w->layouts, chunk_index, err);
-    for (unsigned d = 0; d < AMP_MAX_MODES; d++)
+        rc = amp_check_directory(path, w->secs, n, &w->meta, w->layouts, chunk_index,
+                                 remap_index, err);
+    for (unsigned d = 0; d < AMP_MAX_MODES; d++) {
         free(chunk_index[d]);
+        free(remap_index[d]);
+    }
     return rc;
 }
 

@@ -33,6 +33,7 @@ typedef struct amp_build_opts {
     uint64_t source_size;
     uint64_t source_hash;
     const char *params;        /* "key=value" lines recorded in the file */
+    int remap_streams;         /* also write REMAP sections (FLYCOO remap IDs) */
 } amp_build_opts;
 
 typedef struct amp_build_mode_report {

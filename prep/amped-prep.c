@@ -41,6 +41,7 @@ enum {
     OPT_LEVEL,
     OPT_CHUNK_NNZ,
     OPT_STATS,
+    OPT_REMAP_STREAMS,
 };
 
 static const struct option long_options[] = {
@@ -58,6 +59,7 @@ static const struct option long_options[] = {
     {"values", required_argument, NULL, OPT_VALUES},
     {"level", required_argument, NULL, OPT_LEVEL},
     {"chunk-nnz", required_argument, NULL, OPT_CHUNK_NNZ},
+    {"remap-streams", no_argument, NULL, OPT_REMAP_STREAMS},
     /* execution and reporting */
     {"threads", required_argument, NULL, 't'},
     {"quiet", no_argument, NULL, 'q'},
@@ -110,6 +112,9 @@ static void usage(void)
            "                           is exactly a float, else f64)\n"
            "      --level=N            Zstandard level, -7 to 22; 0 stores sections\n"
            "                           uncompressed (default: %d)\n"
+           "      --remap-streams      also store, for each nonzero of each mode copy, its\n"
+           "                           position in the next mode's copy (FLYCOO remap IDs;\n"
+           "                           4 bytes per nonzero per mode before compression)\n"
            "\n"
            "Execution:\n"
            "  -t, --threads=N          OpenMP threads (default: %d, all available)\n"
@@ -170,9 +175,10 @@ static amp_status write_amp(const char *input, const char *shown, const char *ou
         AMP_CHECK(amp_file_digest(input, &build->source_size, &build->source_hash, err));
     char params[512];
     snprintf(params, sizeof params, "shards=%lu\nchunk-nnz=%llu\nvalues=%s\nlevel=%d\n"
-             "duplicates=%s\n", (unsigned long)build->shards,
+             "duplicates=%s\nremap-streams=%s\n", (unsigned long)build->shards,
              (unsigned long long)build->chunk_nnz, value_names[build->values],
-             build->write.level, dup_names[ropts->duplicates]);
+             build->write.level, dup_names[ropts->duplicates],
+             build->remap_streams ? "yes" : "no");
     build->params = params;
     const char *base = strrchr(shown, '/');
     build->source_name = base ? base + 1 : shown;
@@ -299,6 +305,10 @@ int main(int argc, char **argv)
             break;
         case OPT_STATS:
             stats_only = 1;
+            break;
+        case OPT_REMAP_STREAMS:
+            build.remap_streams = 1;
+            amp_only = "--remap-streams";
             break;
         case 'f':
             force = 1;

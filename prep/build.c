@@ -461,20 +461,48 @@ static inline uint64_t source_row(const copy_source *s, uint64_t k, unsigned d)
 
 static void release_nonzeros(amp_coo *t);
 
-/* Build the mode-d copy from src. With release (the tensor src reads),
- * the tensor's arrays are freed on the way (see below). */
+/* Positions of nonzeros in a mode copy, by their position in copy 0: 4 or
+ * 8 bytes each (the remap streams' width). */
+typedef struct positions {
+    void *p;
+    unsigned width;
+} positions;
+
+static inline void pos_set(positions *P, uint64_t i, uint64_t v)
+{
+    if (P->width == 4)
+        ((uint32_t *)P->p)[i] = (uint32_t)v;
+    else
+        ((uint64_t *)P->p)[i] = v;
+}
+
+static inline uint64_t pos_get(const positions *P, uint64_t i)
+{
+    return P->width == 4 ? ((const uint32_t *)P->p)[i] : ((const uint64_t *)P->p)[i];
+}
+
+/* Build the mode-d copy from src into c. With release (the tensor src
+ * reads), the tensor's arrays are freed on the way (see below). With c
+ * NULL, only record in P where each nonzero of src (copy 0) lands. */
 static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_layout *l,
                              const uint64_t *rowptr, uint64_t rows, amp_value_type vt,
-                             amp_coo *release, mode_copy *c, amp_error *err)
+                             amp_coo *release, mode_copy *c, positions *P, amp_error *err)
 {
     uint64_t n = src->n;
-    memset(c, 0, sizeof *c);
-    c->n = n;
-    c->vsize = amp_value_size(vt);
-    c->words = amp_huge_alloc(n * 8, "the mode copy's indices", err);
-    c->vals = amp_huge_alloc(n * c->vsize, "the mode copy's values", err);
-    if (l->key_bits > 0)
-        c->keys = amp_huge_alloc(n * 8, "the mode copy's block keys", err);
+    mode_copy none = {0};
+    if (c == NULL) {
+        c = &none;
+        (void)none;
+    } else {
+        memset(c, 0, sizeof *c);
+        c->n = n;
+        c->vsize = amp_value_size(vt);
+        c->words = amp_huge_alloc(n * 8, "the mode copy's indices", err);
+        c->vals = amp_huge_alloc(n * c->vsize, "the mode copy's values", err);
+        if (l->key_bits > 0)
+            c->keys = amp_huge_alloc(n * 8, "the mode copy's block keys", err);
+    }
+    int write = c != &none;
     /* Each thread scatters a contiguous, in-order share of the nonzeros
      * with its own cursor per row, the cursors placed so thread t's entries
      * of a row follow those of threads before it: the same stable order for
@@ -488,8 +516,8 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
     while (nt > 1 && (uint64_t)nt * (rows ? rows : 1) * 8 > budget)
         nt /= 2;
     uint64_t *pos = calloc((size_t)nt * (rows ? rows : 1), sizeof *pos);
-    if (c->words == NULL || c->vals == NULL || (l->key_bits > 0 && c->keys == NULL) ||
-        pos == NULL) {
+    if ((write && (c->words == NULL || c->vals == NULL ||
+                   (l->key_bits > 0 && c->keys == NULL))) || pos == NULL) {
         free(pos);
         copy_free(c);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the mode %u copy", d + 1);
@@ -517,7 +545,10 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
                 at += cnt;
             }
         }
-        if (release == NULL) {
+        if (!write) {
+            for (uint64_t k = lo; k < hi; k++)
+                pos_set(P, k, mine[source_row(src, k, d)]++);
+        } else if (release == NULL) {
             for (uint64_t k = lo; k < hi; k++) {
                 uint64_t key, word;
                 unsigned char val[8];
@@ -574,7 +605,7 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
     free(pos);
     if (release != NULL)
         release_nonzeros(release);
-    if (l->key_bits > 0 && l->shift[d] > 64) {
+    if (write && l->key_bits > 0 && l->shift[d] > 64) {
         amp_status rc = sort_rows_by_key(c, rowptr, rows, err);
         if (rc != AMP_OK)
             copy_free(c);
@@ -600,10 +631,69 @@ static void release_nonzeros(amp_coo *t)
 /* Build the mode-d copy, from t (d = 0; t's arrays are released as soon as
  * the copy exists, and the copy is kept in *keep with its layout) or from
  * copy 0, then cut it into chunks and write them. */
+static uint64_t *row_starts(const mode_plan *p)
+{
+    uint64_t *rowptr = malloc((size_t)(p->compact_dim + 1) * sizeof *rowptr);
+    if (rowptr == NULL)
+        return NULL;
+    rowptr[0] = 0;
+    for (uint64_t r = 0; r < p->compact_dim; r++)
+        rowptr[r + 1] = rowptr[r] + p->row_nnz[r];
+    return rowptr;
+}
+
+/* Where every nonzero of copy 0 lands in each later copy: what the remap
+ * streams are made of. */
+static amp_status remap_positions(const amp_coo *t, const mode_copy *copy0,
+                                  const amp_mode_layout *l0, const mode_plan *plans,
+                                  amp_value_type vt, positions *P, amp_error *err)
+{
+    copy_source src = {NULL, copy0, l0, t->nmodes, t->nnz};
+    for (unsigned dd = 1; dd < t->nmodes; dd++) {
+        amp_mode_layout l;
+        AMP_CHECK(amp_blco_layout(&l, t->nmodes, t->dims, dd, err));
+        uint64_t *rowptr = row_starts(&plans[dd]);
+        if (rowptr == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        amp_status rc = build_copy(&src, dd, &l, rowptr, plans[dd].compact_dim, vt, NULL, NULL,
+                                   &P[dd], err);
+        free(rowptr);
+        AMP_CHECK(rc);
+    }
+    return AMP_OK;
+}
+
+/* The remap streams of copy d, one section beside each chunk: for each
+ * nonzero, its position in the copy of mode (d + 1) % nmodes. */
+static amp_status write_remap(amp_writer *w, const amp_coo *t, unsigned d, const positions *P,
+                              const amp_chunk_job *jobs, const uint64_t *start, size_t njobs,
+                              amp_error *err)
+{
+    uint64_t n = t->nnz;
+    unsigned next = (d + 1) % t->nmodes, width = P[1].width;
+    positions R = {amp_huge_alloc(n * width, "a remap stream", err), width};
+    if (R.p == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a remap stream");
+#pragma omp parallel for schedule(static)
+    for (uint64_t k = 0; k < n; k++)
+        pos_set(&R, d == 0 ? k : pos_get(&P[d], k), next == 0 ? k : pos_get(&P[next], k));
+    amp_status rc = AMP_OK;
+    for (size_t j = 0; j < njobs && rc == AMP_OK; j++) {
+        amp_section desc = {.type = AMP_SECTION_REMAP,
+                            .flags = AMP_SECTION_OPTIONAL | AMP_SECTION_ZSTD, .mode = d,
+                            .shard = jobs[j].shard, .seq = jobs[j].seq, .count = jobs[j].count,
+                            .aux = width};
+        rc = amp_writer_section(w, &desc, (unsigned char *)R.p + start[j] * width,
+                                (size_t)jobs[j].count * width, err);
+    }
+    amp_huge_free(R.p, n * width);
+    return rc;
+}
+
 static amp_status write_copy(amp_writer *w, amp_coo *t, mode_copy *copy0, amp_mode_layout *l0,
-                             unsigned d, mode_plan *p, uint64_t chunk_nnz, amp_value_type vt,
-                             amp_build_mode_report *rep, amp_build_report *times,
-                             amp_error *err)
+                             unsigned d, mode_plan *p, const mode_plan *plans, positions *P,
+                             uint64_t chunk_nnz, amp_value_type vt, amp_build_mode_report *rep,
+                             amp_build_report *times, amp_error *err)
 {
     double t0 = amp_now();
     uint64_t c = p->compact_dim;
@@ -626,10 +716,12 @@ static amp_status write_copy(amp_writer *w, amp_coo *t, mode_copy *copy0, amp_mo
     for (uint64_t r = 0; r < c; r++)
         rowptr[r + 1] = rowptr[r] + p->row_nnz[r];
     copy_source src = {d == 0 ? t : NULL, copy0, l0, t->nmodes, t->nnz};
-    AMP_CHECK_GOTO(build_copy(&src, d, &l, rowptr, c, vt, d == 0 ? t : NULL, copy, err), rc,
-                   fail);
+    AMP_CHECK_GOTO(build_copy(&src, d, &l, rowptr, c, vt, d == 0 ? t : NULL, copy, NULL, err),
+                   rc, fail);
     if (d == 0)
         *l0 = l;
+    if (d == 0 && P != NULL)
+        AMP_CHECK_GOTO(remap_positions(t, copy0, l0, plans, vt, P, err), rc, fail);
 
     /* Chunks: at most chunk_nnz nonzeros, never across shards or keys. */
     size_t njobs = 0, cap = 0;
@@ -671,6 +763,8 @@ static amp_status write_copy(amp_writer *w, amp_coo *t, mode_copy *copy0, amp_mo
     AMP_CHECK_GOTO(amp_writer_relabel(w, d, p->new_to_orig, err), rc, fail);
     copy_ctx ctx = {copy, start, jobs};
     AMP_CHECK_GOTO(amp_writer_chunks(w, jobs, njobs, fill_chunk, &ctx, err), rc, fail);
+    if (P != NULL)
+        AMP_CHECK_GOTO(write_remap(w, t, d, P, jobs, start, njobs, err), rc, fail);
     times->seconds_chunks += amp_now() - t0;
     rep->compact_dim = c;
     rep->nshards = p->nshards;
@@ -753,6 +847,8 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
     mode_plan plans[AMP_MAX_MODES];
     memset(plans, 0, sizeof plans);
     mode_copy copy0 = {0};
+    positions remap_pos[AMP_MAX_MODES];
+    memset(remap_pos, 0, sizeof remap_pos);
     amp_mode_layout layout0;
     memset(&layout0, 0, sizeof layout0);
     amp_writer *w = NULL;
@@ -792,9 +888,28 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
     meta.params = o.params ? o.params : "";
     AMP_CHECK_GOTO(amp_writer_open(&w, path, &o.write, err), rc, fail);
     AMP_CHECK_GOTO(amp_writer_meta(w, &meta, err), rc, fail);
+    if (o.remap_streams) {
+        /* Positions in each later copy, 4 bytes each below 2^32 nonzeros. */
+        unsigned width = t->nnz <= UINT32_MAX ? 4 : 8;
+        for (unsigned d = 1; d < t->nmodes; d++) {
+            amp_mode_layout l;
+            AMP_CHECK_GOTO(amp_blco_layout(&l, t->nmodes, t->dims, d, err), rc, fail);
+            if (l.key_bits > 0 && l.shift[d] > 64)
+                AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "remap streams are not "
+                               "written for indices of more than 64 bits whose block keys mix "
+                               "modes (mode %u); drop --remap-streams", d + 1);
+            remap_pos[d].width = width;
+            remap_pos[d].p = amp_huge_alloc(t->nnz * width, "remap positions", err);
+            if (remap_pos[d].p == NULL)
+                AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for remap streams");
+        }
+        remap_pos[0].width = width;
+    }
     for (unsigned d = 0; d < t->nmodes; d++)
-        AMP_CHECK_GOTO(write_copy(w, t, &copy0, &layout0, d, &plans[d], o.chunk_nnz,
-                                  meta.value_type, &rep.modes[d], &rep, err), rc, fail);
+        AMP_CHECK_GOTO(write_copy(w, t, &copy0, &layout0, d, &plans[d], plans,
+                                  o.remap_streams && t->nmodes > 1 ? remap_pos : NULL,
+                                  o.chunk_nnz, meta.value_type, &rep.modes[d], &rep, err),
+                       rc, fail);
     amp_writer *done = w;
     w = NULL;
     double tc = amp_now();
@@ -802,6 +917,8 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
     rep.seconds_commit = amp_now() - tc;
     rep.seconds_write = amp_now() - t0;
 fail:
+    for (unsigned d = 0; d < AMP_MAX_MODES; d++)
+        amp_huge_free(remap_pos[d].p, meta.nnz * remap_pos[d].width);
     copy_free(&copy0);
     amp_writer_abort(w);
     /* Put the original dimensions back for the caller's reports. */

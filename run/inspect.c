@@ -13,7 +13,7 @@
 #include "amped_format.h"
 #include "inspect.h"
 
-static const char *const type_names[] = {"?", "META", "MODE", "RELABEL", "CHUNK"};
+static const char *const type_names[] = {"?", "META", "MODE", "RELABEL", "CHUNK", "REMAP"};
 
 typedef struct size_sum {
     uint64_t count, stored, raw;
@@ -78,7 +78,7 @@ int amp_inspect_info(const char *path)
         printf("%s%" PRIu64, d ? " x " : "", m->compact_dims[d]);
     printf(" (empty slices dropped)\n");
 
-    size_sum by_type[5] = {{0}}, other = {0}, total = {0};
+    size_sum by_type[AMP_SECTION_REMAP + 1] = {{0}}, other = {0}, total = {0};
     size_sum *by_mode = calloc(m->nmodes, sizeof *by_mode);
     if (by_mode == NULL) {
         amp_file_close(f);
@@ -87,7 +87,7 @@ int amp_inspect_info(const char *path)
     }
     for (size_t i = 0; i < in->nsections; i++) {
         const amp_section *s = amp_file_section(f, i);
-        add(s->type <= AMP_SECTION_CHUNK ? &by_type[s->type] : &other, s);
+        add(s->type >= 1 && s->type <= AMP_SECTION_REMAP ? &by_type[s->type] : &other, s);
         add(&total, s);
         if (s->type == AMP_SECTION_CHUNK)
             add(&by_mode[s->mode], s);
@@ -110,9 +110,10 @@ int amp_inspect_info(const char *path)
                amp_format_bytes(b, sizeof b, by_mode[d].raw), ratio(&by_mode[d]));
     }
     printf("sections:  ");
-    for (int t = 1; t <= AMP_SECTION_CHUNK; t++)
-        printf(" %s %" PRIu64 " (%s),", type_names[t], by_type[t].count,
-               amp_format_bytes(a, sizeof a, by_type[t].stored));
+    for (int t = 1; t <= AMP_SECTION_REMAP; t++)
+        if (t != AMP_SECTION_REMAP || by_type[t].count)
+            printf(" %s %" PRIu64 " (%s),", type_names[t], by_type[t].count,
+                   amp_format_bytes(a, sizeof a, by_type[t].stored));
     if (other.count)
         printf(" unknown %" PRIu64 " (%s),", other.count,
                amp_format_bytes(a, sizeof a, other.stored));

@@ -62,6 +62,14 @@ check_contains "the parameters are recorded" "$RUN_OUT" "shards=3 chunk-nnz=1000
 run "$AMPED_RUN" --verify "$T/opts.amp"
 check_status "and the file verifies" 0
 
+run "$AMPED_PREP" -q --remap-streams --chunk-nnz 5000 -o "$T/remap.amp" "$T/mid.tns"
+check_status "--remap-streams writes" 0
+run "$AMPED_RUN" --info "$T/remap.amp"
+check_contains "the file holds remap streams" "$RUN_OUT" "REMAP "
+check_contains "and records the option" "$RUN_OUT" "remap-streams=yes"
+run "$AMPED_RUN" --verify "$T/remap.amp"
+check_status "and verifies (every stream a permutation of the next copy)" 0
+
 # ---- killed while writing -------------------------------------------------
 "$AMPED_GEN" -o "$T/big.tns" --nnz 3000000 --dims 200000,100000,50000 --seed 2 >/dev/null 2>&1 ||
     skip_all "amped-gen failed"

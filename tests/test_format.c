@@ -402,6 +402,119 @@ static int test_real_tensors(int run)
     return n;
 }
 
+/* Every mode copy decoded to (original coordinates, value bits) by
+ * position, for following remap streams. */
+static uint64_t *decode_copy(amp_file *f, unsigned d, uint64_t *const *relabel)
+{
+    const amp_meta *m = amp_file_meta(f);
+    const amp_mode_layout *l = amp_file_mode(f, d);
+    unsigned w = m->nmodes + 1;
+    uint64_t *rows = malloc(m->nnz * w * 8), g = 0;
+    amp_section_reader *r;
+    amp_error err = {0};
+    amp_section_reader_new(f, &r, &err);
+    for (uint32_t s = 0; s < l->nshards; s++)
+        for (uint32_t c = 0; c < l->shards[s].nchunks; c++) {
+            const amp_section *sec = amp_file_chunk(f, d, s, c);
+            unsigned char *raw = malloc(sec->raw_size);
+            amp_section_read(r, sec, raw, sec->raw_size, &err);
+            for (uint64_t i = 0; i < sec->count; i++, g++) {
+                uint64_t word;
+                memcpy(&word, raw + 8 * i, 8);
+                for (unsigned mm = 0; mm < m->nmodes; mm++)
+                    rows[g * w + mm] =
+                        relabel[mm][amp_blco_field(sec->aux, word, l->shift[mm], l->width[mm])];
+                double v;
+                if (m->value_type == AMP_VALUES_F32) {
+                    float x;
+                    memcpy(&x, raw + 8 * sec->count + 4 * i, 4);
+                    v = x;
+                } else {
+                    memcpy(&v, raw + 8 * sec->count + 8 * i, 8);
+                }
+                memcpy(&rows[g * w + m->nmodes], &v, 8);
+            }
+            free(raw);
+        }
+    amp_section_reader_free(r);
+    return rows;
+}
+
+/* --remap-streams: for every nonzero of every copy, the stream names the
+ * position of the same nonzero in the next copy. 3 tests. */
+static void test_remap_streams(const shape *s, uint64_t seed)
+{
+    amp_coo t;
+    amp_error err = {0};
+    random_tensor(s, seed, &t);
+    uint64_t dup;
+    amp_coo_dedup(&t, AMP_DUP_SUM, s->name, 1, &dup, &err);
+    amp_build_opts o;
+    amp_build_opts_init(&o);
+    o.shards = 4;
+    o.chunk_nnz = 113;
+    o.remap_streams = 1;
+    const char *p = test_path("remap.amp");
+    amp_file *f = NULL;
+    if (!ok(amp_build_write(&t, p, &o, NULL, &err) == AMP_OK && amp_file_open(p, &f, &err) ==
+            AMP_OK, "%s: written with remap streams (%s)", s->name, amp_error_message(&err))) {
+        skip(2, "no file");
+        amp_coo_free(&t);
+        return;
+    }
+    const amp_meta *m = amp_file_meta(f);
+    uint64_t *relabel[AMP_MAX_MODES], *rows[AMP_MAX_MODES];
+    for (unsigned d = 0; d < m->nmodes; d++) {
+        relabel[d] = malloc(m->compact_dims[d] * 8);
+        amp_file_read_relabel(f, d, relabel[d], &err);
+    }
+    for (unsigned d = 0; d < m->nmodes; d++)
+        rows[d] = decode_copy(f, d, relabel);
+    int follows = 1;
+    unsigned w = m->nmodes + 1;
+    amp_section_reader *r;
+    amp_section_reader_new(f, &r, &err);
+    for (unsigned d = 0; d < m->nmodes; d++) {
+        const amp_mode_layout *l = amp_file_mode(f, d);
+        unsigned next = (d + 1) % m->nmodes;
+        uint64_t g = 0;
+        for (uint32_t sh = 0; sh < l->nshards; sh++)
+            for (uint32_t c = 0; c < l->shards[sh].nchunks; c++) {
+                const amp_section *rs = amp_file_remap(f, d, sh, c);
+                if (rs == NULL) {
+                    follows = 0;
+                    continue;
+                }
+                unsigned char *raw = malloc(rs->raw_size);
+                follows &= amp_section_read(r, rs, raw, rs->raw_size, &err) == AMP_OK;
+                for (uint64_t i = 0; i < rs->count; i++, g++) {
+                    uint64_t to;
+                    if (rs->aux == 4) {
+                        uint32_t x;
+                        memcpy(&x, raw + 4 * i, 4);
+                        to = x;
+                    } else {
+                        memcpy(&to, raw + 8 * i, 8);
+                    }
+                    follows &= to < m->nnz &&
+                               memcmp(&rows[d][g * w], &rows[next][to * w], w * 8) == 0;
+                }
+                free(raw);
+            }
+    }
+    amp_section_reader_free(r);
+    ok(follows, "%s: each remap entry names the same nonzero in the next copy", s->name);
+    size_t bad = 0;
+    ok(amp_file_verify(f, 0, NULL, NULL, &bad, &err) == AMP_OK,
+       "%s: the file with remap streams verifies (%s)", s->name, amp_error_message(&err));
+    for (unsigned d = 0; d < m->nmodes; d++) {
+        free(relabel[d]);
+        free(rows[d]);
+    }
+    amp_file_close(f);
+    amp_coo_free(&t);
+}
+
 /* ---- writer misuse and reader limits --------------------------------------- */
 
 static amp_status fill_zero(void *ctx, size_t job, void *raw, size_t n, amp_error *err)
@@ -560,7 +673,7 @@ int main(void)
     };
     size_t nshapes = sizeof shapes / sizeof shapes[0];
     int nreal = test_real_tensors(0);
-    plan(7 + 2 + 11 * (int)nshapes + 11 * nreal + 7 + 4 + 1);
+    plan(7 + 2 + 11 * (int)nshapes + 11 * nreal + 3 * 4 + 7 + 4 + 1);
     test_blco_fields();
     test_isp();
     for (size_t i = 0; i < nshapes; i++)
@@ -568,6 +681,8 @@ int main(void)
     if (nreal == 0)
         diag("no real tensors (AMP_TEST_DATA=%s)", getenv("AMP_TEST_DATA") ? getenv("AMP_TEST_DATA") : "unset");
     test_real_tensors(1);
+    for (size_t i = 0; i < 4; i++)
+        test_remap_streams(&shapes[i], 200 + i);
     test_writer_misuse();
     test_small_buffer();
     test_concurrent_reads();
