@@ -344,12 +344,16 @@ amp_status amp_file_verify(const amp_file *f, int threads, amp_verify_report_fn 
         rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (unsigned d = 0; d < f->meta.nmodes; d++)
-        if (amp_file_remap(f, d, 0, 0) != NULL &&
-            (seen[d] = calloc((size_t)(f->meta.nnz / 64 + 1), 8)) == NULL) {
+    for (unsigned d = 0; d < f->meta.nmodes; d++) {
+        /* A mode has streams for all its chunks or none (checked at open). */
+        uint64_t nc = amp_mode_nchunks(&f->layouts[d]);
+        if (nc == 0 || f->remap_index[d][0] == UINT32_MAX)
+            continue;
+        if ((seen[d] = calloc((size_t)(f->meta.nnz / 64 + 1), 8)) == NULL) {
             rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
             goto done;
         }
+    }
     int nthreads = 1;
 #ifdef _OPENMP
     nthreads = threads > 0 ? threads : omp_get_max_threads();
