@@ -233,9 +233,12 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for %" PRIu64 " duplicates", dups);
         goto done;
     }
-    for (int th = 0, at = 0; th < threads; th++) {
+    size_t at = 0;
+    for (int th = 0; th < threads; th++) {
+        if (found[th].n == 0)
+            continue;   /* v may be NULL, which memcpy must not see */
         memcpy(all + at, found[th].v, found[th].n * sizeof *all);
-        at += (int)found[th].n;
+        at += found[th].n;
     }
     qsort(all, (size_t)dups, sizeof *all, by_k);
 
