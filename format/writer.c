@@ -413,8 +413,15 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
         uint16_t fl = 0;
         amp_error_clear(&probe->err);
         rc = fill(ctx, big, probe->raw, raw_size, err);
+        /* A sample decides as well as the whole chunk and costs a sixteenth
+         * of the time (this runs on one thread while the others wait): its
+         * first 2^16 nonzeros, values moved up behind their words. */
+        size_t count = (size_t)jobs[big].count, sample = count < 65536 ? count : 65536;
+        if (rc == AMP_OK && sample < count)
+            memmove((unsigned char *)probe->raw + 8 * sample,
+                    (unsigned char *)probe->raw + 8 * count, sample * vsize);
         if (rc == AMP_OK)
-            rc = compress_chunk(probe, w->opts.level, (size_t)jobs[big].count, vsize,
+            rc = compress_chunk(probe, w->opts.level, sample, vsize,
                                 FORM_ALL_PLANES | FORM_WORD_PLANES, &st, &st_size, &fl);
         if (rc != AMP_OK && probe->err.status != AMP_OK)
             amp_error_set(err, probe->err.status, probe->err.src_file, probe->err.src_line,
