@@ -108,6 +108,10 @@ amp_status amp_file_digest(const char *path, uint64_t *size, uint64_t *hash, amp
 amp_status amp_coo_init(amp_coo *t, unsigned nmodes, amp_error *err);
 amp_status amp_coo_reserve(amp_coo *t, uint64_t cap, amp_error *err);
 void amp_coo_free(amp_coo *t);
+/* Free the index and value arrays but keep nmodes, nnz and dims, for a
+ * caller that has moved the nonzeros elsewhere and still reports on them.
+ * amp_coo_free is still safe afterwards. */
+void amp_coo_release(amp_coo *t);
 
 /* Summary of a tensor, for reports. */
 typedef struct amp_coo_stats {

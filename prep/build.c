@@ -11,13 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "amp_alloc.h"
 #include "amp_build.h"
 #include "amp_timer.h"
+#include "tensor_internal.h"
 
 void amp_build_opts_init(amp_build_opts *o)
 {
@@ -87,10 +84,7 @@ static amp_status sort_heaviest_first(slice *order, uint64_t c, amp_error *err)
  * only for modes with very many slices (where contention is rarer). */
 static void degree_histogram(const uint64_t *ind, uint64_t n, uint64_t dim, uint64_t *table)
 {
-    int nt = 1;
-#ifdef _OPENMP
-    nt = omp_get_max_threads();
-#endif
+    int nt = amp_max_threads();
     uint64_t afford = n * 4 / (dim * 4 > 0 ? dim * 4 : 1);
     if (n > UINT32_MAX || nt < 2 || afford < 2) {
 #pragma omp parallel for schedule(static)
@@ -110,13 +104,10 @@ static void degree_histogram(const uint64_t *ind, uint64_t n, uint64_t dim, uint
     }
 #pragma omp parallel num_threads(nt)
     {
-        int tid = 0, T = 1;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-        T = omp_get_num_threads();
-#endif
+        int tid, T;
+        uint64_t lo, hi;
+        amp_thread_range(n, &tid, &T, &lo, &hi);
         uint32_t *mine = priv + (size_t)tid * dim;
-        uint64_t lo = n / (uint64_t)T * (uint64_t)tid, hi = tid == T - 1 ? n : lo + n / (uint64_t)T;
         for (uint64_t k = lo; k < hi; k++)
             mine[ind[k]]++;
 #pragma omp barrier
@@ -414,32 +405,39 @@ typedef struct copy_source {
     uint64_t n;
 } copy_source;
 
+/* Put index idx into its BLCO field (shift, width) of the linearized index
+ * whose low 64 bits are *word and high bits *key: the inverse of
+ * amp_blco_field. */
+static inline void blco_place(uint64_t idx, unsigned shift, unsigned width, uint64_t *key,
+                              uint64_t *word)
+{
+    if (width == 0)
+        return;
+    if (shift >= 64) {
+        *key |= idx << (shift - 64);
+    } else {
+        *word |= idx << shift;
+        if (shift > 0 && shift + width > 64)
+            *key |= idx >> (64 - shift);
+    }
+}
+
 /* Nonzero k of the source: its row in mode d, and its key and word in
  * layout l; its value (in the copy's value type) goes to val. */
 static inline uint64_t source_encode(const copy_source *s, uint64_t k, unsigned d,
                                      const amp_mode_layout *l, amp_value_type vt, uint64_t *key,
                                      uint64_t *word, unsigned char *val)
 {
-    uint64_t lo = 0, hi = 0, row = 0;
+    uint64_t row = 0;
+    *key = *word = 0;
     for (unsigned m = 0; m < s->nmodes; m++) {
         uint64_t idx = s->t ? s->t->ind[m][k]
                             : amp_blco_field(s->c->keys ? s->c->keys[k] : 0, s->c->words[k],
                                              s->cl->shift[m], s->cl->width[m]);
         if (m == d)
             row = idx;
-        unsigned sh = l->shift[m];
-        if (l->width[m] == 0)
-            continue;
-        if (sh >= 64) {
-            hi |= idx << (sh - 64);
-        } else {
-            lo |= idx << sh;
-            if (sh > 0 && sh + l->width[m] > 64)
-                hi |= idx >> (64 - sh);
-        }
+        blco_place(idx, l->shift[m], l->width[m], key, word);
     }
-    *key = hi;
-    *word = lo;
     if (s->t == NULL) {
         memcpy(val, s->c->vals + s->c->vsize * k, s->c->vsize);
     } else if (vt == AMP_VALUES_F32) {
@@ -458,8 +456,6 @@ static inline uint64_t source_row(const copy_source *s, uint64_t k, unsigned d)
     return amp_blco_field(s->c->keys ? s->c->keys[k] : 0, s->c->words[k], s->cl->shift[d],
                           s->cl->width[d]);
 }
-
-static void release_nonzeros(amp_coo *t);
 
 /* Positions of nonzeros in a mode copy, by their position in copy 0: 4 or
  * 8 bytes each (the remap streams' width). */
@@ -508,10 +504,7 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
      * of a row follow those of threads before it: the same stable order for
      * any thread count. The cursors cost threads x rows words; beyond a
      * budget (very many rows), fewer threads share the work. */
-    int nt = 1;
-#ifdef _OPENMP
-    nt = omp_get_max_threads();
-#endif
+    int nt = amp_max_threads();
     uint64_t budget = n * 8 > (UINT64_C(64) << 20) ? n * 8 : (UINT64_C(64) << 20);
     while (nt > 1 && (uint64_t)nt * (rows ? rows : 1) * 8 > budget)
         nt /= 2;
@@ -524,14 +517,10 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
     }
 #pragma omp parallel num_threads(nt)
     {
-        int tid = 0, T = 1;
-        uint64_t lo = 0, hi = n;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-        T = omp_get_num_threads();
-#endif
-        lo = n / (uint64_t)T * (uint64_t)tid + (n % (uint64_t)T < (uint64_t)tid ? n % (uint64_t)T : (uint64_t)tid);
-        hi = lo + n / (uint64_t)T + ((uint64_t)tid < n % (uint64_t)T);
+        /* Contiguous shares in thread order: what keeps the scatter stable. */
+        int tid, T;
+        uint64_t lo, hi;
+        amp_thread_range(n, &tid, &T, &lo, &hi);
         uint64_t *mine = pos + (size_t)tid * rows;
         for (uint64_t k = lo; k < hi; k++)
             mine[source_row(src, k, d)]++;
@@ -582,19 +571,8 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
             }
             for (uint64_t k = lo; k < hi; k++) {
                 uint64_t key = 0, word = 0;
-                for (unsigned m = 0; m < t->nmodes; m++) {
-                    uint64_t idx = t->ind[m][k];
-                    unsigned sh = l->shift[m];
-                    if (l->width[m] == 0)
-                        continue;
-                    if (sh >= 64) {
-                        key |= idx << (sh - 64);
-                    } else {
-                        word |= idx << sh;
-                        if (sh > 0 && sh + l->width[m] > 64)
-                            key |= idx >> (64 - sh);
-                    }
-                }
+                for (unsigned m = 0; m < t->nmodes; m++)
+                    blco_place(t->ind[m][k], l->shift[m], l->width[m], &key, &word);
                 uint64_t p = mine[t->ind[d][k]]++;
                 c->words[p] = word;
                 if (c->keys != NULL)
@@ -604,7 +582,7 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
     }
     free(pos);
     if (release != NULL)
-        release_nonzeros(release);
+        amp_coo_release(release);
     if (write && l->key_bits > 0 && l->shift[d] > 64) {
         amp_status rc = sort_rows_by_key(c, rowptr, rows, err);
         if (rc != AMP_OK)
@@ -612,20 +590,6 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
         return rc;
     }
     return AMP_OK;
-}
-
-/* The tensor's nonzero arrays, once copy 0 holds everything they did; the
- * counts and dimensions stay for the caller's report. */
-static void release_nonzeros(amp_coo *t)
-{
-    size_t bytes = (size_t)t->cap * 8;
-    for (unsigned m = 0; m < AMP_MAX_MODES; m++) {
-        amp_huge_free(t->ind[m], bytes);
-        t->ind[m] = NULL;
-    }
-    amp_huge_free(t->val, bytes);
-    t->val = NULL;
-    t->cap = 0;
 }
 
 /* Build the mode-d copy, from t (d = 0; t's arrays are released as soon as

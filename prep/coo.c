@@ -44,12 +44,21 @@ amp_status amp_coo_reserve(amp_coo *t, uint64_t cap, amp_error *err)
     return AMP_OK;
 }
 
-void amp_coo_free(amp_coo *t)
+void amp_coo_release(amp_coo *t)
 {
     size_t bytes = (size_t)t->cap * 8;
-    for (unsigned m = 0; m < AMP_MAX_MODES; m++)
+    for (unsigned m = 0; m < AMP_MAX_MODES; m++) {
         amp_huge_free(t->ind[m], bytes);
+        t->ind[m] = NULL;
+    }
     amp_huge_free(t->val, bytes);
+    t->val = NULL;
+    t->cap = 0;
+}
+
+void amp_coo_free(amp_coo *t)
+{
+    amp_coo_release(t);
     memset(t, 0, sizeof *t);
 }
 
