@@ -238,6 +238,17 @@ static amp_status write_amp(const char *input, const char *shown, const char *ou
 
 /* INPUT's name with its compression and tensor suffixes replaced by .amp,
  * in the same directory: x.tns.zst -> x.amp. NULL if the name is too long. */
+/* Cut the first of the two suffixes that s ends with (and is longer than). */
+static void cut_suffix(char *s, const char *a, const char *b)
+{
+    const char *both[2] = {a, b};
+    for (int i = 0; i < 2; i++)
+        if (amp_has_suffix(s, both[i]) && strlen(s) > strlen(both[i])) {
+            s[strlen(s) - strlen(both[i])] = '\0';
+            return;
+        }
+}
+
 static char *amp_output_name(const char *input)
 {
     static char out[4096 + 8];
@@ -245,17 +256,8 @@ static char *amp_output_name(const char *input)
     if (n > 4096)
         return NULL;
     memcpy(out, input, n + 1);
-    static const char *const outer[] = {".gz", ".zst"}, *const inner[] = {".tns", ".bin"};
-    for (int i = 0; i < 2; i++)
-        if (amp_has_suffix(out, outer[i]) && strlen(out) > strlen(outer[i])) {
-            out[strlen(out) - strlen(outer[i])] = '\0';
-            break;
-        }
-    for (int i = 0; i < 2; i++)
-        if (amp_has_suffix(out, inner[i]) && strlen(out) > strlen(inner[i])) {
-            out[strlen(out) - strlen(inner[i])] = '\0';
-            break;
-        }
+    cut_suffix(out, ".gz", ".zst");
+    cut_suffix(out, ".tns", ".bin");
     strcat(out, ".amp");
     return out;
 }
