@@ -188,6 +188,22 @@ static int read_file_bytes(const char *path, unsigned char **buf, size_t *n)
     return got == *n ? 0 : -1;
 }
 
+/* Value i of a chunk's raw form (count words, then the values), as a
+ * double. */
+static double chunk_value(amp_value_type vt, const unsigned char *raw, uint64_t count,
+                          uint64_t i)
+{
+    double v;
+    if (vt == AMP_VALUES_F32) {
+        float x;
+        memcpy(&x, raw + 8 * count + 4 * i, 4);
+        v = x;
+    } else {
+        memcpy(&v, raw + 8 * count + 8 * i, 8);
+    }
+    return v;
+}
+
 /* Rebuild a chunk read with amp_section_read_planes, plainly, byte by
  * byte, as a GPU kernel would: the reference for the SSE2 path. */
 static void rebuild_planes(const amp_section *s, const unsigned char *in, unsigned char *out)
@@ -251,7 +267,6 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
                 free(pl);
                 free(back);
                 const uint64_t *words = raw;
-                const unsigned char *vals = (const unsigned char *)raw + 8 * sec->count;
                 for (uint64_t i = 0; i < sec->count && k < m->nnz; i++, k++) {
                     for (unsigned mm = 0; mm < nm; mm++) {
                         uint64_t idx = amp_blco_field(sec->aux, words[i], l->shift[mm],
@@ -262,14 +277,7 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
                         }
                         got[k * row_words + mm] = relabel[mm][idx];
                     }
-                    double v;
-                    if (m->value_type == AMP_VALUES_F32) {
-                        float x;
-                        memcpy(&x, vals + 4 * i, 4);
-                        v = x;
-                    } else {
-                        memcpy(&v, vals + 8 * i, 8);
-                    }
+                    double v = chunk_value(m->value_type, raw, sec->count, i);
                     memcpy(&got[k * row_words + nm], &v, 8);
                 }
                 free(raw);
@@ -424,14 +432,7 @@ static uint64_t *decode_copy(amp_file *f, unsigned d, uint64_t *const *relabel)
                 for (unsigned mm = 0; mm < m->nmodes; mm++)
                     rows[g * w + mm] =
                         relabel[mm][amp_blco_field(sec->aux, word, l->shift[mm], l->width[mm])];
-                double v;
-                if (m->value_type == AMP_VALUES_F32) {
-                    float x;
-                    memcpy(&x, raw + 8 * sec->count + 4 * i, 4);
-                    v = x;
-                } else {
-                    memcpy(&v, raw + 8 * sec->count + 8 * i, 8);
-                }
+                double v = chunk_value(m->value_type, raw, sec->count, i);
                 memcpy(&rows[g * w + m->nmodes], &v, 8);
             }
             free(raw);
