@@ -359,7 +359,7 @@ uint64_t amp_mode_nchunks(const amp_mode_layout *l)
     return n;
 }
 
-amp_status amp_check_mode(const char *path, const amp_meta *m, const amp_mode_layout *l,
+amp_status amp_check_mode(const char *path, const amp_meta *m, amp_mode_layout *l,
                           amp_error *err)
 {
     char sec[64];
@@ -397,9 +397,8 @@ amp_status amp_check_mode(const char *path, const amp_meta *m, const amp_mode_la
         if (s + w > top)
             top = s + w;
     }
-    if (l->index_bits != top || l->key_bits != (top > 64 ? top - 64 : 0))
-        return AMP_FAIL(err, AMP_ERR_INTERNAL, "%s: %s: index width %u disagrees with the "
-                        "fields (%u)", path, sec, l->index_bits, top);
+    l->index_bits = top;
+    l->key_bits = top > 64 ? top - 64 : 0;
     uint64_t dim = m->compact_dims[l->mode], total = 0, next = 0;
     for (uint32_t s = 0; s < l->nshards; s++) {
         amp_shard *sh = &l->shards[s];

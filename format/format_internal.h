@@ -116,8 +116,9 @@ void amp_encode_mode(unsigned char *p, const amp_mode_layout *l);
 amp_status amp_decode_mode(const char *path, const unsigned char *p, size_t n,
                            unsigned nmodes, amp_mode_layout *l, amp_error *err);
 /* A layout against the metadata: field widths and overlap, shard ranges
- * covering the compacted dimension, nonzero totals. Fills first_nnz. */
-amp_status amp_check_mode(const char *path, const amp_meta *m, const amp_mode_layout *l,
+ * covering the compacted dimension, nonzero totals. Fills what the file
+ * does not store: index_bits, key_bits and each shard's first_nnz. */
+amp_status amp_check_mode(const char *path, const amp_meta *m, amp_mode_layout *l,
                           amp_error *err);
 
 /* Every directory entry on its own: known type or optional, known flags,

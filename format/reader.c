@@ -229,12 +229,6 @@ static amp_status read_layouts(amp_file *f, amp_error *err)
         if (f->layouts[d].mode != d)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: the mode %u layout section describes "
                             "mode %u", path, d + 1, f->layouts[d].mode + 1);
-        unsigned top = 0;
-        for (unsigned i = 0; i < f->meta.nmodes; i++)
-            if (f->layouts[d].shift[i] + f->layouts[d].width[i] > top)
-                top = f->layouts[d].shift[i] + f->layouts[d].width[i];
-        f->layouts[d].index_bits = top;
-        f->layouts[d].key_bits = top > 64 ? top - 64 : 0;
         AMP_CHECK(amp_check_mode(path, &f->meta, &f->layouts[d], err));
         f->layout_ptrs[d] = &f->layouts[d];
         AMP_CHECK(amp_find_unique(path, f->secs, n, AMP_SECTION_RELABEL, d, &f->relabel_at[d],
