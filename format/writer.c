@@ -180,19 +180,30 @@ static amp_status compress(ZSTD_CCtx *cctx, int level, const void *raw, size_t n
 
 /* Append stored bytes and their directory entry (desc gives the fields
  * other than the place, sizes and hash). */
-static amp_status append(amp_writer *w, const amp_section *desc, const void *stored,
-                         size_t stored_size, size_t raw_size, uint16_t flags, uint64_t hash,
-                         amp_error *err)
+/* Take the file's next stored_size bytes for a section and list it in the
+ * directory (which the caller has grown); returns where the bytes go. */
+static uint64_t place(amp_writer *w, const amp_section *desc, size_t stored_size,
+                      size_t raw_size, uint16_t flags, uint64_t hash)
 {
-    AMP_CHECK(grow_dir(w, 1, err));
     amp_section s = *desc;
     s.flags = flags;
     s.offset = w->out.written;
     s.stored_size = stored_size;
     s.raw_size = raw_size;
     s.hash = hash;
-    AMP_CHECK(amp_outfile_write(&w->out, stored, stored_size, err));
     w->secs[w->nsecs++] = s;
+    w->out.written += stored_size;
+    return s.offset;
+}
+
+static amp_status append(amp_writer *w, const amp_section *desc, const void *stored,
+                         size_t stored_size, size_t raw_size, uint16_t flags, uint64_t hash,
+                         amp_error *err)
+{
+    AMP_CHECK(grow_dir(w, 1, err));
+    uint64_t at = place(w, desc, stored_size, raw_size, flags, hash);
+    AMP_CHECK(amp_outfile_pwrite(&w->out, stored, stored_size, at, err));
+    amp_outfile_flush_behind(&w->out);
     return AMP_OK;
 }
 
@@ -474,15 +485,10 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
                     failed = 1;
                 }
                 if (!failed) {
-                    amp_section *s = &w->secs[w->nsecs++];
-                    *s = (amp_section){.type = AMP_SECTION_CHUNK, .flags = flags,
-                                       .mode = jobs[i].mode, .shard = jobs[i].shard,
-                                       .seq = jobs[i].seq, .offset = w->out.written,
-                                       .stored_size = stored_size, .raw_size = raw_size,
-                                       .hash = hash, .count = jobs[i].count,
-                                       .aux = jobs[i].key};
-                    at = w->out.written;
-                    w->out.written += stored_size;
+                    amp_section desc = {.type = AMP_SECTION_CHUNK, .mode = jobs[i].mode,
+                                        .shard = jobs[i].shard, .seq = jobs[i].seq,
+                                        .count = jobs[i].count, .aux = jobs[i].key};
+                    at = place(w, &desc, stored_size, raw_size, flags, hash);
                     mine = 1;
                 }
             }
