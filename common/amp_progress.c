@@ -45,20 +45,26 @@ void amp_progress_update(amp_progress *p, uint64_t done)
     p->drawn = 1;
     double elapsed = now - p->start;
     double rate = elapsed > 0 ? (double)done / elapsed : 0;
-    char rate_s[32], eta_s[32] = "";
-    if (p->unit[0] == 'B' && p->unit[1] == '\0')
-        snprintf(rate_s, sizeof rate_s, "%.1f MB/s", rate / 1e6);
-    else
-        snprintf(rate_s, sizeof rate_s, "%.1f k%s/s", rate / 1e3, p->unit);
-    if (p->total > 0 && rate > 0) {
-        char eta[16];
-        format_eta(eta, sizeof eta, (double)(p->total - (done < p->total ? done : p->total)) / rate);
-        snprintf(eta_s, sizeof eta_s, "  ETA %s", eta);
-        fprintf(stderr, "\r%-12s %5.1f%%  %s%s\033[K", p->phase,
-                100.0 * (double)done / (double)p->total, rate_s, eta_s);
+    char pct_s[16] = "", rate_s[32] = "", eta_s[32] = "";
+    if (p->unit == NULL) {
+        /* Steps of uneven size, a mode each say: a rate of them means little. */
+    } else if (p->unit[0] == 'B' && p->unit[1] == '\0') {
+        snprintf(rate_s, sizeof rate_s, "  %.1f MB/s", rate / 1e6);
+    } else if (rate >= 1e6) {
+        snprintf(rate_s, sizeof rate_s, "  %.1f M%s/s", rate / 1e6, p->unit);
     } else {
-        fprintf(stderr, "\r%-12s %s\033[K", p->phase, rate_s);
+        snprintf(rate_s, sizeof rate_s, "  %.1f k%s/s", rate / 1e3, p->unit);
     }
+    if (p->total > 0) {
+        snprintf(pct_s, sizeof pct_s, " %5.1f%%", 100.0 * (double)done / (double)p->total);
+        if (rate > 0) {
+            char eta[16];
+            format_eta(eta, sizeof eta,
+                       (double)(p->total - (done < p->total ? done : p->total)) / rate);
+            snprintf(eta_s, sizeof eta_s, "  ETA %s", eta);
+        }
+    }
+    fprintf(stderr, "\r%-12s%s%s%s\033[K", p->phase, pct_s, rate_s, eta_s);
     fflush(stderr);
 }
 

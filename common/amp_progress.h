@@ -1,7 +1,8 @@
 /* A one-line progress bar on stderr: phase, percent, rate and ETA.
  *
  * It draws only when stderr is a terminal and the program is not quiet, so
- * logs and pipes stay clean. Call amp_progress_update from one thread only. */
+ * logs and pipes stay clean. Call amp_progress_update from one thread at a
+ * time (it keeps no lock). */
 #ifndef AMP_PROGRESS_H
 #define AMP_PROGRESS_H
 
@@ -9,7 +10,8 @@
 
 typedef struct amp_progress {
     const char *phase;
-    const char *unit;     /* "B" rates print as MB/s, anything else as k/s */
+    const char *unit;     /* "B" rates print as MB/s, others as k or M unit/s;
+                           * NULL for steps (modes, say): no rate shown */
     uint64_t total;       /* 0 when unknown: then no percent or ETA */
     double start, last_draw;
     int enabled, drawn;

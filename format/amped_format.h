@@ -184,6 +184,13 @@ typedef struct amp_write_opts {
                          * up to 1, literals are left raw: chunks decompress at
                          * several GB/s per core */
     int threads;        /* compression threads; 0: the OpenMP default */
+    /* Optional, NULL for none: called by amp_writer_chunks once per chunk,
+     * in file order, when the chunk takes its place in the file, with its
+     * nonzeros. It runs on whichever writer thread holds that chunk, but
+     * never on two at once, so it needs no lock; it must not call the
+     * writer. */
+    void (*progress)(void *ctx, uint64_t chunk_nnz);
+    void *progress_ctx;
 } amp_write_opts;
 
 #define AMP_DEFAULT_LEVEL 1

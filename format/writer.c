@@ -56,6 +56,8 @@ void amp_write_opts_init(amp_write_opts *opts)
 {
     opts->level = AMP_DEFAULT_LEVEL;
     opts->threads = 0;
+    opts->progress = NULL;
+    opts->progress_ctx = NULL;
 }
 
 uint64_t amp_writer_bytes(const amp_writer *w)
@@ -490,6 +492,10 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
                                         .count = jobs[i].count, .aux = jobs[i].key};
                     at = place(w, &desc, stored_size, raw_size, flags, hash);
                     mine = 1;
+                    /* Here, where chunks pass one at a time and in order, the
+                     * caller's counter needs no lock and never runs backwards. */
+                    if (w->opts.progress != NULL)
+                        w->opts.progress(w->opts.progress_ctx, jobs[i].count);
                 }
             }
             if (mine) {

@@ -34,6 +34,21 @@ typedef struct amp_build_opts {
     uint64_t source_hash;
     const char *params;        /* "key=value" lines recorded in the file */
     int remap_streams;         /* also write REMAP sections (FLYCOO remap IDs) */
+    /* Optional, NULL for none: how far the build is, for a caller that
+     * shows it (the library prints nothing). Never called by two threads at
+     * once: on the calling thread, except "chunks", which comes from the
+     * writer thread that places each chunk, one at a time. Within a phase,
+     * total is fixed and done never decreases. The phases, in this order:
+     *   "values"   0, then 1 of 1 (value type and norm)
+     *   "relabel"  modes relabelled of nmodes
+     *   "order"    mode copies ordered of nmodes    } once per mode copy,
+     *   "chunks"   nonzeros written of nnz x nmodes } taking turns
+     *   "commit"   0, then 1 of 1 (directory, check, flush, rename)
+     * "chunks" counts every copy, so it runs on across its turns. A build
+     * that fails stops reporting where it failed. write.progress, if set,
+     * is still called. */
+    void (*progress)(void *ctx, const char *phase, uint64_t done, uint64_t total);
+    void *progress_ctx;
 } amp_build_opts;
 
 typedef struct amp_build_mode_report {

@@ -167,6 +167,56 @@ static void print_stats(const char *path, const amp_coo *t, const amp_coo_stats 
 
 static double program_start;
 
+/* The build's phases as the bar names them (see amp_build_opts.progress).
+ * Ordering and writing take turns, once per mode copy, so each phase keeps
+ * its own bar: coming back to one goes on where it stopped, its rate and
+ * ETA taken over all its turns, which is what the rest of it will take. */
+static const struct build_phase {
+    const char *phase, *label, *unit;
+} build_phases[] = {
+    {"values", "values", NULL},
+    {"relabel", "relabelling", NULL},
+    {"order", "ordering", NULL},
+    {"chunks", "writing", "nz"},
+    {"commit", "finishing", NULL},
+};
+#define NPHASES (sizeof build_phases / sizeof build_phases[0])
+
+typedef struct build_bars {
+    amp_progress bar[NPHASES];
+    int begun[NPHASES];
+    int shown;     /* the phase on screen, or -1 */
+    int enabled;
+} build_bars;
+
+static void build_bars_progress(void *ctx, const char *phase, uint64_t done, uint64_t total)
+{
+    build_bars *b = ctx;
+    size_t i = 0;
+    while (i < NPHASES && strcmp(build_phases[i].phase, phase) != 0)
+        i++;
+    if (i == NPHASES)
+        return;   /* a phase added to the library since: no name for it here */
+    if ((int)i != b->shown) {
+        if (b->shown >= 0)
+            amp_progress_end(&b->bar[b->shown]);
+        if (!b->begun[i])
+            amp_progress_begin(&b->bar[i], build_phases[i].label, build_phases[i].unit, total,
+                               b->enabled);
+        b->begun[i] = 1;
+        b->shown = (int)i;
+    }
+    amp_progress_update(&b->bar[i], done);
+}
+
+/* Erase the bar before anything else is printed. */
+static void build_bars_end(build_bars *b)
+{
+    if (b->shown >= 0)
+        amp_progress_end(&b->bar[b->shown]);
+    b->shown = -1;
+}
+
 static amp_status write_amp(const char *input, const char *shown, const char *output,
                             amp_coo *t, const amp_read_opts *ropts, const amp_read_info *info,
                             amp_build_opts *build, amp_log_level level, amp_error *err)
@@ -183,8 +233,13 @@ static amp_status write_amp(const char *input, const char *shown, const char *ou
     build->params = params;
     const char *base = strrchr(shown, '/');
     build->source_name = base ? base + 1 : shown;
+    build_bars bars = {.shown = -1, .enabled = level >= AMP_LOG_INFO};
+    build->progress = build_bars_progress;
+    build->progress_ctx = &bars;
     amp_build_report rep;
     amp_status rc = amp_build_write(t, output, build, &rep, err);
+    build_bars_end(&bars);
+    build->progress = NULL;   /* bars lives no longer than this call */
     if (rc != AMP_OK)
         return rc;
     if (rep.values_changed)

@@ -307,6 +307,34 @@ fail:
     return rc;
 }
 
+/* ---- progress ------------------------------------------------------------ */
+
+typedef struct build_progress {
+    void (*fn)(void *ctx, const char *phase, uint64_t done, uint64_t total);
+    void *ctx;
+    void (*chunk_fn)(void *ctx, uint64_t chunk_nnz);   /* the caller's write.progress */
+    void *chunk_ctx;
+    uint64_t written, total;     /* chunk nonzeros, over every mode copy */
+} build_progress;
+
+static void progress_at(const build_progress *bp, const char *phase, uint64_t done,
+                        uint64_t total)
+{
+    if (bp->fn != NULL)
+        bp->fn(bp->ctx, phase, done, total);
+}
+
+/* The writer's per-chunk hook: it counts within one copy's chunks, the
+ * caller wants a count over all the copies. */
+static void chunk_written(void *ctx, uint64_t chunk_nnz)
+{
+    build_progress *bp = ctx;
+    bp->written += chunk_nnz;
+    progress_at(bp, "chunks", bp->written, bp->total);
+    if (bp->chunk_fn != NULL)
+        bp->chunk_fn(bp->chunk_ctx, chunk_nnz);
+}
+
 /* ---- one mode copy ------------------------------------------------------- */
 
 /* The copy is built by one stable counting-sort pass that reads the
@@ -657,9 +685,10 @@ static amp_status write_remap(amp_writer *w, const amp_coo *t, unsigned d, const
 static amp_status write_copy(amp_writer *w, amp_coo *t, mode_copy *copy0, amp_mode_layout *l0,
                              unsigned d, mode_plan *p, const mode_plan *plans, positions *P,
                              uint64_t chunk_nnz, amp_value_type vt, amp_build_mode_report *rep,
-                             amp_build_report *times, amp_error *err)
+                             amp_build_report *times, build_progress *bp, amp_error *err)
 {
     double t0 = amp_now();
+    progress_at(bp, "order", d, t->nmodes);
     uint64_t c = p->compact_dim;
     amp_mode_layout l;
     uint64_t *rowptr = NULL, *start = NULL;
@@ -722,6 +751,10 @@ static amp_status write_copy(amp_writer *w, amp_coo *t, mode_copy *copy0, amp_mo
         p->shards[s].nchunks = seq;
     }
     times->seconds_sort += amp_now() - t0;
+    progress_at(bp, "order", d + 1, t->nmodes);
+    /* At once, not at the first chunk: that one waits for a whole round of
+     * compression on every thread. */
+    progress_at(bp, "chunks", bp->written, bp->total);
     t0 = amp_now();
     AMP_CHECK_GOTO(amp_writer_mode(w, &l, err), rc, fail);
     AMP_CHECK_GOTO(amp_writer_relabel(w, d, p->new_to_orig, err), rc, fail);
@@ -827,17 +860,27 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
     memset(&meta, 0, sizeof meta);
     meta.nmodes = t->nmodes;
     meta.nnz = t->nnz;
+    build_progress bp = {o.progress, o.progress_ctx, o.write.progress, o.write.progress_ctx,
+                         0, t->nnz * t->nmodes};
+    if (o.progress != NULL) {
+        o.write.progress = chunk_written;
+        o.write.progress_ctx = &bp;
+    }
     double t0 = amp_now();
+    progress_at(&bp, "values", 0, 1);
     AMP_CHECK(value_summary(t, o.values, &meta.value_type, &rep.values_changed, &meta.norm_sq,
                             err));
     rep.value_type = meta.value_type;
     rep.seconds_values = amp_now() - t0;
+    progress_at(&bp, "values", 1, 1);
 
     t0 = amp_now();
+    progress_at(&bp, "relabel", 0, t->nmodes);
     for (unsigned d = 0; d < t->nmodes; d++) {
         AMP_CHECK_GOTO(plan_mode(t, d, o.shards, &plans[d], err), rc, fail);
         meta.dims[d] = t->dims[d];
         meta.compact_dims[d] = plans[d].compact_dim;
+        progress_at(&bp, "relabel", d + 1, t->nmodes);
     }
     /* From here on the tensor's indices are compact: dims follow. */
     for (unsigned d = 0; d < t->nmodes; d++)
@@ -872,12 +915,15 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
     for (unsigned d = 0; d < t->nmodes; d++)
         AMP_CHECK_GOTO(write_copy(w, t, &copy0, &layout0, d, &plans[d], plans,
                                   o.remap_streams && t->nmodes > 1 ? remap_pos : NULL,
-                                  o.chunk_nnz, meta.value_type, &rep.modes[d], &rep, err),
+                                  o.chunk_nnz, meta.value_type, &rep.modes[d], &rep, &bp,
+                                  err),
                        rc, fail);
     amp_writer *done = w;
     w = NULL;
     double tc = amp_now();
+    progress_at(&bp, "commit", 0, 1);
     AMP_CHECK_GOTO(amp_writer_commit(done, &rep.file_bytes, err), rc, fail);
+    progress_at(&bp, "commit", 1, 1);
     rep.seconds_commit = amp_now() - tc;
     rep.seconds_write = amp_now() - t0;
 fail:

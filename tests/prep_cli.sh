@@ -1,6 +1,7 @@
 #!/bin/sh
 # amped-prep's command line: help, version, usage errors and their exit
-# statuses, conversions through -o, -q, standard input, --index-base, --dims.
+# statuses, conversions through -o, -q, standard input, --index-base, --dims,
+# threads, and the progress bars on a terminal.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 test -x "$AMPED_PREP" || skip_all "amped-prep is not built ($AMPED_PREP)"
@@ -357,5 +358,39 @@ stats_of "$RUN_OUT" >"$T/t1"
 run "$AMPED_PREP" --stats --threads 3 "$T/small.tns"
 stats_of "$RUN_OUT" >"$T/t3"
 check_same_stats "-t 1 and --threads 3 give the same statistics" "$T/t1" "$T/t3"
+
+# ---- progress bars on a terminal ------------------------------------------
+# They draw only when standard error is a terminal: script(1) from
+# util-linux gives the program one, where there is a pseudo-terminal.
+# screen: what a terminal would show of a typescript, line by line: the
+# text after the last carriage return, the erase-line sequences dropped.
+screen() {
+    awk '{ sub(/\r$/, ""); n = split($0, part, "\r"); s = part[n]; gsub(/\033\[K/, "", s); print s }' "$1"
+}
+if script -qec true /dev/null </dev/null >/dev/null 2>&1; then
+    RUN_CMD="script -qec '$AMPED_PREP -f -o $T/out/tty.amp $T/small.tns' /dev/null"
+    script -qec "'$AMPED_PREP' -f -o '$T/out/tty.amp' '$T/small.tns'" /dev/null \
+        </dev/null >"$RUN_OUT" 2>"$RUN_ERR"
+    RUN_RC=$?
+    check_status "on a terminal, writing .amp exits 0" 0
+    for label in reading relabelling ordering writing finishing; do
+        check_contains "on a terminal, a '$label' bar is drawn" "$RUN_OUT" "$label"
+    done
+    screen "$RUN_OUT" >"$T/screen"
+    check "on a terminal, the report's lines start clean" grep -q '^output:     ' "$T/screen"
+    check "on a terminal, every bar is erased" \
+        sh -c "! grep -E '^(reading|values|relabelling|ordering|writing|finishing) ' '$T/screen'"
+    RUN_CMD="script -qec '$AMPED_PREP -q -f -o $T/out/tty.amp $T/small.tns' /dev/null"
+    script -qec "'$AMPED_PREP' -q -f -o '$T/out/tty.amp' '$T/small.tns'" /dev/null \
+        </dev/null >"$RUN_OUT" 2>"$RUN_ERR"
+    RUN_RC=$?
+    check_status "on a terminal with -q, exits 0" 0
+    check_empty "on a terminal with -q, no bar (nor anything else)" "$RUN_OUT"
+else
+    for what in "exits 0" reading relabelling ordering writing finishing "report clean" \
+        "bars erased" "-q exits 0" "-q draws nothing"; do
+        skip "on a terminal: $what" "no script(1) from util-linux, or no pseudo-terminal"
+    done
+fi
 
 done_testing

@@ -590,6 +590,114 @@ static void test_small_buffer(void)
     amp_coo_free(&t);
 }
 
+/* ---- progress ------------------------------------------------------------- */
+
+typedef struct progress_event {
+    const char *phase;
+    uint64_t done, total;
+} progress_event;
+
+typedef struct progress_log {
+    progress_event *ev;
+    size_t n, cap;
+    uint64_t chunk_nnz;     /* summed by the write.progress hook */
+} progress_log;
+
+static void log_progress(void *ctx, const char *phase, uint64_t done, uint64_t total)
+{
+    progress_log *lg = ctx;
+    if (lg->n == lg->cap) {
+        lg->cap = lg->cap ? 2 * lg->cap : 256;
+        lg->ev = realloc(lg->ev, lg->cap * sizeof *lg->ev);
+        if (lg->ev == NULL)
+            exit(99);
+    }
+    lg->ev[lg->n++] = (progress_event){phase, done, total};
+}
+
+static void log_chunk(void *ctx, uint64_t chunk_nnz)
+{
+    ((progress_log *)ctx)->chunk_nnz += chunk_nnz;
+}
+
+/* The build's progress hook, on 4 threads so that the chunk reports come
+ * from the writer's ordered block on several threads. 6 tests. */
+static void test_progress(void)
+{
+    shape s = {"progress", 4, {40, 1000, 30, 20}, 2500, 1, 0};
+    amp_coo t;
+    random_tensor(&s, 5, &t);
+    uint64_t nnz = t.nnz;
+    unsigned nm = t.nmodes;
+    progress_log lg = {0};
+    amp_build_opts o;
+    amp_build_opts_init(&o);
+    ok(o.progress == NULL && o.progress_ctx == NULL && o.write.progress == NULL &&
+       o.write.progress_ctx == NULL, "progress: no hooks by default");
+    o.shards = 5;
+    o.chunk_nnz = 97;   /* dozens of chunks per copy */
+    o.progress = log_progress;
+    o.progress_ctx = &lg;
+    o.write.progress = log_chunk;   /* the caller's own, passed on */
+    o.write.progress_ctx = &lg;
+    o.write.threads = 4;
+    set_threads(4);
+    amp_error err = {0};
+    amp_status rc = amp_build_write(&t, test_path("progress.amp"), &o, NULL, &err);
+    ok(rc == AMP_OK && lg.n > 0, "progress: the hook is called (%zu times)%s%s", lg.n,
+       rc == AMP_OK ? "" : ": ", rc == AMP_OK ? "" : amp_error_message(&err));
+
+    /* The phases as they take turns: values, relabel, then order and
+     * chunks per mode copy, then commit. */
+    const char *want[3 + 2 * AMP_MAX_MODES];
+    size_t nwant = 0, nturns = 0;
+    want[nwant++] = "values";
+    want[nwant++] = "relabel";
+    for (unsigned d = 0; d < nm; d++) {
+        want[nwant++] = "order";
+        want[nwant++] = "chunks";
+    }
+    want[nwant++] = "commit";
+    int order_ok = 1;
+    for (size_t i = 0; i < lg.n; i++) {
+        if (i > 0 && strcmp(lg.ev[i].phase, lg.ev[i - 1].phase) == 0)
+            continue;
+        order_ok &= nturns < nwant && strcmp(lg.ev[i].phase, want[nturns]) == 0;
+        nturns++;
+    }
+    ok(order_ok && nturns == nwant, "progress: %zu turns of phases in order (want %zu)", nturns,
+       nwant);
+
+    /* Within a phase, over all its turns: a fixed total, done rising to it. */
+    int steady = 1;
+    for (size_t i = 0; i < lg.n; i++) {
+        steady &= lg.ev[i].done <= lg.ev[i].total;
+        for (size_t j = i + 1; j < lg.n; j++)
+            if (strcmp(lg.ev[i].phase, lg.ev[j].phase) == 0) {
+                steady &= lg.ev[j].done >= lg.ev[i].done && lg.ev[j].total == lg.ev[i].total;
+                break;
+            }
+    }
+    ok(steady, "progress: within a phase done never decreases and total is fixed");
+
+    const progress_event *last_chunks = NULL, *last_relabel = NULL, *last = NULL;
+    for (size_t i = 0; i < lg.n; i++) {
+        if (strcmp(lg.ev[i].phase, "chunks") == 0)
+            last_chunks = &lg.ev[i];
+        if (strcmp(lg.ev[i].phase, "relabel") == 0)
+            last_relabel = &lg.ev[i];
+        last = &lg.ev[i];
+    }
+    ok(last_chunks != NULL && last_chunks->done == nnz * nm && last_chunks->total == nnz * nm &&
+       lg.chunk_nnz == nnz * nm, "progress: chunks end at done = total = nnz x modes = %llu, "
+       "and write.progress still sees every chunk", (unsigned long long)(nnz * nm));
+    ok(last_relabel != NULL && last_relabel->done == nm && last_relabel->total == nm &&
+       last != NULL && strcmp(last->phase, "commit") == 0 && last->done == 1 && last->total == 1,
+       "progress: relabel ends at %u of %u modes, commit at 1 of 1", nm, nm);
+    free(lg.ev);
+    amp_coo_free(&t);
+}
+
 /* Many threads reading one open file at once, each with its own reader,
  * each walking the chunks in a different order, see the same bytes as a
  * sequential pass. */
@@ -674,7 +782,7 @@ int main(void)
     };
     size_t nshapes = sizeof shapes / sizeof shapes[0];
     int nreal = test_real_tensors(0);
-    plan(7 + 2 + 11 * (int)nshapes + 11 * nreal + 3 * 4 + 7 + 4 + 1);
+    plan(7 + 2 + 11 * (int)nshapes + 11 * nreal + 3 * 4 + 7 + 4 + 1 + 6);
     test_blco_fields();
     test_isp();
     for (size_t i = 0; i < nshapes; i++)
@@ -687,5 +795,6 @@ int main(void)
     test_writer_misuse();
     test_small_buffer();
     test_concurrent_reads();
+    test_progress();
     return done_testing();
 }
