@@ -1,30 +1,60 @@
 /* amped-run: CP decomposition of a prepared (.amp) tensor.
  *
- * This version knows its build (CUDA, NCCL) and the GPUs it can see, and
- * inspects (--info) and verifies (--verify) .amp files; the CP-ALS
- * backends arrive with the solver. */
+ * CP-ALS on the CPU backend (OpenMP), factor output in the original index
+ * space, MTTKRP timing (--mttkrp-only) and checking (--check); --info and
+ * --verify inspect a file; --list-devices shows the GPUs this build sees. */
 #include <config.h>
 
 #include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "amp_alloc.h"
 #include "amp_cli.h"
+#include "amp_cpd.h"
 #include "amp_log.h"
+#include "amp_outfile.h"
 #include "amp_parse.h"
+#include "amp_progress.h"
+#include "amp_timer.h"
 #include "amped_format.h"
 #include "inspect.h"
+#include "run_report.h"
 #ifdef AMP_HAVE_CUDA
 #include "cuda/amp_cuda.h"
 #endif
 
 #define PROGRAM "amped-run"
 
-enum { OPT_LIST_DEVICES = 256, OPT_INFO, OPT_VERIFY };
+#define MAX_RANK 4096
+#define MAX_ITERS 1000000
+
+enum {
+    OPT_LIST_DEVICES = 256, OPT_INFO, OPT_VERIFY, OPT_ITERS, OPT_TOL, OPT_SEED, OPT_INIT,
+    OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK
+};
 
 static const struct option long_options[] = {
+    /* the decomposition */
+    {"rank", required_argument, NULL, 'r'},
+    {"iters", required_argument, NULL, OPT_ITERS},
+    {"tol", required_argument, NULL, OPT_TOL},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"init", required_argument, NULL, OPT_INIT},
+    {"precision", required_argument, NULL, OPT_PRECISION},
+    /* output */
+    {"output", required_argument, NULL, 'o'},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"json", required_argument, NULL, OPT_JSON},
     /* actions other than decomposing */
+    {"mttkrp-only", no_argument, NULL, OPT_MTTKRP_ONLY},
+    {"check", no_argument, NULL, OPT_CHECK},
     {"info", no_argument, NULL, OPT_INFO},
     {"verify", no_argument, NULL, OPT_VERIFY},
     /* devices and threads */
@@ -40,10 +70,34 @@ static const struct option long_options[] = {
 
 static void usage(void)
 {
+    amp_cpd_opts d;
+    amp_cpd_opts_init(&d);
     printf("Usage: amped-run [OPTION]... FILE.amp\n"
-           "Compute a CP decomposition of the tensor that amped-prep prepared in FILE.amp.\n"
+           "Compute a CP decomposition (CP-ALS) of the tensor that amped-prep prepared\n"
+           "in FILE.amp.\n"
            "\n"
-           "Inspection:\n"
+           "Decomposition:\n"
+           "  -r, --rank=R         rank of the decomposition, 1 to %d (default %u)\n"
+           "      --iters=N        at most N iterations (default %u)\n"
+           "      --tol=T          stop when the fit changes by less than T; 0 runs every\n"
+           "                       iteration (default %g)\n"
+           "      --seed=S         seed of the random starting factors (default %" PRIu64 ")\n"
+           "      --init=PREFIX    start from PREFIX.mode1.mat ... (text, as -o writes)\n"
+           "      --precision=P    f64 or f32: the MTTKRP's arithmetic; the rank-by-rank\n"
+           "                       algebra is f64 either way (default f64)\n"
+           "\n"
+           "Output:\n"
+           "  -o, --output=PREFIX  write the factors as PREFIX.mode1.mat ... PREFIX.modeN.mat\n"
+           "                       and PREFIX.lambda.mat, in the original index space\n"
+           "                       (default: not written)\n"
+           "      --format=F       text (SPLATT's layout) or npy (NumPy) (default text)\n"
+           "      --json=FILE      also write the report (fit per iteration, timings) as\n"
+           "                       JSON\n"
+           "\n"
+           "Other actions:\n"
+           "      --mttkrp-only    time --iters rounds of MTTKRP over every mode, no ALS\n"
+           "      --check          compare every mode's MTTKRP with a plain f64 reference\n"
+           "                       and print the largest relative error\n"
            "      --info           print what FILE.amp holds (modes, dimensions, nonzeros,\n"
            "                       shards and their balance, sizes, compression) and exit\n"
            "      --verify         read every section of FILE.amp and check every\n"
@@ -61,7 +115,8 @@ static void usage(void)
            "  -V, --version        output version and build information and exit\n"
            "\n"
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
-           "Report bugs to: %s\n", PACKAGE_BUGREPORT);
+           "Report bugs to: %s\n", MAX_RANK, d.rank, d.max_iters, d.tol, d.seed,
+           PACKAGE_BUGREPORT);
 }
 
 static void version(void)
@@ -114,15 +169,284 @@ static int list_devices(void)
 #endif
 }
 
+/* ---- the decomposition ----------------------------------------------- */
+
+typedef struct run_args {
+    const char *path;
+    amp_cpd_opts opts;
+    const char *init, *output, *json;
+    amp_factor_format format;
+    int mttkrp_only, check, quiet;
+    amp_run_report report;
+} run_args;
+
+static void on_iter(void *ctx, unsigned iter, double fit, double delta, double seconds)
+{
+    run_args *a = ctx;
+    amp_error err = {0};
+    if (amp_report_add_iter(&a->report, iter, fit, delta, seconds, &err) != AMP_OK)
+        amp_log_error(&err);
+    if (!a->quiet) {
+        printf("%6u  %.10f  %.3e  %8.3f\n", iter, fit, delta, seconds);
+        fflush(stdout);
+    }
+}
+
+static void print_tensor(const run_args *a, const amp_tensor *t, int threads)
+{
+    char mem[32];
+    printf("tensor:    %s: %u modes, %" PRIu64 " nonzeros, dims ", a->path, t->nmodes, t->nnz);
+    for (unsigned m = 0; m < t->nmodes; m++)
+        printf("%s%" PRIu64, m ? "x" : "", t->dims[m]);
+    printf(" (nonempty ");
+    for (unsigned m = 0; m < t->nmodes; m++)
+        printf("%s%" PRIu64, m ? "x" : "", t->rows[m]);
+    printf("), values %s, %s in memory\n", t->value_type == AMP_VALUES_F32 ? "f32" : "f64",
+           amp_format_bytes(mem, sizeof mem, t->bytes));
+    printf("backend:   cpu, %d thread%s, precision %s\n", threads, threads == 1 ? "" : "s",
+           a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64");
+}
+
+/* A rank above a mode's dimension makes that factor rank-deficient: the
+ * solve falls back to the pseudo-inverse, and the user should know why. */
+static void warn_rank(const amp_tensor *t, unsigned rank)
+{
+    for (unsigned m = 0; m < t->nmodes; m++)
+        if (rank > t->rows[m])
+            amp_log(AMP_LOG_WARN, "rank %u is larger than mode %u's %" PRIu64 " nonempty "
+                    "indices: its factor cannot have full column rank", rank, m + 1,
+                    t->rows[m]);
+}
+
+static int run_mttkrp_only(run_args *a, const amp_tensor *t, const amp_cpd *c, int threads)
+{
+    amp_error err = {0};
+    double sec[AMP_MAX_MODES], total = 0;
+    if (amp_cpd_time_mttkrp(t, &a->opts, c, sec, &err) != AMP_OK) {
+        amp_log_error(&err);
+        return EXIT_FAILURE;
+    }
+    size_t fs = a->opts.precision == AMP_PRECISION_F32 ? 4 : 8;
+    double bytes = amp_mttkrp_min_bytes(t, c->rank, fs);
+    unsigned K = a->opts.max_iters;
+    if (!a->quiet) {
+        printf("mttkrp:    rank %u, %u round%s over %u modes, %d threads\n", c->rank, K,
+               K == 1 ? "" : "s", t->nmodes, threads);
+        for (unsigned m = 0; m < t->nmodes; m++) {
+            double per = sec[m] / K;
+            printf("  mode %u: %.4f s per MTTKRP, %.2f GB/s of the %.1f MB it must move\n",
+                   m + 1, per, bytes / per / 1e9, bytes / 1e6);
+            total += sec[m];
+        }
+        printf("  all modes: %.4f s per round, %.3f s in all\n", total / K, total);
+    }
+    a->report.mttkrp_mode_seconds = sec;
+    a->report.mttkrp_rounds = K;
+    if (a->json && amp_report_write_json(&a->report, a->json, &err) != AMP_OK) {
+        amp_log_error(&err);
+        return EXIT_FAILURE;
+    }
+    a->report.mttkrp_mode_seconds = NULL;
+    return EXIT_SUCCESS;
+}
+
+/* The tolerance --check holds the kernels to: f64 sums in another order
+ * than the reference; f32 rounds every product and every sum. */
+#define CHECK_TOL_F64 1e-12
+#define CHECK_TOL_F32 1e-4
+
+static int run_check(run_args *a, const amp_tensor *t, const amp_cpd *c)
+{
+    amp_error err = {0};
+    double rel[AMP_MAX_MODES], worst = 0;
+    if (amp_cpd_check_mttkrp(t, &a->opts, c, rel, &err) != AMP_OK) {
+        amp_log_error(&err);
+        return EXIT_FAILURE;
+    }
+    double tol = a->opts.precision == AMP_PRECISION_F32 ? CHECK_TOL_F32 : CHECK_TOL_F64;
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        if (!a->quiet)
+            printf("check:     mode %u: largest relative error %.3e\n", m + 1, rel[m]);
+        worst = rel[m] > worst ? rel[m] : worst;
+    }
+    a->report.check_rel_err = rel;
+    if (a->json && amp_report_write_json(&a->report, a->json, &err) != AMP_OK) {
+        amp_log_error(&err);
+        return EXIT_FAILURE;
+    }
+    a->report.check_rel_err = NULL;
+    if (!(worst <= tol)) {
+        amp_log(AMP_LOG_ERROR, "%s: MTTKRP differs from the f64 reference by %.3e "
+                "(tolerance %.0e)", a->path, worst, tol);
+        return EXIT_FAILURE;
+    }
+    if (!a->quiet)
+        printf("check:     passed (tolerance %.0e, %s)\n", tol,
+               a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64");
+    return EXIT_SUCCESS;
+}
+
+static int run(run_args *a)
+{
+    amp_error err = {0};
+    amp_file *f = NULL;
+    amp_tensor t;
+    amp_cpd c = {0};
+    int status = EXIT_FAILURE, have_t = 0;
+    double t_start = amp_now();
+    int threads = a->opts.threads;
+#ifdef _OPENMP
+    if (threads == 0)
+        threads = omp_get_max_threads();
+#else
+    threads = 1;
+#endif
+    if (amp_file_open(a->path, &f, &err) != AMP_OK)
+        goto fail;
+    amp_progress bar;
+    amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
+    amp_status rc = amp_tensor_load(f, threads, amp_progress_callback, &bar, &t, &err);
+    amp_progress_end(&bar);
+    if (rc != AMP_OK)
+        goto fail;
+    have_t = 1;
+    a->report.path = a->path;
+    a->report.t = &t;
+    a->report.opts = &a->opts;
+    a->report.backend = "cpu";
+    a->report.threads = threads;
+    a->report.seconds_load = amp_now() - t_start;
+    if (!a->quiet) {
+        print_tensor(a, &t, threads);
+        printf("loaded:    %.3f s\n", a->report.seconds_load);
+    }
+    warn_rank(&t, a->opts.rank);
+    rc = a->init ? amp_factors_read(&t, a->init, a->opts.rank, &c, &err)
+                 : amp_cpd_init_random(&t, a->opts.rank, a->opts.seed, &c, &err);
+    if (rc != AMP_OK)
+        goto fail;
+    if (a->mttkrp_only) {
+        status = run_mttkrp_only(a, &t, &c, threads);
+        goto done;
+    }
+    if (a->check) {
+        status = run_check(a, &t, &c);
+        goto done;
+    }
+    if (!a->quiet) {
+        printf("cp-als:    rank %u, at most %u iterations, tol %g, %s %s\n", a->opts.rank,
+               a->opts.max_iters, a->opts.tol, a->init ? "init" : "seed", "");
+        if (a->init)
+            printf("           starting factors from %s.mode*.mat\n", a->init);
+        else
+            printf("           random starting factors, seed %" PRIu64 "\n", a->opts.seed);
+        printf("  iter  fit           delta      seconds\n");
+    }
+    a->opts.on_iter = on_iter;
+    a->opts.ctx = a;
+    if (amp_cpd_als(&t, &a->opts, &c, &err) != AMP_OK)
+        goto fail;
+    if (c.pinv_used)
+        amp_log(AMP_LOG_WARN, "a Gram product was not positive definite: those solves used "
+                "the pseudo-inverse (is the rank above what the data supports?)");
+    a->report.final_fit = c.fit;
+    a->report.converged = c.iters < a->opts.max_iters;
+    a->report.phase_seconds = c.seconds;
+    double t_out = amp_now();
+    if (a->output && amp_factors_write(&t, &c, a->output, a->format, a->opts.precision,
+                                       &err) != AMP_OK)
+        goto fail;
+    a->report.seconds_output = amp_now() - t_out;
+    a->report.seconds_total = amp_now() - t_start;
+    if (!a->quiet) {
+        printf("final fit: %.10f after %u iteration%s (%s)\n", c.fit, c.iters,
+               c.iters == 1 ? "" : "s", a->report.converged ? "converged" : "iteration limit");
+        printf("time:      load %.3f, mttkrp %.3f, gram %.3f, solve %.3f, normalize %.3f, "
+               "fit %.3f, output %.3f, total %.3f s\n", a->report.seconds_load,
+               c.seconds[AMP_PHASE_MTTKRP], c.seconds[AMP_PHASE_GRAM],
+               c.seconds[AMP_PHASE_SOLVE], c.seconds[AMP_PHASE_NORMALIZE],
+               c.seconds[AMP_PHASE_FIT], a->report.seconds_output, a->report.seconds_total);
+        if (a->output)
+            printf("factors:   %s.mode1.%s ... %s.mode%u.%s, %s.lambda.%s\n", a->output,
+                   a->format == AMP_FACTORS_NPY ? "npy" : "mat", a->output, t.nmodes,
+                   a->format == AMP_FACTORS_NPY ? "npy" : "mat", a->output,
+                   a->format == AMP_FACTORS_NPY ? "npy" : "mat");
+        else
+            printf("factors:   not written (-o PREFIX writes them)\n");
+    }
+    if (a->json && amp_report_write_json(&a->report, a->json, &err) != AMP_OK)
+        goto fail;
+    status = EXIT_SUCCESS;
+    goto done;
+fail:
+    amp_log_error(&err);
+done:
+    amp_cpd_free(&c);
+    if (have_t)
+        amp_tensor_free(&t);
+    amp_file_close(f);
+    free(a->report.iters);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     amp_log_level level = AMP_LOG_INFO;
     int c, want_list = 0, want_info = 0, want_verify = 0;
-    uint64_t threads = 0;
+    uint64_t threads = 0, u;
     amp_error err = {0};
+    run_args a;
+    memset(&a, 0, sizeof a);
+    amp_cpd_opts_init(&a.opts);
+    static const char *const precisions[] = {"f64", "f32", NULL};
+    static const char *const formats[] = {"text", "npy", NULL};
+    int choice;
     argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
-    while ((c = getopt_long(argc, argv, "t:qvhV", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:o:t:qvhV", long_options, NULL)) != -1) {
         switch (c) {
+        case 'r':
+            if (amp_parse_u64(optarg, 1, MAX_RANK, "--rank", &u, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            a.opts.rank = (unsigned)u;
+            break;
+        case OPT_ITERS:
+            if (amp_parse_u64(optarg, 1, MAX_ITERS, "--iters", &u, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            a.opts.max_iters = (unsigned)u;
+            break;
+        case OPT_TOL:
+            if (amp_parse_double(optarg, 0, 1, "--tol", &a.opts.tol, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            break;
+        case OPT_SEED:
+            if (amp_parse_u64(optarg, 0, UINT64_MAX, "--seed", &a.opts.seed, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            break;
+        case OPT_INIT:
+            a.init = optarg;
+            break;
+        case OPT_PRECISION:
+            if (amp_parse_choice(optarg, precisions, "--precision", &choice, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            a.opts.precision = choice == 1 ? AMP_PRECISION_F32 : AMP_PRECISION_F64;
+            break;
+        case 'o':
+            a.output = optarg;
+            break;
+        case OPT_FORMAT:
+            if (amp_parse_choice(optarg, formats, "--format", &choice, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            a.format = choice == 1 ? AMP_FACTORS_NPY : AMP_FACTORS_TEXT;
+            break;
+        case OPT_JSON:
+            a.json = optarg;
+            break;
+        case OPT_MTTKRP_ONLY:
+            a.mttkrp_only = 1;
+            break;
+        case OPT_CHECK:
+            a.check = 1;
+            break;
         case OPT_LIST_DEVICES:
             want_list = 1;
             break;
@@ -163,22 +487,27 @@ int main(int argc, char **argv)
         return amp_usage_error(PROGRAM, "missing FILE.amp (prepare one with amped-prep)");
     if (optind + 1 < argc)
         return amp_usage_error(PROGRAM, "one FILE only; extra operand '%s'", argv[optind + 1]);
-    const char *path = argv[optind];
+    if (a.mttkrp_only + a.check + (want_info || want_verify) > 1)
+        return amp_usage_error(PROGRAM, "--mttkrp-only, --check and --info/--verify are "
+                               "separate actions: give one");
+    if ((a.mttkrp_only || a.check) && a.output)
+        return amp_usage_error(PROGRAM, "-o writes factors of a decomposition; --mttkrp-only "
+                               "and --check compute none");
+    a.path = argv[optind];
     if (want_info || want_verify) {
         int status = EXIT_SUCCESS;
         if (want_info)
-            status = amp_inspect_info(path);
+            status = amp_inspect_info(a.path);
         if (want_verify && status == EXIT_SUCCESS)
-            status = amp_inspect_verify(path, (int)threads, level < AMP_LOG_INFO);
+            status = amp_inspect_verify(a.path, (int)threads, level < AMP_LOG_INFO);
         return status;
     }
-    amp_file *f;
-    if (amp_file_open(path, &f, &err) != AMP_OK) {
-        amp_log_error(&err);
-        return EXIT_FAILURE;
-    }
-    amp_file_close(f);
-    amp_log(AMP_LOG_ERROR, "%s: this version of amped-run reads and verifies .amp files "
-            "(--info, --verify) but cannot decompose them yet; see amped-run(1)", path);
-    return EXIT_FAILURE;
+#ifdef _OPENMP
+    if (threads)
+        omp_set_num_threads((int)threads);
+#endif
+    a.opts.threads = (int)threads;
+    a.quiet = level < AMP_LOG_INFO;
+    amp_outfile_cleanup_on_signals();
+    return run(&a);
 }

@@ -1,0 +1,155 @@
+/* The CPU backend of amped-run: an .amp file's mode copies in memory,
+ * MTTKRP on them, CP-ALS, and the factor files.
+ *
+ * This backend is the reference the GPU paths are checked against and the
+ * fallback without a GPU. Every index is in the file's relabelled (compact)
+ * space until the factors are written, when the relabelling is undone.
+ * Nothing here prints or exits. */
+#ifndef AMP_CPD_H
+#define AMP_CPD_H
+
+#include <stdint.h>
+
+#include "amped_format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the tensor ---------------------------------------------------------- */
+
+/* One mode copy as the file holds it, decompressed: BLCO words and values
+ * in file order (by output row), plus the block keys when the indices need
+ * more than 64 bits. */
+typedef struct amp_copy {
+    amp_mode_layout layout;    /* shards points into the open file's tables: not owned */
+    uint64_t nnz;
+    uint64_t *words;
+    void *vals;                /* f32 or f64 as the tensor's value_type */
+    size_t nblocks;            /* runs of one key: 1 when key_bits is 0 */
+    uint64_t *block_start;     /* nblocks + 1 positions */
+    uint64_t *block_key;
+} amp_copy;
+
+typedef struct amp_tensor {
+    unsigned nmodes;
+    uint64_t nnz;
+    uint64_t dims[AMP_MAX_MODES];          /* original */
+    uint64_t rows[AMP_MAX_MODES];          /* compact: factor matrix rows */
+    amp_value_type value_type;
+    double norm_sq;
+    amp_copy copies[AMP_MAX_MODES];
+    uint64_t *new_to_orig[AMP_MAX_MODES];
+    uint64_t bytes;                        /* held in memory */
+} amp_tensor;
+
+typedef void (*amp_load_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/* Read, check (checksums and every index) and decompress every mode copy
+ * of an open file on `threads` threads (0: OpenMP default). */
+amp_status amp_tensor_load(const amp_file *f, int threads, amp_load_progress_fn progress,
+                           void *progress_ctx, amp_tensor *t, amp_error *err);
+void amp_tensor_free(amp_tensor *t);
+
+/* ---- MTTKRP -------------------------------------------------------------- */
+
+/* Per-thread scratch for one rank: boundary rows shared between threads. */
+typedef struct amp_mttkrp_ws amp_mttkrp_ws;
+
+amp_status amp_mttkrp_ws_new(int threads, unsigned rank, amp_mttkrp_ws **ws, amp_error *err);
+void amp_mttkrp_ws_free(amp_mttkrp_ws *ws);
+
+/* M = X_(d) (A_{N-1} kr ... kr A_0, mode d left out): rows[d] x rank,
+ * row-major, every row written. A[m] is rows[m] x rank, row-major. The
+ * work is split into equal nonzero ranges, one per thread, so the result
+ * is the same bit for bit for the same thread count. */
+void amp_mttkrp_f64(const amp_tensor *t, unsigned d, const double *const *A, unsigned rank,
+                    double *M, amp_mttkrp_ws *ws);
+void amp_mttkrp_f32(const amp_tensor *t, unsigned d, const float *const *A, unsigned rank,
+                    float *M, amp_mttkrp_ws *ws);
+
+/* The plain reference: one pass over copy `src` (any mode's copy), f64,
+ * one thread. For tests and --check. */
+amp_status amp_mttkrp_reference(const amp_tensor *t, unsigned src, unsigned d,
+                                const double *const *A, unsigned rank, double *M,
+                                amp_error *err);
+
+/* Bytes one MTTKRP (any mode) must move at the least: the copy once, each
+ * input factor once, the output once. */
+double amp_mttkrp_min_bytes(const amp_tensor *t, unsigned rank, size_t factor_size);
+
+/* ---- CP-ALS -------------------------------------------------------------- */
+
+typedef enum amp_precision { AMP_PRECISION_F64 = 0, AMP_PRECISION_F32 } amp_precision;
+
+typedef struct amp_cpd_opts {
+    unsigned rank;
+    unsigned max_iters;
+    double tol;                /* stop when the fit changes by less; 0: never */
+    uint64_t seed;
+    amp_precision precision;   /* of the MTTKRP; the R x R algebra is f64 */
+    int threads;               /* 0: OpenMP default */
+    /* Called after every iteration, from the calling thread. */
+    void (*on_iter)(void *ctx, unsigned iter, double fit, double delta, double seconds);
+    void *ctx;
+} amp_cpd_opts;
+
+enum {
+    AMP_PHASE_MTTKRP, AMP_PHASE_GRAM, AMP_PHASE_SOLVE, AMP_PHASE_NORMALIZE, AMP_PHASE_FIT,
+    AMP_NPHASES
+};
+
+typedef struct amp_cpd {
+    unsigned nmodes, rank;
+    uint64_t rows[AMP_MAX_MODES];
+    double *A[AMP_MAX_MODES];  /* rows[m] x rank, row-major, columns normalized */
+    double *lambda;
+    unsigned iters;
+    double fit;
+    int pinv_used;             /* a Gram product was singular: pseudo-inverse solve */
+    double seconds[AMP_NPHASES];
+} amp_cpd;
+
+void amp_cpd_opts_init(amp_cpd_opts *o);
+
+/* Factors of a fresh decomposition of t: uniform [0, 1) from the seed,
+ * the same for any thread count. */
+amp_status amp_cpd_init_random(const amp_tensor *t, unsigned rank, uint64_t seed, amp_cpd *c,
+                               amp_error *err);
+void amp_cpd_free(amp_cpd *c);
+
+/* Run CP-ALS from the factors in c (random or read). */
+amp_status amp_cpd_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
+                       amp_error *err);
+
+/* Time opts->max_iters rounds of MTTKRP over every mode (the papers'
+ * measure): seconds[d] summed over rounds. */
+amp_status amp_cpd_time_mttkrp(const amp_tensor *t, const amp_cpd_opts *o, const amp_cpd *c,
+                               double *seconds, amp_error *err);
+
+/* Largest normwise relative difference, per mode, between the kernel of
+ * opts->precision and the f64 reference on c's factors. */
+amp_status amp_cpd_check_mttkrp(const amp_tensor *t, const amp_cpd_opts *o, const amp_cpd *c,
+                                double *rel_err, amp_error *err);
+
+/* ---- factor files -------------------------------------------------------- */
+
+typedef enum amp_factor_format { AMP_FACTORS_TEXT = 0, AMP_FACTORS_NPY } amp_factor_format;
+
+/* PREFIX.mode1.mat ... PREFIX.modeN.mat and PREFIX.lambda.mat (text), or
+ * .npy; rows in the original index space (slices the file dropped as empty
+ * are zero rows). All are written to temporary names and renamed only once
+ * every one is complete. */
+amp_status amp_factors_write(const amp_tensor *t, const amp_cpd *c, const char *prefix,
+                             amp_factor_format format, amp_precision precision,
+                             amp_error *err);
+
+/* Read PREFIX.modeN.mat (text, original index space) into c's factors and
+ * PREFIX.lambda.mat, when present, folded into the last mode's columns. */
+amp_status amp_factors_read(const amp_tensor *t, const char *prefix, unsigned rank,
+                            amp_cpd *c, amp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

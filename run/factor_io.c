@@ -1,0 +1,348 @@
+/* Factor matrices to and from files, in the user's original index space.
+ *
+ * Text is SPLATT's layout (one row per line, values separated by spaces,
+ * lambda one value per line) so existing scripts read it; .npy is NumPy's
+ * format 1.0 (a padded dictionary header, then the array in C order), so
+ * numpy.load reads it. Rows the file dropped as empty slices are zero. */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "amp_alloc.h"
+#include "amp_cpd.h"
+#include "amp_outfile.h"
+
+/* Rows formatted per thread and written in order, a batch at a time, so a
+ * factor of millions of rows needs neither one thread nor one huge buffer. */
+#define ROWS_PER_PIECE 2048
+
+typedef struct out_matrix {
+    const double *A;          /* compact rows x R, or NULL for lambda */
+    const uint64_t *orig_to_new;
+    uint64_t rows;            /* original rows */
+    unsigned R;
+} out_matrix;
+
+static const double *row_of(const out_matrix *m, uint64_t i)
+{
+    uint64_t k = m->orig_to_new[i];
+    return k == UINT64_MAX ? NULL : m->A + k * m->R;
+}
+
+/* Text of rows [a, b) into buf (room for (b - a) R 26 bytes). */
+static size_t format_rows(const out_matrix *m, uint64_t a, uint64_t b, int f32, char *buf)
+{
+    size_t n = 0;
+    for (uint64_t i = a; i < b; i++) {
+        const double *x = row_of(m, i);
+        for (unsigned r = 0; r < m->R; r++) {
+            double v = x ? x[r] : 0.0;
+            if (f32)
+                n += (size_t)sprintf(buf + n, "%s%.9g", r ? " " : "", (double)(float)v);
+            else
+                n += (size_t)sprintf(buf + n, "%s%.17g", r ? " " : "", v);
+        }
+        buf[n++] = '\n';
+    }
+    return n;
+}
+
+static size_t pack_rows(const out_matrix *m, uint64_t a, uint64_t b, int f32, char *buf)
+{
+    size_t n = 0;
+    for (uint64_t i = a; i < b; i++) {
+        const double *x = row_of(m, i);
+        for (unsigned r = 0; r < m->R; r++) {
+            double v = x ? x[r] : 0.0;
+            if (f32) {
+                float f = (float)v;
+                memcpy(buf + n, &f, 4);
+                n += 4;
+            } else {
+                memcpy(buf + n, &v, 8);
+                n += 8;
+            }
+        }
+    }
+    return n;
+}
+
+static amp_status write_matrix(amp_outfile *of, const out_matrix *m, int npy, int f32,
+                               amp_error *err)
+{
+    int T = 1;
+#ifdef _OPENMP
+    T = omp_get_max_threads();
+#endif
+    size_t piece_bytes = (size_t)ROWS_PER_PIECE * m->R * 26 + 1;
+    char *buf = amp_alloc((size_t)T * piece_bytes, "factor output", err);
+    size_t *len = malloc((size_t)T * sizeof *len);
+    amp_status rc = AMP_OK;
+    if (buf == NULL || len == NULL) {
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (uint64_t base = 0; base < m->rows && rc == AMP_OK;
+         base += (uint64_t)T * ROWS_PER_PIECE) {
+#pragma omp parallel num_threads(T)
+        {
+            int me = 0;
+#ifdef _OPENMP
+            me = omp_get_thread_num();
+#endif
+            uint64_t a = base + (uint64_t)me * ROWS_PER_PIECE, b = a + ROWS_PER_PIECE;
+            if (a > m->rows)
+                a = m->rows;
+            if (b > m->rows)
+                b = m->rows;
+            char *p = buf + (size_t)me * piece_bytes;
+            len[me] = npy ? pack_rows(m, a, b, f32, p) : format_rows(m, a, b, f32, p);
+        }
+        for (int t = 0; t < T && rc == AMP_OK; t++)
+            rc = amp_outfile_write(of, buf + (size_t)t * piece_bytes, len[t], err);
+    }
+done:
+    amp_free(buf);
+    free(len);
+    return rc;
+}
+
+static amp_status write_lambda(amp_outfile *of, const double *lambda, unsigned R, int npy,
+                               int f32, amp_error *err)
+{
+    char line[40];
+    for (unsigned r = 0; r < R; r++) {
+        size_t n;
+        if (npy && f32) {
+            float f = (float)lambda[r];
+            AMP_CHECK(amp_outfile_write(of, &f, 4, err));
+            continue;
+        }
+        if (npy) {
+            AMP_CHECK(amp_outfile_write(of, &lambda[r], 8, err));
+            continue;
+        }
+        n = (size_t)snprintf(line, sizeof line, f32 ? "%.9g\n" : "%.17g\n",
+                             f32 ? (double)(float)lambda[r] : lambda[r]);
+        AMP_CHECK(amp_outfile_write(of, line, n, err));
+    }
+    return AMP_OK;
+}
+
+/* NumPy format 1.0: magic, version, little-endian u16 header length, the
+ * dictionary padded with spaces and a newline so the data starts on a
+ * 64-byte boundary. */
+static amp_status write_npy_header(amp_outfile *of, int f32, uint64_t rows, unsigned cols,
+                                   int vector, amp_error *err)
+{
+    char dict[160], head[256];
+    int n = vector ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, "
+                              "'shape': (%u,), }", f32 ? "<f4" : "<f8", cols)
+                   : snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, "
+                              "'shape': (%" PRIu64 ", %u), }", f32 ? "<f4" : "<f8", rows, cols);
+    size_t total = 10 + (size_t)n + 1;
+    size_t padded = (total + 63) / 64 * 64;
+    size_t hlen = padded - 10;
+    memcpy(head, "\x93NUMPY\x01\x00", 8);
+    head[8] = (char)(hlen & 0xff);
+    head[9] = (char)(hlen >> 8);
+    memcpy(head + 10, dict, (size_t)n);
+    memset(head + 10 + n, ' ', padded - total);
+    head[padded - 1] = '\n';
+    return amp_outfile_write(of, head, padded, err);
+}
+
+static char *file_name(const char *prefix, const char *what, unsigned mode, int npy)
+{
+    size_t n = strlen(prefix) + 32;
+    char *s = malloc(n);
+    if (s == NULL)
+        return NULL;
+    const char *ext = npy ? "npy" : "mat";
+    if (what)
+        snprintf(s, n, "%s.%s.%s", prefix, what, ext);
+    else
+        snprintf(s, n, "%s.mode%u.%s", prefix, mode + 1, ext);
+    return s;
+}
+
+static uint64_t *inverse_relabel(const amp_tensor *t, unsigned m, amp_error *err)
+{
+    size_t bytes;
+    if (amp_mul_size((size_t)t->dims[m], sizeof(uint64_t), &bytes, err) != AMP_OK)
+        return NULL;
+    uint64_t *inv = amp_huge_alloc(bytes + 1, "the output row map", err);
+    if (inv == NULL)
+        return NULL;
+    memset(inv, 0xff, bytes);
+    for (uint64_t k = 0; k < t->rows[m]; k++)
+        inv[t->new_to_orig[m][k]] = k;
+    return inv;
+}
+
+amp_status amp_factors_write(const amp_tensor *t, const amp_cpd *c, const char *prefix,
+                             amp_factor_format format, amp_precision precision,
+                             amp_error *err)
+{
+    const unsigned N = t->nmodes;
+    const int npy = format == AMP_FACTORS_NPY, f32 = precision == AMP_PRECISION_F32;
+    amp_outfile out[AMP_MAX_MODES + 1];
+    unsigned opened = 0;
+    amp_status rc = AMP_OK;
+    for (unsigned m = 0; m <= N && rc == AMP_OK; m++) {
+        char *name = file_name(prefix, m == N ? "lambda" : NULL, m, npy);
+        if (name == NULL)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+        rc = amp_outfile_open(&out[m], name, err);
+        free(name);
+        if (rc != AMP_OK)
+            goto fail;
+        opened++;
+        if (m == N) {
+            if (npy)
+                AMP_CHECK_GOTO(write_npy_header(&out[m], f32, 0, c->rank, 1, err), rc, fail);
+            AMP_CHECK_GOTO(write_lambda(&out[m], c->lambda, c->rank, npy, f32, err), rc,
+                           fail);
+            continue;
+        }
+        uint64_t *inv = inverse_relabel(t, m, err);
+        if (inv == NULL) {
+            rc = err ? err->status : AMP_ERR_NOMEM;
+            goto fail;
+        }
+        out_matrix om = {c->A[m], inv, t->dims[m], c->rank};
+        if (npy)
+            rc = write_npy_header(&out[m], f32, t->dims[m], c->rank, 0, err);
+        if (rc == AMP_OK)
+            rc = write_matrix(&out[m], &om, npy, f32, err);
+        amp_huge_free(inv, (size_t)t->dims[m] * sizeof(uint64_t) + 1);
+        if (rc != AMP_OK)
+            goto fail;
+    }
+    /* Only now, with every file complete, does any take its final name. */
+    for (unsigned m = 0; m <= N; m++) {
+        rc = amp_outfile_commit(&out[m], err);
+        if (rc != AMP_OK) {
+            for (unsigned k = m; k <= N; k++)
+                amp_outfile_abort(&out[k]);
+            return rc;
+        }
+    }
+    return AMP_OK;
+fail:
+    for (unsigned m = 0; m < opened; m++)
+        amp_outfile_abort(&out[m]);
+    return rc;
+}
+
+/* ---- reading starting factors ------------------------------------------- */
+
+/* One line of exactly R numbers into row (may be NULL: parsed, then
+ * dropped). */
+static amp_status parse_row(const char *path, uint64_t lineno, char *line, unsigned R,
+                            double *row, amp_error *err)
+{
+    char *p = line;
+    for (unsigned r = 0; r < R; r++) {
+        char *end;
+        errno = 0;
+        double v = strtod(p, &end);
+        if (end == p)
+            return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": expected %u values, found %u",
+                            path, lineno, R, r);
+        if (errno == ERANGE && (v > 1 || v < -1))
+            return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": value %u is out of range",
+                            path, lineno, r + 1);
+        if (row)
+            row[r] = v;
+        p = end;
+    }
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+        p++;
+    if (*p != '\0')
+        return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": more than %u values (rank %u)",
+                        path, lineno, R, R);
+    return AMP_OK;
+}
+
+/* Rows of one text matrix; dest maps a file row to a factor row (NULL: a
+ * vector, one value per line, into vec). */
+static amp_status read_text(const char *path, uint64_t rows, unsigned R, const uint64_t *dest,
+                            double *A, double *vec, amp_error *err)
+{
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL)
+        return AMP_FAIL(err, AMP_ERR_IO, "%s: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    uint64_t i = 0, lineno = 0;
+    amp_status rc = AMP_OK;
+    while (rc == AMP_OK && getline(&line, &cap, fp) != -1) {
+        lineno++;
+        if (i == rows) {
+            rc = AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": more than %" PRIu64 " rows",
+                          path, lineno, rows);
+            break;
+        }
+        if (vec)
+            rc = parse_row(path, lineno, line, 1, vec + i, err);
+        else
+            rc = parse_row(path, lineno, line, R,
+                           dest[i] == UINT64_MAX ? NULL : A + dest[i] * R, err);
+        i++;
+    }
+    if (rc == AMP_OK && ferror(fp))
+        rc = AMP_FAIL(err, AMP_ERR_IO, "%s: %s", path, strerror(errno));
+    if (rc == AMP_OK && i < rows)
+        rc = AMP_FAIL(err, AMP_ERR_PARSE, "%s: %" PRIu64 " rows, expected %" PRIu64
+                      " (one per index of the mode)", path, i, rows);
+    free(line);
+    fclose(fp);
+    return rc;
+}
+
+amp_status amp_factors_read(const amp_tensor *t, const char *prefix, unsigned rank,
+                            amp_cpd *c, amp_error *err)
+{
+    /* Random factors first: the allocation, and a defined value for any
+     * row the text leaves out (none, once it parses). */
+    AMP_CHECK(amp_cpd_init_random(t, rank, 0, c, err));
+    amp_status rc = AMP_OK;
+    for (unsigned m = 0; m < t->nmodes && rc == AMP_OK; m++) {
+        char *name = file_name(prefix, NULL, m, 0);
+        uint64_t *inv = name ? inverse_relabel(t, m, err) : NULL;
+        if (inv == NULL)
+            rc = name ? (err ? err->status : AMP_ERR_NOMEM)
+                      : AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        else
+            rc = read_text(name, t->dims[m], rank, inv, c->A[m], NULL, err);
+        if (inv)
+            amp_huge_free(inv, (size_t)t->dims[m] * sizeof(uint64_t) + 1);
+        free(name);
+    }
+    char *lname = rc == AMP_OK ? file_name(prefix, "lambda", 0, 0) : NULL;
+    FILE *probe = lname ? fopen(lname, "r") : NULL;
+    if (probe != NULL) {
+        fclose(probe);
+        rc = read_text(lname, rank, 1, NULL, NULL, c->lambda, err);
+        /* ALS solves for mode 1 first from the others: lambda goes into
+         * the last mode's columns, where it still counts. */
+        unsigned L = t->nmodes - 1;
+        for (uint64_t i = 0; rc == AMP_OK && i < c->rows[L]; i++)
+            for (unsigned r = 0; r < rank; r++)
+                c->A[L][i * rank + r] *= c->lambda[r];
+        for (unsigned r = 0; r < rank; r++)
+            c->lambda[r] = 1;
+    }
+    free(lname);
+    if (rc != AMP_OK)
+        amp_cpd_free(c);
+    return rc;
+}

@@ -1,0 +1,134 @@
+/* MTTKRP on the CPU, straight from the BLCO words of a mode copy, and the
+ * plain reference it is checked against. The kernel itself, its thread
+ * mapping and its bytes model are in mttkrp_cpu_impl.h. */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "amp_alloc.h"
+#include "amp_cpd.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+/* AVX-512 and AVX2+FMA builds of the kernels beside the baseline one: the
+ * binary stays portable and still uses the vector width the CPU has. */
+#define AMP_KERNEL_CLONES \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define AMP_KERNEL_CLONES
+#endif
+
+struct amp_mttkrp_ws {
+    int nthreads;
+    unsigned rank;
+    size_t stride;          /* rank rounded up to a cache line of doubles */
+    size_t thread_bytes;    /* acc, tmp and two boundary rows, per thread */
+    void *scratch;
+    uint64_t *slot_rows;    /* two per thread */
+};
+
+amp_status amp_mttkrp_ws_new(int threads, unsigned rank, amp_mttkrp_ws **out, amp_error *err)
+{
+    int T = 1;
+#ifdef _OPENMP
+    T = threads > 0 ? threads : omp_get_max_threads();
+#else
+    (void)threads;
+#endif
+    amp_mttkrp_ws *ws = calloc(1, sizeof *ws);
+    if (ws == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    ws->nthreads = T;
+    ws->rank = rank;
+    ws->stride = ((size_t)rank + 15) / 16 * 16;
+    ws->thread_bytes = 4 * ws->stride * sizeof(double);
+    ws->scratch = amp_alloc((size_t)T * ws->thread_bytes, "MTTKRP scratch", err);
+    ws->slot_rows = malloc(2 * (size_t)T * sizeof *ws->slot_rows);
+    if (ws->scratch == NULL || ws->slot_rows == NULL) {
+        amp_mttkrp_ws_free(ws);
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for MTTKRP scratch");
+    }
+    *out = ws;
+    return AMP_OK;
+}
+
+void amp_mttkrp_ws_free(amp_mttkrp_ws *ws)
+{
+    if (ws == NULL)
+        return;
+    amp_free(ws->scratch);
+    free(ws->slot_rows);
+    free(ws);
+}
+
+#define REAL double
+#define SFX _f64
+#include "mttkrp_cpu_impl.h"
+#undef REAL
+#undef SFX
+
+#define REAL float
+#define SFX _f32
+#include "mttkrp_cpu_impl.h"
+#undef REAL
+#undef SFX
+
+void amp_mttkrp_f64(const amp_tensor *t, unsigned d, const double *const *A, unsigned rank,
+                    double *M, amp_mttkrp_ws *ws)
+{
+    mttkrp_f64(t, d, A, rank, M, ws);
+}
+
+void amp_mttkrp_f32(const amp_tensor *t, unsigned d, const float *const *A, unsigned rank,
+                    float *M, amp_mttkrp_ws *ws)
+{
+    mttkrp_f32(t, d, A, rank, M, ws);
+}
+
+/* Every index decoded the general way (amp_blco_field, key included), one
+ * nonzero at a time, summed in f64 in file order. */
+amp_status amp_mttkrp_reference(const amp_tensor *t, unsigned src, unsigned d,
+                                const double *const *A, unsigned rank, double *M,
+                                amp_error *err)
+{
+    const amp_copy *c = &t->copies[src];
+    const amp_mode_layout *l = &c->layout;
+    memset(M, 0, (size_t)t->rows[d] * rank * sizeof *M);
+    double *row = malloc((size_t)rank * sizeof *row);
+    if (row == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    for (size_t b = 0; b < c->nblocks; b++) {
+        for (uint64_t k = c->block_start[b]; k < c->block_start[b + 1]; k++) {
+            double v = t->value_type == AMP_VALUES_F32 ? ((const float *)c->vals)[k]
+                                                       : ((const double *)c->vals)[k];
+            for (unsigned r = 0; r < rank; r++)
+                row[r] = v;
+            uint64_t out = 0;
+            for (unsigned m = 0; m < t->nmodes; m++) {
+                uint64_t i = amp_blco_field(c->block_key[b], c->words[k], l->shift[m],
+                                            l->width[m]);
+                if (m == d) {
+                    out = i;
+                    continue;
+                }
+                for (unsigned r = 0; r < rank; r++)
+                    row[r] *= A[m][i * rank + r];
+            }
+            for (unsigned r = 0; r < rank; r++)
+                M[out * rank + r] += row[r];
+        }
+    }
+    free(row);
+    return AMP_OK;
+}
+
+double amp_mttkrp_min_bytes(const amp_tensor *t, unsigned rank, size_t factor_size)
+{
+    double bytes = (double)t->nnz * (8.0 + (double)amp_value_size(t->value_type));
+    for (unsigned m = 0; m < t->nmodes; m++)
+        bytes += (double)t->rows[m] * rank * (double)factor_size;   /* inputs and output */
+    return bytes;
+}

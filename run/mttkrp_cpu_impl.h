@@ -1,0 +1,209 @@
+/* The CPU MTTKRP kernel for one factor precision; mttkrp_cpu.c includes
+ * this twice, with REAL = double and float and SFX naming the instance.
+ *
+ * Thread mapping: thread t of T owns the nonzeros [nnz t/T, nnz (t+1)/T)
+ * of the mode-d copy, which is ordered by output row. A row is summed in
+ * acc while the output index repeats and written once when it changes, so
+ * the hot rows of power-law data cost one store, not one per nonzero. A
+ * thread's first and last rows may be shared with its neighbours: those
+ * two go to per-thread slots that are added in thread order afterwards;
+ * every other row is the thread's alone and is stored directly. No atomics,
+ * and the sum order depends only on T.
+ *
+ * Bytes per nonzero: 8 (word) + 4 or 8 (value) streamed, plus N-1 factor
+ * rows of R * sizeof(REAL) gathered (cached when rows repeat, as the
+ * heavy ones of power-law data do). FLOPs: N R per nonzero. */
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
+static inline __attribute__((always_inline)) void CAT(flush_row, SFX)(
+    REAL *restrict dst, const REAL *restrict acc, unsigned R)
+{
+#pragma omp simd
+    for (unsigned r = 0; r < R; r++)
+        dst[r] = acc[r];
+}
+
+/* vf32: the values are f32; three: the tensor has three modes; keyed: the
+ * indices need the block keys; Rc: the rank when it is a compile-time
+ * constant (0: use R). Called with literals so each combination compiles
+ * to its own loop. */
+static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
+    const amp_copy *c, unsigned d, unsigned nmodes, const REAL *const *A, unsigned R_run,
+    REAL *restrict M, uint64_t a, uint64_t b, REAL *restrict acc, REAL *restrict tmp,
+    REAL *restrict slots, uint64_t *slot_rows, const int vf32, const int three,
+    const int keyed, const unsigned Rc)
+{
+    const unsigned R = Rc ? Rc : R_run;
+    const amp_mode_layout *l = &c->layout;
+    const unsigned osh = l->shift[d], owidth = l->width[d];
+    const uint64_t omask = owidth >= 64 ? UINT64_MAX : (UINT64_C(1) << owidth) - 1;
+    unsigned nother = 0, sh[AMP_MAX_MODES], wd[AMP_MAX_MODES];
+    uint64_t mask[AMP_MAX_MODES];
+    const REAL *F[AMP_MAX_MODES];
+    for (unsigned m = 0; m < nmodes; m++) {
+        if (m == d)
+            continue;
+        sh[nother] = l->shift[m];
+        wd[nother] = l->width[m];
+        mask[nother] = wd[nother] >= 64 ? UINT64_MAX : (UINT64_C(1) << wd[nother]) - 1;
+        F[nother++] = A[m];
+    }
+    const uint64_t *restrict words = c->words;
+    const float *restrict v32 = c->vals;
+    const double *restrict v64 = c->vals;
+    uint64_t cur = UINT64_MAX;
+    int first = 1;
+
+    size_t blk = 0;
+    if (keyed)
+        while (c->block_start[blk + 1] <= a)
+            blk++;
+    for (uint64_t lo = a; lo < b; blk++) {
+        uint64_t hi = keyed && c->block_start[blk + 1] < b ? c->block_start[blk + 1] : b;
+        const uint64_t key = keyed ? c->block_key[blk] : 0;
+        for (uint64_t k = lo; k < hi; k++) {
+            const uint64_t w = words[k];
+            const uint64_t row = keyed ? amp_blco_field(key, w, osh, owidth) : (w >> osh) & omask;
+            if (row != cur) {
+                if (cur != UINT64_MAX) {
+                    if (first) {
+                        CAT(flush_row, SFX)(slots, acc, R);
+                        slot_rows[0] = cur;
+                        first = 0;
+                    } else {
+                        CAT(flush_row, SFX)(M + cur * R, acc, R);
+                    }
+                }
+                cur = row;
+#pragma omp simd
+                for (unsigned r = 0; r < R; r++)
+                    acc[r] = 0;
+            }
+            const REAL v = vf32 ? (REAL)v32[k] : (REAL)v64[k];
+            if (three) {
+                const uint64_t i0 = keyed ? amp_blco_field(key, w, sh[0], wd[0]) : (w >> sh[0]) & mask[0];
+                const uint64_t i1 = keyed ? amp_blco_field(key, w, sh[1], wd[1]) : (w >> sh[1]) & mask[1];
+                const REAL *restrict r0 = F[0] + i0 * R;
+                const REAL *restrict r1 = F[1] + i1 * R;
+#pragma omp simd
+                for (unsigned r = 0; r < R; r++)
+                    acc[r] += v * r0[r] * r1[r];
+            } else {
+                const uint64_t i0 = keyed ? amp_blco_field(key, w, sh[0], wd[0]) : (w >> sh[0]) & mask[0];
+                const REAL *restrict r0 = F[0] + i0 * R;
+#pragma omp simd
+                for (unsigned r = 0; r < R; r++)
+                    tmp[r] = v * r0[r];
+                for (unsigned j = 1; j < nother; j++) {
+                    const uint64_t ij = keyed ? amp_blco_field(key, w, sh[j], wd[j]) : (w >> sh[j]) & mask[j];
+                    const REAL *restrict rj = F[j] + ij * R;
+#pragma omp simd
+                    for (unsigned r = 0; r < R; r++)
+                        tmp[r] *= rj[r];
+                }
+#pragma omp simd
+                for (unsigned r = 0; r < R; r++)
+                    acc[r] += tmp[r];
+            }
+        }
+        lo = hi;
+    }
+    if (cur != UINT64_MAX) {
+        unsigned s = first ? 0 : 1;
+        CAT(flush_row, SFX)(slots + (size_t)s * R, acc, R);
+        slot_rows[s] = cur;
+    }
+}
+
+#define RANGE(VF, THREE, KEYED, RC)                                                       \
+    CAT(range_kernel, SFX)(c, d, nmodes, A, R, M, a, b, acc, tmp, slots, slot_rows, VF,   \
+                           THREE, KEYED, RC)
+#define BY_RANK(VF, THREE)                 \
+    do {                                   \
+        switch (R) {                       \
+        case 16: RANGE(VF, THREE, 0, 16); break; \
+        case 32: RANGE(VF, THREE, 0, 32); break; \
+        case 64: RANGE(VF, THREE, 0, 64); break; \
+        default: RANGE(VF, THREE, 0, 0); break;  \
+        }                                  \
+    } while (0)
+
+/* One thread's range, compiled for several instruction sets (the widest
+ * the CPU has is picked at load time); the OpenMP region that calls it is
+ * outlined by the compiler and would not carry the attribute itself. */
+AMP_KERNEL_CLONES static void CAT(thread_range, SFX)(
+    const amp_copy *c, unsigned d, unsigned nmodes, const REAL *const *A, unsigned R,
+    REAL *M, uint64_t a, uint64_t b, REAL *acc, REAL *tmp, REAL *slots, uint64_t *slot_rows,
+    int f32)
+{
+    if (c->layout.key_bits > 0) {
+        if (f32)
+            RANGE(1, 0, 1, 0);
+        else
+            RANGE(0, 0, 1, 0);
+    } else if (nmodes == 3) {
+        if (f32)
+            BY_RANK(1, 1);
+        else
+            BY_RANK(0, 1);
+    } else {
+        if (f32)
+            BY_RANK(1, 0);
+        else
+            BY_RANK(0, 0);
+    }
+}
+
+#undef RANGE
+#undef BY_RANK
+
+static void CAT(mttkrp, SFX)(const amp_tensor *t, unsigned d, const REAL *const *A,
+                             unsigned R, REAL *M, amp_mttkrp_ws *ws)
+{
+    const amp_copy *c = &t->copies[d];
+    const int T = ws->nthreads;
+    const unsigned nmodes = t->nmodes;
+    const uint64_t nnz = c->nnz;
+    const size_t stride = ws->stride;
+#pragma omp parallel num_threads(T)
+    {
+        int me = 0;
+#ifdef _OPENMP
+        me = omp_get_thread_num();
+#endif
+        REAL *base = (REAL *)((char *)ws->scratch + (size_t)me * ws->thread_bytes);
+        uint64_t *rows = ws->slot_rows + 2 * (size_t)me;
+        rows[0] = rows[1] = UINT64_MAX;
+        uint64_t a = nnz * (uint64_t)me / (uint64_t)T, b = nnz * (uint64_t)(me + 1) / (uint64_t)T;
+        if (a < b)
+            CAT(thread_range, SFX)(c, d, nmodes, A, R, M, a, b, base, base + stride,
+                                   base + 2 * stride, rows,
+                                   t->value_type == AMP_VALUES_F32);
+    }
+    /* The shared rows, in thread order: the first time a row is seen it is
+     * stored, after that added to. */
+    uint64_t last = UINT64_MAX;
+    for (int th = 0; th < T; th++) {
+        const REAL *slots = (const REAL *)((const char *)ws->scratch +
+                                           (size_t)th * ws->thread_bytes) + 2 * stride;
+        for (int s = 0; s < 2; s++) {
+            uint64_t row = ws->slot_rows[2 * (size_t)th + s];
+            if (row == UINT64_MAX)
+                continue;
+            REAL *dst = M + row * R;
+            const REAL *src = slots + (size_t)s * R;
+            if (row == last)
+                for (unsigned r = 0; r < R; r++)
+                    dst[r] += src[r];
+            else
+                for (unsigned r = 0; r < R; r++)
+                    dst[r] = src[r];
+            last = row;
+        }
+    }
+}
+
+#undef CAT
+#undef CAT_

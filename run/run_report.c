@@ -1,0 +1,186 @@
+/* The JSON form of amped-run's report; amped-run(1) documents its keys. */
+#include <config.h>
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp_outfile.h"
+#include "run_report.h"
+
+amp_status amp_report_add_iter(amp_run_report *r, unsigned iter, double fit, double delta,
+                               double seconds, amp_error *err)
+{
+    if (r->niters == r->cap) {
+        unsigned cap = r->cap ? 2 * r->cap : 64;
+        amp_iter_record *p = realloc(r->iters, cap * sizeof *p);
+        if (p == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        r->iters = p;
+        r->cap = cap;
+    }
+    r->iters[r->niters++] = (amp_iter_record){iter, fit, delta, seconds};
+    return AMP_OK;
+}
+
+/* A growing string: the document is small, so it is built whole and then
+ * written in one go. */
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    int failed;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...)
+{
+    if (b->failed)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->failed = 1;
+            return;
+        }
+        if (b->p && b->n + (size_t)n < b->cap) {
+            b->n += (size_t)n;
+            return;
+        }
+        size_t cap = (b->cap ? 2 * b->cap : 4096) + (size_t)n;
+        char *q = realloc(b->p, cap);
+        if (q == NULL) {
+            b->failed = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+}
+
+static void put_string(sbuf *b, const char *s)
+{
+    put(b, "\"");
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            put(b, "\\%c", *c);
+        else if (*c < 0x20)
+            put(b, "\\u%04x", *c);
+        else
+            put(b, "%c", *c);
+    }
+    put(b, "\"");
+}
+
+/* JSON has no NaN or infinity. */
+static void put_number(sbuf *b, double v)
+{
+    if (isfinite(v))
+        put(b, "%.17g", v);
+    else
+        put(b, "null");
+}
+
+static void put_u64_array(sbuf *b, const uint64_t *v, unsigned n)
+{
+    put(b, "[");
+    for (unsigned i = 0; i < n; i++)
+        put(b, "%s%" PRIu64, i ? ", " : "", v[i]);
+    put(b, "]");
+}
+
+static void put_double_array(sbuf *b, const double *v, unsigned n)
+{
+    put(b, "[");
+    for (unsigned i = 0; i < n; i++) {
+        put(b, "%s", i ? ", " : "");
+        put_number(b, v[i]);
+    }
+    put(b, "]");
+}
+
+amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_error *err)
+{
+    static const char *const phase_names[AMP_NPHASES] = {"mttkrp", "gram", "solve",
+                                                         "normalize", "fit"};
+    const amp_tensor *t = r->t;
+    sbuf b = {0};
+    put(&b, "{\n  \"tensor\": {\"path\": ");
+    put_string(&b, r->path);
+    put(&b, ", \"modes\": %u, \"nnz\": %" PRIu64 ", \"dims\": ", t->nmodes, t->nnz);
+    put_u64_array(&b, t->dims, t->nmodes);
+    put(&b, ", \"compact_dims\": ");
+    put_u64_array(&b, t->rows, t->nmodes);
+    put(&b, ", \"norm\": ");
+    put_number(&b, sqrt(t->norm_sq));
+    put(&b, ", \"values\": \"%s\"},\n", t->value_type == AMP_VALUES_F32 ? "f32" : "f64");
+    put(&b, "  \"rank\": %u,\n  \"backend\": ", r->opts->rank);
+    put_string(&b, r->backend);
+    put(&b, ",\n  \"threads\": %d,\n  \"precision\": \"%s\",\n  \"seed\": %" PRIu64
+        ",\n  \"tol\": ", r->threads,
+        r->opts->precision == AMP_PRECISION_F32 ? "f32" : "f64", r->opts->seed);
+    put_number(&b, r->opts->tol);
+    put(&b, ",\n  \"max_iters\": %u,\n", r->opts->max_iters);
+    if (r->mttkrp_mode_seconds) {
+        double total = 0;
+        for (unsigned m = 0; m < t->nmodes; m++)
+            total += r->mttkrp_mode_seconds[m];
+        put(&b, "  \"mttkrp\": {\"rounds\": %u, \"mode_seconds\": ", r->mttkrp_rounds);
+        put_double_array(&b, r->mttkrp_mode_seconds, t->nmodes);
+        put(&b, ", \"seconds\": ");
+        put_number(&b, total);
+        put(&b, "},\n");
+    }
+    if (r->check_rel_err) {
+        put(&b, "  \"check\": {\"max_rel_err\": ");
+        put_double_array(&b, r->check_rel_err, t->nmodes);
+        put(&b, "},\n");
+    }
+    put(&b, "  \"iterations\": [");
+    for (unsigned i = 0; i < r->niters; i++) {
+        const amp_iter_record *it = &r->iters[i];
+        put(&b, "%s\n    {\"iter\": %u, \"fit\": ", i ? "," : "", it->iter);
+        put_number(&b, it->fit);
+        put(&b, ", \"delta\": ");
+        put_number(&b, it->delta);
+        put(&b, ", \"seconds\": ");
+        put_number(&b, it->seconds);
+        put(&b, "}");
+    }
+    put(&b, "%s],\n  \"final_fit\": ", r->niters ? "\n  " : "");
+    if (r->niters)
+        put_number(&b, r->final_fit);
+    else
+        put(&b, "null");
+    put(&b, ",\n  \"converged\": %s,\n  \"timings\": {\"load\": ",
+        r->converged ? "true" : "false");
+    put_number(&b, r->seconds_load);
+    for (int p = 0; p < AMP_NPHASES; p++) {
+        put(&b, ", \"%s\": ", phase_names[p]);
+        put_number(&b, r->phase_seconds ? r->phase_seconds[p] : 0);
+    }
+    put(&b, ", \"output\": ");
+    put_number(&b, r->seconds_output);
+    put(&b, ", \"total\": ");
+    put_number(&b, r->seconds_total);
+    put(&b, "}\n}\n");
+    if (b.failed) {
+        free(b.p);
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the JSON report");
+    }
+    amp_outfile of;
+    amp_status rc = amp_outfile_open(&of, path, err);
+    if (rc == AMP_OK)
+        rc = amp_outfile_write(&of, b.p, b.n, err);
+    if (rc == AMP_OK)
+        rc = amp_outfile_commit(&of, err);
+    else
+        amp_outfile_abort(&of);
+    free(b.p);
+    return rc;
+}

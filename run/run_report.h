@@ -1,0 +1,40 @@
+/* What amped-run tells its user: the per-iteration record and the JSON
+ * document (--json) that carries the same figures as the text report. */
+#ifndef AMP_RUN_REPORT_H
+#define AMP_RUN_REPORT_H
+
+#include <stdint.h>
+
+#include "amp_cpd.h"
+
+typedef struct amp_iter_record {
+    unsigned iter;
+    double fit, delta, seconds;
+} amp_iter_record;
+
+typedef struct amp_run_report {
+    const char *path;
+    const amp_tensor *t;
+    const amp_cpd_opts *opts;
+    const char *backend;       /* "cpu" */
+    int threads;
+    amp_iter_record *iters;
+    unsigned niters, cap;
+    int converged;
+    double final_fit;
+    double seconds_load, seconds_output, seconds_total;
+    const double *phase_seconds;   /* AMP_NPHASES, or NULL */
+    /* --mttkrp-only */
+    const double *mttkrp_mode_seconds;   /* nmodes, or NULL */
+    unsigned mttkrp_rounds;
+    /* --check */
+    const double *check_rel_err;         /* nmodes, or NULL */
+} amp_run_report;
+
+amp_status amp_report_add_iter(amp_run_report *r, unsigned iter, double fit, double delta,
+                               double seconds, amp_error *err);
+
+/* Write the report as JSON to path (temporary file, then renamed). */
+amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_error *err);
+
+#endif
