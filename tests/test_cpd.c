@@ -1,0 +1,618 @@
+/* The CPU backend of amped-run: MTTKRP against a plain COO reference in
+ * f64, CP-ALS on tensors of known rank, determinism, factor files.
+ *
+ * Tolerances (normwise: the largest entry error over the largest entry):
+ * f64 kernels 1e-12 (they sum in another order than the reference); f32
+ * kernels 1e-4 (every product and sum rounds to 24 bits). */
+#include <config.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp_build.h"
+#include "amp_cpd.h"
+#include "tap.h"
+#include "test_util.h"
+
+#define TOL_F64 1e-12
+#define TOL_F32 1e-4
+
+typedef struct shape {
+    const char *name;
+    unsigned nmodes;
+    uint64_t dims[8];
+    uint64_t nnz;
+    int skew;
+} shape;
+
+static void random_tensor(const shape *s, uint64_t seed, amp_coo *t)
+{
+    amp_error err = {0};
+    if (amp_coo_init(t, s->nmodes, &err) || amp_coo_reserve(t, s->nnz, &err))
+        exit(99);
+    for (unsigned m = 0; m < s->nmodes; m++)
+        t->dims[m] = s->dims[m];
+    for (uint64_t k = 0; k < s->nnz; k++) {
+        for (unsigned m = 0; m < s->nmodes; m++) {
+            uint64_t r = rng_next(&seed);
+            if (s->skew) {
+                double u = (double)(r >> 11) / 9007199254740992.0;
+                t->ind[m][k] = (uint64_t)((double)s->dims[m] * u * u * u * u);
+                if (t->ind[m][k] >= s->dims[m])
+                    t->ind[m][k] = s->dims[m] - 1;
+            } else {
+                t->ind[m][k] = r % s->dims[m];
+            }
+        }
+        t->val[k] = (double)(rng_next(&seed) >> 11) / 9007199254740992.0 - 0.25;
+    }
+    t->nnz = s->nnz;
+}
+
+static void copy_tensor(const amp_coo *a, amp_coo *b)
+{
+    amp_error err = {0};
+    if (amp_coo_init(b, a->nmodes, &err) || amp_coo_reserve(b, a->nnz ? a->nnz : 1, &err))
+        exit(99);
+    for (unsigned m = 0; m < a->nmodes; m++) {
+        b->dims[m] = a->dims[m];
+        memcpy(b->ind[m], a->ind[m], a->nnz * 8);
+    }
+    memcpy(b->val, a->val, a->nnz * 8);
+    b->nnz = a->nnz;
+}
+
+/* Write t (kept) as an .amp file and load it back. */
+static int prepare(const amp_coo *t, const char *name, uint32_t shards, uint64_t chunk_nnz,
+                   amp_tensor *out)
+{
+    amp_coo work;
+    amp_build_opts o;
+    amp_error err = {0};
+    amp_file *f = NULL;
+    copy_tensor(t, &work);
+    amp_build_opts_init(&o);
+    o.shards = shards;
+    o.chunk_nnz = chunk_nnz;
+    const char *path = test_path(name);
+    amp_status rc = amp_build_write(&work, path, &o, NULL, &err);
+    amp_coo_free(&work);
+    if (rc == AMP_OK)
+        rc = amp_file_open(path, &f, &err);
+    if (rc == AMP_OK)
+        rc = amp_tensor_load(f, 0, NULL, NULL, out, &err);
+    amp_file_close(f);
+    if (rc != AMP_OK)
+        diag("%s: %s", name, amp_error_message(&err));
+    return rc == AMP_OK;
+}
+
+/* orig_to_new per mode. */
+static uint64_t **inverse_maps(const amp_tensor *t)
+{
+    uint64_t **inv = calloc(t->nmodes, sizeof *inv);
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        inv[m] = malloc(t->dims[m] * sizeof **inv);
+        memset(inv[m], 0xff, t->dims[m] * sizeof **inv);
+        for (uint64_t k = 0; k < t->rows[m]; k++)
+            inv[m][t->new_to_orig[m][k]] = k;
+    }
+    return inv;
+}
+
+static void free_maps(uint64_t **inv, unsigned n)
+{
+    for (unsigned m = 0; m < n; m++)
+        free(inv[m]);
+    free(inv);
+}
+
+/* The reference: straight from the source tensor's coordinates. */
+static void coo_mttkrp(const amp_coo *x, uint64_t *const *inv, unsigned d, double *const *A,
+                       unsigned R, uint64_t rows, double *M)
+{
+    memset(M, 0, rows * R * sizeof *M);
+    for (uint64_t k = 0; k < x->nnz; k++) {
+        uint64_t out = inv[d][x->ind[d][k]];
+        for (unsigned r = 0; r < R; r++) {
+            double p = x->val[k];
+            for (unsigned m = 0; m < x->nmodes; m++)
+                if (m != d)
+                    p *= A[m][inv[m][x->ind[m][k]] * R + r];
+            M[out * R + r] += p;
+        }
+    }
+}
+
+static double rel_diff(const double *a, const double *b, uint64_t n)
+{
+    double diff = 0, scale = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        double e = fabs(a[i] - b[i]);
+        diff = e > diff ? e : diff;
+        scale = fabs(b[i]) > scale ? fabs(b[i]) : scale;
+    }
+    return scale > 0 ? diff / scale : diff;
+}
+
+static double *random_matrix(uint64_t rows, unsigned R, uint64_t seed)
+{
+    double *A = malloc((rows * R + 1) * sizeof *A);
+    for (uint64_t i = 0; i < rows * R; i++)
+        A[i] = (double)(rng_next(&seed) >> 11) / 9007199254740992.0 - 0.3;
+    return A;
+}
+
+/* Every mode's MTTKRP, f64 and f32, on several thread counts, against the
+ * COO reference; the copy-based reference too. */
+static void check_mttkrp(const char *name, const amp_coo *x, const amp_tensor *t, unsigned R)
+{
+    uint64_t **inv = inverse_maps(t);
+    double *A[AMP_MAX_MODES];
+    float *A32[AMP_MAX_MODES];
+    uint64_t maxr = 1;
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        A[m] = random_matrix(t->rows[m], R, 77 + m);
+        A32[m] = malloc((t->rows[m] * R + 1) * sizeof **A32);
+        for (uint64_t i = 0; i < t->rows[m] * R; i++)
+            A32[m][i] = (float)A[m][i];
+        maxr = t->rows[m] > maxr ? t->rows[m] : maxr;
+    }
+    double *ref = malloc(maxr * R * sizeof *ref), *M = malloc(maxr * R * sizeof *M);
+    float *M32 = malloc(maxr * R * sizeof *M32);
+    static const int threads[] = {1, 3, 8};
+    double worst64 = 0, worst32 = 0, worst_ref = 0;
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        coo_mttkrp(x, inv, d, A, R, t->rows[d], ref);
+        amp_error err = {0};
+        amp_mttkrp_reference(t, (d + 1) % t->nmodes, d, (const double *const *)A, R, M, &err);
+        double e = rel_diff(M, ref, t->rows[d] * R);
+        worst_ref = e > worst_ref ? e : worst_ref;
+        for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
+            amp_mttkrp_ws *ws;
+            if (amp_mttkrp_ws_new(threads[i], R, &ws, &err) != AMP_OK)
+                exit(99);
+            memset(M, 0xff, t->rows[d] * R * sizeof *M);   /* NaN: every row must be written */
+            amp_mttkrp_f64(t, d, (const double *const *)A, R, M, ws);
+            e = rel_diff(M, ref, t->rows[d] * R);
+            worst64 = e > worst64 || isnan(e) ? e : worst64;
+            amp_mttkrp_f32(t, d, (const float *const *)A32, R, M32, ws);
+            for (uint64_t k = 0; k < t->rows[d] * R; k++)
+                M[k] = M32[k];
+            e = rel_diff(M, ref, t->rows[d] * R);
+            worst32 = e > worst32 || isnan(e) ? e : worst32;
+            amp_mttkrp_ws_free(ws);
+        }
+    }
+    ok(worst_ref <= TOL_F64, "%s: copy-based reference = COO reference (%.2e)", name, worst_ref);
+    ok(worst64 <= TOL_F64, "%s: f64 MTTKRP, every mode, 1/3/8 threads, rank %u (%.2e)", name,
+       R, worst64);
+    ok(worst32 <= TOL_F32, "%s: f32 MTTKRP, every mode, 1/3/8 threads, rank %u (%.2e)", name,
+       R, worst32);
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        free(A[m]);
+        free(A32[m]);
+    }
+    free(ref);
+    free(M);
+    free(M32);
+    free_maps(inv, t->nmodes);
+}
+
+static void test_random_mttkrp(void)
+{
+    static const shape shapes[] = {
+        {"3 modes, uniform", 3, {300, 200, 100}, 20000, 0},
+        {"3 modes, power-law", 3, {5000, 3000, 800}, 30000, 1},
+        {"2 modes", 2, {400, 500}, 6000, 1},
+        {"4 modes", 4, {60, 50, 40, 30}, 9000, 0},
+        {"5 modes", 5, {30, 20, 25, 10, 15}, 7000, 1},
+        /* 5 x 16 bits of compact indices: the keyed (> 64-bit) path. */
+        {"5 modes, 80 index bits", 5, {1000000, 1000000, 1000000, 1000000, 1000000}, 70000, 0},
+    };
+    static const unsigned ranks[] = {16, 32, 7, 64, 5, 3};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        amp_coo x;
+        amp_tensor t;
+        random_tensor(&shapes[i], 1000 + i, &x);
+        /* Small shards and chunks: rows cross chunk boundaries. */
+        if (!prepare(&x, "mttkrp.amp", 8, 997, &t)) {
+            ok(0, "%s: prepares", shapes[i].name);
+            skip(3, "no file");
+            amp_coo_free(&x);
+            continue;
+        }
+        ok(1, "%s: prepares and loads", shapes[i].name);
+        if (i == 5)
+            ok(t.copies[0].layout.key_bits > 0, "%s: needs block keys (%u key bits)",
+               shapes[i].name, t.copies[0].layout.key_bits);
+        check_mttkrp(shapes[i].name, &x, &t, ranks[i]);
+        amp_tensor_free(&t);
+        amp_coo_free(&x);
+    }
+}
+
+static int test_real_mttkrp(int run)
+{
+    const char *dir = getenv("AMP_TEST_DATA");
+    DIR *dp = dir ? opendir(dir) : NULL;
+    int n = 0;
+    struct dirent *e;
+    while (dp && (e = readdir(dp)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".tns") != 0)
+            continue;
+        n++;
+        if (!run)
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        amp_read_opts ro;
+        amp_read_opts_init(&ro);
+        amp_coo x;
+        amp_tensor t;
+        amp_error err = {0};
+        if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK ||
+            !prepare(&x, "real.amp", 16, 4096, &t)) {
+            ok(0, "%s: reads and prepares (%s)", e->d_name, amp_error_message(&err));
+            skip(3, "unreadable");
+            continue;
+        }
+        ok(1, "%s: prepares and loads", e->d_name);
+        check_mttkrp(e->d_name, &x, &t, 16);
+        amp_tensor_free(&t);
+        amp_coo_free(&x);
+    }
+    if (dp)
+        closedir(dp);
+    return n;
+}
+
+/* ---- CP-ALS ---------------------------------------------------------------- */
+
+/* sum over r of lambda_r a_r o b_r o c_r, component r living on its own
+ * block of indices: CP rank exactly R, and ALS can find it. */
+static void block_tensor(unsigned R, unsigned side, amp_coo *x)
+{
+    amp_error err = {0};
+    uint64_t seed = 5;
+    uint64_t n = (uint64_t)R * side * side * side;
+    if (amp_coo_init(x, 3, &err) || amp_coo_reserve(x, n, &err))
+        exit(99);
+    for (unsigned m = 0; m < 3; m++)
+        x->dims[m] = (uint64_t)R * side;
+    double f[3][64];
+    uint64_t k = 0;
+    for (unsigned r = 0; r < R; r++) {
+        for (unsigned m = 0; m < 3; m++)
+            for (unsigned i = 0; i < side; i++)
+                f[m][i] = 0.5 + (double)(rng_next(&seed) >> 11) / 9007199254740992.0;
+        for (unsigned i = 0; i < side; i++)
+            for (unsigned j = 0; j < side; j++)
+                for (unsigned l = 0; l < side; l++) {
+                    x->ind[0][k] = r * side + i;
+                    x->ind[1][k] = r * side + j;
+                    x->ind[2][k] = r * side + l;
+                    x->val[k++] = (r + 1) * f[0][i] * f[1][j] * f[2][l];
+                }
+    }
+    x->nnz = k;
+}
+
+static void test_als_exact(void)
+{
+    amp_coo x;
+    amp_tensor t;
+    amp_cpd c;
+    amp_error err = {0};
+    block_tensor(4, 6, &x);
+    if (!prepare(&x, "exact.amp", 4, 1 << 20, &t)) {
+        skip(2, "no file");
+        amp_coo_free(&x);
+        return;
+    }
+    amp_cpd_opts o;
+    amp_cpd_opts_init(&o);
+    o.rank = 4;
+    o.max_iters = 500;
+    o.tol = 1e-12;
+    o.threads = 2;
+    int okay = amp_cpd_init_random(&t, 4, 3, &c, &err) == AMP_OK &&
+               amp_cpd_als(&t, &o, &c, &err) == AMP_OK;
+    ok(okay && c.fit > 0.999, "exact rank-4 tensor with disjoint supports: fit %.6f > 0.999 "
+       "(%u iterations)", c.fit, c.iters);
+    amp_cpd_free(&c);
+    o.precision = AMP_PRECISION_F32;
+    okay = amp_cpd_init_random(&t, 4, 3, &c, &err) == AMP_OK &&
+           amp_cpd_als(&t, &o, &c, &err) == AMP_OK;
+    ok(okay && c.fit > 0.999, "the same in f32: fit %.6f > 0.999", c.fit);
+    amp_cpd_free(&c);
+    amp_tensor_free(&t);
+    amp_coo_free(&x);
+}
+
+static void test_als_aminoacid(void)
+{
+    const char *dir = getenv("AMP_TEST_DATA");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/aminoacid.tns", dir ? dir : ".");
+    amp_read_opts ro;
+    amp_read_opts_init(&ro);
+    amp_coo x;
+    amp_tensor t;
+    amp_error err = {0};
+    if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK) {
+        skip(1, "no aminoacid.tns in AMP_TEST_DATA");
+        return;
+    }
+    if (!prepare(&x, "amino.amp", 64, 1 << 20, &t)) {
+        ok(0, "aminoacid prepares");
+        amp_coo_free(&x);
+        return;
+    }
+    amp_cpd_opts o;
+    amp_cpd_opts_init(&o);
+    o.rank = 3;
+    o.max_iters = 1000;
+    o.tol = 1e-10;
+    amp_cpd c;
+    int okay = amp_cpd_init_random(&t, 3, 1, &c, &err) == AMP_OK &&
+               amp_cpd_als(&t, &o, &c, &err) == AMP_OK;
+    ok(okay && c.fit > 0.97, "aminoacid.tns, rank 3: fit %.6f > 0.97 after %u iterations",
+       c.fit, c.iters);
+    amp_cpd_free(&c);
+    amp_tensor_free(&t);
+    amp_coo_free(&x);
+}
+
+static int same_factors(const amp_cpd *a, const amp_cpd *b)
+{
+    if (a->fit != b->fit || memcmp(a->lambda, b->lambda, a->rank * sizeof(double)))
+        return 0;
+    for (unsigned m = 0; m < a->nmodes; m++)
+        if (memcmp(a->A[m], b->A[m], a->rows[m] * a->rank * sizeof(double)))
+            return 0;
+    return 1;
+}
+
+static void test_als_deterministic(void)
+{
+    static const shape s = {"power-law", 3, {3000, 2000, 500}, 40000, 1};
+    amp_coo x;
+    amp_tensor t;
+    amp_error err = {0};
+    random_tensor(&s, 9, &x);
+    if (!prepare(&x, "det.amp", 16, 5000, &t)) {
+        skip(3, "no file");
+        amp_coo_free(&x);
+        return;
+    }
+    amp_cpd_opts o;
+    amp_cpd_opts_init(&o);
+    o.rank = 8;
+    o.max_iters = 5;
+    o.tol = 0;
+    o.threads = 3;
+    amp_cpd a, b, c;
+    amp_cpd_init_random(&t, 8, 42, &a, &err);
+    amp_cpd_init_random(&t, 8, 42, &b, &err);
+    amp_cpd_init_random(&t, 8, 43, &c, &err);
+    ok(same_factors(&a, &b) && !same_factors(&a, &c),
+       "random factors depend on the seed and only on it");
+    amp_cpd_als(&t, &o, &a, &err);
+    amp_cpd_als(&t, &o, &b, &err);
+    ok(a.iters == 5 && same_factors(&a, &b), "same seed, same threads: the same factors, bit "
+       "for bit (fit %.12f)", a.fit);
+    amp_cpd_free(&c);
+    o.threads = 1;
+    amp_cpd_init_random(&t, 8, 42, &c, &err);
+    amp_cpd_als(&t, &o, &c, &err);
+    ok(fabs(c.fit - a.fit) < 1e-9, "1 thread agrees with 3 to rounding (%.3e)",
+       fabs(c.fit - a.fit));
+    amp_cpd_free(&a);
+    amp_cpd_free(&b);
+    amp_cpd_free(&c);
+    amp_tensor_free(&t);
+    amp_coo_free(&x);
+}
+
+/* A rank above a mode's dimension: with two modes the Gram product of
+ * the other mode is that mode's own, singular Gram matrix (with three, the
+ * Hadamard product of a singular and a definite Gram is still definite).
+ * The pseudo-inverse path, and still a finite fit. */
+static void test_als_rank_deficient(void)
+{
+    static const shape s = {"thin", 2, {40, 3}, 100, 0};
+    amp_coo x;
+    amp_tensor t;
+    amp_error err = {0};
+    random_tensor(&s, 11, &x);
+    if (!prepare(&x, "thin.amp", 4, 1 << 20, &t)) {
+        skip(1, "no file");
+        amp_coo_free(&x);
+        return;
+    }
+    amp_cpd_opts o;
+    amp_cpd_opts_init(&o);
+    o.rank = 6;
+    o.max_iters = 20;
+    amp_cpd c;
+    int okay = amp_cpd_init_random(&t, 6, 1, &c, &err) == AMP_OK &&
+               amp_cpd_als(&t, &o, &c, &err) == AMP_OK;
+    ok(okay && c.pinv_used && isfinite(c.fit) && c.fit > 0,
+       "rank 6 on a 2-mode tensor with a mode of 3: pseudo-inverse used, fit %.4f finite", c.fit);
+    amp_cpd_free(&c);
+    amp_tensor_free(&t);
+    amp_coo_free(&x);
+}
+
+/* ---- factor files ------------------------------------------------------------ */
+
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL)
+        return NULL;
+    fseek(fp, 0, SEEK_END);
+    long len = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *b = malloc((size_t)len + 1);
+    *n = fread(b, 1, (size_t)len, fp);
+    b[*n] = '\0';
+    fclose(fp);
+    return b;
+}
+
+/* A .npy file's shape and f64 data (NULL unless it is '<f8', C order). */
+static double *read_npy(const char *path, uint64_t *rows, uint64_t *cols)
+{
+    size_t n;
+    char *b = slurp(path, &n);
+    if (b == NULL || n < 10 || memcmp(b, "\x93NUMPY\x01\x00", 8) != 0) {
+        free(b);
+        return NULL;
+    }
+    size_t hlen = (unsigned char)b[8] | (size_t)(unsigned char)b[9] << 8;
+    char *h = b + 10;
+    unsigned long long r = 0, c = 0;
+    if ((10 + hlen) % 64 != 0 || strstr(h, "'descr': '<f8'") == NULL ||
+        strstr(h, "'fortran_order': False") == NULL) {
+        free(b);
+        return NULL;
+    }
+    char *sh = strstr(h, "'shape': (");
+    if (sh == NULL || sscanf(sh, "'shape': (%llu, %llu)", &r, &c) < 1) {
+        free(b);
+        return NULL;
+    }
+    if (c == 0) {   /* a vector */
+        c = r;
+        r = 1;
+    }
+    if (n != 10 + hlen + r * c * 8) {
+        free(b);
+        return NULL;
+    }
+    double *d = malloc(r * c * 8 + 8);
+    memcpy(d, b + 10 + hlen, r * c * 8);
+    free(b);
+    *rows = r;
+    *cols = c;
+    return d;
+}
+
+static void test_factor_files(void)
+{
+    /* Indices 0, 3, 6, ...: two of every three slices are empty and dropped. */
+    static const shape s = {"gaps", 3, {20, 15, 12}, 600, 0};
+    amp_coo x;
+    amp_tensor t;
+    amp_error err = {0};
+    random_tensor(&s, 21, &x);
+    for (uint64_t k = 0; k < x.nnz; k++)
+        for (unsigned m = 0; m < 3; m++)
+            x.ind[m][k] = x.ind[m][k] / 3 * 3;
+    if (!prepare(&x, "gaps.amp", 4, 100, &t)) {
+        skip(7, "no file");
+        amp_coo_free(&x);
+        return;
+    }
+    amp_cpd_opts o;
+    amp_cpd_opts_init(&o);
+    o.rank = 4;
+    o.max_iters = 3;
+    amp_cpd c;
+    amp_cpd_init_random(&t, 4, 1, &c, &err);
+    amp_cpd_als(&t, &o, &c, &err);
+    char prefix[600];
+    snprintf(prefix, sizeof prefix, "%s", test_path("out"));
+    ok(amp_factors_write(&t, &c, prefix, AMP_FACTORS_TEXT, AMP_PRECISION_F64, &err) == AMP_OK,
+       "text factors are written (%s)", amp_error_message(&err));
+
+    /* Text: dims rows, zero rows where the slices were empty. */
+    int shape_ok = 1, gaps_zero = 1;
+    for (unsigned m = 0; m < 3; m++) {
+        char path[700];
+        size_t n;
+        snprintf(path, sizeof path, "%s.mode%u.mat", prefix, m + 1);
+        char *b = slurp(path, &n);
+        uint64_t lines = 0;
+        char *p = b;
+        while (p && *p) {
+            char *nl = strchr(p, '\n');
+            if (nl == NULL)
+                break;
+            *nl = '\0';
+            double v[8];
+            int cnt = sscanf(p, "%lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4]);
+            shape_ok &= cnt == 4;
+            if (lines % 3 != 0)
+                gaps_zero &= v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0;
+            lines++;
+            p = nl + 1;
+        }
+        shape_ok &= lines == s.dims[m];
+        free(b);
+    }
+    ok(shape_ok, "text: one line of rank values per original index");
+    ok(gaps_zero, "text: the rows of empty slices are zero");
+
+    /* Read back (original index space to compact) and compare exactly:
+     * %.17g round-trips a double. */
+    amp_cpd back;
+    int same = amp_factors_read(&t, prefix, 4, &back, &err) == AMP_OK;
+    for (unsigned m = 0; same && m < 3; m++) {
+        unsigned L = 2;
+        for (uint64_t i = 0; i < t.rows[m] * 4; i++) {
+            double want = c.A[m][i] * (m == L ? c.lambda[i % 4] : 1);
+            same &= m == L ? fabs(back.A[m][i] - want) <= 1e-15 * fabs(want)
+                           : back.A[m][i] == want;
+        }
+    }
+    ok(same, "--init reads the text back to the same factors (lambda folded into the last "
+       "mode)");
+    if (same)
+        amp_cpd_free(&back);
+
+    ok(amp_factors_write(&t, &c, prefix, AMP_FACTORS_NPY, AMP_PRECISION_F64, &err) == AMP_OK,
+       "npy factors are written");
+    int npy_ok = 1;
+    for (unsigned m = 0; m < 3; m++) {
+        char path[700];
+        uint64_t r, cc;
+        snprintf(path, sizeof path, "%s.mode%u.npy", prefix, m + 1);
+        double *d = read_npy(path, &r, &cc);
+        npy_ok &= d != NULL && r == s.dims[m] && cc == 4;
+        for (uint64_t k = 0; d && k < t.rows[m]; k++)
+            npy_ok &= memcmp(d + t.new_to_orig[m][k] * 4, c.A[m] + k * 4, 32) == 0;
+        free(d);
+    }
+    char lpath[700];
+    uint64_t r, cc;
+    snprintf(lpath, sizeof lpath, "%s.lambda.npy", prefix);
+    double *lam = read_npy(lpath, &r, &cc);
+    npy_ok &= lam && cc == 4 && memcmp(lam, c.lambda, 32) == 0;
+    free(lam);
+    ok(npy_ok, "npy: shape (dims, rank), rows in original index space, bit-exact; lambda "
+       "shape (rank,)");
+    amp_cpd_free(&c);
+    amp_tensor_free(&t);
+    amp_coo_free(&x);
+}
+
+int main(void)
+{
+    int nreal = test_real_mttkrp(0);
+    plan(6 * 4 + 1 + nreal * 4 + 2 + 1 + 3 + 1 + 6);
+    test_random_mttkrp();
+    test_real_mttkrp(1);
+    test_als_exact();
+    test_als_aminoacid();
+    test_als_deterministic();
+    test_als_rank_deficient();
+    test_factor_files();
+    return done_testing();
+}
