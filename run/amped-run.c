@@ -334,8 +334,8 @@ static int run(run_args *a)
         goto done;
     }
     if (!a->quiet) {
-        printf("cp-als:    rank %u, at most %u iterations, tol %g, %s %s\n", a->opts.rank,
-               a->opts.max_iters, a->opts.tol, a->init ? "init" : "seed", "");
+        printf("cp-als:    rank %u, at most %u iterations, tol %g\n", a->opts.rank,
+               a->opts.max_iters, a->opts.tol);
         if (a->init)
             printf("           starting factors from %s.mode*.mat\n", a->init);
         else

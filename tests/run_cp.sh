@@ -1,0 +1,143 @@
+#!/bin/sh
+# amped-run decomposing: the report, factor files, --json, --init,
+# --mttkrp-only, --check, and errors that leave no partial output.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+TRY="Try 'amped-run --help' for more information."
+AMINO=$AMP_TEST_DATA/aminoacid.tns
+SAMPLE=$top_srcdir/data/sample.tns.zst
+
+run "$AMPED_PREP" -q -o "$T/sample.amp" "$SAMPLE"
+check_status "the bundled sample prepares" 0
+
+# ---- a decomposition and its report ------------------------------------------
+run "$AMPED_RUN" -r 4 --iters 5 --tol 0 -t 2 -o "$T/f" --json "$T/r.json" "$T/sample.amp"
+check_status "rank 4, 5 iterations: exit 0" 0
+check_contains "the header names the tensor" "$RUN_OUT" "tensor:    $T/sample.amp"
+check_contains "the header names backend and threads" "$RUN_OUT" "backend:   cpu, 2 threads, precision f64"
+n=$(grep -c '^ *[1-5]  [0-9.]*  [0-9.e+-]*  *[0-9.]*$' "$RUN_OUT")
+is "one line per iteration (--tol 0 runs them all)" "$n" 5
+check_contains "the final fit is printed" "$RUN_OUT" "final fit: "
+check_contains "the time breakdown is printed" "$RUN_OUT" "time:      load "
+check_empty "nothing on stderr" "$RUN_ERR"
+for m in 1 2 3; do
+    check "factor file mode $m exists" test -s "$T/f.mode$m.mat"
+done
+check "lambda file exists" test -s "$T/f.lambda.mat"
+is "lambda has rank lines" "$(wc -l <"$T/f.lambda.mat" | tr -d ' ')" 4
+dims=$(sed -n 's/^tensor: .*dims \([0-9x]*\) .*/\1/p' "$RUN_OUT")
+d1=${dims%%x*}
+is "mode 1 has one row per original index" "$(wc -l <"$T/f.mode1.mat" | tr -d ' ')" "$d1"
+is "every row has rank values" "$(awk 'NF != 4' "$T/f.mode1.mat" | wc -l | tr -d ' ')" 0
+check "no temporary files are left" test -z "$(ls -a "$T" | grep '\.tmp\.')"
+
+# The JSON report carries the same figures.
+if command -v python3 >/dev/null 2>&1; then
+    fit_text=$(sed -n 's/^final fit: \([0-9.]*\) .*/\1/p' "$RUN_OUT")
+    run python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["rank"] == 4 and d["backend"] == "cpu" and d["threads"] == 2
+assert len(d["iterations"]) == 5 and [i["iter"] for i in d["iterations"]] == [1, 2, 3, 4, 5]
+assert d["final_fit"] == d["iterations"][-1]["fit"]
+assert abs(d["final_fit"] - float(sys.argv[2])) < 1e-9
+assert set(["load", "mttkrp", "gram", "solve", "normalize", "fit", "output", "total"]) <= set(d["timings"])
+assert d["tensor"]["modes"] == 3 and len(d["tensor"]["dims"]) == 3
+print("ok")' "$T/r.json" "$fit_text"
+    check_status "--json: valid JSON with the report's figures" 0
+else
+    skip 1 "no python3 to read the JSON"
+fi
+
+# ---- determinism and --init ------------------------------------------------------
+run "$AMPED_RUN" -r 4 --iters 5 --tol 0 -t 2 -o "$T/g" "$T/sample.amp"
+check "the same seed and threads give the same factor files" cmp -s "$T/f.mode2.mat" "$T/g.mode2.mat"
+run "$AMPED_RUN" -r 4 --iters 5 --tol 0 -t 2 --seed 7 -o "$T/h" "$T/sample.amp"
+check "another seed gives other factors" test -n "$(cmp "$T/f.mode2.mat" "$T/h.mode2.mat" 2>&1)"
+run "$AMPED_RUN" -r 4 --iters 1 --tol 0 --init "$T/f" "$T/sample.amp"
+check_status "--init PREFIX starts from written factors" 0
+check_contains "--init is reported" "$RUN_OUT" "starting factors from $T/f.mode*.mat"
+run "$AMPED_RUN" -r 5 --init "$T/f" "$T/sample.amp"
+check_status "--init with another rank fails" 1
+check_contains "--init: the bad file and line are named" "$RUN_ERR" "$T/f.mode1.mat:1: expected 5 values"
+
+# ---- npy ---------------------------------------------------------------------------
+run "$AMPED_RUN" -q -r 3 --iters 2 --format npy -o "$T/n" "$T/sample.amp"
+check_status "--format npy: exit 0" 0
+check "npy: mode 1 file starts with the NumPy magic" sh -c "head -c 6 '$T/n.mode1.npy' | od -c | grep -q 'N   U   M   P   Y'"
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import numpy' 2>/dev/null; then
+    run python3 -c '
+import numpy, sys
+p = sys.argv[1]
+a = numpy.load(p + ".mode1.npy"); l = numpy.load(p + ".lambda.npy")
+assert a.dtype == numpy.float64 and a.shape[1] == 3 and l.shape == (3,)
+print("ok")' "$T/n"
+    check_status "numpy.load reads the npy factors" 0
+else
+    skip 1 "no numpy"
+fi
+
+# ---- --mttkrp-only and --check ------------------------------------------------------
+run "$AMPED_RUN" --mttkrp-only --iters 2 -r 8 "$T/sample.amp"
+check_status "--mttkrp-only: exit 0" 0
+check_contains "--mttkrp-only: per-mode times" "$RUN_OUT" "mode 3: "
+check_contains "--mttkrp-only: the total" "$RUN_OUT" "all modes: "
+for p in f64 f32; do
+    run "$AMPED_RUN" --check --precision $p -r 16 "$T/sample.amp"
+    check_status "--check --precision $p passes" 0
+    check_contains "--check $p prints the error per mode" "$RUN_OUT" "mode 3: largest relative error"
+done
+if test -f "$AMINO"; then
+    run "$AMPED_PREP" -q -o "$T/amino.amp" "$AMINO"
+    run "$AMPED_RUN" -q -r 3 --iters 400 --tol 1e-10 --json "$T/a.json" "$T/amino.amp"
+    fit=$(sed -n 's/.*"final_fit": \([0-9.]*\).*/\1/p' "$T/a.json")
+    check "aminoacid.tns at rank 3: fit $fit > 0.97 from the command line" awk -v f="$fit" 'BEGIN { exit !(f > 0.97) }'
+else
+    skip 1 "no aminoacid.tns"
+fi
+
+# ---- errors ---------------------------------------------------------------------------
+run "$AMPED_RUN" -r 0 "$T/sample.amp"
+check_status "rank 0 is a usage error" 2
+check_contains "rank 0: the option and range are named" "$RUN_ERR" "--rank"
+check_last_line "rank 0: ends with the --help hint" "$RUN_ERR" "$TRY"
+run "$AMPED_RUN" --precision f16 "$T/sample.amp"
+check_status "an unknown precision is a usage error" 2
+run "$AMPED_RUN" --format csv "$T/sample.amp"
+check_status "an unknown format is a usage error" 2
+run "$AMPED_RUN" --tol -1 "$T/sample.amp"
+check_status "a negative tolerance is a usage error" 2
+run "$AMPED_RUN" --check --mttkrp-only "$T/sample.amp"
+check_status "two actions at once are a usage error" 2
+run "$AMPED_RUN" --bogus "$T/sample.amp"
+check_status "an unknown option is a usage error" 2
+
+printf '1 1 1 1.5\n2 3 1 2\n3 2 4 -1\n1 4 2 0.5\n2 2 3 3\n' >"$T/tiny.tns"
+run "$AMPED_PREP" -q -o "$T/tiny.amp" "$T/tiny.tns"
+run "$AMPED_RUN" -r 6 --iters 3 "$T/tiny.amp"
+check_status "a rank above a dimension still runs" 0
+check_contains "... with a warning naming the mode" "$RUN_ERR" "warning: rank 6 is larger than mode 1's 3 nonempty indices"
+
+# A corrupt file: a flipped byte in the middle of a chunk.
+cp "$T/sample.amp" "$T/bad.amp"
+size=$(wc -c <"$T/bad.amp" | tr -d ' ')
+printf '\377' | dd of="$T/bad.amp" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+run "$AMPED_RUN" -r 4 -o "$T/bad" --json "$T/bad.json" "$T/bad.amp"
+check_status "a corrupt file exits 1" 1
+check_contains "the corrupt file is named" "$RUN_ERR" "$T/bad.amp"
+check "a corrupt file leaves no factor or JSON output" test -z "$(ls -a "$T" | grep '^bad\.' | grep -v '^bad\.amp$')"
+run "$AMPED_RUN" -r 4 "$T/missing.amp"
+check_status "a missing file exits 1" 1
+
+# Output that cannot be written: no partial files under the final names.
+mkdir "$T/ro" && chmod 555 "$T/ro"
+if ! touch "$T/ro/x" 2>/dev/null; then
+    run "$AMPED_RUN" -r 4 --iters 1 -o "$T/ro/f" "$T/sample.amp"
+    check_status "an unwritable output directory exits 1" 1
+    check "... and nothing is left there" test -z "$(ls "$T/ro")"
+else
+    rm -f "$T/ro/x"
+    skip 2 "running as a user who can write anywhere"
+fi
+
+done_testing
