@@ -9,6 +9,8 @@
 #include <config.h>
 
 #include <errno.h>
+#include <sched.h>
+#include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -382,6 +384,29 @@ static amp_status ensure_workers(amp_writer *w, int n, size_t max_raw, amp_error
     return AMP_OK;
 }
 
+/* A compressed chunk waiting for its place in the file. */
+typedef struct pending_chunk {
+    const void *bytes;    /* the stored bytes: the worker's buffer or heap */
+    void *heap;           /* a copy set aside, freed once written */
+    size_t stored_size, raw_size;
+    uint16_t flags;
+    uint64_t hash;
+    uint64_t at;          /* its offset, once placed */
+    int done;
+} pending_chunk;
+
+/* The chunks one thread placed in a row, to be written by it. */
+typedef struct place_batch {
+    size_t first, n;
+} place_batch;
+
+static void batch_add(place_batch *b, size_t i)
+{
+    if (b->n == 0)
+        b->first = i;
+    b->n++;
+}
+
 amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t njobs,
                              amp_chunk_fill_fn fill, void *ctx, amp_error *err)
 {
@@ -444,6 +469,18 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
         if (rc != AMP_OK)
             return rc;
     }
+    /* Chunks are compressed out of order and placed in the file in order,
+     * so the file is the same for any thread count. A chunk that finishes
+     * before the ones ahead of it is copied aside and its thread moves on
+     * (an `omp ordered` wait here idled every thread behind one large
+     * chunk); whoever completes the chunk at the head places it and every
+     * waiting chunk after it. The bytes aside are capped. */
+    pending_chunk *pend = calloc(njobs ? njobs : 1, sizeof *pend);
+    if (pend == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: out of memory", path);
+    size_t next = 0;
+    uint64_t aside = 0;
+    const uint64_t aside_cap = (uint64_t)nthreads * max_raw + (UINT64_C(64) << 20);
 #pragma omp parallel num_threads(nthreads)
     {
         int tid = 0;
@@ -453,17 +490,23 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
         chunk_worker *wk = &w->workers[tid];
         wk->rc = AMP_OK;
         amp_error_clear(&wk->err);
-        /* Chunks are built and compressed out of order, written in order:
-         * the file is the same for any thread count. */
-#pragma omp for ordered schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1)
         for (size_t i = 0; i < njobs; i++) {
             const void *stored = NULL;
             size_t stored_size = 0, raw_size = (size_t)jobs[i].count * (8 + vsize);
             uint16_t flags = 0;
             uint64_t hash = 0;
             int skip;
+            for (;;) {
+                uint64_t held;
 #pragma omp atomic read
-            skip = failed;
+                skip = failed;
+#pragma omp atomic read
+                held = aside;
+                if (skip || held <= aside_cap)
+                    break;
+                sched_yield();
+            }
             if (!skip && wk->rc == AMP_OK) {
                 wk->rc = fill(ctx, i, wk->raw, raw_size, &wk->err);
                 if (wk->rc == AMP_OK)
@@ -472,34 +515,73 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
                 if (wk->rc == AMP_OK)
                     hash = XXH3_64bits(stored, stored_size);
             }
-            /* Only the place in the file is taken in order; the bytes are
-             * written from every thread at once (page-cache copies of a
-             * whole file are too slow to serialize). */
-            uint64_t at = 0;
-            int mine = 0;
-#pragma omp ordered
-            {
-                if (!failed && wk->rc != AMP_OK) {
+            if (skip)
+                continue;
+            if (wk->rc != AMP_OK) {
 #pragma omp critical(amp_writer_error)
-                    rc = amp_error_set(err, wk->rc, wk->err.src_file, wk->err.src_line, "%s",
-                                       wk->err.msg);
+                {
+                    if (rc == AMP_OK)
+                        rc = amp_error_set(err, wk->rc, wk->err.src_file, wk->err.src_line,
+                                           "%s", wk->err.msg);
+                }
+#pragma omp atomic write
+                failed = 1;
+                continue;
+            }
+            pending_chunk me = {stored, NULL, stored_size, raw_size, flags, hash, 0, 1};
+            place_batch todo = {0};
+            int at_head;
+#pragma omp critical(amp_writer_place)
+            at_head = next == i;
+            if (!at_head) {
+                /* Set aside a copy: the worker's buffer is needed for its
+                 * next chunk. */
+                void *copy = malloc(stored_size ? stored_size : 1);
+                if (copy == NULL) {
+#pragma omp critical(amp_writer_error)
+                    {
+                        if (rc == AMP_OK)
+                            rc = AMP_FAIL(err, AMP_ERR_NOMEM, "%s: out of memory", path);
+                    }
 #pragma omp atomic write
                     failed = 1;
+                    continue;
                 }
-                if (!failed) {
-                    amp_section desc = {.type = AMP_SECTION_CHUNK, .mode = jobs[i].mode,
-                                        .shard = jobs[i].shard, .seq = jobs[i].seq,
-                                        .count = jobs[i].count, .aux = jobs[i].key};
-                    at = place(w, &desc, stored_size, raw_size, flags, hash);
-                    mine = 1;
-                    /* Here, where chunks pass one at a time and in order, the
-                     * caller's counter needs no lock and never runs backwards. */
+                memcpy(copy, stored, stored_size);
+                me.bytes = copy;
+                me.heap = copy;
+#pragma omp atomic update
+                aside += stored_size;
+            }
+#pragma omp critical(amp_writer_place)
+            {
+                pend[i] = me;
+                /* The head may have reached i while the copy was made. */
+                while (!failed && next < njobs && pend[next].done) {
+                    amp_section desc = {.type = AMP_SECTION_CHUNK, .mode = jobs[next].mode,
+                                        .shard = jobs[next].shard, .seq = jobs[next].seq,
+                                        .count = jobs[next].count, .aux = jobs[next].key};
+                    pending_chunk *pc = &pend[next];
+                    pc->at = place(w, &desc, pc->stored_size, pc->raw_size, pc->flags,
+                                   pc->hash);
                     if (w->opts.progress != NULL)
-                        w->opts.progress(w->opts.progress_ctx, jobs[i].count);
+                        w->opts.progress(w->opts.progress_ctx, jobs[next].count);
+                    batch_add(&todo, next);
+                    next++;
                 }
             }
-            if (mine) {
-                amp_status wrc = amp_outfile_pwrite(&w->out, stored, stored_size, at, &wk->err);
+            /* The bytes are written from every thread at once (page-cache
+             * copies of a whole file are too slow to serialize). */
+            for (size_t q = 0; q < todo.n; q++) {
+                pending_chunk *pc = &pend[todo.first + q];
+                amp_status wrc = amp_outfile_pwrite(&w->out, pc->bytes, pc->stored_size,
+                                                    pc->at, &wk->err);
+                if (pc->heap != NULL) {
+                    free(pc->heap);
+                    pc->heap = NULL;
+#pragma omp atomic update
+                    aside -= pc->stored_size;
+                }
                 if (wrc != AMP_OK) {
 #pragma omp critical(amp_writer_error)
                     {
@@ -513,6 +595,9 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
             }
         }
     }
+    for (size_t i = 0; i < njobs; i++)
+        free(pend[i].heap);
+    free(pend);
     amp_outfile_flush_behind(&w->out);
     return rc;
 }
