@@ -1,10 +1,10 @@
 /* CP-ALS on the CPU (Kolda and Bader; the papers' Algorithm 1).
  *
  * Per iteration and mode d: M = MTTKRP(d); V = the Hadamard product of the
- * other modes' Gram matrices; A_d = M V^-1, V inverted by Cholesky
- * (LAPACK dpotrf, dpotri), or its pseudo-inverse when V is singular; columns normalized into lambda (2-norm
- * on the first iteration, max-norm after, as SPLATT and the Tensor Toolbox
- * do); the Gram of A_d updated. The fit never forms the model:
+ * other modes' Gram matrices; A_d = M V^-1, V inverted through Cholesky
+ * (LAPACK dpotrf, dpotri), or its pseudo-inverse when V is singular;
+ * columns normalized into lambda (2-norm on the first iteration, max-norm
+ * after, as SPLATT and the Tensor Toolbox do); the Gram of A_d updated. The fit never forms the model:
  * |X - model|^2 = |X|^2 + |model|^2 - 2 <X, model>, with <X, model> from
  * the last mode's MTTKRP and |model|^2 from the Gram matrices.
  *
