@@ -450,6 +450,7 @@ amp_status amp_cpd_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
     }
     double old_fit = 0, norm_x = sqrt(t->norm_sq);
     c->iters = 0;
+    c->converged = 0;
     for (unsigned it = 0; it < o->max_iters; it++) {
         double t_iter = amp_now();
         for (unsigned d = 0; d < N; d++) {
@@ -486,8 +487,10 @@ amp_status amp_cpd_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
         c->iters = it + 1;
         if (o->on_iter)
             o->on_iter(o->ctx, it + 1, fit, delta, amp_now() - t_iter);
-        if (it > 0 && delta < o->tol)
+        if (it > 0 && delta < o->tol) {
+            c->converged = 1;
             break;
+        }
         old_fit = fit;
     }
 done:

@@ -106,6 +106,7 @@ typedef struct amp_cpd {
     double *lambda;
     unsigned iters;
     double fit;
+    int converged;             /* stopped because the fit changed by less than tol */
     int pinv_used;             /* a Gram product was singular: pseudo-inverse solve */
     double seconds[AMP_NPHASES];
 } amp_cpd;

@@ -350,7 +350,7 @@ static int run(run_args *a)
         amp_log(AMP_LOG_WARN, "a Gram product was not positive definite: those solves used "
                 "the pseudo-inverse (is the rank above what the data supports?)");
     a->report.final_fit = c.fit;
-    a->report.converged = c.iters < a->opts.max_iters;
+    a->report.converged = c.converged;
     a->report.phase_seconds = c.seconds;
     double t_out = amp_now();
     if (a->output && amp_factors_write(&t, &c, a->output, a->format, a->opts.precision,
