@@ -16,79 +16,10 @@
 #include "amp_cpd.h"
 #include "tap.h"
 #include "test_util.h"
+#include "cpd_util.h"
 
 #define TOL_F64 1e-12
 #define TOL_F32 1e-4
-
-typedef struct shape {
-    const char *name;
-    unsigned nmodes;
-    uint64_t dims[8];
-    uint64_t nnz;
-    int skew;
-} shape;
-
-static void random_tensor(const shape *s, uint64_t seed, amp_coo *t)
-{
-    amp_error err = {0};
-    if (amp_coo_init(t, s->nmodes, &err) || amp_coo_reserve(t, s->nnz, &err))
-        exit(99);
-    for (unsigned m = 0; m < s->nmodes; m++)
-        t->dims[m] = s->dims[m];
-    for (uint64_t k = 0; k < s->nnz; k++) {
-        for (unsigned m = 0; m < s->nmodes; m++) {
-            uint64_t r = rng_next(&seed);
-            if (s->skew) {
-                double u = (double)(r >> 11) / 9007199254740992.0;
-                t->ind[m][k] = (uint64_t)((double)s->dims[m] * u * u * u * u);
-                if (t->ind[m][k] >= s->dims[m])
-                    t->ind[m][k] = s->dims[m] - 1;
-            } else {
-                t->ind[m][k] = r % s->dims[m];
-            }
-        }
-        t->val[k] = (double)(rng_next(&seed) >> 11) / 9007199254740992.0 - 0.25;
-    }
-    t->nnz = s->nnz;
-}
-
-static void copy_tensor(const amp_coo *a, amp_coo *b)
-{
-    amp_error err = {0};
-    if (amp_coo_init(b, a->nmodes, &err) || amp_coo_reserve(b, a->nnz ? a->nnz : 1, &err))
-        exit(99);
-    for (unsigned m = 0; m < a->nmodes; m++) {
-        b->dims[m] = a->dims[m];
-        memcpy(b->ind[m], a->ind[m], a->nnz * 8);
-    }
-    memcpy(b->val, a->val, a->nnz * 8);
-    b->nnz = a->nnz;
-}
-
-/* Write t (kept) as an .amp file and load it back. */
-static int prepare(const amp_coo *t, const char *name, uint32_t shards, uint64_t chunk_nnz,
-                   amp_tensor *out)
-{
-    amp_coo work;
-    amp_build_opts o;
-    amp_error err = {0};
-    amp_file *f = NULL;
-    copy_tensor(t, &work);
-    amp_build_opts_init(&o);
-    o.shards = shards;
-    o.chunk_nnz = chunk_nnz;
-    const char *path = test_path(name);
-    amp_status rc = amp_build_write(&work, path, &o, NULL, &err);
-    amp_coo_free(&work);
-    if (rc == AMP_OK)
-        rc = amp_file_open(path, &f, &err);
-    if (rc == AMP_OK)
-        rc = amp_tensor_load(f, 0, NULL, NULL, out, &err);
-    amp_file_close(f);
-    if (rc != AMP_OK)
-        diag("%s: %s", name, amp_error_message(&err));
-    return rc == AMP_OK;
-}
 
 /* orig_to_new per mode. */
 static uint64_t **inverse_maps(const amp_tensor *t)
@@ -125,25 +56,6 @@ static void coo_mttkrp(const amp_coo *x, uint64_t *const *inv, unsigned d, doubl
             M[out * R + r] += p;
         }
     }
-}
-
-static double rel_diff(const double *a, const double *b, uint64_t n)
-{
-    double diff = 0, scale = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        double e = fabs(a[i] - b[i]);
-        diff = e > diff ? e : diff;
-        scale = fabs(b[i]) > scale ? fabs(b[i]) : scale;
-    }
-    return scale > 0 ? diff / scale : diff;
-}
-
-static double *random_matrix(uint64_t rows, unsigned R, uint64_t seed)
-{
-    double *A = malloc((rows * R + 1) * sizeof *A);
-    for (uint64_t i = 0; i < rows * R; i++)
-        A[i] = (double)(rng_next(&seed) >> 11) / 9007199254740992.0 - 0.3;
-    return A;
 }
 
 /* Every mode's MTTKRP, f64 and f32, on several thread counts, against the

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "amp_cpd.h"
 #include "amp_error.h"
 
 #ifdef __cplusplus
@@ -30,6 +31,29 @@ void amp_cuda_version_string(char *buf, size_t n);
 /* Run a trivial kernel on device ordinal and check its result: proves the
  * build's machine code (or PTX) runs on this GPU. */
 amp_status amp_cuda_selftest(int ordinal, amp_error *err);
+
+/* ---- MTTKRP on one GPU (mttkrp.cu) ------------------------------------- */
+
+/* A tensor's mode copies resident on one device. */
+typedef struct amp_gpu_tensor amp_gpu_tensor;
+
+amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, amp_gpu_tensor **g,
+                                 amp_error *err);
+void amp_gpu_tensor_free(amp_gpu_tensor *g);
+size_t amp_gpu_tensor_bytes(const amp_gpu_tensor *g);
+
+/* M = MTTKRP(d) on device memory: A[m] rows[m] x rank and M rows[d] x rank,
+ * row-major, f32 when f32 is set, else f64; rank 1 to 512. stream: a
+ * cudaStream_t, NULL for the default stream. */
+amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *const *A, unsigned rank,
+                          int f32, void *M, void *stream, amp_error *err);
+
+/* From host f64 factors: M_host (if not NULL) gets MTTKRP(d) in f64; with
+ * rounds > 0, mode_seconds[m] gets the mean time of one MTTKRP of each
+ * mode over that many launches. */
+amp_status amp_gpu_mttkrp_host(const amp_gpu_tensor *g, const double *const *A, unsigned rank,
+                               int f32, unsigned d, double *M_host, unsigned rounds,
+                               double *mode_seconds, amp_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,90 @@
+/* The GPU MTTKRP kernel on a prepared tensor: checked against the CPU's f64
+ * reference (mode by mode), then timed, f64 and f32, resident.
+ *
+ * Usage: bench/gpu-mttkrp FILE.amp [RANK (32)] [ROUNDS (20)]
+ * Prints one line per precision: seconds per MTTKRP of each mode, all
+ * modes, and the bandwidth over the bytes each MTTKRP must move at the
+ * least (the copy once, every factor once). */
+#include <config.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "amp_cpd.h"
+#include "cuda/amp_cuda.h"
+
+static double rel_diff(const double *a, const double *b, uint64_t n)
+{
+    double diff = 0, scale = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        double e = fabs(a[i] - b[i]);
+        diff = e > diff || isnan(e) ? e : diff;
+        scale = fabs(b[i]) > scale ? fabs(b[i]) : scale;
+    }
+    return scale > 0 ? diff / scale : diff;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: gpu-mttkrp FILE.amp [RANK] [ROUNDS]\n");
+        return 2;
+    }
+    unsigned R = argc > 2 ? (unsigned)atoi(argv[2]) : 32;
+    unsigned rounds = argc > 3 ? (unsigned)atoi(argv[3]) : 20;
+    amp_error err = {0};
+    amp_file *f = NULL;
+    amp_tensor t;
+    amp_cpd c;
+    amp_gpu_tensor *g = NULL;
+    if (amp_file_open(argv[1], &f, &err) != AMP_OK ||
+        amp_tensor_load(f, 0, NULL, NULL, &t, &err) != AMP_OK ||
+        amp_cpd_init_random(&t, R, 1, &c, &err) != AMP_OK ||
+        amp_gpu_tensor_upload(0, &t, &g, &err) != AMP_OK) {
+        fprintf(stderr, "gpu-mttkrp: %s\n", amp_error_message(&err));
+        return 1;
+    }
+    uint64_t maxr = 1;
+    for (unsigned m = 0; m < t.nmodes; m++)
+        maxr = t.rows[m] > maxr ? t.rows[m] : maxr;
+    double *ref = malloc(maxr * R * sizeof *ref), *M = malloc(maxr * R * sizeof *M);
+    int status = 0;
+    printf("%s: %llu nonzeros, rank %u, %zu bytes resident\n", argv[1],
+           (unsigned long long)t.nnz, R, amp_gpu_tensor_bytes(g));
+    for (int f32 = 0; f32 < 2; f32++) {
+        double worst = 0, sec[AMP_MAX_MODES], total = 0;
+        for (unsigned d = 0; d < t.nmodes; d++) {
+            amp_mttkrp_reference(&t, d, d, (const double *const *)c.A, R, ref, &err);
+            if (amp_gpu_mttkrp_host(g, (const double *const *)c.A, R, f32, d, M, 0, NULL,
+                                    &err) != AMP_OK) {
+                fprintf(stderr, "gpu-mttkrp: %s\n", amp_error_message(&err));
+                return 1;
+            }
+            double e = rel_diff(M, ref, t.rows[d] * R);
+            worst = e > worst || isnan(e) ? e : worst;
+        }
+        if (amp_gpu_mttkrp_host(g, (const double *const *)c.A, R, f32, 0, NULL, rounds, sec,
+                                &err) != AMP_OK) {
+            fprintf(stderr, "gpu-mttkrp: %s\n", amp_error_message(&err));
+            return 1;
+        }
+        double bytes = amp_mttkrp_min_bytes(&t, R, f32 ? 4 : 8);
+        printf("%s: max rel err %.2e (tolerance %.0e);", f32 ? "f32" : "f64", worst,
+               f32 ? 1e-4 : 1e-12);
+        for (unsigned d = 0; d < t.nmodes; d++) {
+            printf(" mode %u %.3f ms (%.0f GB/s)", d + 1, sec[d] * 1e3, bytes / sec[d] / 1e9);
+            total += sec[d];
+        }
+        printf("; all modes %.3f ms\n", total * 1e3);
+        if (!(worst <= (f32 ? 1e-4 : 1e-12)))
+            status = 1;
+    }
+    free(ref);
+    free(M);
+    amp_gpu_tensor_free(g);
+    amp_cpd_free(&c);
+    amp_tensor_free(&t);
+    amp_file_close(f);
+    return status;
+}
