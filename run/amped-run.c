@@ -1,7 +1,7 @@
 /* amped-run: CP decomposition of a prepared (.amp) tensor.
  *
- * CP-ALS on the CPU backend (OpenMP), factor output in the original index
- * space, MTTKRP timing (--mttkrp-only) and checking (--check); --info and
+ * CP-ALS on one GPU (the tensor resident) or on the CPU backend (OpenMP),
+ * factor output in the original index space, MTTKRP timing (--mttkrp-only) and checking (--check); --info and
  * --verify inspect a file; --list-devices shows the GPUs this build sees. */
 #include <config.h>
 
@@ -37,8 +37,11 @@
 
 enum {
     OPT_LIST_DEVICES = 256, OPT_INFO, OPT_VERIFY, OPT_ITERS, OPT_TOL, OPT_SEED, OPT_INIT,
-    OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK
+    OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK, OPT_GPUS, OPT_DEVICE_MEMORY
 };
+
+/* --gpus when not given: one GPU if there is one, else the CPU. */
+#define GPUS_AUTO (-1)
 
 static const struct option long_options[] = {
     /* the decomposition */
@@ -58,6 +61,8 @@ static const struct option long_options[] = {
     {"info", no_argument, NULL, OPT_INFO},
     {"verify", no_argument, NULL, OPT_VERIFY},
     /* devices and threads */
+    {"gpus", required_argument, NULL, OPT_GPUS},
+    {"device-memory", required_argument, NULL, OPT_DEVICE_MEMORY},
     {"list-devices", no_argument, NULL, OPT_LIST_DEVICES},
     {"threads", required_argument, NULL, 't'},
     /* reporting */
@@ -104,6 +109,10 @@ static void usage(void)
            "                       checksum and index; exit status 0 only if all hold\n"
            "\n"
            "Devices and threads:\n"
+           "      --gpus=N         0: the CPU backend; 1: one GPU, the tensor resident in\n"
+           "                       its memory (default: 1 when a GPU is found, else 0)\n"
+           "      --device-memory=BYTES  use at most BYTES of GPU memory (K, M, G suffixes;\n"
+           "                       default: all that is free)\n"
            "      --list-devices   list the CUDA devices this build can use, run a\n"
            "                       self-test kernel on each, and exit\n"
            "  -t, --threads=N      CPU threads (default: all available)\n"
@@ -175,6 +184,8 @@ typedef struct run_args {
     const char *path;
     amp_cpd_opts opts;
     const char *init, *output, *json;
+    int gpus;                  /* GPUS_AUTO, 0 or 1 */
+    uint64_t device_memory;    /* cap in bytes; 0: what is free */
     amp_factor_format format;
     int mttkrp_only, check, quiet;
     amp_run_report report;
@@ -192,7 +203,8 @@ static void on_iter(void *ctx, unsigned iter, double fit, double delta, double s
     }
 }
 
-static void print_tensor(const run_args *a, const amp_tensor *t, int threads)
+static void print_tensor(const run_args *a, const amp_tensor *t, int threads,
+                         const char *gpu_line)
 {
     char mem[32];
     printf("tensor:    %s: %u modes, %" PRIu64 " nonzeros, dims ", a->path, t->nmodes, t->nnz);
@@ -203,8 +215,12 @@ static void print_tensor(const run_args *a, const amp_tensor *t, int threads)
         printf("%s%" PRIu64, m ? "x" : "", t->rows[m]);
     printf("), values %s, %s in memory\n", t->value_type == AMP_VALUES_F32 ? "f32" : "f64",
            amp_format_bytes(mem, sizeof mem, t->bytes));
-    printf("backend:   cpu, %d thread%s, precision %s\n", threads, threads == 1 ? "" : "s",
-           a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64");
+    if (gpu_line)
+        printf("backend:   %s, precision %s\n", gpu_line,
+               a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64");
+    else
+        printf("backend:   cpu, %d thread%s, precision %s\n", threads, threads == 1 ? "" : "s",
+               a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64");
 }
 
 /* A rank above a mode's dimension makes that factor rank-deficient: the
@@ -218,11 +234,137 @@ static void warn_rank(const amp_tensor *t, unsigned rank)
                     t->rows[m]);
 }
 
-static int run_mttkrp_only(run_args *a, const amp_tensor *t, const amp_cpd *c, int threads)
+/* ---- the GPU backend ------------------------------------------------- */
+
+typedef struct gpu_ctx {
+    int on;
+    char line[512];      /* "gpu 0 (name, SMs), ..." for the report */
+    char name[256];
+    double upload_seconds;
+#ifdef AMP_HAVE_CUDA
+    amp_gpu_tensor *g;
+#endif
+} gpu_ctx;
+
+static void gpu_close(gpu_ctx *gc)
+{
+#ifdef AMP_HAVE_CUDA
+    amp_gpu_tensor_free(gc->g);
+    gc->g = NULL;
+#endif
+    gc->on = 0;
+}
+
+/* Decide the backend from --gpus and what the machine has; on a GPU, check
+ * that the tensor and the work space fit and upload the tensor. */
+static amp_status gpu_open(const run_args *a, const amp_tensor *t, gpu_ctx *gc, amp_error *err)
+{
+    memset(gc, 0, sizeof *gc);
+    if (a->gpus == 0)
+        return AMP_OK;
+#ifndef AMP_HAVE_CUDA
+    (void)t;
+    if (a->gpus > 0)
+        return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "--gpus %d: this build has no CUDA backend "
+                        "(configure --with-cuda); --gpus 0 runs on the CPU", a->gpus);
+    return AMP_OK;
+#else
+    amp_cuda_device dev[64];
+    int count = 0;
+    amp_error e = {0};
+    if (amp_cuda_list_devices(dev, 64, &count, &e) != AMP_OK || count == 0) {
+        if (a->gpus == GPUS_AUTO) {
+            amp_log(AMP_LOG_DEBUG, "no GPU (%s): the CPU backend runs", amp_error_message(&e));
+            return AMP_OK;
+        }
+        return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "--gpus %d: %s; "
+                        "--gpus 0 runs on the CPU", a->gpus, amp_error_message(&e));
+    }
+    const amp_cuda_device *d = &dev[0];
+    int f32 = a->opts.precision == AMP_PRECISION_F32;
+    size_t need = amp_gpu_als_bytes(t, a->opts.rank, f32);
+    size_t avail = d->free_memory;
+    if (a->device_memory && a->device_memory < avail)
+        avail = (size_t)a->device_memory;
+    char nb[32], ab[32];
+    amp_format_bytes(nb, sizeof nb, need);
+    amp_format_bytes(ab, sizeof ab, avail);
+    if (need > avail)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory with the tensor "
+                        "resident, and GPU %d (%s) offers %s%s; streaming the tensor from host "
+                        "memory is not implemented yet: --gpus 0 runs on the CPU", a->path,
+                        a->opts.rank, nb, d->ordinal, d->name, ab,
+                        a->device_memory ? " (--device-memory)" : " free");
+    double t0 = amp_now();
+    AMP_CHECK(amp_gpu_tensor_upload(d->ordinal, t, &gc->g, err));
+    gc->upload_seconds = amp_now() - t0;
+    gc->on = 1;
+    snprintf(gc->name, sizeof gc->name, "%s", d->name);
+    char tb[32];
+    amp_format_bytes(tb, sizeof tb, amp_gpu_tensor_bytes(gc->g));
+    snprintf(gc->line, sizeof gc->line, "gpu %d (%s, %d SMs), tensor resident (%s), "
+             "%s of device memory in all", d->ordinal, d->name, d->sm_count, tb, nb);
+    return AMP_OK;
+#endif
+}
+
+/* MTTKRP of every mode on the GPU against the f64 reference. */
+static amp_status gpu_check(const gpu_ctx *gc, const amp_tensor *t, const run_args *a,
+                            const amp_cpd *c, double *rel, amp_error *err)
+{
+#ifdef AMP_HAVE_CUDA
+    amp_status rc = AMP_OK;
+    uint64_t max_rows = 0;
+    for (unsigned m = 0; m < t->nmodes; m++)
+        max_rows = t->rows[m] > max_rows ? t->rows[m] : max_rows;
+    size_t bytes = (size_t)max_rows * c->rank * sizeof(double) + 1;
+    double *M = amp_huge_alloc(bytes, "the GPU MTTKRP result", err);
+    double *ref = M ? amp_huge_alloc(bytes, "the reference MTTKRP", err) : NULL;
+    if (ref == NULL) {
+        amp_huge_free(M, bytes);
+        return AMP_ERR_NOMEM;
+    }
+    for (unsigned d = 0; d < t->nmodes && rc == AMP_OK; d++) {
+        rc = amp_gpu_mttkrp_host(gc->g, (const double *const *)c->A, c->rank,
+                                 a->opts.precision == AMP_PRECISION_F32, d, M, 0, NULL, err);
+        if (rc == AMP_OK)
+            rc = amp_mttkrp_reference(t, (d + 1) % t->nmodes, d, (const double *const *)c->A,
+                                      c->rank, ref, err);
+        double diff = 0, scale = 0;
+        for (uint64_t k = 0; rc == AMP_OK && k < t->rows[d] * c->rank; k++) {
+            double e = fabs(M[k] - ref[k]);
+            diff = e > diff ? e : diff;
+            scale = fabs(ref[k]) > scale ? fabs(ref[k]) : scale;
+        }
+        rel[d] = scale > 0 ? diff / scale : diff;
+    }
+    amp_huge_free(M, bytes);
+    amp_huge_free(ref, bytes);
+    return rc;
+#else
+    (void)gc, (void)t, (void)a, (void)c, (void)rel;
+    return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "no CUDA backend");
+#endif
+}
+
+static int run_mttkrp_only(run_args *a, const amp_tensor *t, const amp_cpd *c, int threads,
+                           const gpu_ctx *gc)
 {
     amp_error err = {0};
     double sec[AMP_MAX_MODES], total = 0;
-    if (amp_cpd_time_mttkrp(t, &a->opts, c, sec, &err) != AMP_OK) {
+    amp_status rc;
+#ifdef AMP_HAVE_CUDA
+    if (gc->on) {
+        /* The kernels alone, factors resident: the papers' measure. */
+        rc = amp_gpu_mttkrp_host(gc->g, (const double *const *)c->A, c->rank,
+                                 a->opts.precision == AMP_PRECISION_F32, 0, NULL,
+                                 a->opts.max_iters, sec, &err);
+        for (unsigned m = 0; m < t->nmodes; m++)
+            sec[m] *= a->opts.max_iters;
+    } else
+#endif
+        rc = amp_cpd_time_mttkrp(t, &a->opts, c, sec, &err);
+    if (rc != AMP_OK) {
         amp_log_error(&err);
         return EXIT_FAILURE;
     }
@@ -230,15 +372,19 @@ static int run_mttkrp_only(run_args *a, const amp_tensor *t, const amp_cpd *c, i
     double bytes = amp_mttkrp_min_bytes(t, c->rank, fs);
     unsigned K = a->opts.max_iters;
     if (!a->quiet) {
-        printf("mttkrp:    rank %u, %u round%s over %u modes, %d threads\n", c->rank, K,
-               K == 1 ? "" : "s", t->nmodes, threads);
+        if (gc->on)
+            printf("mttkrp:    rank %u, %u round%s over %u modes, on the GPU\n", c->rank, K,
+                   K == 1 ? "" : "s", t->nmodes);
+        else
+            printf("mttkrp:    rank %u, %u round%s over %u modes, %d threads\n", c->rank, K,
+                   K == 1 ? "" : "s", t->nmodes, threads);
         for (unsigned m = 0; m < t->nmodes; m++) {
             double per = sec[m] / K;
-            printf("  mode %u: %.4f s per MTTKRP, %.2f GB/s of the %.1f MB it must move\n",
+            printf("  mode %u: %.6f s per MTTKRP, %.2f GB/s of the %.1f MB it must move\n",
                    m + 1, per, bytes / per / 1e9, bytes / 1e6);
             total += sec[m];
         }
-        printf("  all modes: %.4f s per round, %.3f s in all\n", total / K, total);
+        printf("  all modes: %.6f s per round, %.3f s in all\n", total / K, total);
     }
     a->report.mttkrp_mode_seconds = sec;
     a->report.mttkrp_rounds = K;
@@ -255,11 +401,12 @@ static int run_mttkrp_only(run_args *a, const amp_tensor *t, const amp_cpd *c, i
 #define CHECK_TOL_F64 1e-12
 #define CHECK_TOL_F32 1e-4
 
-static int run_check(run_args *a, const amp_tensor *t, const amp_cpd *c)
+static int run_check(run_args *a, const amp_tensor *t, const amp_cpd *c, const gpu_ctx *gc)
 {
     amp_error err = {0};
     double rel[AMP_MAX_MODES], worst = 0;
-    if (amp_cpd_check_mttkrp(t, &a->opts, c, rel, &err) != AMP_OK) {
+    if ((gc->on ? gpu_check(gc, t, a, c, rel, &err)
+                : amp_cpd_check_mttkrp(t, &a->opts, c, rel, &err)) != AMP_OK) {
         amp_log_error(&err);
         return EXIT_FAILURE;
     }
@@ -281,8 +428,8 @@ static int run_check(run_args *a, const amp_tensor *t, const amp_cpd *c)
         return EXIT_FAILURE;
     }
     if (!a->quiet)
-        printf("check:     passed (tolerance %.0e, %s)\n", tol,
-               a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64");
+        printf("check:     passed (tolerance %.0e, %s, %s)\n", tol,
+               a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64", gc->on ? "gpu" : "cpu");
     return EXIT_SUCCESS;
 }
 
@@ -292,6 +439,7 @@ static int run(run_args *a)
     amp_file *f = NULL;
     amp_tensor t;
     amp_cpd c = {0};
+    gpu_ctx gc = {0};
     int status = EXIT_FAILURE, have_t = 0;
     double t_start = amp_now();
     int threads = a->opts.threads;
@@ -316,9 +464,19 @@ static int run(run_args *a)
     a->report.backend = "cpu";
     a->report.threads = threads;
     a->report.seconds_load = amp_now() - t_start;
+    if (gpu_open(a, &t, &gc, &err) != AMP_OK)
+        goto fail;
+    if (gc.on) {
+        a->report.backend = "gpu";
+        a->report.device = gc.name;
+        a->report.seconds_upload = gc.upload_seconds;
+    }
     if (!a->quiet) {
-        print_tensor(a, &t, threads);
-        printf("loaded:    %.3f s\n", a->report.seconds_load);
+        print_tensor(a, &t, threads, gc.on ? gc.line : NULL);
+        printf("loaded:    %.3f s", a->report.seconds_load);
+        if (gc.on)
+            printf(", to the GPU %.3f s", gc.upload_seconds);
+        printf("\n");
     }
     warn_rank(&t, a->opts.rank);
     rc = a->init ? amp_factors_read(&t, a->init, a->opts.rank, &c, &err)
@@ -326,11 +484,11 @@ static int run(run_args *a)
     if (rc != AMP_OK)
         goto fail;
     if (a->mttkrp_only) {
-        status = run_mttkrp_only(a, &t, &c, threads);
+        status = run_mttkrp_only(a, &t, &c, threads, &gc);
         goto done;
     }
     if (a->check) {
-        status = run_check(a, &t, &c);
+        status = run_check(a, &t, &c, &gc);
         goto done;
     }
     if (!a->quiet) {
@@ -344,7 +502,13 @@ static int run(run_args *a)
     }
     a->opts.on_iter = on_iter;
     a->opts.ctx = a;
-    if (amp_cpd_als(&t, &a->opts, &c, &err) != AMP_OK)
+#ifdef AMP_HAVE_CUDA
+    if (gc.on)
+        rc = amp_gpu_cpd_als(gc.g, &t, &a->opts, &c, &err);
+    else
+#endif
+        rc = amp_cpd_als(&t, &a->opts, &c, &err);
+    if (rc != AMP_OK)
         goto fail;
     if (c.pinv_used)
         amp_log(AMP_LOG_WARN, "a Gram product was not positive definite: those solves used "
@@ -361,11 +525,19 @@ static int run(run_args *a)
     if (!a->quiet) {
         printf("final fit: %.10f after %u iteration%s (%s)\n", c.fit, c.iters,
                c.iters == 1 ? "" : "s", a->report.converged ? "converged" : "iteration limit");
-        printf("time:      load %.3f, mttkrp %.3f, gram %.3f, solve %.3f, normalize %.3f, "
-               "fit %.3f, output %.3f, total %.3f s\n", a->report.seconds_load,
-               c.seconds[AMP_PHASE_MTTKRP], c.seconds[AMP_PHASE_GRAM],
-               c.seconds[AMP_PHASE_SOLVE], c.seconds[AMP_PHASE_NORMALIZE],
-               c.seconds[AMP_PHASE_FIT], a->report.seconds_output, a->report.seconds_total);
+        if (gc.on)
+            printf("time:      load %.3f, to the GPU %.3f; GPU time: mttkrp %.3f, gram %.3f, "
+                   "solve %.3f, normalize %.3f, fit %.3f; output %.3f, total %.3f s\n",
+                   a->report.seconds_load, gc.upload_seconds, c.seconds[AMP_PHASE_MTTKRP],
+                   c.seconds[AMP_PHASE_GRAM], c.seconds[AMP_PHASE_SOLVE],
+                   c.seconds[AMP_PHASE_NORMALIZE], c.seconds[AMP_PHASE_FIT],
+                   a->report.seconds_output, a->report.seconds_total);
+        else
+            printf("time:      load %.3f, mttkrp %.3f, gram %.3f, solve %.3f, normalize %.3f, "
+                   "fit %.3f, output %.3f, total %.3f s\n", a->report.seconds_load,
+                   c.seconds[AMP_PHASE_MTTKRP], c.seconds[AMP_PHASE_GRAM],
+                   c.seconds[AMP_PHASE_SOLVE], c.seconds[AMP_PHASE_NORMALIZE],
+                   c.seconds[AMP_PHASE_FIT], a->report.seconds_output, a->report.seconds_total);
         if (a->output)
             printf("factors:   %s.mode1.%s ... %s.mode%u.%s, %s.lambda.%s\n", a->output,
                    a->format == AMP_FACTORS_NPY ? "npy" : "mat", a->output, t.nmodes,
@@ -381,6 +553,7 @@ static int run(run_args *a)
 fail:
     amp_log_error(&err);
 done:
+    gpu_close(&gc);
     amp_cpd_free(&c);
     if (have_t)
         amp_tensor_free(&t);
@@ -397,6 +570,7 @@ int main(int argc, char **argv)
     amp_error err = {0};
     run_args a;
     memset(&a, 0, sizeof a);
+    a.gpus = GPUS_AUTO;
     amp_cpd_opts_init(&a.opts);
     static const char *const precisions[] = {"f64", "f32", NULL};
     static const char *const formats[] = {"text", "npy", NULL};
@@ -446,6 +620,18 @@ int main(int argc, char **argv)
             break;
         case OPT_CHECK:
             a.check = 1;
+            break;
+        case OPT_GPUS:
+            if (amp_parse_u64(optarg, 0, 64, "--gpus", &u, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            if (u > 1)
+                return amp_usage_error(PROGRAM, "--gpus %" PRIu64 ": this version runs on one "
+                                       "GPU or on the CPU (--gpus 0 or 1)", u);
+            a.gpus = (int)u;
+            break;
+        case OPT_DEVICE_MEMORY:
+            if (amp_parse_size(optarg, 1, UINT64_MAX, "--device-memory", &a.device_memory, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             break;
         case OPT_LIST_DEVICES:
             want_list = 1;

@@ -121,6 +121,10 @@ amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_
     put(&b, ", \"values\": \"%s\"},\n", t->value_type == AMP_VALUES_F32 ? "f32" : "f64");
     put(&b, "  \"rank\": %u,\n  \"backend\": ", r->opts->rank);
     put_string(&b, r->backend);
+    if (r->device) {
+        put(&b, ",\n  \"device\": ");
+        put_string(&b, r->device);
+    }
     put(&b, ",\n  \"threads\": %d,\n  \"precision\": \"%s\",\n  \"seed\": %" PRIu64
         ",\n  \"tol\": ", r->threads,
         r->opts->precision == AMP_PRECISION_F32 ? "f32" : "f64", r->opts->seed);
@@ -160,6 +164,8 @@ amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_
     put(&b, ",\n  \"converged\": %s,\n  \"timings\": {\"load\": ",
         r->converged ? "true" : "false");
     put_number(&b, r->seconds_load);
+    put(&b, ", \"upload\": ");
+    put_number(&b, r->seconds_upload);
     for (int p = 0; p < AMP_NPHASES; p++) {
         put(&b, ", \"%s\": ", phase_names[p]);
         put_number(&b, r->phase_seconds ? r->phase_seconds[p] : 0);

@@ -16,13 +16,14 @@ typedef struct amp_run_report {
     const char *path;
     const amp_tensor *t;
     const amp_cpd_opts *opts;
-    const char *backend;       /* "cpu" */
+    const char *backend;       /* "cpu" or "gpu" */
+    const char *device;        /* the GPU's name, or NULL */
     int threads;
     amp_iter_record *iters;
     unsigned niters, cap;
     int converged;
     double final_fit;
-    double seconds_load, seconds_output, seconds_total;
+    double seconds_load, seconds_upload, seconds_output, seconds_total;
     const double *phase_seconds;   /* AMP_NPHASES, or NULL */
     /* --mttkrp-only */
     const double *mttkrp_mode_seconds;   /* nmodes, or NULL */

@@ -11,7 +11,7 @@ run "$AMPED_PREP" -q -o "$T/sample.amp" "$SAMPLE"
 check_status "the bundled sample prepares" 0
 
 # ---- a decomposition and its report ------------------------------------------
-run "$AMPED_RUN" -r 4 --iters 5 --tol 0 -t 2 -o "$T/f" --json "$T/r.json" "$T/sample.amp"
+run "$AMPED_RUN" --gpus 0 -r 4 --iters 5 --tol 0 -t 2 -o "$T/f" --json "$T/r.json" "$T/sample.amp"
 check_status "rank 4, 5 iterations: exit 0" 0
 check_contains "the header names the tensor" "$RUN_OUT" "tensor:    $T/sample.amp"
 check_contains "the header names backend and threads" "$RUN_OUT" "backend:   cpu, 2 threads, precision f64"
@@ -46,23 +46,23 @@ assert d["tensor"]["modes"] == 3 and len(d["tensor"]["dims"]) == 3
 print("ok")' "$T/r.json" "$fit_text"
     check_status "--json: valid JSON with the report's figures" 0
 else
-    skip 1 "no python3 to read the JSON"
+    skip "the JSON report parses" "no python3 to read the JSON"
 fi
 
 # ---- determinism and --init ------------------------------------------------------
-run "$AMPED_RUN" -r 4 --iters 5 --tol 0 -t 2 -o "$T/g" "$T/sample.amp"
+run "$AMPED_RUN" --gpus 0 -r 4 --iters 5 --tol 0 -t 2 -o "$T/g" "$T/sample.amp"
 check "the same seed and threads give the same factor files" cmp -s "$T/f.mode2.mat" "$T/g.mode2.mat"
-run "$AMPED_RUN" -r 4 --iters 5 --tol 0 -t 2 --seed 7 -o "$T/h" "$T/sample.amp"
+run "$AMPED_RUN" --gpus 0 -r 4 --iters 5 --tol 0 -t 2 --seed 7 -o "$T/h" "$T/sample.amp"
 check "another seed gives other factors" test -n "$(cmp "$T/f.mode2.mat" "$T/h.mode2.mat" 2>&1)"
-run "$AMPED_RUN" -r 4 --iters 1 --tol 0 --init "$T/f" "$T/sample.amp"
+run "$AMPED_RUN" --gpus 0 -r 4 --iters 1 --tol 0 --init "$T/f" "$T/sample.amp"
 check_status "--init PREFIX starts from written factors" 0
 check_contains "--init is reported" "$RUN_OUT" "starting factors from $T/f.mode*.mat"
-run "$AMPED_RUN" -r 5 --init "$T/f" "$T/sample.amp"
+run "$AMPED_RUN" --gpus 0 -r 5 --init "$T/f" "$T/sample.amp"
 check_status "--init with another rank fails" 1
 check_contains "--init: the bad file and line are named" "$RUN_ERR" "$T/f.mode1.mat:1: expected 5 values"
 
 # ---- npy ---------------------------------------------------------------------------
-run "$AMPED_RUN" -q -r 3 --iters 2 --format npy -o "$T/n" "$T/sample.amp"
+run "$AMPED_RUN" --gpus 0 -q -r 3 --iters 2 --format npy -o "$T/n" "$T/sample.amp"
 check_status "--format npy: exit 0" 0
 check "npy: mode 1 file starts with the NumPy magic" sh -c "head -c 6 '$T/n.mode1.npy' | od -c | grep -q 'N   U   M   P   Y'"
 if command -v python3 >/dev/null 2>&1 && python3 -c 'import numpy' 2>/dev/null; then
@@ -74,47 +74,47 @@ assert a.dtype == numpy.float64 and a.shape[1] == 3 and l.shape == (3,)
 print("ok")' "$T/n"
     check_status "numpy.load reads the npy factors" 0
 else
-    skip 1 "no numpy"
+    skip "the npy files load in numpy" "no numpy"
 fi
 
 # ---- --mttkrp-only and --check ------------------------------------------------------
-run "$AMPED_RUN" --mttkrp-only --iters 2 -r 8 "$T/sample.amp"
+run "$AMPED_RUN" --gpus 0 --mttkrp-only --iters 2 -r 8 "$T/sample.amp"
 check_status "--mttkrp-only: exit 0" 0
 check_contains "--mttkrp-only: per-mode times" "$RUN_OUT" "mode 3: "
 check_contains "--mttkrp-only: the total" "$RUN_OUT" "all modes: "
 for p in f64 f32; do
-    run "$AMPED_RUN" --check --precision $p -r 16 "$T/sample.amp"
+    run "$AMPED_RUN" --gpus 0 --check --precision $p -r 16 "$T/sample.amp"
     check_status "--check --precision $p passes" 0
     check_contains "--check $p prints the error per mode" "$RUN_OUT" "mode 3: largest relative error"
 done
 if test -f "$AMINO"; then
     run "$AMPED_PREP" -q -o "$T/amino.amp" "$AMINO"
-    run "$AMPED_RUN" -q -r 3 --iters 400 --tol 1e-10 --json "$T/a.json" "$T/amino.amp"
+    run "$AMPED_RUN" --gpus 0 -q -r 3 --iters 400 --tol 1e-10 --json "$T/a.json" "$T/amino.amp"
     fit=$(sed -n 's/.*"final_fit": \([0-9.]*\).*/\1/p' "$T/a.json")
     check "aminoacid.tns at rank 3: fit $fit > 0.97 from the command line" awk -v f="$fit" 'BEGIN { exit !(f > 0.97) }'
 else
-    skip 1 "no aminoacid.tns"
+    skip "aminoacid at rank 3" "no aminoacid.tns"
 fi
 
 # ---- errors ---------------------------------------------------------------------------
-run "$AMPED_RUN" -r 0 "$T/sample.amp"
+run "$AMPED_RUN" --gpus 0 -r 0 "$T/sample.amp"
 check_status "rank 0 is a usage error" 2
 check_contains "rank 0: the option and range are named" "$RUN_ERR" "--rank"
 check_last_line "rank 0: ends with the --help hint" "$RUN_ERR" "$TRY"
-run "$AMPED_RUN" --precision f16 "$T/sample.amp"
+run "$AMPED_RUN" --gpus 0 --precision f16 "$T/sample.amp"
 check_status "an unknown precision is a usage error" 2
-run "$AMPED_RUN" --format csv "$T/sample.amp"
+run "$AMPED_RUN" --gpus 0 --format csv "$T/sample.amp"
 check_status "an unknown format is a usage error" 2
-run "$AMPED_RUN" --tol -1 "$T/sample.amp"
+run "$AMPED_RUN" --gpus 0 --tol -1 "$T/sample.amp"
 check_status "a negative tolerance is a usage error" 2
-run "$AMPED_RUN" --check --mttkrp-only "$T/sample.amp"
+run "$AMPED_RUN" --gpus 0 --check --mttkrp-only "$T/sample.amp"
 check_status "two actions at once are a usage error" 2
-run "$AMPED_RUN" --bogus "$T/sample.amp"
+run "$AMPED_RUN" --gpus 0 --bogus "$T/sample.amp"
 check_status "an unknown option is a usage error" 2
 
 printf '1 1 1 1.5\n2 3 1 2\n3 2 4 -1\n1 4 2 0.5\n2 2 3 3\n' >"$T/tiny.tns"
 run "$AMPED_PREP" -q -o "$T/tiny.amp" "$T/tiny.tns"
-run "$AMPED_RUN" -r 6 --iters 3 "$T/tiny.amp"
+run "$AMPED_RUN" --gpus 0 -r 6 --iters 3 "$T/tiny.amp"
 check_status "a rank above a dimension still runs" 0
 check_contains "... with a warning naming the mode" "$RUN_ERR" "warning: rank 6 is larger than mode 1's 3 nonempty indices"
 
@@ -122,22 +122,60 @@ check_contains "... with a warning naming the mode" "$RUN_ERR" "warning: rank 6 
 cp "$T/sample.amp" "$T/bad.amp"
 size=$(wc -c <"$T/bad.amp" | tr -d ' ')
 printf '\377' | dd of="$T/bad.amp" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
-run "$AMPED_RUN" -r 4 -o "$T/bad" --json "$T/bad.json" "$T/bad.amp"
+run "$AMPED_RUN" --gpus 0 -r 4 -o "$T/bad" --json "$T/bad.json" "$T/bad.amp"
 check_status "a corrupt file exits 1" 1
 check_contains "the corrupt file is named" "$RUN_ERR" "$T/bad.amp"
 check "a corrupt file leaves no factor or JSON output" test -z "$(ls -a "$T" | grep '^bad\.' | grep -v '^bad\.amp$')"
-run "$AMPED_RUN" -r 4 "$T/missing.amp"
+run "$AMPED_RUN" --gpus 0 -r 4 "$T/missing.amp"
 check_status "a missing file exits 1" 1
 
 # Output that cannot be written: no partial files under the final names.
 mkdir "$T/ro" && chmod 555 "$T/ro"
 if ! touch "$T/ro/x" 2>/dev/null; then
-    run "$AMPED_RUN" -r 4 --iters 1 -o "$T/ro/f" "$T/sample.amp"
+    run "$AMPED_RUN" --gpus 0 -r 4 --iters 1 -o "$T/ro/f" "$T/sample.amp"
     check_status "an unwritable output directory exits 1" 1
     check "... and nothing is left there" test -z "$(ls "$T/ro")"
 else
     rm -f "$T/ro/x"
-    skip 2 "running as a user who can write anywhere"
+    skip "an unwritable output directory" "running as a user who can write anywhere"
+fi
+
+# ---- the GPU backend ------------------------------------------------------------------
+# Without a GPU, asking for one is a clear error; with one, the GPU run
+# reaches the CPU's fit from the same seed (f64, within 1e-6 after a few
+# iterations: only the summation order differs).
+run "$AMPED_RUN" --gpus 2 "$T/sample.amp"
+check_status "--gpus 2 is a usage error in a one-GPU build" 2
+run "$AMPED_RUN" --gpus 0 --device-memory 0 "$T/sample.amp"
+check_status "--device-memory 0 is a usage error" 2
+if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
+    run "$AMPED_RUN" --gpus 1 -r 4 --iters 8 --tol 0 -o "$T/gpu" --json "$T/gpu.json" "$T/sample.amp"
+    check_status "--gpus 1: exit 0" 0
+    check_contains "--gpus 1: the header names the GPU" "$RUN_OUT" "backend:   gpu 0 ("
+    check_contains "--gpus 1: GPU phase times" "$RUN_OUT" "GPU time: mttkrp"
+    check_contains "--gpus 1: the JSON names the backend" "$T/gpu.json" '"backend": "gpu"'
+    run "$AMPED_RUN" --gpus 0 -r 4 --iters 8 --tol 0 "$T/sample.amp"
+    cpu_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
+    run "$AMPED_RUN" --gpus 1 -r 4 --iters 8 --tol 0 "$T/sample.amp"
+    gpu_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
+    check "GPU fit $gpu_fit equals CPU fit $cpu_fit within 1e-6" \
+        awk -v a="$gpu_fit" -v b="$cpu_fit" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
+    run "$AMPED_RUN" --gpus 1 --check -r 33 "$T/sample.amp"
+    check_status "--gpus 1 --check: the GPU MTTKRP matches the reference" 0
+    run "$AMPED_RUN" --gpus 1 --check --precision f32 -r 7 "$T/sample.amp"
+    check_status "--gpus 1 --check --precision f32" 0
+    run "$AMPED_RUN" --gpus 1 --mttkrp-only --iters 3 -r 16 "$T/sample.amp"
+    check_contains "--gpus 1 --mttkrp-only: on the GPU" "$RUN_OUT" "modes, on the GPU"
+    run "$AMPED_RUN" --gpus 1 --device-memory 1K -o "$T/small" "$T/sample.amp"
+    check_status "--device-memory below what the tensor needs exits 1" 1
+    check_contains "... saying how much it needs" "$RUN_ERR" "of GPU memory with the tensor resident"
+    check "... and writes no factors" test ! -e "$T/small.mode1.mat"
+else
+    run "$AMPED_RUN" --gpus 1 -o "$T/nogpu" "$T/sample.amp"
+    check_status "--gpus 1 without a GPU exits 1" 1
+    check_contains "... and says --gpus 0 runs on the CPU" "$RUN_ERR" "--gpus 0 runs on the CPU"
+    check "... and writes no factors" test ! -e "$T/nogpu.mode1.mat"
+    skip "the GPU backend against the CPU (9 checks)" "no GPU"
 fi
 
 done_testing

@@ -55,6 +55,19 @@ amp_status amp_gpu_mttkrp_host(const amp_gpu_tensor *g, const double *const *A, 
                                int f32, unsigned d, double *M_host, unsigned rounds,
                                double *mode_seconds, amp_error *err);
 
+/* ---- CP-ALS on one GPU (als_gpu.cu) --------------------------------------- */
+
+/* CP-ALS with the tensor resident on g's device, from c's factors (host,
+ * f64), with the CPU backend's algorithm, stopping rule and outputs: c
+ * gets the factors, lambda, fit and iterations, and c->seconds the GPU
+ * time of each phase. t supplies |X|^2. */
+amp_status amp_gpu_cpd_als(const amp_gpu_tensor *g, const amp_tensor *t, const amp_cpd_opts *o,
+                           amp_cpd *c, amp_error *err);
+
+/* Device bytes a resident CP-ALS of t at this rank needs: the mode copies
+ * plus the factors, their f32 shadows, the MTTKRP output and scratch. */
+size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,120 @@
+#!/bin/sh
+# amped-run on one GPU against the peers, in one job on one machine:
+# rd100m (Reddit's shape, 68.8 M nonzeros, Zipf 1.2) at rank 32. Prints
+# all-mode MTTKRP (tensor resident) and CP-ALS seconds per iteration, f64
+# and f32, the same for coo-mttkrp and torch-mttkrp, and the ratios; and
+# the MTTKRP's rate against its bytes floor (the copy streamed once, each
+# factor read once, the output written once) and the 4.0 TB/s device link.
+#
+# Usage: bench/bench-gpu.sh                  (from the build directory)
+# Env:   AMP_BENCH_DIR   where tensors are kept (default: bench/data)
+#        AMP_BASELINES   the peers' folder (default: ../shared/baselines)
+#        AMP_RANK (32), AMP_ROUNDS (20 MTTKRP rounds), AMP_ITERS (10)
+#        AMP_TENSOR      rd100m (default) or cpu20m
+#        AMP_PEERS       0 to skip coo-mttkrp and torch-mttkrp
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/.." && pwd)
+build=$(pwd)
+prep="$build/amped-prep"
+run="$build/amped-run"
+data=${AMP_BENCH_DIR:-$build/bench/data}
+baselines=${AMP_BASELINES:-$src/../shared/baselines}
+rank=${AMP_RANK:-32}
+rounds=${AMP_ROUNDS:-20}
+iters=${AMP_ITERS:-10}
+name=${AMP_TENSOR:-rd100m}
+peers=${AMP_PEERS:-1}
+mkdir -p "$data"
+for b in "$prep" "$run"; do
+    [ -x "$b" ] || { echo "bench: build first: $b missing" >&2; exit 1; }
+done
+command -v python3 >/dev/null 2>&1 || { echo "bench: needs python3 to read the JSON reports" >&2; exit 1; }
+"$run" --list-devices >/dev/null 2>&1 || { echo "bench: no usable GPU (amped-run --list-devices)" >&2; exit 1; }
+
+tns="$data/$name.tns"
+if [ ! -f "$tns" ]; then
+    ${CC:-cc} -O2 -fopenmp -o "$data/powerlaw-gen" "$baselines/powerlaw-gen.c" -lm
+    case $name in
+    rd100m) (cd "$data" && ./powerlaw-gen rd100m 130000000 1.2 8211298 176962 8116559) ;;
+    cpu20m) (cd "$data" && ./powerlaw-gen cpu20m 38000000 1.2 200000 100000 50000) ;;
+    *) echo "bench: unknown tensor $name" >&2; exit 1 ;;
+    esac
+fi
+# Its values have 6 decimals: f64 keeps them, f32 rounds them (on purpose).
+for v in f64 f32; do
+    [ -f "$data/$name-$v.amp" ] || "$prep" -q --values "$v" -o "$data/$name-$v.amp" "$tns" 2>/dev/null
+done
+
+echo "## amped-run on one GPU: $name, rank $rank ($(date -u +%Y-%m-%d))"
+echo
+"$run" --list-devices | sed 's/^/    /'
+echo
+
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+# MTTKRP, all modes, per round (mean of the rounds).
+for p in f64 f32; do
+    "$run" --gpus 1 -q --mttkrp-only --iters "$rounds" -r "$rank" --precision "$p" \
+        --json "$data/gpu-mttkrp-$p.json" "$data/$name-$p.amp"
+    eval "mttkrp_$p=\$(json \"\$data/gpu-mttkrp-$p.json\" \"'%.3f' % (d['mttkrp']['seconds'] / d['mttkrp']['rounds'] * 1e3)\")"
+    "$run" --gpus 1 -q -r "$rank" --iters "$iters" --tol 0 --precision "$p" \
+        --json "$data/gpu-als-$p.json" "$data/$name-$p.amp"
+    eval "als_$p=\$(json \"\$data/gpu-als-$p.json\" \"'%.3f' % (sorted(i['seconds'] for i in d['iterations'])[len(d['iterations']) // 2] * 1e3)\")"
+    eval "fit_$p=\$(json \"\$data/gpu-als-$p.json\" \"'%.6f' % d['final_fit']\")"
+    eval "phases_$p=\$(json \"\$data/gpu-als-$p.json\" \"', '.join('%s %.1f' % (k, v * 1e3 / d['max_iters']) for k, v in d['timings'].items() if k in ('mttkrp', 'gram', 'solve', 'normalize', 'fit'))\")"
+    eval "upload_$p=\$(json \"\$data/gpu-als-$p.json\" \"'%.2f' % d['timings']['upload']\")"
+done
+
+# The bytes floor per all-mode round, f64 and f32 factors.
+floor=$(python3 - "$data/gpu-mttkrp-f64.json" "$data/gpu-mttkrp-f32.json" <<'EOF'
+import json, sys
+out = []
+for path, fs in zip(sys.argv[1:], (8, 4)):
+    d = json.load(open(path))
+    t = d['tensor']
+    vs = 4 if t['values'] == 'f32' else 8
+    R = d['rank']
+    rows = sum(t['compact_dims'])
+    total = 0
+    for m in range(t['modes']):
+        total += t['nnz'] * (8 + vs) + (rows - t['compact_dims'][m]) * R * fs + t['compact_dims'][m] * R * fs
+    sec = d['mttkrp']['seconds'] / d['mttkrp']['rounds']
+    out.append('%.2f GB floor, %.0f GB/s, %.1f%% of 4.0 TB/s' % (total / 1e9, total / sec / 1e9, total / sec / 4e12 * 100))
+print(' | '.join(out))
+EOF
+)
+
+coo64=- coo32=- torch32=-
+if [ "$peers" != 0 ]; then
+    coo="$data/coo-mttkrp"
+    if [ ! -x "$coo" ] && command -v nvcc >/dev/null 2>&1; then
+        nvcc -O3 -arch=sm_90 -Xcompiler -fopenmp -o "$coo" "$baselines/coo-mttkrp.cu"
+    fi
+    if [ -x "$coo" ]; then
+        coo32=$("$coo" "$tns" -r "$rank" -n 5 | sed -n 's/.*all_modes_ms=\([0-9.]*\).*/\1/p')
+        coo64=$("$coo" "$tns" -r "$rank" -n 5 -d | sed -n 's/.*all_modes_ms=\([0-9.]*\).*/\1/p')
+    fi
+    if python3 -c 'import torch, pandas' 2>/dev/null; then
+        torch32=$(python3 "$baselines/torch-mttkrp.py" "$tns" --rank "$rank" --reps 5 |
+                  sed -n 's/.*all_modes_ms=\([0-9.]*\).*/\1/p')
+    fi
+fi
+
+ratio() { python3 -c "import sys; a, b = sys.argv[1:]; print('%.1fx' % (float(a) / float(b)) if a not in ('', '-') and b not in ('', '-') else '-')" "$1" "$2"; }
+
+echo "| measure | f64 | f32 |"
+echo "|---|---|---|"
+echo "| amped all-mode MTTKRP, resident (ms, mean of $rounds rounds) | $mttkrp_f64 | $mttkrp_f32 |"
+echo "| amped CP-ALS iteration (ms, median of $iters) | $als_f64 | $als_f32 |"
+echo "| amped CP-ALS per-iteration GPU phases (ms) | $phases_f64 | $phases_f32 |"
+echo "| fit after $iters iterations | $fit_f64 | $fit_f32 |"
+echo "| host-to-device upload (s) | $upload_f64 | $upload_f32 |"
+echo "| coo-mttkrp all modes (ms) | $coo64 | $coo32 |"
+echo "| torch-mttkrp all modes (ms) | - | $torch32 |"
+echo "| speedup over coo-mttkrp | $(ratio "$coo64" "$mttkrp_f64") | $(ratio "$coo32" "$mttkrp_f32") |"
+echo "| speedup over torch-mttkrp | - | $(ratio "$torch32" "$mttkrp_f32") |"
+echo "| BLCO (published, H200) all modes 22 ms: ratio | $(ratio 22 "$mttkrp_f64") | - |"
+echo "| BLCO CP-ALS iteration 33.8 ms: ratio | $(ratio 33.8 "$als_f64") | - |"
+echo
+echo "MTTKRP against its bytes floor (f64 | f32): $floor"

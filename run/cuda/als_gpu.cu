@@ -1,0 +1,393 @@
+/* CP-ALS on one GPU with the tensor resident: the same algorithm, stopping
+ * rule and outputs as the CPU backend (als.c), with every step on the
+ * device. Per mode d:
+ *
+ *   M = MTTKRP(d)                          mttkrp.cu (f32 or f64 factors)
+ *   V = Hadamard product of the other Grams    als_kernels.cu
+ *   P = V^-1: cuSOLVER potrf + potri; if V is not positive definite, the
+ *       pseudo-inverse from syevd (eigenvalues under R eps max|w| dropped)
+ *   A_d = M P                              cublasDgemm
+ *   lambda, column sums of A .* M          als_kernels.cu, fixed order
+ *   A_d scaled by 1/lambda (and its f32 shadow written)
+ *   G_d = A_d^T A_d                        batched cublasDgemm, row chunks
+ *
+ * The R x R algebra and the factors are f64 whatever the MTTKRP precision,
+ * as on the CPU. Only scalars cross to the host: the Cholesky status of
+ * each mode (to choose the pseudo-inverse) and the two fit terms of each
+ * iteration. Phase times are GPU time between events, read once an
+ * iteration. The MTTKRP adds the few rows shared between warps with
+ * atomics, so runs agree to rounding, not bit for bit. */
+#include <config.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "als_kernels.h"
+#include "amp_cuda.h"
+#include "gpu_internal.h"
+
+enum { EV_START, EV_MTTKRP, EV_HADAMARD, EV_SOLVE, EV_NORMALIZE, EV_GRAM, EV_PER_MODE };
+
+typedef struct gpu_als {
+    unsigned N, R;
+    int f32;
+    uint64_t max_rows;
+    cudaStream_t s;
+    cublasHandle_t blas;
+    cusolverDnHandle_t solver;
+    double *A[AMP_MAX_MODES];
+    float *A32[AMP_MAX_MODES];
+    double *G[AMP_MAX_MODES];
+    double *M;
+    float *M32;
+    double *V, *L, *P, *Qs, *w, *lambda, *inv, *inner, *partial, *fit_terms;
+    double *work;
+    int lwork;
+    double *gram_partial;      /* gram_chunks + 1 matrices R x R */
+    unsigned gram_chunks;
+    int *info;
+    cudaEvent_t ev[AMP_MAX_MODES][EV_PER_MODE], fit0, fit1;
+} gpu_als;
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Row chunks of the Gram product: enough to fill the GPU, each at least
+ * 4096 rows, their R x R partials within 32 MiB. */
+static unsigned gram_chunks_max(unsigned R)
+{
+    size_t fit = ((size_t)1 << 25) / ((size_t)R * R * sizeof(double));
+    return fit < 1 ? 1 : fit > 64 ? 64 : (unsigned)fit;
+}
+
+static void gpu_als_free(gpu_als *w)
+{
+    for (unsigned m = 0; m < w->N; m++) {
+        cudaFree(w->A[m]);
+        cudaFree(w->A32[m]);
+        cudaFree(w->G[m]);
+        for (int e = 0; e < EV_PER_MODE; e++)
+            if (w->ev[m][e])
+                cudaEventDestroy(w->ev[m][e]);
+    }
+    if (w->fit0)
+        cudaEventDestroy(w->fit0);
+    if (w->fit1)
+        cudaEventDestroy(w->fit1);
+    void *p[] = {w->gram_partial, w->M, w->M32, w->V, w->L, w->P, w->Qs, w->w, w->lambda, w->inv, w->inner,
+                 w->partial, w->fit_terms, w->work, w->info};
+    for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
+        cudaFree(p[k]);
+    if (w->blas)
+        cublasDestroy(w->blas);
+    if (w->solver)
+        cusolverDnDestroy(w->solver);
+    if (w->s)
+        cudaStreamDestroy(w->s);
+}
+
+static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, gpu_als *w,
+                              amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const unsigned R = o->rank;
+    const size_t rr = (size_t)R * R * sizeof(double);
+    memset(w, 0, sizeof *w);
+    w->N = g->nmodes;
+    w->R = R;
+    w->f32 = o->precision == AMP_PRECISION_F32;
+    for (unsigned m = 0; m < w->N; m++)
+        w->max_rows = g->rows[m] > w->max_rows ? g->rows[m] : w->max_rows;
+    CUDA_TRY_GOTO(cudaSetDevice(g->device), err, rc, fail);
+    CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), err, rc, fail);
+    CUBLAS_TRY_GOTO(cublasCreate(&w->blas), err, rc, fail);
+    CUBLAS_TRY_GOTO(cublasSetStream(w->blas, w->s), err, rc, fail);
+    CUSOLVER_TRY_GOTO(cusolverDnCreate(&w->solver), err, rc, fail);
+    CUSOLVER_TRY_GOTO(cusolverDnSetStream(w->solver, w->s), err, rc, fail);
+    for (unsigned m = 0; m < w->N; m++) {
+        size_t n = (size_t)g->rows[m] * R;
+        CUDA_TRY_GOTO(cudaMalloc((void **)&w->A[m], n * sizeof(double) + 8), err, rc, fail);
+        if (w->f32)
+            CUDA_TRY_GOTO(cudaMalloc((void **)&w->A32[m], n * sizeof(float) + 8), err, rc, fail);
+        CUDA_TRY_GOTO(cudaMalloc((void **)&w->G[m], rr), err, rc, fail);
+        for (int e = 0; e < EV_PER_MODE; e++)
+            CUDA_TRY_GOTO(cudaEventCreate(&w->ev[m][e]), err, rc, fail);
+    }
+    CUDA_TRY_GOTO(cudaEventCreate(&w->fit0), err, rc, fail);
+    CUDA_TRY_GOTO(cudaEventCreate(&w->fit1), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->M, (size_t)w->max_rows * R * sizeof(double) + 8), err,
+                  rc, fail);
+    if (w->f32)
+        CUDA_TRY_GOTO(cudaMalloc((void **)&w->M32, (size_t)w->max_rows * R * sizeof(float) + 8),
+                      err, rc, fail);
+    w->gram_chunks = gram_chunks_max(R);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->gram_partial, (w->gram_chunks + 1) * rr), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->V, rr), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->L, rr), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->P, rr), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->Qs, rr), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->w, R * sizeof(double)), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->lambda, R * sizeof(double)), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->inv, R * sizeof(double)), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->inner, R * sizeof(double)), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->partial, (size_t)amp_gpu_stats_blocks(w->max_rows,
+                                                   g->sm_count) * 3 * R * sizeof(double)),
+                  err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->fit_terms, 2 * sizeof(double)), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->info, sizeof(int)), err, rc, fail);
+    {
+        int l1 = 0, l2 = 0, l3 = 0;
+        CUSOLVER_TRY_GOTO(cusolverDnDpotrf_bufferSize(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R,
+                                                      w->L, (int)R, &l1), err, rc, fail);
+        CUSOLVER_TRY_GOTO(cusolverDnDpotri_bufferSize(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R,
+                                                      w->L, (int)R, &l2), err, rc, fail);
+        CUSOLVER_TRY_GOTO(cusolverDnDsyevd_bufferSize(w->solver, CUSOLVER_EIG_MODE_VECTOR,
+                                                      CUBLAS_FILL_MODE_LOWER, (int)R, w->L,
+                                                      (int)R, w->w, &l3), err, rc, fail);
+        w->lwork = l1 > l2 ? l1 : l2;
+        w->lwork = l3 > w->lwork ? l3 : w->lwork;
+        CUDA_TRY_GOTO(cudaMalloc((void **)&w->work, ((size_t)w->lwork + 1) * sizeof(double)),
+                      err, rc, fail);
+    }
+    return AMP_OK;
+fail:
+    gpu_als_free(w);
+    return rc;
+}
+
+static amp_gram_set gram_set(const gpu_als *w)
+{
+    amp_gram_set gs;
+    memset(&gs, 0, sizeof gs);
+    gs.n = w->N;
+    for (unsigned m = 0; m < w->N; m++)
+        gs.G[m] = w->G[m];
+    return gs;
+}
+
+/* G = A^T A. With A row-major rows x R, cuBLAS (column-major) sees A^T.
+ * One syrk or gemm over millions of rows and a handful of columns ran at
+ * a few percent of the memory bandwidth (cublasDsyrk: 42 ms per iteration
+ * on rd100m, rank 32); a strided batch of gemms over row chunks, summed in
+ * chunk order, spreads the rows over the whole GPU. */
+static amp_status gram(gpu_als *w, unsigned m, uint64_t rows, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const double one = 1, zero = 0;
+    const unsigned R = w->R;
+    uint64_t S = rows / 4096;
+    S = S < 1 ? 1 : S > w->gram_chunks ? w->gram_chunks : S;
+    const uint64_t c = rows / S, tail = rows - c * S;
+    const long long stride = (long long)(c * R), out_stride = (long long)R * R;
+    CUBLAS_TRY_GOTO(cublasDgemmStridedBatched_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_T, R, R,
+                                                 (int64_t)c, &one, w->A[m], R, stride, w->A[m],
+                                                 R, stride, &zero, w->gram_partial, R,
+                                                 out_stride, (int64_t)S), err, rc, done);
+    if (tail > 0) {
+        const double *At = w->A[m] + c * S * R;
+        CUBLAS_TRY_GOTO(cublasDgemm_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_T, R, R, (int64_t)tail,
+                                       &one, At, R, At, R, &zero,
+                                       w->gram_partial + S * R * R, R), err, rc, done);
+    }
+    CUDA_TRY_GOTO(amp_gpu_sum_matrices(w->gram_partial, (unsigned)(S + (tail > 0)), R, w->G[m],
+                                       w->s), err, rc, done);
+done:
+    return rc;
+}
+
+/* P = V^-1 (Cholesky) or its pseudo-inverse; *pinv says which. */
+static amp_status invert(gpu_als *w, int *pinv, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const unsigned R = w->R;
+    const size_t rr = (size_t)R * R * sizeof(double);
+    const double one = 1, zero = 0;
+    int info = 0;
+    CUDA_TRY_GOTO(cudaMemcpyAsync(w->L, w->V, rr, cudaMemcpyDeviceToDevice, w->s), err, rc, done);
+    CUSOLVER_TRY_GOTO(cusolverDnDpotrf(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R, w->L, (int)R,
+                                       w->work, w->lwork, w->info), err, rc, done);
+    CUDA_TRY_GOTO(cudaMemcpyAsync(&info, w->info, sizeof info, cudaMemcpyDeviceToHost, w->s),
+                  err, rc, done);
+    CUDA_TRY_GOTO(cudaStreamSynchronize(w->s), err, rc, done);
+    if (info < 0)
+        AMP_RAISE_GOTO(err, rc, done, AMP_ERR_INTERNAL, "cusolverDnDpotrf rejected argument %d",
+                       -info);
+    *pinv = info > 0;
+    if (!*pinv) {
+        CUSOLVER_TRY_GOTO(cusolverDnDpotri(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R, w->L,
+                                           (int)R, w->work, w->lwork, w->info), err, rc, done);
+        CUDA_TRY_GOTO(amp_gpu_symmetrize(w->L, R, w->s), err, rc, done);
+        CUDA_TRY_GOTO(cudaMemcpyAsync(w->P, w->L, rr, cudaMemcpyDeviceToDevice, w->s), err, rc,
+                      done);
+        return AMP_OK;
+    }
+    CUDA_TRY_GOTO(cudaMemcpyAsync(w->L, w->V, rr, cudaMemcpyDeviceToDevice, w->s), err, rc, done);
+    CUSOLVER_TRY_GOTO(cusolverDnDsyevd(w->solver, CUSOLVER_EIG_MODE_VECTOR,
+                                       CUBLAS_FILL_MODE_LOWER, (int)R, w->L, (int)R, w->w,
+                                       w->work, w->lwork, w->info), err, rc, done);
+    CUDA_TRY_GOTO(cudaMemcpyAsync(&info, w->info, sizeof info, cudaMemcpyDeviceToHost, w->s),
+                  err, rc, done);
+    CUDA_TRY_GOTO(cudaStreamSynchronize(w->s), err, rc, done);
+    if (info != 0)
+        AMP_RAISE_GOTO(err, rc, done, AMP_ERR_INTERNAL, "the eigensolver (cusolverDnDsyevd) "
+                       "failed on the %ux%u Gram product (info %d)", R, R, info);
+    /* P = Q diag(1/w) Q^T over the eigenvalues kept. */
+    CUDA_TRY_GOTO(amp_gpu_pinv_scale(w->L, w->w, R, w->Qs, w->s), err, rc, done);
+    CUBLAS_TRY_GOTO(cublasDgemm(w->blas, CUBLAS_OP_N, CUBLAS_OP_T, (int)R, (int)R, (int)R, &one,
+                                w->Qs, (int)R, w->L, (int)R, &zero, w->P, (int)R),
+                    err, rc, done);
+done:
+    return rc;
+}
+
+static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, int first,
+                              int *pinv_used, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const unsigned R = w->R;
+    const uint64_t rows = g->rows[d];
+    const double one = 1, zero = 0;
+    cudaEvent_t *ev = w->ev[d];
+    const amp_gram_set gs = gram_set(w);
+    const unsigned blocks = amp_gpu_stats_blocks(rows, g->sm_count);
+    int pinv = 0;
+    void *F[AMP_MAX_MODES];
+    for (unsigned m = 0; m < w->N; m++)
+        F[m] = w->f32 ? (void *)w->A32[m] : (void *)w->A[m];
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_START], w->s), err, rc, done);
+    AMP_CHECK_GOTO(amp_gpu_mttkrp(g, d, F, R, w->f32, w->f32 ? (void *)w->M32 : (void *)w->M,
+                                  w->s, err), rc, done);
+    if (w->f32)
+        CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32, w->M, rows * R, w->s), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_MTTKRP], w->s), err, rc, done);
+
+    CUDA_TRY_GOTO(amp_gpu_hadamard(&gs, d, R, w->V, w->s), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_HADAMARD], w->s), err, rc, done);
+
+    AMP_CHECK_GOTO(invert(w, &pinv, err), rc, done);
+    if (pinv)
+        *pinv_used = 1;
+    /* Row-major A = M P is, column-major, A^T = P M^T (P symmetric). */
+    CUBLAS_TRY_GOTO(cublasDgemm_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, R, (int64_t)rows, R, &one,
+                                   w->P, R, w->M, R, &zero, w->A[d], R), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
+
+    CUDA_TRY_GOTO(amp_gpu_column_stats(w->A[d], w->M, rows, R, blocks, w->partial, w->s), err,
+                  rc, done);
+    CUDA_TRY_GOTO(amp_gpu_lambda(w->partial, blocks, R, first, w->lambda, w->inv, w->inner,
+                                 w->s), err, rc, done);
+    CUDA_TRY_GOTO(amp_gpu_scale_columns(w->A[d], w->f32 ? w->A32[d] : NULL, rows, R, w->inv,
+                                        w->s), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_NORMALIZE], w->s), err, rc, done);
+
+    AMP_CHECK_GOTO(gram(w, d, rows, err), rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_GRAM], w->s), err, rc, done);
+done:
+    return rc;
+}
+
+static amp_status add_phase_times(gpu_als *w, double *seconds, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    float ms;
+    static const int phase_of[EV_PER_MODE] = {
+        0, AMP_PHASE_MTTKRP, AMP_PHASE_GRAM, AMP_PHASE_SOLVE, AMP_PHASE_NORMALIZE,
+        AMP_PHASE_GRAM};
+    for (unsigned m = 0; m < w->N; m++)
+        for (int e = EV_MTTKRP; e < EV_PER_MODE; e++) {
+            CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, w->ev[m][e - 1], w->ev[m][e]), err, rc, done);
+            seconds[phase_of[e]] += ms / 1e3;
+        }
+    CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, w->fit0, w->fit1), err, rc, done);
+    seconds[AMP_PHASE_FIT] += ms / 1e3;
+done:
+    return rc;
+}
+
+extern "C" amp_status amp_gpu_cpd_als(const amp_gpu_tensor *g, const amp_tensor *t,
+                                      const amp_cpd_opts *o, amp_cpd *c, amp_error *err)
+{
+    gpu_als w;
+    amp_status rc = AMP_OK;
+    const unsigned N = g->nmodes, R = c->rank;
+    if (R != o->rank)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", R, o->rank);
+    AMP_CHECK(gpu_als_new(g, o, &w, err));
+    memset(c->seconds, 0, sizeof c->seconds);
+    for (unsigned m = 0; m < N; m++) {
+        size_t n = (size_t)g->rows[m] * R;
+        CUDA_TRY_GOTO(cudaMemcpy(w.A[m], c->A[m], n * sizeof(double), cudaMemcpyHostToDevice),
+                      err, rc, done);
+        if (w.f32)
+            CUDA_TRY_GOTO(amp_gpu_to_f32(w.A[m], w.A32[m], n, w.s), err, rc, done);
+        AMP_CHECK_GOTO(gram(&w, m, g->rows[m], err), rc, done);
+    }
+    {
+        double old_fit = 0, norm_x = sqrt(t->norm_sq);
+        c->iters = 0;
+        c->converged = 0;
+        for (unsigned it = 0; it < o->max_iters; it++) {
+            double t_iter = wall_now();
+            for (unsigned d = 0; d < N; d++)
+                AMP_CHECK_GOTO(update_mode(g, &w, d, it == 0, &c->pinv_used, err), rc, done);
+            /* <X, model> from the last mode's update: the column sums of
+             * A .* M taken before scaling are lambda .* A_normalized .* M. */
+            CUDA_TRY_GOTO(cudaEventRecord(w.fit0, w.s), err, rc, done);
+            amp_gram_set gs = gram_set(&w);
+            CUDA_TRY_GOTO(amp_gpu_fit_terms(&gs, R, w.lambda, w.inner, w.fit_terms, w.s), err, rc,
+                          done);
+            double terms[2];
+            CUDA_TRY_GOTO(cudaMemcpyAsync(terms, w.fit_terms, sizeof terms,
+                                          cudaMemcpyDeviceToHost, w.s), err, rc, done);
+            CUDA_TRY_GOTO(cudaEventRecord(w.fit1, w.s), err, rc, done);
+            CUDA_TRY_GOTO(cudaStreamSynchronize(w.s), err, rc, done);
+            AMP_CHECK_GOTO(add_phase_times(&w, c->seconds, err), rc, done);
+            double resid = t->norm_sq + terms[0] - 2 * terms[1];
+            double fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
+            double delta = fabs(fit - old_fit);
+            c->fit = fit;
+            c->iters = it + 1;
+            if (o->on_iter)
+                o->on_iter(o->ctx, it + 1, fit, delta, wall_now() - t_iter);
+            if (it > 0 && delta < o->tol) {
+                c->converged = 1;
+                break;
+            }
+            old_fit = fit;
+        }
+    }
+    for (unsigned m = 0; m < N; m++)
+        CUDA_TRY_GOTO(cudaMemcpy(c->A[m], w.A[m], (size_t)g->rows[m] * R * sizeof(double),
+                                 cudaMemcpyDeviceToHost), err, rc, done);
+    if (c->iters > 0)
+        CUDA_TRY_GOTO(cudaMemcpy(c->lambda, w.lambda, R * sizeof(double), cudaMemcpyDeviceToHost),
+                      err, rc, done);
+done:
+    gpu_als_free(&w);
+    return rc;
+}
+
+extern "C" size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32)
+{
+    size_t vsize = amp_value_size(t->value_type), bytes = 0, per = f32 ? 12 : 8;
+    uint64_t max_rows = 0;
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        const amp_copy *c = &t->copies[m];
+        bytes += (size_t)c->nnz * (8 + vsize) + (c->nblocks * 2 + 1) * 8 + 16;
+        bytes += (size_t)t->rows[m] * rank * per + (size_t)rank * rank * 8;
+        max_rows = t->rows[m] > max_rows ? t->rows[m] : max_rows;
+    }
+    bytes += (size_t)max_rows * rank * per;
+    /* R x R scratch, the solver's work space, column partials: generous. */
+    bytes += (size_t)rank * rank * 8 * 8 + ((size_t)1 << 26);
+    return bytes;
+}

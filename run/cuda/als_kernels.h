@@ -1,0 +1,54 @@
+/* Launchers of the small CP-ALS kernels (als_kernels.cu), for als_gpu.cu.
+ * Every one launches on stream s and returns the launch status. */
+#ifndef AMP_ALS_KERNELS_H
+#define AMP_ALS_KERNELS_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "amped_format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The Gram matrices of every mode (device pointers), passed by value. */
+typedef struct amp_gram_set {
+    unsigned n;
+    const double *G[AMP_MAX_MODES];
+} amp_gram_set;
+
+/* Blocks column_stats uses for `rows` rows: the partial array holds
+ * blocks x 3 x R doubles. */
+unsigned amp_gpu_stats_blocks(uint64_t rows, int sm_count);
+/* Per block: column sums of squares, max |a| and sums of a .* m. */
+cudaError_t amp_gpu_column_stats(const double *A, const double *M, uint64_t rows, unsigned R,
+                                 unsigned blocks, double *partial, cudaStream_t s);
+/* lambda (2-norm when first, else max-norm, at least 1), 1/lambda and the
+ * column sums of a .* m, from the partials. */
+cudaError_t amp_gpu_lambda(const double *partial, unsigned blocks, unsigned R, int first,
+                           double *lambda, double *inv, double *inner, cudaStream_t s);
+/* A[:, r] *= inv[r]; A32 (if not NULL) gets the f32 copy. */
+cudaError_t amp_gpu_scale_columns(double *A, float *A32, uint64_t rows, unsigned R,
+                                  const double *inv, cudaStream_t s);
+cudaError_t amp_gpu_to_f64(const float *src, double *dst, uint64_t n, cudaStream_t s);
+cudaError_t amp_gpu_to_f32(const double *src, float *dst, uint64_t n, cudaStream_t s);
+/* V = the Hadamard product of every Gram matrix but skip's. */
+cudaError_t amp_gpu_hadamard(const amp_gram_set *gs, unsigned skip, unsigned R, double *V,
+                             cudaStream_t s);
+/* G = parts[0] + ... + parts[count - 1] (R x R each), summed in order. */
+cudaError_t amp_gpu_sum_matrices(const double *parts, unsigned count, unsigned R, double *G,
+                                 cudaStream_t s);
+/* A column-major lower triangle mirrored into the upper one. */
+cudaError_t amp_gpu_symmetrize(double *X, unsigned R, cudaStream_t s);
+/* Qs = Q diag(1/w), eigenvalues under R eps max|w| dropped. */
+cudaError_t amp_gpu_pinv_scale(const double *Q, const double *w, unsigned R, double *Qs,
+                               cudaStream_t s);
+/* out[0] = |model|^2 from the Gram matrices and lambda; out[1] = sum(inner). */
+cudaError_t amp_gpu_fit_terms(const amp_gram_set *gs, unsigned R, const double *lambda,
+                              const double *inner, double *out, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
