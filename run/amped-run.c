@@ -37,8 +37,15 @@
 
 enum {
     OPT_LIST_DEVICES = 256, OPT_INFO, OPT_VERIFY, OPT_ITERS, OPT_TOL, OPT_SEED, OPT_INIT,
-    OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK, OPT_GPUS, OPT_DEVICE_MEMORY
+    OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK, OPT_GPUS, OPT_DEVICE_MEMORY,
+    OPT_MEMORY, OPT_STREAM_CHUNK
 };
+
+enum { MEMORY_AUTO, MEMORY_RESIDENT, MEMORY_STREAM };
+
+/* Streaming: the largest chunk by default, and the smallest worth a copy. */
+#define STREAM_CHUNK_DEFAULT (UINT64_C(16) << 20)
+#define STREAM_CHUNK_MIN 1024
 
 /* --gpus when not given: one GPU if there is one, else the CPU. */
 #define GPUS_AUTO (-1)
@@ -62,7 +69,9 @@ static const struct option long_options[] = {
     {"verify", no_argument, NULL, OPT_VERIFY},
     /* devices and threads */
     {"gpus", required_argument, NULL, OPT_GPUS},
+    {"memory", required_argument, NULL, OPT_MEMORY},
     {"device-memory", required_argument, NULL, OPT_DEVICE_MEMORY},
+    {"stream-chunk", required_argument, NULL, OPT_STREAM_CHUNK},
     {"list-devices", no_argument, NULL, OPT_LIST_DEVICES},
     {"threads", required_argument, NULL, 't'},
     /* reporting */
@@ -109,10 +118,15 @@ static void usage(void)
            "                       checksum and index; exit status 0 only if all hold\n"
            "\n"
            "Devices and threads:\n"
-           "      --gpus=N         0: the CPU backend; 1: one GPU, the tensor resident in\n"
-           "                       its memory (default: 1 when a GPU is found, else 0)\n"
+           "      --gpus=N         0: the CPU backend; 1: one GPU (default: 1 when a GPU\n"
+           "                       is found, else 0)\n"
+           "      --memory=MODE    auto: keep the tensor in GPU memory when it fits, else\n"
+           "                       stream it from host memory every iteration; resident;\n"
+           "                       stream (default auto)\n"
            "      --device-memory=BYTES  use at most BYTES of GPU memory (K, M, G suffixes;\n"
            "                       default: all that is free)\n"
+           "      --stream-chunk=N nonzeros per host-to-device copy when streaming\n"
+           "                       (default: what fits, at most %" PRIu64 ")\n"
            "      --list-devices   list the CUDA devices this build can use, run a\n"
            "                       self-test kernel on each, and exit\n"
            "  -t, --threads=N      CPU threads (default: all available)\n"
@@ -125,7 +139,7 @@ static void usage(void)
            "\n"
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
            "Report bugs to: %s\n", MAX_RANK, d.rank, d.max_iters, d.tol, d.seed,
-           PACKAGE_BUGREPORT);
+           STREAM_CHUNK_DEFAULT, PACKAGE_BUGREPORT);
 }
 
 static void version(void)
@@ -186,6 +200,8 @@ typedef struct run_args {
     const char *init, *output, *json;
     int gpus;                  /* GPUS_AUTO, 0 or 1 */
     uint64_t device_memory;    /* cap in bytes; 0: what is free */
+    int memory;                /* MEMORY_* */
+    uint64_t stream_chunk;     /* 0: chosen from the memory left */
     amp_factor_format format;
     int mttkrp_only, check, quiet;
     amp_run_report report;
@@ -282,28 +298,58 @@ static amp_status gpu_open(const run_args *a, const amp_tensor *t, gpu_ctx *gc, 
     }
     const amp_cuda_device *d = &dev[0];
     int f32 = a->opts.precision == AMP_PRECISION_F32;
-    size_t need = amp_gpu_als_bytes(t, a->opts.rank, f32);
     size_t avail = d->free_memory;
     if (a->device_memory && a->device_memory < avail)
         avail = (size_t)a->device_memory;
-    char nb[32], ab[32];
-    amp_format_bytes(nb, sizeof nb, need);
+    size_t need = amp_gpu_als_bytes(t, a->opts.rank, f32, 0);
+    uint64_t chunk = 0, max_nnz = 1;
+    char nb[32], ab[32], cb[32];
     amp_format_bytes(ab, sizeof ab, avail);
-    if (need > avail)
-        return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory with the tensor "
-                        "resident, and GPU %d (%s) offers %s%s; streaming the tensor from host "
-                        "memory is not implemented yet: --gpus 0 runs on the CPU", a->path,
-                        a->opts.rank, nb, d->ordinal, d->name, ab,
-                        a->device_memory ? " (--device-memory)" : " free");
+    for (unsigned m = 0; m < t->nmodes; m++)
+        max_nnz = t->copies[m].nnz > max_nnz ? t->copies[m].nnz : max_nnz;
+    if (a->memory == MEMORY_STREAM || (a->memory == MEMORY_AUTO && need > avail)) {
+        /* What is left after the factors and work space goes to the ring
+         * of chunk buffers. */
+        size_t base = amp_gpu_als_bytes(t, a->opts.rank, f32, 1) - amp_gpu_ring_bytes(t, 1);
+        size_t per = amp_gpu_ring_bytes(t, 1);
+        chunk = a->stream_chunk;
+        if (chunk == 0) {
+            chunk = avail > base ? (avail - base) / per : 0;
+            chunk = chunk > STREAM_CHUNK_DEFAULT ? STREAM_CHUNK_DEFAULT : chunk;
+            chunk = chunk > max_nnz ? max_nnz : chunk;
+        }
+        need = base + amp_gpu_ring_bytes(t, chunk);
+        amp_format_bytes(nb, sizeof nb, need);
+        if (chunk < STREAM_CHUNK_MIN || need > avail)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory even with "
+                            "the tensor streamed%s, and GPU %d (%s) offers %s%s; --gpus 0 runs "
+                            "on the CPU", a->path, a->opts.rank, nb,
+                            a->stream_chunk ? " in chunks of --stream-chunk" : "", d->ordinal,
+                            d->name, ab, a->device_memory ? " (--device-memory)" : " free");
+    } else {
+        amp_format_bytes(nb, sizeof nb, need);
+        if (need > avail)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory with the "
+                            "tensor resident, and GPU %d (%s) offers %s%s; --memory auto "
+                            "streams it instead", a->path, a->opts.rank, nb, d->ordinal,
+                            d->name, ab, a->device_memory ? " (--device-memory)" : " free");
+    }
     double t0 = amp_now();
-    AMP_CHECK(amp_gpu_tensor_upload(d->ordinal, t, &gc->g, err));
+    AMP_CHECK(amp_gpu_tensor_upload(d->ordinal, t, chunk, &gc->g, err));
     gc->upload_seconds = amp_now() - t0;
     gc->on = 1;
     snprintf(gc->name, sizeof gc->name, "%s", d->name);
     char tb[32];
     amp_format_bytes(tb, sizeof tb, amp_gpu_tensor_bytes(gc->g));
-    snprintf(gc->line, sizeof gc->line, "gpu %d (%s, %d SMs), tensor resident (%s), "
-             "%s of device memory in all", d->ordinal, d->name, d->sm_count, tb, nb);
+    if (chunk) {
+        amp_format_bytes(cb, sizeof cb, amp_gpu_ring_bytes(t, chunk));
+        snprintf(gc->line, sizeof gc->line, "gpu %d (%s, %d SMs), tensor streamed from pinned "
+                 "host memory in chunks of %" PRIu64 " nonzeros (ring of %s), %s of device "
+                 "memory in all", d->ordinal, d->name, d->sm_count, chunk, cb, nb);
+    } else {
+        snprintf(gc->line, sizeof gc->line, "gpu %d (%s, %d SMs), tensor resident (%s), "
+                 "%s of device memory in all", d->ordinal, d->name, d->sm_count, tb, nb);
+    }
     return AMP_OK;
 #endif
 }
@@ -574,6 +620,7 @@ int main(int argc, char **argv)
     amp_cpd_opts_init(&a.opts);
     static const char *const precisions[] = {"f64", "f32", NULL};
     static const char *const formats[] = {"text", "npy", NULL};
+    static const char *const memories[] = {"auto", "resident", "stream", NULL};
     int choice;
     argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
     while ((c = getopt_long(argc, argv, "r:o:t:qvhV", long_options, NULL)) != -1) {
@@ -628,6 +675,16 @@ int main(int argc, char **argv)
                 return amp_usage_error(PROGRAM, "--gpus %" PRIu64 ": this version runs on one "
                                        "GPU or on the CPU (--gpus 0 or 1)", u);
             a.gpus = (int)u;
+            break;
+        case OPT_MEMORY:
+            if (amp_parse_choice(optarg, memories, "--memory", &choice, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            a.memory = choice;
+            break;
+        case OPT_STREAM_CHUNK:
+            if (amp_parse_u64(optarg, STREAM_CHUNK_MIN, UINT64_C(1) << 40, "--stream-chunk",
+                              &a.stream_chunk, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             break;
         case OPT_DEVICE_MEMORY:
             if (amp_parse_size(optarg, 1, UINT64_MAX, "--device-memory", &a.device_memory, &err))

@@ -148,6 +148,10 @@ run "$AMPED_RUN" --gpus 2 "$T/sample.amp"
 check_status "--gpus 2 is a usage error in a one-GPU build" 2
 run "$AMPED_RUN" --gpus 0 --device-memory 0 "$T/sample.amp"
 check_status "--device-memory 0 is a usage error" 2
+run "$AMPED_RUN" --gpus 0 --memory disk "$T/sample.amp"
+check_status "an unknown --memory is a usage error" 2
+run "$AMPED_RUN" --gpus 0 --stream-chunk 10 "$T/sample.amp"
+check_status "--stream-chunk below 1024 is a usage error" 2
 if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
     run "$AMPED_RUN" --gpus 1 -r 4 --iters 8 --tol 0 -o "$T/gpu" --json "$T/gpu.json" "$T/sample.amp"
     check_status "--gpus 1: exit 0" 0
@@ -167,15 +171,26 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
     run "$AMPED_RUN" --gpus 1 --mttkrp-only --iters 3 -r 16 "$T/sample.amp"
     check_contains "--gpus 1 --mttkrp-only: on the GPU" "$RUN_OUT" "modes, on the GPU"
     run "$AMPED_RUN" --gpus 1 --device-memory 1K -o "$T/small" "$T/sample.amp"
-    check_status "--device-memory below what the tensor needs exits 1" 1
-    check_contains "... saying how much it needs" "$RUN_ERR" "of GPU memory with the tensor resident"
+    check_status "--device-memory below what even streaming needs exits 1" 1
+    check_contains "... saying how much it needs" "$RUN_ERR" "of GPU memory even with the tensor streamed"
     check "... and writes no factors" test ! -e "$T/small.mode1.mat"
+    run "$AMPED_RUN" --gpus 1 --memory resident --device-memory 33M -r 4 "$T/sample.amp"
+    check_status "--memory resident that does not fit exits 1" 1
+    check_contains "... and says auto would stream" "$RUN_ERR" "--memory auto streams it instead"
+    run "$AMPED_RUN" --gpus 1 --memory stream --stream-chunk 4099 -r 4 --iters 8 --tol 0 "$T/sample.amp"
+    check_status "--memory stream: exit 0" 0
+    check_contains "--memory stream: the header says so" "$RUN_OUT" "tensor streamed from pinned host memory in chunks of 4099 nonzeros"
+    stream_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
+    check "streamed fit $stream_fit equals CPU fit $cpu_fit within 1e-6" \
+        awk -v a="$stream_fit" -v b="$cpu_fit" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
+    run "$AMPED_RUN" --gpus 1 --memory stream --stream-chunk 4099 --check -r 32 "$T/sample.amp"
+    check_status "--memory stream --check: the streamed MTTKRP matches the reference" 0
 else
     run "$AMPED_RUN" --gpus 1 -o "$T/nogpu" "$T/sample.amp"
     check_status "--gpus 1 without a GPU exits 1" 1
     check_contains "... and says --gpus 0 runs on the CPU" "$RUN_ERR" "--gpus 0 runs on the CPU"
     check "... and writes no factors" test ! -e "$T/nogpu.mode1.mat"
-    skip "the GPU backend against the CPU (9 checks)" "no GPU"
+    skip "the GPU backend against the CPU (15 checks)" "no GPU"
 fi
 
 done_testing

@@ -376,18 +376,24 @@ done:
     return rc;
 }
 
-extern "C" size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32)
+extern "C" size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32,
+                                   uint64_t chunk_nnz)
 {
     size_t vsize = amp_value_size(t->value_type), bytes = 0, per = f32 ? 12 : 8;
     uint64_t max_rows = 0;
     for (unsigned m = 0; m < t->nmodes; m++) {
         const amp_copy *c = &t->copies[m];
-        bytes += (size_t)c->nnz * (8 + vsize) + (c->nblocks * 2 + 1) * 8 + 16;
+        if (chunk_nnz == 0)
+            bytes += (size_t)c->nnz * (8 + vsize) + 16;
+        bytes += (c->nblocks * 2 + 1) * 8;
         bytes += (size_t)t->rows[m] * rank * per + (size_t)rank * rank * 8;
         max_rows = t->rows[m] > max_rows ? t->rows[m] : max_rows;
     }
+    if (chunk_nnz > 0)
+        bytes += amp_gpu_ring_bytes(t, chunk_nnz);
     bytes += (size_t)max_rows * rank * per;
-    /* R x R scratch, the solver's work space, column partials: generous. */
-    bytes += (size_t)rank * rank * 8 * 8 + ((size_t)1 << 26);
+    /* R x R scratch, Gram partials, the solver's work space, column
+     * partials: generous. */
+    bytes += (size_t)rank * rank * 8 * 80 + ((size_t)1 << 25);
     return bytes;
 }

@@ -37,8 +37,15 @@ amp_status amp_cuda_selftest(int ordinal, amp_error *err);
 /* A tensor's mode copies resident on one device. */
 typedef struct amp_gpu_tensor amp_gpu_tensor;
 
-amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, amp_gpu_tensor **g,
-                                 amp_error *err);
+/* chunk_nnz 0: every copy resident in device memory. Else streamed: the
+ * words and values stay in t's host memory, page-locked here (t must
+ * outlive g), and every MTTKRP copies them in chunks of chunk_nnz
+ * nonzeros through a ring of device buffers while it computes. */
+amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
+                                 amp_gpu_tensor **g, amp_error *err);
+int amp_gpu_tensor_streamed(const amp_gpu_tensor *g);
+/* Device bytes of the streaming ring for chunk_nnz nonzeros a chunk. */
+size_t amp_gpu_ring_bytes(const amp_tensor *t, uint64_t chunk_nnz);
 void amp_gpu_tensor_free(amp_gpu_tensor *g);
 size_t amp_gpu_tensor_bytes(const amp_gpu_tensor *g);
 
@@ -64,9 +71,10 @@ amp_status amp_gpu_mttkrp_host(const amp_gpu_tensor *g, const double *const *A, 
 amp_status amp_gpu_cpd_als(const amp_gpu_tensor *g, const amp_tensor *t, const amp_cpd_opts *o,
                            amp_cpd *c, amp_error *err);
 
-/* Device bytes a resident CP-ALS of t at this rank needs: the mode copies
- * plus the factors, their f32 shadows, the MTTKRP output and scratch. */
-size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32);
+/* Device bytes a CP-ALS of t at this rank needs: the factors, their f32
+ * shadows, the MTTKRP output and scratch, plus the mode copies when
+ * resident (chunk_nnz 0) or the streaming ring and block keys. */
+size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32, uint64_t chunk_nnz);
 
 #ifdef __cplusplus
 }

@@ -42,11 +42,18 @@
         }                                                                                 \
     } while (0)
 
-/* One mode copy in device memory: BLCO words, values, block keys. */
+/* Device buffers a streamed tensor cycles through: one being filled, one
+ * being read, one spare so a copy never waits for the kernel before. */
+#define AMP_GPU_RING 3
+
+/* One mode copy: BLCO words and values in device memory (resident) or in
+ * pinned host memory (streamed); the block keys always on the device. */
 struct gpu_copy {
     uint64_t nnz;
     uint64_t *words;
     void *vals;
+    const uint64_t *host_words;   /* streamed: registered (pinned) host memory */
+    const void *host_vals;
     uint32_t nblocks;
     uint64_t *block_start;   /* nblocks + 1 */
     uint64_t *block_key;
@@ -62,6 +69,17 @@ struct amp_gpu_tensor {
     int narrow_rows;   /* every factor has fewer than 2^32 rows */
     gpu_copy copies[AMP_MAX_MODES];
     size_t bytes;
+    /* Streaming: chunks of chunk_nnz nonzeros go through a ring of NBUF
+     * device buffers, copied on copy_stream while the kernel of the chunk
+     * before runs on the caller's stream. */
+    int streamed;
+    uint64_t chunk_nnz;
+    uint64_t *ring_words[AMP_GPU_RING];
+    void *ring_vals[AMP_GPU_RING];
+    cudaStream_t copy_stream;
+    cudaEvent_t copied[AMP_GPU_RING], consumed[AMP_GPU_RING];
+    void *registered[2 * AMP_MAX_MODES];   /* host ranges to unregister */
+    unsigned nregistered;
 };
 
 #endif

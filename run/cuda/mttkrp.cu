@@ -33,6 +33,7 @@ struct mttkrp_args {
     const uint64_t *block_start, *block_key;
     uint32_t nblocks;
     uint64_t nnz;
+    uint64_t offset;   /* position of words[0] in the copy (streamed chunks) */
     unsigned nother, R;
     unsigned out_shift, out_width;
     unsigned shift[AMP_MAX_MODES], width[AMP_MAX_MODES];
@@ -139,7 +140,7 @@ __global__ void __launch_bounds__(256) mttkrp_lanes(const mttkrp_args a)
         acc[j] = 0;
     uint64_t cur = ~0ull;
     int first = 1;
-    uint32_t blk = a.nblocks > 1 ? block_of(a, lo) : 0;
+    uint32_t blk = a.nblocks > 1 ? block_of(a, lo + a.offset) : 0;
 
     for (uint64_t base = lo; base < hi; base += 32) {
         const uint64_t k = base + lane;
@@ -148,7 +149,7 @@ __global__ void __launch_bounds__(256) mttkrp_lanes(const mttkrp_args a)
         real v = valid ? (real)vals[k] : (real)0;
         uint32_t myblk = blk;
         if (a.nblocks > 1 && valid)
-            while (a.block_start[myblk + 1] <= k)
+            while (a.block_start[myblk + 1] <= k + a.offset)
                 myblk++;
         uint64_t key = a.block_key[myblk];
         blk = __shfl_sync(0xffffffffu, myblk, 31);
@@ -276,7 +277,7 @@ __global__ void __launch_bounds__(256) mttkrp_teams(const mttkrp_args a)
         acc[j] = vzero<vec>();
     uint64_t cur = ~0ull;
     int first = 1;
-    uint32_t blk = a.nblocks > 1 ? block_of(a, lo) : 0;
+    uint32_t blk = a.nblocks > 1 ? block_of(a, lo + a.offset) : 0;
 
     for (uint64_t base = lo; base < hi; base += L) {
         const uint64_t k = base + lane;
@@ -285,7 +286,7 @@ __global__ void __launch_bounds__(256) mttkrp_teams(const mttkrp_args a)
         real v = valid ? (real)vals[k] : (real)0;
         uint32_t myblk = blk;
         if (a.nblocks > 1 && valid)
-            while (a.block_start[myblk + 1] <= k)
+            while (a.block_start[myblk + 1] <= k + a.offset)
                 myblk++;
         uint64_t key = a.block_key[myblk];
         blk = __shfl_sync(tmask, myblk, L - 1, L);
@@ -379,7 +380,7 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
         acc[j] = 0;
     uint64_t cur = ~0ull;
     int first = 1;
-    uint32_t blk = a.nblocks > 1 ? block_of(a, lo) : 0;
+    uint32_t blk = a.nblocks > 1 ? block_of(a, lo + a.offset) : 0;
     uint64_t key = a.block_key[blk], block_end = a.block_start[blk + 1];
 
     for (uint64_t base = lo; base < hi; base += 32) {
@@ -391,7 +392,7 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
             uint64_t w = __shfl_sync(0xffffffffu, myw, t);
             real p[RPL];
             real v = __shfl_sync(0xffffffffu, myv, t);
-            if (base + t >= block_end) {   /* uniform across the warp */
+            if (base + t + a.offset >= block_end) {   /* uniform across the warp */
                 blk++;
                 key = a.block_key[blk];
                 block_end = a.block_start[blk + 1];
@@ -540,8 +541,10 @@ static mttkrp_fn pick_kernel(int f32, int vals_f32, unsigned R, unsigned nother,
 
 static void gpu_copy_free(gpu_copy *c)
 {
-    cudaFree(c->words);
-    cudaFree(c->vals);
+    if (c->host_words == NULL) {
+        cudaFree(c->words);
+        cudaFree(c->vals);
+    }
     cudaFree(c->block_start);
     cudaFree(c->block_key);
     memset(c, 0, sizeof *c);
@@ -552,13 +555,43 @@ extern "C" void amp_gpu_tensor_free(amp_gpu_tensor *g)
     if (g == NULL)
         return;
     cudaSetDevice(g->device);
+    if (g->copy_stream)
+        cudaStreamSynchronize(g->copy_stream);
     for (unsigned m = 0; m < g->nmodes; m++)
         gpu_copy_free(&g->copies[m]);
+    for (int b = 0; b < AMP_GPU_RING; b++) {
+        cudaFree(g->ring_words[b]);
+        cudaFree(g->ring_vals[b]);
+        if (g->copied[b])
+            cudaEventDestroy(g->copied[b]);
+        if (g->consumed[b])
+            cudaEventDestroy(g->consumed[b]);
+    }
+    if (g->copy_stream)
+        cudaStreamDestroy(g->copy_stream);
+    for (unsigned k = 0; k < g->nregistered; k++)
+        cudaHostUnregister(g->registered[k]);
     free(g);
 }
 
-extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, amp_gpu_tensor **out,
-                                            amp_error *err)
+/* Page-lock a host range for asynchronous copies at the link's speed
+ * (pageable memory copies at about 8 GB/s, pinned at about 55). */
+static amp_status pin(amp_gpu_tensor *g, const void *p, size_t bytes, amp_error *err)
+{
+    if (bytes == 0)
+        return AMP_OK;
+    CUDA_TRY(cudaHostRegister((void *)p, bytes, cudaHostRegisterDefault), err);
+    g->registered[g->nregistered++] = (void *)p;
+    return AMP_OK;
+}
+
+extern "C" size_t amp_gpu_ring_bytes(const amp_tensor *t, uint64_t chunk_nnz)
+{
+    return (size_t)AMP_GPU_RING * (size_t)chunk_nnz * (8 + amp_value_size(t->value_type));
+}
+
+extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
+                                            amp_gpu_tensor **out, amp_error *err)
 {
     amp_status rc = AMP_OK;
     amp_gpu_tensor *g = (amp_gpu_tensor *)calloc(1, sizeof *g);
@@ -568,6 +601,8 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, amp
     g->nmodes = t->nmodes;
     g->vals_f32 = t->value_type == AMP_VALUES_F32;
     g->narrow_rows = 1;
+    g->streamed = chunk_nnz > 0;
+    g->chunk_nnz = chunk_nnz;
     for (unsigned m = 0; m < t->nmodes; m++)
         if (t->rows[m] >= UINT32_MAX)
             g->narrow_rows = 0;
@@ -585,20 +620,42 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, amp
             d->shift[k] = c->layout.shift[k];
             d->width[k] = c->layout.width[k];
         }
-        size_t nw = (size_t)c->nnz * 8 + 8, nv = (size_t)c->nnz * vsize + 8;
-        CUDA_TRY_GOTO(cudaMalloc((void **)&d->words, nw), err, rc, fail);
-        CUDA_TRY_GOTO(cudaMalloc(&d->vals, nv), err, rc, fail);
         CUDA_TRY_GOTO(cudaMalloc((void **)&d->block_start, (c->nblocks + 1) * 8), err, rc, fail);
         CUDA_TRY_GOTO(cudaMalloc((void **)&d->block_key, c->nblocks * 8 + 8), err, rc, fail);
-        CUDA_TRY_GOTO(cudaMemcpy(d->words, c->words, (size_t)c->nnz * 8, cudaMemcpyHostToDevice),
-                      err, rc, fail);
-        CUDA_TRY_GOTO(cudaMemcpy(d->vals, c->vals, (size_t)c->nnz * vsize, cudaMemcpyHostToDevice),
-                      err, rc, fail);
         CUDA_TRY_GOTO(cudaMemcpy(d->block_start, c->block_start, (c->nblocks + 1) * 8,
                                  cudaMemcpyHostToDevice), err, rc, fail);
         CUDA_TRY_GOTO(cudaMemcpy(d->block_key, c->block_key, c->nblocks * 8,
                                  cudaMemcpyHostToDevice), err, rc, fail);
-        g->bytes += nw + nv + (c->nblocks * 2 + 1) * 8;
+        g->bytes += (c->nblocks * 2 + 1) * 8;
+        if (g->streamed) {
+            d->host_words = c->words;
+            d->host_vals = c->vals;
+            AMP_CHECK_GOTO(pin(g, c->words, (size_t)c->nnz * 8, err), rc, fail);
+            AMP_CHECK_GOTO(pin(g, c->vals, (size_t)c->nnz * vsize, err), rc, fail);
+            continue;
+        }
+        size_t nw = (size_t)c->nnz * 8 + 8, nv = (size_t)c->nnz * vsize + 8;
+        CUDA_TRY_GOTO(cudaMalloc((void **)&d->words, nw), err, rc, fail);
+        CUDA_TRY_GOTO(cudaMalloc(&d->vals, nv), err, rc, fail);
+        CUDA_TRY_GOTO(cudaMemcpy(d->words, c->words, (size_t)c->nnz * 8, cudaMemcpyHostToDevice),
+                      err, rc, fail);
+        CUDA_TRY_GOTO(cudaMemcpy(d->vals, c->vals, (size_t)c->nnz * vsize, cudaMemcpyHostToDevice),
+                      err, rc, fail);
+        g->bytes += nw + nv;
+    }
+    if (g->streamed) {
+        CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&g->copy_stream, cudaStreamNonBlocking), err, rc,
+                      fail);
+        for (int b = 0; b < AMP_GPU_RING; b++) {
+            CUDA_TRY_GOTO(cudaMalloc((void **)&g->ring_words[b], chunk_nnz * 8 + 8), err, rc,
+                          fail);
+            CUDA_TRY_GOTO(cudaMalloc(&g->ring_vals[b], chunk_nnz * vsize + 8), err, rc, fail);
+            CUDA_TRY_GOTO(cudaEventCreateWithFlags(&g->copied[b], cudaEventDisableTiming), err,
+                          rc, fail);
+            CUDA_TRY_GOTO(cudaEventCreateWithFlags(&g->consumed[b], cudaEventDisableTiming), err,
+                          rc, fail);
+        }
+        g->bytes += amp_gpu_ring_bytes(t, chunk_nnz) + 16 * AMP_GPU_RING;
     }
     *out = g;
     return AMP_OK;
@@ -607,9 +664,32 @@ fail:
     return rc;
 }
 
+extern "C" int amp_gpu_tensor_streamed(const amp_gpu_tensor *g)
+{
+    return g->streamed;
+}
+
 extern "C" size_t amp_gpu_tensor_bytes(const amp_gpu_tensor *g)
 {
     return g->bytes;
+}
+
+/* A persistent grid over a.nnz nonzeros: as many blocks as fit on the
+ * device at once, but never fewer than ~64 nonzeros a team (each pays for
+ * two shared rows). */
+static amp_status launch(mttkrp_fn fn, const mttkrp_args &a, int sm_count, int per_sm,
+                         unsigned lanes, cudaStream_t s, amp_error *err)
+{
+    uint64_t warps = (uint64_t)sm_count * (per_sm > 0 ? per_sm : 1) * 8;
+    if (warps > a.nnz * lanes / (64 * 32) + 1)
+        warps = a.nnz * lanes / (64 * 32) + 1;
+    int grid = (int)((warps + 7) / 8);
+    fn<<<grid, 256, 0, s>>>(a);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__, "MTTKRP kernel launch: %s",
+                             cudaGetErrorString(e));
+    return AMP_OK;
 }
 
 /* M = MTTKRP(d) on device pointers (A[m]: rows[m] x R, M: rows[d] x R,
@@ -645,22 +725,35 @@ extern "C" amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *
     CUDA_TRY(cudaMemsetAsync(M, 0, (size_t)g->rows[d] * R * real_size, s), err);
     if (c->nnz == 0)
         return AMP_OK;
-    /* A persistent grid: as many blocks as fit on the device at once, but
-     * never fewer than ~64 nonzeros a team (each pays for two shared
-     * rows). */
     unsigned lanes;
     mttkrp_fn fn = pick_kernel(f32, g->vals_f32, R, a.nother, g->narrow_rows, &lanes);
     int per_sm = 0;
     CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, 256, 0), err);
-    uint64_t warps = (uint64_t)g->sm_count * (per_sm > 0 ? per_sm : 1) * 8;
-    if (warps > c->nnz * lanes / (64 * 32) + 1)
-        warps = c->nnz * lanes / (64 * 32) + 1;
-    int grid = (int)((warps + 7) / 8);
-    fn<<<grid, 256, 0, s>>>(a);
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess)
-        return amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__, "MTTKRP kernel launch: %s",
-                             cudaGetErrorString(e));
+    if (!g->streamed)
+        return launch(fn, a, g->sm_count, per_sm, lanes, s, err);
+
+    /* Streamed: chunk i is copied into ring buffer i mod RING on the copy
+     * stream once the kernel that read that buffer last is done, and its
+     * kernel waits for the copy. Rows cut by a chunk boundary are a
+     * team's first or last and are added atomically, as between teams. */
+    const size_t vsize = g->vals_f32 ? 4 : 8;
+    for (uint64_t c0 = 0, i = 0; c0 < c->nnz; c0 += g->chunk_nnz, i++) {
+        const int b = (int)(i % AMP_GPU_RING);
+        const uint64_t n = c->nnz - c0 < g->chunk_nnz ? c->nnz - c0 : g->chunk_nnz;
+        CUDA_TRY(cudaStreamWaitEvent(g->copy_stream, g->consumed[b], 0), err);
+        CUDA_TRY(cudaMemcpyAsync(g->ring_words[b], c->host_words + c0, n * 8,
+                                 cudaMemcpyHostToDevice, g->copy_stream), err);
+        CUDA_TRY(cudaMemcpyAsync(g->ring_vals[b], (const char *)c->host_vals + c0 * vsize,
+                                 n * vsize, cudaMemcpyHostToDevice, g->copy_stream), err);
+        CUDA_TRY(cudaEventRecord(g->copied[b], g->copy_stream), err);
+        CUDA_TRY(cudaStreamWaitEvent(s, g->copied[b], 0), err);
+        a.words = g->ring_words[b];
+        a.vals = g->ring_vals[b];
+        a.nnz = n;
+        a.offset = c0;
+        AMP_CHECK(launch(fn, a, g->sm_count, per_sm, lanes, s, err));
+        CUDA_TRY(cudaEventRecord(g->consumed[b], s), err);
+    }
     return AMP_OK;
 }
 
