@@ -41,7 +41,7 @@ int main(int argc, char **argv)
     if (amp_file_open(argv[1], &f, &err) != AMP_OK ||
         amp_tensor_load(f, 0, NULL, NULL, &t, &err) != AMP_OK ||
         amp_cpd_init_random(&t, R, 1, &c, &err) != AMP_OK ||
-        amp_gpu_tensor_upload(0, &t, &g, &err) != AMP_OK) {
+        amp_gpu_tensor_upload(0, &t, 0, &g, &err) != AMP_OK) {
         fprintf(stderr, "gpu-mttkrp: %s\n", amp_error_message(&err));
         return 1;
     }
