@@ -71,7 +71,7 @@ for p in f64 f32; do
     "$run" --gpus 1 -q --memory stream --mttkrp-only --iters 5 -r "$rank" --precision "$p" \
         --json "$data/gpu-stream-$p.json" "$data/$name-$p.amp"
     eval "stream_$p=\$(json \"\$data/gpu-stream-$p.json\" \"'%.3f' % (d['mttkrp']['seconds'] / d['mttkrp']['rounds'] * 1e3)\")"
-    eval "wire_$p=\$(json \"\$data/gpu-stream-$p.json\" \"'%.1f GB/s (%d B/nnz)' % (d['tensor']['nnz'] * (12 if d['tensor']['values'] == 'f32' else 16) * d['tensor']['modes'] / (d['mttkrp']['seconds'] / d['mttkrp']['rounds']) / 1e9, 12 if d['tensor']['values'] == 'f32' else 16)\")"
+    eval "wire_$p=\$(json \"\$data/gpu-stream-$p.json\" \"'%.1f GB/s (%.2f B/nnz)' % (d['tensor']['nnz'] * d['stream_bytes_per_nnz'] * d['tensor']['modes'] / (d['mttkrp']['seconds'] / d['mttkrp']['rounds']) / 1e9, d['stream_bytes_per_nnz'])\")"
     "$run" --gpus 1 -q --memory stream -r "$rank" --iters 5 --tol 0 --precision "$p" \
         --json "$data/gpu-als-stream-$p.json" "$data/$name-$p.amp"
     eval "sals_$p=\$(json \"\$data/gpu-als-stream-$p.json\" \"'%.3f' % (sorted(i['seconds'] for i in d['iterations'])[len(d['iterations']) // 2] * 1e3)\")"

@@ -344,8 +344,10 @@ static amp_status gpu_open(const run_args *a, const amp_tensor *t, gpu_ctx *gc, 
     if (chunk) {
         amp_format_bytes(cb, sizeof cb, amp_gpu_ring_bytes(t, chunk));
         snprintf(gc->line, sizeof gc->line, "gpu %d (%s, %d SMs), tensor streamed from pinned "
-                 "host memory in chunks of %" PRIu64 " nonzeros (ring of %s), %s of device "
-                 "memory in all", d->ordinal, d->name, d->sm_count, chunk, cb, nb);
+                 "host memory in chunks of %" PRIu64 " nonzeros (ring of %s), %.1f bytes per "
+                 "nonzero on the link, %s of device memory in all", d->ordinal, d->name,
+                 d->sm_count, chunk, cb, amp_gpu_stream_bytes(gc->g) / (double)t->nnz /
+                 (double)t->nmodes, nb);
     } else {
         snprintf(gc->line, sizeof gc->line, "gpu %d (%s, %d SMs), tensor resident (%s), "
                  "%s of device memory in all", d->ordinal, d->name, d->sm_count, tb, nb);
@@ -516,6 +518,11 @@ static int run(run_args *a)
         a->report.backend = "gpu";
         a->report.device = gc.name;
         a->report.seconds_upload = gc.upload_seconds;
+#ifdef AMP_HAVE_CUDA
+        if (amp_gpu_tensor_streamed(gc.g))
+            a->report.stream_bytes_per_nnz = amp_gpu_stream_bytes(gc.g) / (double)t.nnz /
+                                             (double)t.nmodes;
+#endif
     }
     if (!a->quiet) {
         print_tensor(a, &t, threads, gc.on ? gc.line : NULL);

@@ -125,6 +125,10 @@ amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_
         put(&b, ",\n  \"device\": ");
         put_string(&b, r->device);
     }
+    if (r->stream_bytes_per_nnz > 0) {
+        put(&b, ",\n  \"stream_bytes_per_nnz\": ");
+        put_number(&b, r->stream_bytes_per_nnz);
+    }
     put(&b, ",\n  \"threads\": %d,\n  \"precision\": \"%s\",\n  \"seed\": %" PRIu64
         ",\n  \"tol\": ", r->threads,
         r->opts->precision == AMP_PRECISION_F32 ? "f32" : "f64", r->opts->seed);

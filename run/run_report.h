@@ -18,6 +18,7 @@ typedef struct amp_run_report {
     const amp_cpd_opts *opts;
     const char *backend;       /* "cpu" or "gpu" */
     const char *device;        /* the GPU's name, or NULL */
+    double stream_bytes_per_nnz;   /* streamed GPU runs: host-to-device bytes per nonzero per mode */
     int threads;
     amp_iter_record *iters;
     unsigned niters, cap;

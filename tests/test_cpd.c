@@ -183,6 +183,160 @@ static int test_real_mttkrp(int run)
     return n;
 }
 
+/* ---- the stream layout ------------------------------------------------------ */
+
+/* Every nonzero of the packed copy decodes to the copy's own row, indices
+ * and value, bit for bit. */
+static int stream_decodes(const amp_tensor *t, unsigned d, const amp_stream_copy *s)
+{
+    const amp_copy *c = &t->copies[d];
+    const int f32 = t->value_type == AMP_VALUES_F32;
+    size_t blk = 0, run = 0;
+    if (s->nnz != c->nnz || s->run_start[0] != 0 || s->run_start[s->nruns] != c->nnz)
+        return 0;
+    for (uint64_t k = 0; k < c->nnz; k++) {
+        while (c->block_start[blk + 1] <= k)
+            blk++;
+        while (s->run_start[run + 1] <= k)
+            run++;
+        uint64_t key = c->block_key[blk], w = c->words[k];
+        for (unsigned m = 0; m < t->nmodes; m++) {
+            uint64_t want = amp_blco_field(key, w, c->layout.shift[m], c->layout.width[m]);
+            uint64_t got = amp_blco_field(s->run_row[run], s->words[k], s->shift[m], s->width[m]);
+            if (want != got)
+                return 0;
+        }
+        double v = f32 ? (double)((const float *)c->vals)[k] : ((const double *)c->vals)[k];
+        if (amp_stream_value(s, s->words[k], f32) != v)
+            return 0;
+    }
+    for (size_t r = 1; r < s->nruns; r++)   /* runs are maximal */
+        if (s->run_row[r] == s->run_row[r - 1])
+            return 0;
+    return 1;
+}
+
+/* Pack every mode; *packed counts those that packed, *most_dec the most
+ * decimals; returns whether every packed one decodes exactly. */
+static int pack_all(const amp_tensor *t, unsigned *packed, unsigned *most_dec)
+{
+    int good = 1;
+    *packed = 0;
+    *most_dec = 0;
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        amp_stream_copy s;
+        amp_error err = {0};
+        int p = 0;
+        if (amp_stream_pack(t, d, 3, &s, &p, &err) != AMP_OK)
+            return 0;
+        if (p) {
+            (*packed)++;
+            *most_dec = s.decimals > *most_dec ? s.decimals : *most_dec;
+            good &= stream_decodes(t, d, &s);
+            amp_stream_copy_free(&s);
+        }
+    }
+    return good;
+}
+
+static void test_stream_pack(void)
+{
+    static const shape shapes[] = {
+        {"3 modes, power-law", 3, {5000, 3000, 800}, 30000, 1},
+        {"4 modes", 4, {60, 50, 40, 30}, 9000, 0},
+        {"5 modes, 80 index bits", 5, {1000000, 1000000, 1000000, 1000000, 1000000}, 20000, 0},
+    };
+    unsigned packed, dec;
+    amp_coo x;
+    amp_tensor t;
+    int good;
+
+    random_tensor(&shapes[0], 77, &x);
+    if (prepare(&x, "pack.amp", 8, 997, &t)) {
+        good = pack_all(&t, &packed, &dec);
+        ok(good && packed == 0, "stream layout: full-precision random values do not pack "
+           "(%u of 3 modes did)", packed);
+        amp_tensor_free(&t);
+    } else {
+        ok(0, "stream layout: prepares");
+    }
+    for (uint64_t k = 0; k < x.nnz; k++)   /* three decimals, as text often has */
+        x.val[k] = round(x.val[k] * 1000) / 1000;
+    if (prepare(&x, "pack.amp", 8, 997, &t)) {
+        good = pack_all(&t, &packed, &dec);
+        ok(good && packed == 3 && dec == 3, "stream layout: 3-decimal values pack in every mode "
+           "(%u, %u decimals) and decode exactly", packed, dec);
+        amp_tensor_free(&t);
+    } else {
+        ok(0, "stream layout: prepares");
+    }
+    amp_coo_free(&x);
+
+    random_tensor(&shapes[1], 78, &x);
+    for (uint64_t k = 0; k < x.nnz; k++)
+        x.val[k] = (double)((int64_t)(x.val[k] * 2000) - 100);   /* counts, some negative */
+    if (prepare(&x, "pack.amp", 8, 997, &t)) {
+        good = pack_all(&t, &packed, &dec);
+        ok(good && packed == 4 && dec == 0, "stream layout: integer values pack with 0 decimals "
+           "in every mode (%u) and decode exactly", packed);
+        amp_tensor_free(&t);
+    } else {
+        ok(0, "stream layout: prepares");
+    }
+    amp_coo_free(&x);
+
+    random_tensor(&shapes[2], 79, &x);
+    for (uint64_t k = 0; k < x.nnz; k++)   /* 22-bit integers above 4 x 15 index bits */
+        x.val[k] = (double)(2097152 + k);
+    if (prepare(&x, "pack.amp", 8, 997, &t)) {
+        good = pack_all(&t, &packed, &dec);
+        ok(good && packed == 0, "stream layout: indices and values over 64 bits do not pack "
+           "(%u of 5 modes did)", packed);
+        amp_tensor_free(&t);
+    } else {
+        ok(0, "stream layout: prepares");
+    }
+    amp_coo_free(&x);
+}
+
+/* Real tensors: whatever packs decodes exactly. */
+static int test_real_stream_pack(int run)
+{
+    const char *dir = getenv("AMP_TEST_DATA");
+    DIR *dp = dir ? opendir(dir) : NULL;
+    int n = 0;
+    struct dirent *e;
+    while (dp && (e = readdir(dp)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".tns") != 0)
+            continue;
+        n++;
+        if (!run)
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        amp_read_opts ro;
+        amp_read_opts_init(&ro);
+        amp_coo x;
+        amp_tensor t;
+        amp_error err = {0};
+        if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK ||
+            !prepare(&x, "real.amp", 16, 4096, &t)) {
+            ok(0, "%s: reads and prepares (%s)", e->d_name, amp_error_message(&err));
+            continue;
+        }
+        unsigned packed, dec;
+        int good = pack_all(&t, &packed, &dec);
+        ok(good, "%s: stream layout: %u of %u modes pack (%u decimals), each decodes exactly",
+           e->d_name, packed, t.nmodes, dec);
+        amp_tensor_free(&t);
+        amp_coo_free(&x);
+    }
+    if (dp)
+        closedir(dp);
+    return n;
+}
+
 /* ---- CP-ALS ---------------------------------------------------------------- */
 
 /* sum over r of lambda_r a_r o b_r o c_r, component r living on its own
@@ -518,9 +672,11 @@ static void test_factor_files(void)
 int main(void)
 {
     int nreal = test_real_mttkrp(0);
-    plan(6 * 4 + 1 + nreal * 4 + 2 + 1 + 3 + 1 + 6);
+    plan(6 * 4 + 1 + nreal * 4 + 4 + nreal + 2 + 1 + 3 + 1 + 6);
     test_random_mttkrp();
     test_real_mttkrp(1);
+    test_stream_pack();
+    test_real_stream_pack(1);
     test_als_exact();
     test_als_aminoacid();
     test_als_deterministic();

@@ -37,13 +37,18 @@ amp_status amp_cuda_selftest(int ordinal, amp_error *err);
 /* A tensor's mode copies resident on one device. */
 typedef struct amp_gpu_tensor amp_gpu_tensor;
 
-/* chunk_nnz 0: every copy resident in device memory. Else streamed: the
- * words and values stay in t's host memory, page-locked here (t must
- * outlive g), and every MTTKRP copies them in chunks of chunk_nnz
- * nonzeros through a ring of device buffers while it computes. */
+/* chunk_nnz 0: every copy resident in device memory. Else streamed: each
+ * copy is packed into the stream layout where its values allow (8 bytes
+ * a nonzero, see amp_stream_pack), else its words and values stay in t's
+ * host memory (t must outlive g); either is page-locked here, and every
+ * MTTKRP copies it in chunks of chunk_nnz nonzeros through a ring of
+ * device buffers while it computes. */
 amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
                                  amp_gpu_tensor **g, amp_error *err);
 int amp_gpu_tensor_streamed(const amp_gpu_tensor *g);
+/* Bytes a streamed tensor moves to the device per MTTKRP of every mode:
+ * 8 per nonzero for copies in the stream layout, 12 or 16 for the rest. */
+double amp_gpu_stream_bytes(const amp_gpu_tensor *g);
 /* Device bytes of the streaming ring for chunk_nnz nonzeros a chunk. */
 size_t amp_gpu_ring_bytes(const amp_tensor *t, uint64_t chunk_nnz);
 void amp_gpu_tensor_free(amp_gpu_tensor *g);

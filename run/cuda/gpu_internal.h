@@ -53,7 +53,9 @@ struct gpu_copy {
     uint64_t *words;
     void *vals;
     const uint64_t *host_words;   /* streamed: registered (pinned) host memory */
-    const void *host_vals;
+    const void *host_vals;        /* NULL when packed */
+    int packed;                   /* the stream layout: values inside the words */
+    amp_stream_copy stream;       /* its host arrays, owned */
     uint32_t nblocks;
     uint64_t *block_start;   /* nblocks + 1 */
     uint64_t *block_key;
@@ -74,6 +76,7 @@ struct amp_gpu_tensor {
      * before runs on the caller's stream. */
     int streamed;
     uint64_t chunk_nnz;
+    double stream_bytes;   /* host to device per round of every mode */
     uint64_t *ring_words[AMP_GPU_RING];
     void *ring_vals[AMP_GPU_RING];
     cudaStream_t copy_stream;

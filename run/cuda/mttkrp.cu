@@ -34,6 +34,11 @@ struct mttkrp_args {
     uint32_t nblocks;
     uint64_t nnz;
     uint64_t offset;   /* position of words[0] in the copy (streamed chunks) */
+    int packed;        /* the value is inside the word: q / 10^decimals */
+    int qsigned;
+    unsigned qshift, qbits;
+    double p10;
+    float p10f;
     unsigned nother, R;
     unsigned out_shift, out_width;
     unsigned shift[AMP_MAX_MODES], width[AMP_MAX_MODES];
@@ -52,6 +57,25 @@ __device__ __forceinline__ uint64_t field(uint64_t key, uint64_t w, unsigned shi
     if (shift > 0 && shift + width > 64)
         v |= key << (64 - shift);
     return v & mask;
+}
+
+/* Nonzero k's value: from the values array, or from the packed word of
+ * the stream layout, divided in the values' own type as the host checked. */
+template <typename real, typename vtype>
+__device__ __forceinline__ real value_of(const mttkrp_args &a, const vtype *vals, uint64_t k,
+                                         uint64_t w, bool valid)
+{
+    if (!valid)
+        return (real)0;
+    if (!a.packed)
+        return (real)vals[k];
+    uint64_t raw = a.qshift < 64 ? w >> a.qshift : 0;
+    int64_t q = a.qbits >= 64 || !a.qsigned
+                    ? (int64_t)raw
+                    : (int64_t)(raw << (64 - a.qbits)) >> (64 - a.qbits);
+    if (sizeof(vtype) == 4)
+        return (real)((float)q / a.p10f);
+    return (real)((double)q / a.p10);
 }
 
 __device__ __forceinline__ void atomic_add(double *p, double v) { atomicAdd(p, v); }
@@ -146,7 +170,7 @@ __global__ void __launch_bounds__(256) mttkrp_lanes(const mttkrp_args a)
         const uint64_t k = base + lane;
         const bool valid = k < hi;
         uint64_t w = valid ? a.words[k] : 0;
-        real v = valid ? (real)vals[k] : (real)0;
+        real v = value_of<real, vtype>(a, vals, k, w, valid);
         uint32_t myblk = blk;
         if (a.nblocks > 1 && valid)
             while (a.block_start[myblk + 1] <= k + a.offset)
@@ -283,7 +307,7 @@ __global__ void __launch_bounds__(256) mttkrp_teams(const mttkrp_args a)
         const uint64_t k = base + lane;
         const bool valid = k < hi;
         uint64_t w = valid ? a.words[k] : 0;
-        real v = valid ? (real)vals[k] : (real)0;
+        real v = value_of<real, vtype>(a, vals, k, w, valid);
         uint32_t myblk = blk;
         if (a.nblocks > 1 && valid)
             while (a.block_start[myblk + 1] <= k + a.offset)
@@ -386,7 +410,7 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
     for (uint64_t base = lo; base < hi; base += 32) {
         uint64_t k = base + lane;
         uint64_t myw = k < hi ? a.words[k] : 0;
-        real myv = k < hi ? (real)vals[k] : (real)0;
+        real myv = value_of<real, vtype>(a, vals, k, myw, k < hi);
         unsigned n = hi - base < 32 ? (unsigned)(hi - base) : 32;
         for (unsigned t = 0; t < n; t++) {
             uint64_t w = __shfl_sync(0xffffffffu, myw, t);
@@ -545,6 +569,8 @@ static void gpu_copy_free(gpu_copy *c)
         cudaFree(c->words);
         cudaFree(c->vals);
     }
+    if (c->packed)
+        amp_stream_copy_free(&c->stream);
     cudaFree(c->block_start);
     cudaFree(c->block_key);
     memset(c, 0, sizeof *c);
@@ -557,6 +583,9 @@ extern "C" void amp_gpu_tensor_free(amp_gpu_tensor *g)
     cudaSetDevice(g->device);
     if (g->copy_stream)
         cudaStreamSynchronize(g->copy_stream);
+    for (unsigned k = 0; k < g->nregistered; k++)
+        cudaHostUnregister(g->registered[k]);
+    g->nregistered = 0;
     for (unsigned m = 0; m < g->nmodes; m++)
         gpu_copy_free(&g->copies[m]);
     for (int b = 0; b < AMP_GPU_RING; b++) {
@@ -620,18 +649,47 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
             d->shift[k] = c->layout.shift[k];
             d->width[k] = c->layout.width[k];
         }
-        CUDA_TRY_GOTO(cudaMalloc((void **)&d->block_start, (c->nblocks + 1) * 8), err, rc, fail);
-        CUDA_TRY_GOTO(cudaMalloc((void **)&d->block_key, c->nblocks * 8 + 8), err, rc, fail);
-        CUDA_TRY_GOTO(cudaMemcpy(d->block_start, c->block_start, (c->nblocks + 1) * 8,
+        /* Streamed, a copy goes as one word per nonzero when its values
+         * allow (stream_pack.c); its row runs become the block keys. */
+        const uint64_t *bstart = c->block_start, *bkey = c->block_key;
+        size_t nblocks = c->nblocks;
+        if (g->streamed) {
+            int packed = 0;
+            AMP_CHECK_GOTO(amp_stream_pack(t, m, 0, &d->stream, &packed, err), rc, fail);
+            if (packed) {
+                d->packed = 1;
+                bstart = d->stream.run_start;
+                bkey = d->stream.run_row;
+                nblocks = d->stream.nruns;
+                d->nblocks = (uint32_t)nblocks;
+                for (unsigned k = 0; k < t->nmodes; k++) {
+                    d->shift[k] = d->stream.shift[k];
+                    d->width[k] = d->stream.width[k];
+                }
+            }
+        }
+        if (nblocks >= UINT32_MAX)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "mode %u has %zu blocks of one "
+                           "key, more than the GPU kernels index", m + 1, nblocks);
+        CUDA_TRY_GOTO(cudaMalloc((void **)&d->block_start, (nblocks + 1) * 8), err, rc, fail);
+        CUDA_TRY_GOTO(cudaMalloc((void **)&d->block_key, nblocks * 8 + 8), err, rc, fail);
+        CUDA_TRY_GOTO(cudaMemcpy(d->block_start, bstart, (nblocks + 1) * 8,
                                  cudaMemcpyHostToDevice), err, rc, fail);
-        CUDA_TRY_GOTO(cudaMemcpy(d->block_key, c->block_key, c->nblocks * 8,
-                                 cudaMemcpyHostToDevice), err, rc, fail);
-        g->bytes += (c->nblocks * 2 + 1) * 8;
+        CUDA_TRY_GOTO(cudaMemcpy(d->block_key, bkey, nblocks * 8, cudaMemcpyHostToDevice), err,
+                      rc, fail);
+        g->bytes += (nblocks * 2 + 1) * 8;
+        if (g->streamed && d->packed) {
+            d->host_words = d->stream.words;
+            AMP_CHECK_GOTO(pin(g, d->stream.words, (size_t)c->nnz * 8, err), rc, fail);
+            g->stream_bytes += (double)c->nnz * 8;
+            continue;
+        }
         if (g->streamed) {
             d->host_words = c->words;
             d->host_vals = c->vals;
             AMP_CHECK_GOTO(pin(g, c->words, (size_t)c->nnz * 8, err), rc, fail);
             AMP_CHECK_GOTO(pin(g, c->vals, (size_t)c->nnz * vsize, err), rc, fail);
+            g->stream_bytes += (double)c->nnz * (8 + vsize);
             continue;
         }
         size_t nw = (size_t)c->nnz * 8 + 8, nv = (size_t)c->nnz * vsize + 8;
@@ -644,18 +702,23 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
         g->bytes += nw + nv;
     }
     if (g->streamed) {
+        int any_plain = 0;
+        for (unsigned m = 0; m < t->nmodes; m++)
+            any_plain |= !g->copies[m].packed;
         CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&g->copy_stream, cudaStreamNonBlocking), err, rc,
                       fail);
         for (int b = 0; b < AMP_GPU_RING; b++) {
             CUDA_TRY_GOTO(cudaMalloc((void **)&g->ring_words[b], chunk_nnz * 8 + 8), err, rc,
                           fail);
-            CUDA_TRY_GOTO(cudaMalloc(&g->ring_vals[b], chunk_nnz * vsize + 8), err, rc, fail);
+            if (any_plain)   /* packed copies carry their values in the words */
+                CUDA_TRY_GOTO(cudaMalloc(&g->ring_vals[b], chunk_nnz * vsize + 8), err, rc,
+                              fail);
             CUDA_TRY_GOTO(cudaEventCreateWithFlags(&g->copied[b], cudaEventDisableTiming), err,
                           rc, fail);
             CUDA_TRY_GOTO(cudaEventCreateWithFlags(&g->consumed[b], cudaEventDisableTiming), err,
                           rc, fail);
         }
-        g->bytes += amp_gpu_ring_bytes(t, chunk_nnz) + 16 * AMP_GPU_RING;
+        g->bytes += (size_t)AMP_GPU_RING * chunk_nnz * (any_plain ? 8 + vsize : 8);
     }
     *out = g;
     return AMP_OK;
@@ -667,6 +730,11 @@ fail:
 extern "C" int amp_gpu_tensor_streamed(const amp_gpu_tensor *g)
 {
     return g->streamed;
+}
+
+extern "C" double amp_gpu_stream_bytes(const amp_gpu_tensor *g)
+{
+    return g->stream_bytes;
 }
 
 extern "C" size_t amp_gpu_tensor_bytes(const amp_gpu_tensor *g)
@@ -711,6 +779,15 @@ extern "C" amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *
     a.nblocks = c->nblocks;
     a.nnz = c->nnz;
     a.R = R;
+    if (c->packed) {
+        static const double p10[10] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+        a.packed = 1;
+        a.qshift = c->stream.qshift;
+        a.qbits = c->stream.qbits;
+        a.qsigned = c->stream.qsigned;
+        a.p10 = p10[c->stream.decimals];
+        a.p10f = (float)p10[c->stream.decimals];
+    }
     a.out_shift = c->shift[d];
     a.out_width = c->width[d];
     a.M = M;
@@ -743,8 +820,9 @@ extern "C" amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *
         CUDA_TRY(cudaStreamWaitEvent(g->copy_stream, g->consumed[b], 0), err);
         CUDA_TRY(cudaMemcpyAsync(g->ring_words[b], c->host_words + c0, n * 8,
                                  cudaMemcpyHostToDevice, g->copy_stream), err);
-        CUDA_TRY(cudaMemcpyAsync(g->ring_vals[b], (const char *)c->host_vals + c0 * vsize,
-                                 n * vsize, cudaMemcpyHostToDevice, g->copy_stream), err);
+        if (c->host_vals)
+            CUDA_TRY(cudaMemcpyAsync(g->ring_vals[b], (const char *)c->host_vals + c0 * vsize,
+                                     n * vsize, cudaMemcpyHostToDevice, g->copy_stream), err);
         CUDA_TRY(cudaEventRecord(g->copied[b], g->copy_stream), err);
         CUDA_TRY(cudaStreamWaitEvent(s, g->copied[b], 0), err);
         a.words = g->ring_words[b];
