@@ -271,8 +271,8 @@ __device__ __forceinline__ void vatomic(float *p, float4 v)
  * a warp works on 4 nonzeros per instruction. The one-warp-per-nonzero
  * kernel was issue-bound (66% SM throughput, 18% DRAM on rd100m), so the
  * instructions per nonzero are what this divides. */
-template <typename real, typename vtype, int L, int RPT, int U, int NOC>
-__global__ void __launch_bounds__(256) mttkrp_teams(const mttkrp_args a)
+template <typename real, typename vtype, int L, int RPT, int U, int NOC, int MINB>
+__global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
 {
     typedef typename vec16<real>::type vec;
     const int VN = vec16<real>::n;
@@ -486,15 +486,23 @@ template <typename real, typename vtype, int L, int RPT>
 static mttkrp_fn pick_team_noc(unsigned nother)
 {
     const int U2 = sizeof(real) == 8 || RPT > 1 ? 2 : 4;
+    /* Blocks of 256 an SM must hold: the kernel waits on its gathers
+     * (long scoreboard stalls: 60% of samples), so occupancy is worth a
+     * few spilled registers. f64, rank 32, rd100m: 90 registers and 2
+     * blocks 17.5 ms, 78 and 3 blocks 12.3 ms, 64 and 4 blocks 10.9 ms, 48
+     * and 5 blocks 20.4 ms; f32: 7.0-7.2 ms at 3 or 4 blocks. */
+    const int MB = sizeof(real) == 8 ? 4 : 3;
+    /* 4 and 5 modes hold more rows in flight: bounding them as tightly
+     * spilled 200-480 bytes a thread, so they keep 2 blocks. */
     switch (nother) {
     case 1:
-        return mttkrp_teams<real, vtype, L, RPT, 4, 1>;
+        return mttkrp_teams<real, vtype, L, RPT, 4, 1, MB>;
     case 2:
-        return mttkrp_teams<real, vtype, L, RPT, U2, 2>;
+        return mttkrp_teams<real, vtype, L, RPT, U2, 2, MB>;
     case 3:
-        return mttkrp_teams<real, vtype, L, RPT, 2, 3>;
+        return mttkrp_teams<real, vtype, L, RPT, 2, 3, 2>;
     default:
-        return mttkrp_teams<real, vtype, L, RPT, 2, 4>;
+        return mttkrp_teams<real, vtype, L, RPT, 2, 4, 2>;
     }
 }
 
