@@ -298,6 +298,16 @@ static amp_status gpu_open(const run_args *a, const amp_tensor *t, gpu_ctx *gc, 
     }
     const amp_cuda_device *d = &dev[0];
     int f32 = a->opts.precision == AMP_PRECISION_F32;
+    if (a->opts.rank > AMP_GPU_MAX_RANK) {
+        if (a->gpus == GPUS_AUTO) {
+            amp_log(AMP_LOG_DEBUG, "rank %u is above the GPU kernels' %d: the CPU backend runs",
+                    a->opts.rank, AMP_GPU_MAX_RANK);
+            return AMP_OK;
+        }
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--gpus %d: the GPU backend takes rank 1 to %d, not "
+                        "%u; --gpus 0 runs any rank on the CPU", a->gpus, AMP_GPU_MAX_RANK,
+                        a->opts.rank);
+    }
     size_t avail = d->free_memory;
     if (a->device_memory && a->device_memory < avail)
         avail = (size_t)a->device_memory;
@@ -320,7 +330,7 @@ static amp_status gpu_open(const run_args *a, const amp_tensor *t, gpu_ctx *gc, 
         }
         need = base + amp_gpu_ring_bytes(t, chunk);
         amp_format_bytes(nb, sizeof nb, need);
-        if (chunk < STREAM_CHUNK_MIN || need > avail)
+        if (chunk < (max_nnz < STREAM_CHUNK_MIN ? max_nnz : STREAM_CHUNK_MIN) || need > avail)
             return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory even with "
                             "the tensor streamed%s, and GPU %d (%s) offers %s%s; --gpus 0 runs "
                             "on the CPU", a->path, a->opts.rank, nb,

@@ -174,12 +174,9 @@ amp_status amp_stream_pack(const amp_tensor *t, unsigned d, int threads, amp_str
     /* Pack the words and count the runs, on fixed thread ranges. */
     const unsigned dshift = l->shift[d], dwidth = l->width[d];
     const uint64_t qmask = s->qbits >= 64 ? UINT64_MAX : (UINT64_C(1) << s->qbits) - 1;
-#pragma omp parallel num_threads(T)
-    {
-        int me = 0;
-#ifdef _OPENMP
-        me = omp_get_thread_num();
-#endif
+    /* T fixed slices, each run by one thread whatever team OpenMP gives. */
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+    for (int me = 0; me < T; me++) {
         uint64_t a = nnz * (uint64_t)me / (uint64_t)T, b = nnz * (uint64_t)(me + 1) / (uint64_t)T;
         uint64_t runs = 0;
         if (a < b) {
@@ -219,12 +216,8 @@ amp_status amp_stream_pack(const amp_tensor *t, unsigned d, int threads, amp_str
         amp_stream_copy_free(s);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the stream layout's runs");
     }
-#pragma omp parallel num_threads(T)
-    {
-        int me = 0;
-#ifdef _OPENMP
-        me = omp_get_thread_num();
-#endif
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+    for (int me = 0; me < T; me++) {
         uint64_t a = nnz * (uint64_t)me / (uint64_t)T, b = nnz * (uint64_t)(me + 1) / (uint64_t)T;
         uint64_t r = counts[me];
         if (a < b) {

@@ -185,12 +185,19 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
         awk -v a="$stream_fit" -v b="$cpu_fit" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
     run "$AMPED_RUN" --gpus 1 --memory stream --stream-chunk 4099 --check -r 32 "$T/sample.amp"
     check_status "--memory stream --check: the streamed MTTKRP matches the reference" 0
+    run "$AMPED_RUN" --gpus 1 --memory stream -r 2 --iters 2 "$T/tiny.amp"
+    check_status "--memory stream on a 5-nonzero tensor: exit 0" 0
+    run "$AMPED_RUN" --gpus 1 -r 600 --iters 1 "$T/tiny.amp"
+    check_status "--gpus 1 with a rank above 512 exits 1" 1
+    check_contains "... naming the GPU's rank limit" "$RUN_ERR" "the GPU backend takes rank 1 to 512"
+    run "$AMPED_RUN" -r 600 --iters 1 "$T/tiny.amp"
+    check_contains "a rank above 512 without --gpus runs on the CPU" "$RUN_OUT" "backend:   cpu"
 else
     run "$AMPED_RUN" --gpus 1 -o "$T/nogpu" "$T/sample.amp"
     check_status "--gpus 1 without a GPU exits 1" 1
     check_contains "... and says --gpus 0 runs on the CPU" "$RUN_ERR" "--gpus 0 runs on the CPU"
     check "... and writes no factors" test ! -e "$T/nogpu.mode1.mat"
-    skip "the GPU backend against the CPU (15 checks)" "no GPU"
+    skip "the GPU backend against the CPU (19 checks)" "no GPU"
 fi
 
 done_testing

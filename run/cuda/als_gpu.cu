@@ -325,8 +325,10 @@ extern "C" amp_status amp_gpu_cpd_als(const amp_gpu_tensor *g, const amp_tensor 
     memset(c->seconds, 0, sizeof c->seconds);
     for (unsigned m = 0; m < N; m++) {
         size_t n = (size_t)g->rows[m] * R;
-        CUDA_TRY_GOTO(cudaMemcpy(w.A[m], c->A[m], n * sizeof(double), cudaMemcpyHostToDevice),
-                      err, rc, done);
+        /* On w.s itself: a pageable cudaMemcpy may return before its data
+         * lands, and w.s does not wait for the legacy stream. */
+        CUDA_TRY_GOTO(cudaMemcpyAsync(w.A[m], c->A[m], n * sizeof(double),
+                                      cudaMemcpyHostToDevice, w.s), err, rc, done);
         if (w.f32)
             CUDA_TRY_GOTO(amp_gpu_to_f32(w.A[m], w.A32[m], n, w.s), err, rc, done);
         AMP_CHECK_GOTO(gram(&w, m, g->rows[m], err), rc, done);
@@ -389,11 +391,14 @@ extern "C" size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32,
         bytes += (size_t)t->rows[m] * rank * per + (size_t)rank * rank * 8;
         max_rows = t->rows[m] > max_rows ? t->rows[m] : max_rows;
     }
+    if (chunk_nnz > 0)   /* the ring, and run keys of packed copies: one per row */
+        for (unsigned m = 0; m < t->nmodes; m++)
+            bytes += (size_t)(t->rows[m] + 1) * 16;
     if (chunk_nnz > 0)
         bytes += amp_gpu_ring_bytes(t, chunk_nnz);
     bytes += (size_t)max_rows * rank * per;
-    /* R x R scratch, Gram partials, the solver's work space, column
-     * partials: generous. */
-    bytes += (size_t)rank * rank * 8 * 80 + ((size_t)1 << 25);
+    /* R x R scratch, Gram partials, column partials, and a reserve for
+     * the work spaces cuBLAS and cuSOLVER allocate themselves. */
+    bytes += (size_t)rank * rank * 8 * 80 + ((size_t)1 << 26);
     return bytes;
 }

@@ -54,6 +54,9 @@ size_t amp_gpu_ring_bytes(const amp_tensor *t, uint64_t chunk_nnz);
 void amp_gpu_tensor_free(amp_gpu_tensor *g);
 size_t amp_gpu_tensor_bytes(const amp_gpu_tensor *g);
 
+/* The largest rank the GPU kernels take. */
+#define AMP_GPU_MAX_RANK 512
+
 /* M = MTTKRP(d) on device memory: A[m] rows[m] x rank and M rows[d] x rank,
  * row-major, f32 when f32 is set, else f64; rank 1 to 512. stream: a
  * cudaStream_t, NULL for the default stream. */

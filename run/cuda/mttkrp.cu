@@ -103,7 +103,7 @@ __device__ __forceinline__ uint32_t block_of(const mttkrp_args &a, uint64_t k)
 {
     uint32_t b0 = 0, b1 = a.nblocks;
     while (b1 - b0 > 1) {
-        uint32_t mid = (b0 + b1) / 2;
+        uint32_t mid = b0 + (b1 - b0) / 2;
         if (a.block_start[mid] <= k)
             b0 = mid;
         else
@@ -416,7 +416,7 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
             uint64_t w = __shfl_sync(0xffffffffu, myw, t);
             real p[RPL];
             real v = __shfl_sync(0xffffffffu, myv, t);
-            if (base + t + a.offset >= block_end) {   /* uniform across the warp */
+            while (base + t + a.offset >= block_end) {   /* uniform across the warp */
                 blk++;
                 key = a.block_key[blk];
                 block_end = a.block_start[blk + 1];
@@ -728,6 +728,9 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
         }
         g->bytes += (size_t)AMP_GPU_RING * chunk_nnz * (any_plain ? 8 + vsize : 8);
     }
+    /* The copies above are from pageable memory: make them complete
+     * before kernels on any (non-blocking) stream read the tensor. */
+    CUDA_TRY_GOTO(cudaDeviceSynchronize(), err, rc, fail);
     *out = g;
     return AMP_OK;
 fail:
