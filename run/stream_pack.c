@@ -75,6 +75,15 @@ static size_t block_of(const amp_copy *c, uint64_t k)
     return lo;
 }
 
+/* The output row of nonzero k - 1, or UINT64_MAX before the first: where
+ * a thread's slice starts, whether its first nonzero begins a run. */
+static uint64_t row_before(const amp_copy *c, uint64_t k, unsigned shift, unsigned width)
+{
+    if (k == 0)
+        return UINT64_MAX;
+    return amp_blco_field(c->block_key[block_of(c, k - 1)], c->words[k - 1], shift, width);
+}
+
 void amp_stream_copy_free(amp_stream_copy *s)
 {
     amp_huge_free(s->words, (size_t)s->nnz * 8 + 8);
@@ -181,11 +190,7 @@ amp_status amp_stream_pack(const amp_tensor *t, unsigned d, int threads, amp_str
         uint64_t runs = 0;
         if (a < b) {
             size_t blk = block_of(c, a);
-            uint64_t prev = UINT64_MAX;
-            if (a > 0) {
-                size_t pb = block_of(c, a - 1);
-                prev = amp_blco_field(c->block_key[pb], c->words[a - 1], dshift, dwidth);
-            }
+            uint64_t prev = row_before(c, a, dshift, dwidth);
             for (uint64_t k = a; k < b; k++) {
                 while (c->block_start[blk + 1] <= k)
                     blk++;
@@ -222,11 +227,7 @@ amp_status amp_stream_pack(const amp_tensor *t, unsigned d, int threads, amp_str
         uint64_t r = counts[me];
         if (a < b) {
             size_t blk = block_of(c, a);
-            uint64_t prev = UINT64_MAX;
-            if (a > 0) {
-                size_t pb = block_of(c, a - 1);
-                prev = amp_blco_field(c->block_key[pb], c->words[a - 1], dshift, dwidth);
-            }
+            uint64_t prev = row_before(c, a, dshift, dwidth);
             for (uint64_t k = a; k < b; k++) {
                 while (c->block_start[blk + 1] <= k)
                     blk++;

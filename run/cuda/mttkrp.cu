@@ -506,6 +506,21 @@ static mttkrp_fn pick_team_noc(unsigned nother)
     }
 }
 
+template <typename real, typename vtype, int RPT>
+static mttkrp_fn pick_team_lanes(unsigned L, unsigned nother)
+{
+    switch (L) {
+    case 4:
+        return pick_team_noc<real, vtype, 4, RPT>(nother);
+    case 8:
+        return pick_team_noc<real, vtype, 8, RPT>(nother);
+    case 16:
+        return pick_team_noc<real, vtype, 16, RPT>(nother);
+    default:
+        return pick_team_noc<real, vtype, 32, RPT>(nother);
+    }
+}
+
 /* The team kernel when it applies (else NULL); *lanes gets L. */
 template <typename real, typename vtype>
 static mttkrp_fn pick_team(unsigned R, unsigned nother, int narrow, unsigned *lanes)
@@ -517,36 +532,13 @@ static mttkrp_fn pick_team(unsigned R, unsigned nother, int narrow, unsigned *la
     /* Two vectors a lane in f64 from rank 16 (rd100m, rank 32, all modes:
      * 14.9 ms with 16 lanes x 1, 12.5 with 8 x 2); in f32 one (7.1 ms with
      * 8 x 1, 7.2 with 4 x 2); two wherever 32 lanes x 1 is too few. */
-    if (need > 32 || (sizeof(real) == 8 && need >= 8)) {
-        unsigned L = 4;
-        while (L * 2 < need)
-            L *= 2;
-        *lanes = L;
-        switch (L) {
-        case 4:
-            return pick_team_noc<real, vtype, 4, 2>(nother);
-        case 8:
-            return pick_team_noc<real, vtype, 8, 2>(nother);
-        case 16:
-            return pick_team_noc<real, vtype, 16, 2>(nother);
-        default:
-            return pick_team_noc<real, vtype, 32, 2>(nother);
-        }
-    }
+    const int two = need > 32 || (sizeof(real) == 8 && need >= 8);
     unsigned L = 4;
-    while (L < need)
+    while (L * (two ? 2 : 1) < need)
         L *= 2;
     *lanes = L;
-    switch (L) {
-    case 4:
-        return pick_team_noc<real, vtype, 4, 1>(nother);
-    case 8:
-        return pick_team_noc<real, vtype, 8, 1>(nother);
-    case 16:
-        return pick_team_noc<real, vtype, 16, 1>(nother);
-    default:
-        return pick_team_noc<real, vtype, 32, 1>(nother);
-    }
+    return two ? pick_team_lanes<real, vtype, 2>(L, nother)
+               : pick_team_lanes<real, vtype, 1>(L, nother);
 }
 
 /* The kernel for this launch; *lanes: the lanes that share one nonzero. */
