@@ -29,6 +29,9 @@ typedef struct amp_copy {
     size_t nblocks;            /* runs of one key: 1 when key_bits is 0 */
     uint64_t *block_start;     /* nblocks + 1 positions */
     uint64_t *block_key;
+    /* The output rows the nonzeros fall in: every row of the mode for a
+     * loaded file; the rows one GPU owns for a part (amp_partition.h). */
+    uint64_t row_begin, row_count;
 } amp_copy;
 
 typedef struct amp_tensor {

@@ -3,6 +3,7 @@
 #ifndef AMP_CPD_UTIL_H
 #define AMP_CPD_UTIL_H
 
+#include <dirent.h>
 #include <math.h>
 
 #include "amp_build.h"
@@ -54,9 +55,10 @@ static inline void copy_tensor(const amp_coo *a, amp_coo *b)
     b->nnz = a->nnz;
 }
 
-/* Write t (kept) as an .amp file and load it back. */
-static inline int prepare(const amp_coo *t, const char *name, uint32_t shards, uint64_t chunk_nnz,
-                   amp_tensor *out)
+/* Write t (kept) as an .amp file and load it back; with keep, the file
+ * stays open there (the copies' shard tables point into it). */
+static inline int prepare_open(const amp_coo *t, const char *name, uint32_t shards,
+                               uint64_t chunk_nnz, amp_tensor *out, amp_file **keep)
 {
     amp_coo work;
     amp_build_opts o;
@@ -73,10 +75,19 @@ static inline int prepare(const amp_coo *t, const char *name, uint32_t shards, u
         rc = amp_file_open(path, &f, &err);
     if (rc == AMP_OK)
         rc = amp_tensor_load(f, 0, NULL, NULL, out, &err);
-    amp_file_close(f);
+    if (keep && rc == AMP_OK)
+        *keep = f;
+    else
+        amp_file_close(f);
     if (rc != AMP_OK)
         diag("%s: %s", name, amp_error_message(&err));
     return rc == AMP_OK;
+}
+
+static inline int prepare(const amp_coo *t, const char *name, uint32_t shards, uint64_t chunk_nnz,
+                          amp_tensor *out)
+{
+    return prepare_open(t, name, shards, chunk_nnz, out, NULL);
 }
 
 static inline double rel_diff(const double *a, const double *b, uint64_t n)
@@ -96,6 +107,31 @@ static inline double *random_matrix(uint64_t rows, unsigned R, uint64_t seed)
     for (uint64_t i = 0; i < rows * R; i++)
         A[i] = (double)(rng_next(&seed) >> 11) / 9007199254740992.0 - 0.3;
     return A;
+}
+
+/* fn(path, file name, ctx) for every .tns in $AMP_TEST_DATA (fn NULL:
+ * only count them); returns how many there are. */
+static inline int for_each_shared_tensor(void (*fn)(const char *path, const char *name, void *ctx),
+                                         void *ctx)
+{
+    const char *dir = getenv("AMP_TEST_DATA");
+    DIR *dp = dir ? opendir(dir) : NULL;
+    struct dirent *e;
+    int n = 0;
+    while (dp && (e = readdir(dp)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".tns") != 0)
+            continue;
+        n++;
+        if (fn) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            fn(path, e->d_name, ctx);
+        }
+    }
+    if (dp)
+        closedir(dp);
+    return n;
 }
 
 #endif

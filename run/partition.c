@@ -1,0 +1,380 @@
+/* Shards dealt to GPUs and each GPU's part of a tensor (amp_partition.h). */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "amp_alloc.h"
+#include "amp_partition.h"
+
+void amp_partition_free(amp_partition *p)
+{
+    for (unsigned m = 0; m < p->nmodes; m++) {
+        free(p->modes[m].owner);
+        free(p->modes[m].run_row);
+    }
+    memset(p, 0, sizeof *p);
+}
+
+typedef struct shard_ref {
+    uint64_t nnz;
+    uint32_t index;
+} shard_ref;
+
+static int by_nnz_desc(const void *a, const void *b)
+{
+    const shard_ref *x = a, *y = b;
+    if (x->nnz != y->nnz)
+        return x->nnz < y->nnz ? 1 : -1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Largest shard first, each to the GPU with the fewest nonzeros so far
+ * (the lowest-numbered on a tie): Graham's rule, within 4/3 of the best
+ * dealing, which the FLYCOO and AMPED papers use for the same problem. */
+static amp_status deal_owner(const amp_tensor *t, unsigned m, unsigned N, amp_part_mode *pm,
+                             amp_error *err)
+{
+    const amp_mode_layout *l = &t->copies[m].layout;
+    const uint32_t S = l->nshards;
+    shard_ref *order = malloc((S ? S : 1) * sizeof *order);
+    uint64_t *run_begin = malloc((S ? S : 1) * sizeof *run_begin);
+    pm->owner = malloc((S ? S : 1) * sizeof *pm->owner);
+    pm->run_row = malloc((t->rows[m] ? t->rows[m] : 1) * sizeof *pm->run_row);
+    if (order == NULL || run_begin == NULL || pm->owner == NULL || pm->run_row == NULL) {
+        free(order);
+        free(run_begin);
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory dealing mode %u's shards", m + 1);
+    }
+    pm->nshards = S;
+    for (uint32_t s = 0; s < S; s++) {
+        order[s] = (shard_ref){l->shards[s].nnz, s};
+        pm->largest_shard = l->shards[s].nnz > pm->largest_shard ? l->shards[s].nnz
+                                                                  : pm->largest_shard;
+    }
+    qsort(order, S, sizeof *order, by_nnz_desc);
+    for (uint32_t k = 0; k < S; k++) {
+        unsigned best = 0;
+        for (unsigned g = 1; g < N; g++)
+            if (pm->nnz[g] < pm->nnz[best])
+                best = g;
+        pm->owner[order[k].index] = best;
+        pm->nnz[best] += order[k].nnz;
+        pm->nshards_of[best]++;
+    }
+    /* Run order: GPU 0's shards in file order, then GPU 1's, ... */
+    uint64_t next = 0;
+    int identity = 1;
+    for (unsigned g = 0; g < N; g++) {
+        pm->row_begin[g] = next;
+        for (uint32_t s = 0; s < S; s++)
+            if (pm->owner[s] == g) {
+                run_begin[s] = next;
+                identity &= next == l->shards[s].index_begin;
+                next += l->shards[s].index_end - l->shards[s].index_begin;
+            }
+        pm->row_count[g] = next - pm->row_begin[g];
+    }
+    free(order);
+    if (next != t->rows[m]) {
+        free(run_begin);
+        return AMP_FAIL(err, AMP_ERR_FORMAT, "mode %u's shards cover %llu rows, not %llu", m + 1,
+                        (unsigned long long)next, (unsigned long long)t->rows[m]);
+    }
+    if (identity) {
+        free(pm->run_row);
+        pm->run_row = NULL;
+    } else {
+        for (uint32_t s = 0; s < S; s++)
+            for (uint64_t x = l->shards[s].index_begin; x < l->shards[s].index_end; x++)
+                pm->run_row[x] = x - l->shards[s].index_begin + run_begin[s];
+    }
+    free(run_begin);
+    return AMP_OK;
+}
+
+static void deal_equal(const amp_tensor *t, unsigned m, unsigned N, amp_part_mode *pm)
+{
+    const uint64_t nnz = t->copies[m].nnz, rows = t->rows[m];
+    const uint64_t block = (rows + N - 1) / N;
+    for (unsigned g = 0; g < N; g++) {
+        pm->nnz[g] = nnz * (g + 1) / N - nnz * g / N;
+        uint64_t b = block * g < rows ? block * g : rows;
+        uint64_t e = block * (g + 1) < rows ? block * (g + 1) : rows;
+        pm->row_begin[g] = b;
+        pm->row_count[g] = e - b;
+    }
+    pm->largest_shard = 0;
+}
+
+amp_status amp_partition_new(const amp_tensor *t, unsigned ngpus, amp_partition_kind kind,
+                             amp_partition *p, amp_error *err)
+{
+    memset(p, 0, sizeof *p);
+    if (ngpus < 1 || ngpus > AMP_MAX_GPUS)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%u GPUs: a run takes 1 to %d", ngpus, AMP_MAX_GPUS);
+    p->kind = kind;
+    p->ngpus = ngpus;
+    p->nmodes = t->nmodes;
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        p->rows[m] = t->rows[m];
+        if (kind == AMP_PARTITION_EQUAL_NNZ) {
+            deal_equal(t, m, ngpus, &p->modes[m]);
+            continue;
+        }
+        amp_status rc = deal_owner(t, m, ngpus, &p->modes[m], err);
+        if (rc != AMP_OK) {
+            amp_partition_free(p);
+            return rc;
+        }
+    }
+    return AMP_OK;
+}
+
+double amp_partition_imbalance(const amp_partition *p, unsigned m, double *best)
+{
+    const amp_part_mode *pm = &p->modes[m];
+    uint64_t total = 0, most = 0;
+    for (unsigned g = 0; g < p->ngpus; g++) {
+        total += pm->nnz[g];
+        most = pm->nnz[g] > most ? pm->nnz[g] : most;
+    }
+    double mean = (double)total / p->ngpus;
+    if (best)
+        *best = mean > 0 && (double)pm->largest_shard > mean ? (double)pm->largest_shard / mean
+                                                              : 1.0;
+    return mean > 0 ? (double)most / mean : 1.0;
+}
+
+/* A stretch of the source copy and where it lands in the part. */
+typedef struct range {
+    uint64_t src, nnz, dst;
+} range;
+
+static size_t find_block(const amp_copy *c, uint64_t k)
+{
+    size_t lo = 0, hi = c->nblocks;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->block_start[mid] <= k)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static inline void put_field(uint64_t v, unsigned shift, unsigned width, uint64_t *key,
+                             uint64_t *word)
+{
+    if (width == 0)
+        return;
+    if (shift >= 64) {
+        *key |= v << (shift - 64);
+        return;
+    }
+    *word |= v << shift;
+    if (shift + width > 64)
+        *key |= v >> (64 - shift);
+}
+
+/* Part positions [lo, hi) from their ranges: words re-encoded with every
+ * mode's run rows (or copied), values copied, keys kept for the blocks. */
+static void fill(const amp_tensor *t, const amp_partition *p, unsigned d, const range *rg,
+                 size_t nranges, uint64_t lo, uint64_t hi, amp_copy *out, uint64_t *keys)
+{
+    const amp_copy *c = &t->copies[d];
+    const amp_mode_layout *l = &c->layout;
+    const size_t vsize = amp_value_size(t->value_type);
+    const unsigned N = t->nmodes;
+    int remap = 0;
+    for (unsigned m = 0; m < N; m++)
+        remap |= p->modes[m].run_row != NULL;
+    size_t r = 0, a = 0, b = nranges;
+    while (b - a > 1) {   /* the last range starting at or before lo */
+        size_t mid = a + (b - a) / 2;
+        if (rg[mid].dst <= lo)
+            a = mid;
+        else
+            b = mid;
+    }
+    r = a;
+    uint64_t k = lo;
+    while (k < hi) {
+        while (k >= rg[r].dst + rg[r].nnz)
+            r++;
+        uint64_t src = rg[r].src + (k - rg[r].dst);
+        uint64_t end = rg[r].dst + rg[r].nnz < hi ? rg[r].dst + rg[r].nnz : hi;
+        uint64_t n = end - k;
+        memcpy((char *)out->vals + k * vsize, (const char *)c->vals + src * vsize, n * vsize);
+        size_t blk = c->nblocks > 1 ? find_block(c, src) : 0;
+        for (uint64_t i = 0; i < n; i++, src++) {
+            while (c->nblocks > 1 && c->block_start[blk + 1] <= src)
+                blk++;
+            uint64_t key = c->block_key[blk], word = c->words[src];
+            if (remap) {
+                uint64_t nk = 0, nw = 0;
+                for (unsigned m = 0; m < N; m++) {
+                    uint64_t x = amp_blco_field(key, word, l->shift[m], l->width[m]);
+                    if (p->modes[m].run_row)
+                        x = p->modes[m].run_row[x];
+                    put_field(x, l->shift[m], l->width[m], &nk, &nw);
+                }
+                key = nk;
+                word = nw;
+            }
+            out->words[k + i] = word;
+            if (keys)
+                keys[k + i] = key;
+        }
+        k = end;
+    }
+}
+
+static amp_status part_copy(const amp_tensor *t, const amp_partition *p, unsigned gpu,
+                            unsigned d, int threads, amp_copy *out, amp_error *err)
+{
+    const amp_copy *c = &t->copies[d];
+    const amp_part_mode *pm = &p->modes[d];
+    const size_t vsize = amp_value_size(t->value_type);
+    amp_status rc = AMP_OK;
+    range *rg = NULL;
+    size_t nranges = 0;
+    uint64_t n = 0, *keys = NULL;
+    memset(out, 0, sizeof *out);
+    out->layout = c->layout;
+    out->layout.shards = NULL;
+    out->layout.nshards = 0;
+    if (p->kind == AMP_PARTITION_EQUAL_NNZ) {
+        rg = malloc(sizeof *rg);
+        if (rg == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        rg[0] = (range){c->nnz * gpu / p->ngpus, pm->nnz[gpu], 0};
+        nranges = 1;
+        n = pm->nnz[gpu];
+        out->row_begin = 0;
+        out->row_count = t->rows[d];
+    } else {
+        rg = malloc((pm->nshards ? pm->nshards : 1) * sizeof *rg);
+        if (rg == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        for (uint32_t s = 0; s < pm->nshards; s++)
+            if (pm->owner[s] == gpu && c->layout.shards[s].nnz > 0) {
+                rg[nranges++] = (range){c->layout.shards[s].first_nnz, c->layout.shards[s].nnz, n};
+                n += c->layout.shards[s].nnz;
+            }
+        out->row_begin = pm->row_begin[gpu];
+        out->row_count = pm->row_count[gpu];
+    }
+    out->nnz = n;
+    out->words = amp_huge_alloc((size_t)n * 8, "a GPU's part of a mode copy", err);
+    out->vals = amp_huge_alloc((size_t)n * vsize, "a GPU's part of a mode copy", err);
+    if ((n > 0 && (out->words == NULL || out->vals == NULL)))
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for GPU %u's part of mode %u",
+                       gpu, d + 1);
+    const int keyed = c->nblocks > 1 || c->layout.key_bits > 0;
+    if (keyed && n > 0) {
+        keys = malloc((size_t)n * sizeof *keys);
+        if (keys == NULL)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+    }
+    if (n > 0) {
+        int T = threads > 0 ? threads : 1;
+#ifdef _OPENMP
+        if (threads <= 0)
+            T = omp_get_max_threads();
+#pragma omp parallel num_threads(T)
+        {
+            int me = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        {
+            int me = 0, nt = 1;
+#endif
+            fill(t, p, d, rg, nranges, n * (uint64_t)me / nt, n * (uint64_t)(me + 1) / nt, out,
+                 keys);
+        }
+        (void)T;
+    }
+    /* Blocks: runs of one key, recounted, since a renumbered row may move
+     * a nonzero's high bits into another key. */
+    size_t nb = 1;
+    if (keys)
+        for (uint64_t k = 1; k < n; k++)
+            nb += keys[k] != keys[k - 1];
+    out->nblocks = nb;
+    out->block_start = malloc((nb + 1) * sizeof *out->block_start);
+    out->block_key = malloc(nb * sizeof *out->block_key);
+    if (out->block_start == NULL || out->block_key == NULL)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+    out->block_start[0] = 0;
+    out->block_key[0] = keys ? keys[0] : 0;
+    for (uint64_t k = 1, b = 0; keys && k < n; k++)
+        if (keys[k] != keys[k - 1]) {
+            out->block_start[++b] = k;
+            out->block_key[b] = keys[k];
+        }
+    out->block_start[nb] = n;
+    free(keys);
+    free(rg);
+    return AMP_OK;
+fail:
+    free(keys);
+    free(rg);
+    return rc;
+}
+
+amp_status amp_partition_tensor(const amp_tensor *t, const amp_partition *p, unsigned gpu,
+                                int threads, amp_tensor *part, amp_error *err)
+{
+    memset(part, 0, sizeof *part);
+    if (gpu >= p->ngpus || p->nmodes != t->nmodes)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "GPU %u of a partition for %u", gpu, p->ngpus);
+    part->nmodes = t->nmodes;
+    part->value_type = t->value_type;
+    part->norm_sq = t->norm_sq;
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        part->dims[m] = t->dims[m];
+        part->rows[m] = t->rows[m];
+    }
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        amp_status rc = part_copy(t, p, gpu, d, threads, &part->copies[d], err);
+        if (rc != AMP_OK) {
+            amp_tensor_free(part);
+            return rc;
+        }
+        part->nnz = part->copies[d].nnz > part->nnz ? part->copies[d].nnz : part->nnz;
+        part->bytes += part->copies[d].nnz * (8 + amp_value_size(t->value_type));
+    }
+    return AMP_OK;
+}
+
+void amp_partition_rows_to_run(const amp_partition *p, unsigned m, unsigned rank,
+                               const double *src, double *dst)
+{
+    const uint64_t *run = p->modes[m].run_row;
+    const int64_t rows = (int64_t)p->rows[m];
+    if (run == NULL) {
+        memcpy(dst, src, (size_t)rows * rank * sizeof *dst);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < rows; i++)
+        memcpy(dst + run[i] * rank, src + (uint64_t)i * rank, rank * sizeof *dst);
+}
+
+void amp_partition_rows_to_file(const amp_partition *p, unsigned m, unsigned rank,
+                                const double *src, double *dst)
+{
+    const uint64_t *run = p->modes[m].run_row;
+    const int64_t rows = (int64_t)p->rows[m];
+    if (run == NULL) {
+        memcpy(dst, src, (size_t)rows * rank * sizeof *dst);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < rows; i++)
+        memcpy(dst + (uint64_t)i * rank, src + run[i] * rank, rank * sizeof *dst);
+}

@@ -1,0 +1,250 @@
+/* Work dealt to several GPUs (run/partition.c), checked on the CPU: every
+ * nonzero lands in exactly one GPU's part per mode, owned rows tile each
+ * mode, and the parts' MTTKRPs (the f64 reference on each part, factors in
+ * the run's row order) add up to the whole tensor's, with each GPU writing
+ * only its own rows when it owns them. Tolerance 1e-12 normwise: the parts
+ * sum the same products in another order. */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp_build.h"
+#include "amp_cpd.h"
+#include "amp_partition.h"
+#include "tap.h"
+#include "test_util.h"
+#include "cpd_util.h"
+
+#define TOL 1e-12
+
+/* Rows of each part's copy d ascend and stay inside its declared range. */
+static int rows_in_range(const amp_copy *c, unsigned d)
+{
+    uint64_t prev = 0;
+    for (size_t b = 0; b < c->nblocks; b++)
+        for (uint64_t k = c->block_start[b]; k < c->block_start[b + 1]; k++) {
+            uint64_t row = amp_blco_field(c->block_key[b], c->words[k], c->layout.shift[d],
+                                          c->layout.width[d]);
+            if (row < prev || row < c->row_begin || row >= c->row_begin + c->row_count)
+                return 0;
+            prev = row;
+        }
+    return 1;
+}
+
+/* All the checks of one partition of t; returns how many failed. */
+static int check_partition(const char *name, const amp_tensor *t, unsigned N,
+                           amp_partition_kind kind, unsigned R)
+{
+    const char *kn = kind == AMP_PARTITION_OWNER ? "owner" : "equal-nnz";
+    amp_partition p;
+    amp_error err = {0};
+    int bad = 0;
+    if (!ok(amp_partition_new(t, N, kind, &p, &err) == AMP_OK, "%s, %u GPUs, %s: deals (%s)",
+            name, N, kn, amp_error_message(&err))) {
+        skip(4, "no partition");
+        return 1;
+    }
+    /* Owned rows tile every mode in GPU order; run_row is a bijection. */
+    int tiles = 1, bijective = 1, balanced = 1;
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        uint64_t next = 0, nnz = 0;
+        for (unsigned g = 0; g < N; g++) {
+            tiles &= p.modes[m].row_begin[g] == next;
+            next += p.modes[m].row_count[g];
+            nnz += p.modes[m].nnz[g];
+        }
+        tiles &= next == t->rows[m] && nnz == t->nnz;
+        if (p.modes[m].run_row) {
+            char *seen = calloc(t->rows[m] + 1, 1);
+            for (uint64_t i = 0; i < t->rows[m]; i++) {
+                uint64_t r = p.modes[m].run_row[i];
+                bijective &= r < t->rows[m] && !seen[r];
+                if (r < t->rows[m])
+                    seen[r] = 1;
+            }
+            free(seen);
+        }
+        double best, imb = amp_partition_imbalance(&p, m, &best);
+        /* Largest first is within 4/3 of the best dealing, which is no
+         * better than max(mean, largest shard). */
+        if (kind == AMP_PARTITION_OWNER)
+            balanced &= imb >= 1 - 1e-12 && imb <= 4.0 / 3 * best + 1e-12;
+        else
+            balanced &= imb <= 1 + (double)N / (double)(t->nnz > 0 ? t->nnz : 1);
+    }
+    ok(tiles && bijective && balanced, "%s, %u GPUs, %s: rows tile every mode, nonzeros add "
+       "up, renumbering is a bijection, imbalance within the bound", name, N, kn);
+    bad += !(tiles && bijective && balanced);
+
+    /* Factors in run order (and back). */
+    double *A[AMP_MAX_MODES], *Ar[AMP_MAX_MODES];
+    int round_trip = 1;
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        A[m] = random_matrix(t->rows[m], R, 77 + m);
+        Ar[m] = malloc((t->rows[m] * R + 1) * sizeof(double));
+        double *back = malloc((t->rows[m] * R + 1) * sizeof(double));
+        amp_partition_rows_to_run(&p, m, R, A[m], Ar[m]);
+        amp_partition_rows_to_file(&p, m, R, Ar[m], back);
+        round_trip &= memcmp(back, A[m], t->rows[m] * R * sizeof(double)) == 0;
+        free(back);
+    }
+    ok(round_trip, "%s, %u GPUs, %s: factor rows go to the run's order and back", name, N, kn);
+    bad += !round_trip;
+
+    int parts_ok = 1, sorted = 1, own_only = 1;
+    double worst = 0;
+    amp_tensor part[AMP_MAX_GPUS];
+    for (unsigned g = 0; g < N; g++)
+        if (amp_partition_tensor(t, &p, g, g % 3, &part[g], &err) != AMP_OK) {
+            diag("part %u: %s", g, amp_error_message(&err));
+            parts_ok = 0;
+            for (unsigned h = 0; h < g; h++)
+                amp_tensor_free(&part[h]);
+            break;
+        }
+    if (parts_ok) {
+        for (unsigned d = 0; d < t->nmodes; d++) {
+            size_t n = t->rows[d] * R;
+            double *ref = malloc((n + 1) * sizeof *ref), *sum = calloc(n + 1, sizeof *sum);
+            double *Mg = malloc((n + 1) * sizeof *Mg), *ref_run = malloc((n + 1) * sizeof *ref);
+            amp_mttkrp_reference(t, d, d, (const double *const *)A, R, ref, &err);
+            amp_partition_rows_to_run(&p, d, R, ref, ref_run);
+            for (unsigned g = 0; g < N; g++) {
+                const amp_copy *c = &part[g].copies[d];
+                parts_ok &= c->nnz == p.modes[d].nnz[g];
+                sorted &= rows_in_range(c, d);
+                if (amp_mttkrp_reference(&part[g], d, d, (const double *const *)Ar, R, Mg,
+                                         &err) != AMP_OK) {
+                    parts_ok = 0;
+                    continue;
+                }
+                uint64_t b = p.modes[d].row_begin[g], e = b + p.modes[d].row_count[g];
+                for (uint64_t i = 0; i < t->rows[d]; i++)
+                    for (unsigned r = 0; r < R; r++) {
+                        double v = Mg[i * R + r];
+                        if (kind == AMP_PARTITION_OWNER && (i < b || i >= e) && v != 0)
+                            own_only = 0;
+                        sum[i * R + r] += v;
+                    }
+            }
+            double e = rel_diff(sum, ref_run, n);
+            worst = e > worst ? e : worst;
+            free(ref);
+            free(sum);
+            free(Mg);
+            free(ref_run);
+        }
+        for (unsigned g = 0; g < N; g++)
+            amp_tensor_free(&part[g]);
+    }
+    ok(parts_ok && sorted, "%s, %u GPUs, %s: every part holds its nonzeros, rows ascending "
+       "inside its range", name, N, kn);
+    ok(parts_ok && own_only && worst <= TOL, "%s, %u GPUs, %s: the parts' MTTKRPs add up to "
+       "the tensor's (%.1e)%s", name, N, kn, worst,
+       kind == AMP_PARTITION_OWNER ? ", each GPU writing only its own rows" : "");
+    bad += !(parts_ok && sorted) + !(parts_ok && own_only && worst <= TOL);
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        free(A[m]);
+        free(Ar[m]);
+    }
+    amp_partition_free(&p);
+    return bad;
+}
+
+static void test_random(void)
+{
+    static const shape shapes[] = {
+        {"3 modes, power-law", 3, {5000, 3000, 800}, 30000, 1},
+        {"2 modes", 2, {400, 500}, 6000, 1},
+        {"4 modes", 4, {60, 50, 40, 30}, 9000, 0},
+        {"5 modes", 5, {30, 20, 25, 10, 15}, 7000, 1},
+        /* > 64 index bits: renumbered rows change block keys. */
+        {"5 modes, 80 index bits", 5, {1000000, 1000000, 1000000, 1000000, 1000000}, 20000, 0},
+    };
+    static const unsigned gpus[] = {1, 2, 3, 5};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        amp_coo x;
+        amp_tensor t;
+        amp_file *f = NULL;
+        random_tensor(&shapes[i], 500 + i, &x);
+        if (!ok(prepare_open(&x, "partition.amp", 16, 997, &t, &f), "%s: prepares",
+                shapes[i].name)) {
+            amp_coo_free(&x);
+            continue;
+        }
+        for (size_t k = 0; k < sizeof gpus / sizeof *gpus; k++) {
+            check_partition(shapes[i].name, &t, gpus[k], AMP_PARTITION_OWNER, 5);
+            if (gpus[k] > 1)
+                check_partition(shapes[i].name, &t, gpus[k], AMP_PARTITION_EQUAL_NNZ, 5);
+        }
+        amp_tensor_free(&t);
+        amp_file_close(f);
+        amp_coo_free(&x);
+    }
+}
+
+/* One shard a mode: a second GPU gets nothing and must still be valid. */
+static void test_one_shard(void)
+{
+    static const shape s = {"one shard", 3, {200, 100, 50}, 3000, 1};
+    amp_coo x;
+    amp_tensor t;
+    amp_partition p;
+    amp_error err = {0};
+    amp_file *f = NULL;
+    random_tensor(&s, 9, &x);
+    if (!ok(prepare_open(&x, "partition1.amp", 1, 997, &t, &f), "one shard a mode: prepares")) {
+        amp_coo_free(&x);
+        return;
+    }
+    check_partition(s.name, &t, 2, AMP_PARTITION_OWNER, 3);
+    int idle = amp_partition_new(&t, 2, AMP_PARTITION_OWNER, &p, &err) == AMP_OK;
+    for (unsigned m = 0; idle && m < t.nmodes; m++)
+        idle &= p.modes[m].nnz[1] == 0 && p.modes[m].row_count[1] == 0 &&
+                p.modes[m].nnz[0] == t.nnz;
+    ok(idle, "one shard a mode: GPU 1 holds nothing, GPU 0 everything");
+    amp_partition_free(&p);
+    amp_tensor_free(&t);
+    amp_file_close(f);
+    amp_coo_free(&x);
+}
+
+static void one_real(const char *path, const char *name, void *ctx)
+{
+    (void)ctx;
+    amp_read_opts ro;
+    amp_read_opts_init(&ro);
+    amp_coo x;
+    amp_tensor t;
+    amp_error err = {0};
+    amp_file *f = NULL;
+    if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK) {
+        ok(0, "%s: reads (%s)", name, amp_error_message(&err));
+        return;
+    }
+    if (ok(prepare_open(&x, "partition_real.amp", 16, 4096, &t, &f), "%s: prepares", name)) {
+        check_partition(name, &t, 2, AMP_PARTITION_OWNER, 8);
+        check_partition(name, &t, 2, AMP_PARTITION_EQUAL_NNZ, 8);
+        amp_tensor_free(&t);
+        amp_file_close(f);
+    }
+    amp_coo_free(&x);
+}
+
+int main(void)
+{
+    amp_error err = {0};
+    amp_partition p;
+    amp_tensor empty;
+    memset(&empty, 0, sizeof empty);
+    ok(amp_partition_new(&empty, 0, AMP_PARTITION_OWNER, &p, &err) == AMP_ERR_USAGE &&
+       amp_partition_new(&empty, AMP_MAX_GPUS + 1, AMP_PARTITION_OWNER, &p, &err) ==
+       AMP_ERR_USAGE, "0 GPUs and more than %d are refused", AMP_MAX_GPUS);
+    test_random();
+    test_one_shard();
+    for_each_shared_tensor(one_real, NULL);
+    return done_testing();
+}
