@@ -126,6 +126,7 @@ typedef struct amp_cpd_opts {
 
 enum {
     AMP_PHASE_MTTKRP, AMP_PHASE_GRAM, AMP_PHASE_SOLVE, AMP_PHASE_NORMALIZE, AMP_PHASE_FIT,
+    AMP_PHASE_COMM,   /* collectives between GPUs (multi-GPU runs only) */
     AMP_NPHASES
 };
 

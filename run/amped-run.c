@@ -1,8 +1,10 @@
 /* amped-run: CP decomposition of a prepared (.amp) tensor.
  *
- * CP-ALS on one GPU (the tensor resident) or on the CPU backend (OpenMP),
- * factor output in the original index space, MTTKRP timing (--mttkrp-only) and checking (--check); --info and
- * --verify inspect a file; --list-devices shows the GPUs this build sees. */
+ * CP-ALS on one or several GPUs (gpu_run.c; each GPU's part resident or
+ * streamed) or on the CPU backend (OpenMP), factor output in the original
+ * index space, MTTKRP timing (--mttkrp-only) and checking (--check);
+ * --info and --verify inspect a file; --list-devices shows the GPUs this
+ * build sees. */
 #include <config.h>
 
 #include <getopt.h>
@@ -24,6 +26,7 @@
 #include "amp_progress.h"
 #include "amp_timer.h"
 #include "amped_format.h"
+#include "gpu_run.h"
 #include "inspect.h"
 #include "run_report.h"
 #ifdef AMP_HAVE_CUDA
@@ -38,17 +41,8 @@
 enum {
     OPT_LIST_DEVICES = 256, OPT_INFO, OPT_VERIFY, OPT_ITERS, OPT_TOL, OPT_SEED, OPT_INIT,
     OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK, OPT_GPUS, OPT_DEVICE_MEMORY,
-    OPT_MEMORY, OPT_STREAM_CHUNK
+    OPT_MEMORY, OPT_STREAM_CHUNK, OPT_DEVICES, OPT_PARTITION
 };
-
-enum { MEMORY_AUTO, MEMORY_RESIDENT, MEMORY_STREAM };
-
-/* Streaming: the largest chunk by default, and the smallest worth a copy. */
-#define STREAM_CHUNK_DEFAULT (UINT64_C(16) << 20)
-#define STREAM_CHUNK_MIN 1024
-
-/* --gpus when not given: one GPU if there is one, else the CPU. */
-#define GPUS_AUTO (-1)
 
 static const struct option long_options[] = {
     /* the decomposition */
@@ -69,6 +63,8 @@ static const struct option long_options[] = {
     {"verify", no_argument, NULL, OPT_VERIFY},
     /* devices and threads */
     {"gpus", required_argument, NULL, OPT_GPUS},
+    {"devices", required_argument, NULL, OPT_DEVICES},
+    {"partition", required_argument, NULL, OPT_PARTITION},
     {"memory", required_argument, NULL, OPT_MEMORY},
     {"device-memory", required_argument, NULL, OPT_DEVICE_MEMORY},
     {"stream-chunk", required_argument, NULL, OPT_STREAM_CHUNK},
@@ -118,13 +114,18 @@ static void usage(void)
            "                       checksum and index; exit status 0 only if all hold\n"
            "\n"
            "Devices and threads:\n"
-           "      --gpus=N         0: the CPU backend; 1: one GPU (default: 1 when a GPU\n"
-           "                       is found, else 0)\n"
-           "      --memory=MODE    auto: keep the tensor in GPU memory when it fits, else\n"
-           "                       stream it from host memory every iteration; resident;\n"
-           "                       stream (default auto)\n"
-           "      --device-memory=BYTES  use at most BYTES of GPU memory (K, M, G suffixes;\n"
-           "                       default: all that is free)\n"
+           "      --gpus=N         0: the CPU backend; N: the first N GPUs, joined with\n"
+           "                       NCCL (default: every GPU found, else the CPU)\n"
+           "      --devices=LIST   the GPUs to use by number, e.g. 0,2 (default: the first\n"
+           "                       --gpus)\n"
+           "      --partition=P    shards: each GPU computes whole shards and owns their\n"
+           "                       factor rows; equal-nnz: equal nonzero ranges, rows\n"
+           "                       summed across GPUs, for comparison (default shards)\n"
+           "      --memory=MODE    auto: keep each GPU's part of the tensor in its memory\n"
+           "                       when it fits, else stream it from host memory every\n"
+           "                       iteration; resident; stream (default auto)\n"
+           "      --device-memory=BYTES  use at most BYTES of each GPU's memory (K, M, G\n"
+           "                       suffixes; default: all that is free)\n"
            "      --stream-chunk=N nonzeros per host-to-device copy when streaming\n"
            "                       (default: what fits, at most %" PRIu64 ")\n"
            "      --list-devices   list the CUDA devices this build can use, run a\n"
@@ -139,7 +140,7 @@ static void usage(void)
            "\n"
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
            "Report bugs to: %s\n", MAX_RANK, d.rank, d.max_iters, d.tol, d.seed,
-           STREAM_CHUNK_DEFAULT, PACKAGE_BUGREPORT);
+           AMP_STREAM_CHUNK_DEFAULT, PACKAGE_BUGREPORT);
 }
 
 static void version(void)
@@ -198,10 +199,8 @@ typedef struct run_args {
     const char *path;
     amp_cpd_opts opts;
     const char *init, *output, *json;
-    int gpus;                  /* GPUS_AUTO, 0 or 1 */
-    uint64_t device_memory;    /* cap in bytes; 0: what is free */
-    int memory;                /* MEMORY_* */
-    uint64_t stream_chunk;     /* 0: chosen from the memory left */
+    int gpus;                  /* AMP_GPUS_AUTO, 0 (the CPU) or a count */
+    amp_gpu_opts gpu;
     amp_factor_format format;
     int mttkrp_only, check, quiet;
     amp_run_report report;
@@ -219,8 +218,7 @@ static void on_iter(void *ctx, unsigned iter, double fit, double delta, double s
     }
 }
 
-static void print_tensor(const run_args *a, const amp_tensor *t, int threads,
-                         const char *gpu_line)
+static void print_tensor(const run_args *a, const amp_tensor *t, int threads, int on_gpu)
 {
     char mem[32];
     printf("tensor:    %s: %u modes, %" PRIu64 " nonzeros, dims ", a->path, t->nmodes, t->nnz);
@@ -231,10 +229,7 @@ static void print_tensor(const run_args *a, const amp_tensor *t, int threads,
         printf("%s%" PRIu64, m ? "x" : "", t->rows[m]);
     printf("), values %s, %s in memory\n", t->value_type == AMP_VALUES_F32 ? "f32" : "f64",
            amp_format_bytes(mem, sizeof mem, t->bytes));
-    if (gpu_line)
-        printf("backend:   %s, precision %s\n", gpu_line,
-               a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64");
-    else
+    if (!on_gpu)
         printf("backend:   cpu, %d thread%s, precision %s\n", threads, threads == 1 ? "" : "s",
                a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64");
 }
@@ -250,178 +245,20 @@ static void warn_rank(const amp_tensor *t, unsigned rank)
                     t->rows[m]);
 }
 
-/* ---- the GPU backend ------------------------------------------------- */
-
-typedef struct gpu_ctx {
-    int on;
-    char line[512];      /* "gpu 0 (name, SMs), ..." for the report */
-    char name[256];
-    double upload_seconds;
-#ifdef AMP_HAVE_CUDA
-    amp_gpu_tensor *g;
-#endif
-} gpu_ctx;
-
-static void gpu_close(gpu_ctx *gc)
-{
-#ifdef AMP_HAVE_CUDA
-    amp_gpu_tensor_free(gc->g);
-    gc->g = NULL;
-#endif
-    gc->on = 0;
-}
-
-/* Decide the backend from --gpus and what the machine has; on a GPU, check
- * that the tensor and the work space fit and upload the tensor. */
-static amp_status gpu_open(const run_args *a, const amp_tensor *t, gpu_ctx *gc, amp_error *err)
-{
-    memset(gc, 0, sizeof *gc);
-    if (a->gpus == 0)
-        return AMP_OK;
-#ifndef AMP_HAVE_CUDA
-    (void)t;
-    if (a->gpus > 0)
-        return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "--gpus %d: this build has no CUDA backend "
-                        "(configure --with-cuda); --gpus 0 runs on the CPU", a->gpus);
-    return AMP_OK;
-#else
-    amp_cuda_device dev[64];
-    int count = 0;
-    amp_error e = {0};
-    if (amp_cuda_list_devices(dev, 64, &count, &e) != AMP_OK || count == 0) {
-        if (a->gpus == GPUS_AUTO) {
-            amp_log(AMP_LOG_DEBUG, "no GPU (%s): the CPU backend runs", amp_error_message(&e));
-            return AMP_OK;
-        }
-        return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "--gpus %d: %s; "
-                        "--gpus 0 runs on the CPU", a->gpus, amp_error_message(&e));
-    }
-    const amp_cuda_device *d = &dev[0];
-    int f32 = a->opts.precision == AMP_PRECISION_F32;
-    if (a->opts.rank > AMP_GPU_MAX_RANK) {
-        if (a->gpus == GPUS_AUTO) {
-            amp_log(AMP_LOG_DEBUG, "rank %u is above the GPU kernels' %d: the CPU backend runs",
-                    a->opts.rank, AMP_GPU_MAX_RANK);
-            return AMP_OK;
-        }
-        return AMP_FAIL(err, AMP_ERR_USAGE, "--gpus %d: the GPU backend takes rank 1 to %d, not "
-                        "%u; --gpus 0 runs any rank on the CPU", a->gpus, AMP_GPU_MAX_RANK,
-                        a->opts.rank);
-    }
-    size_t avail = d->free_memory;
-    if (a->device_memory && a->device_memory < avail)
-        avail = (size_t)a->device_memory;
-    size_t need = amp_gpu_als_bytes(t, a->opts.rank, f32, 0);
-    uint64_t chunk = 0, max_nnz = 1;
-    char nb[32], ab[32], cb[32];
-    amp_format_bytes(ab, sizeof ab, avail);
-    for (unsigned m = 0; m < t->nmodes; m++)
-        max_nnz = t->copies[m].nnz > max_nnz ? t->copies[m].nnz : max_nnz;
-    if (a->memory == MEMORY_STREAM || (a->memory == MEMORY_AUTO && need > avail)) {
-        /* What is left after the factors and work space goes to the ring
-         * of chunk buffers. */
-        size_t base = amp_gpu_als_bytes(t, a->opts.rank, f32, 1) - amp_gpu_ring_bytes(t, 1);
-        size_t per = amp_gpu_ring_bytes(t, 1);
-        chunk = a->stream_chunk;
-        if (chunk == 0) {
-            chunk = avail > base ? (avail - base) / per : 0;
-            chunk = chunk > STREAM_CHUNK_DEFAULT ? STREAM_CHUNK_DEFAULT : chunk;
-            chunk = chunk > max_nnz ? max_nnz : chunk;
-        }
-        need = base + amp_gpu_ring_bytes(t, chunk);
-        amp_format_bytes(nb, sizeof nb, need);
-        if (chunk < (max_nnz < STREAM_CHUNK_MIN ? max_nnz : STREAM_CHUNK_MIN) || need > avail)
-            return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory even with "
-                            "the tensor streamed%s, and GPU %d (%s) offers %s%s; --gpus 0 runs "
-                            "on the CPU", a->path, a->opts.rank, nb,
-                            a->stream_chunk ? " in chunks of --stream-chunk" : "", d->ordinal,
-                            d->name, ab, a->device_memory ? " (--device-memory)" : " free");
-    } else {
-        amp_format_bytes(nb, sizeof nb, need);
-        if (need > avail)
-            return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory with the "
-                            "tensor resident, and GPU %d (%s) offers %s%s; --memory auto "
-                            "streams it instead", a->path, a->opts.rank, nb, d->ordinal,
-                            d->name, ab, a->device_memory ? " (--device-memory)" : " free");
-    }
-    double t0 = amp_now();
-    AMP_CHECK(amp_gpu_tensor_upload(d->ordinal, t, chunk, &gc->g, err));
-    gc->upload_seconds = amp_now() - t0;
-    gc->on = 1;
-    snprintf(gc->name, sizeof gc->name, "%s", d->name);
-    char tb[32];
-    amp_format_bytes(tb, sizeof tb, amp_gpu_tensor_bytes(gc->g));
-    if (chunk) {
-        amp_format_bytes(cb, sizeof cb, amp_gpu_ring_bytes(t, chunk));
-        snprintf(gc->line, sizeof gc->line, "gpu %d (%s, %d SMs), tensor streamed from pinned "
-                 "host memory in chunks of %" PRIu64 " nonzeros (ring of %s), %.1f bytes per "
-                 "nonzero on the link, %s of device memory in all", d->ordinal, d->name,
-                 d->sm_count, chunk, cb, amp_gpu_stream_bytes(gc->g) / (double)t->nnz /
-                 (double)t->nmodes, nb);
-    } else {
-        snprintf(gc->line, sizeof gc->line, "gpu %d (%s, %d SMs), tensor resident (%s), "
-                 "%s of device memory in all", d->ordinal, d->name, d->sm_count, tb, nb);
-    }
-    return AMP_OK;
-#endif
-}
-
-/* MTTKRP of every mode on the GPU against the f64 reference. */
-static amp_status gpu_check(const gpu_ctx *gc, const amp_tensor *t, const run_args *a,
-                            const amp_cpd *c, double *rel, amp_error *err)
-{
-#ifdef AMP_HAVE_CUDA
-    amp_status rc = AMP_OK;
-    uint64_t max_rows = 0;
-    for (unsigned m = 0; m < t->nmodes; m++)
-        max_rows = t->rows[m] > max_rows ? t->rows[m] : max_rows;
-    size_t bytes = (size_t)max_rows * c->rank * sizeof(double) + 1;
-    double *M = amp_huge_alloc(bytes, "the GPU MTTKRP result", err);
-    double *ref = M ? amp_huge_alloc(bytes, "the reference MTTKRP", err) : NULL;
-    if (ref == NULL) {
-        amp_huge_free(M, bytes);
-        return AMP_ERR_NOMEM;
-    }
-    for (unsigned d = 0; d < t->nmodes && rc == AMP_OK; d++) {
-        rc = amp_gpu_mttkrp_host(gc->g, (const double *const *)c->A, c->rank,
-                                 a->opts.precision == AMP_PRECISION_F32, d, M, 0, NULL, err);
-        if (rc == AMP_OK)
-            rc = amp_mttkrp_reference(t, (d + 1) % t->nmodes, d, (const double *const *)c->A,
-                                      c->rank, ref, err);
-        double diff = 0, scale = 0;
-        for (uint64_t k = 0; rc == AMP_OK && k < t->rows[d] * c->rank; k++) {
-            double e = fabs(M[k] - ref[k]);
-            diff = e > diff ? e : diff;
-            scale = fabs(ref[k]) > scale ? fabs(ref[k]) : scale;
-        }
-        rel[d] = scale > 0 ? diff / scale : diff;
-    }
-    amp_huge_free(M, bytes);
-    amp_huge_free(ref, bytes);
-    return rc;
-#else
-    (void)gc, (void)t, (void)a, (void)c, (void)rel;
-    return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "no CUDA backend");
-#endif
-}
-
 static int run_mttkrp_only(run_args *a, const amp_tensor *t, const amp_cpd *c, int threads,
-                           const gpu_ctx *gc)
+                           amp_gpu_run *gr)
 {
     amp_error err = {0};
     double sec[AMP_MAX_MODES], total = 0;
     amp_status rc;
-#ifdef AMP_HAVE_CUDA
-    if (gc->on) {
+    if (gr) {
         /* The kernels alone, factors resident: the papers' measure. */
-        rc = amp_gpu_mttkrp_host(gc->g, (const double *const *)c->A, c->rank,
-                                 a->opts.precision == AMP_PRECISION_F32, 0, NULL,
-                                 a->opts.max_iters, sec, &err);
+        rc = amp_gpu_run_time_mttkrp(gr, t, c, a->opts.max_iters, sec, &err);
         for (unsigned m = 0; m < t->nmodes; m++)
             sec[m] *= a->opts.max_iters;
-    } else
-#endif
+    } else {
         rc = amp_cpd_time_mttkrp(t, &a->opts, c, sec, &err);
+    }
     if (rc != AMP_OK) {
         amp_log_error(&err);
         return EXIT_FAILURE;
@@ -430,9 +267,10 @@ static int run_mttkrp_only(run_args *a, const amp_tensor *t, const amp_cpd *c, i
     double bytes = amp_mttkrp_min_bytes(t, c->rank, fs);
     unsigned K = a->opts.max_iters;
     if (!a->quiet) {
-        if (gc->on)
-            printf("mttkrp:    rank %u, %u round%s over %u modes, on the GPU\n", c->rank, K,
-                   K == 1 ? "" : "s", t->nmodes);
+        if (gr)
+            printf("mttkrp:    rank %u, %u round%s over %u modes, on %u GPU%s (the slowest "
+                   "GPU's time)\n", c->rank, K, K == 1 ? "" : "s", t->nmodes,
+                   amp_gpu_run_count(gr), amp_gpu_run_count(gr) == 1 ? "" : "s");
         else
             printf("mttkrp:    rank %u, %u round%s over %u modes, %d threads\n", c->rank, K,
                    K == 1 ? "" : "s", t->nmodes, threads);
@@ -459,12 +297,12 @@ static int run_mttkrp_only(run_args *a, const amp_tensor *t, const amp_cpd *c, i
 #define CHECK_TOL_F64 1e-12
 #define CHECK_TOL_F32 1e-4
 
-static int run_check(run_args *a, const amp_tensor *t, const amp_cpd *c, const gpu_ctx *gc)
+static int run_check(run_args *a, const amp_tensor *t, const amp_cpd *c, amp_gpu_run *gr)
 {
     amp_error err = {0};
     double rel[AMP_MAX_MODES], worst = 0;
-    if ((gc->on ? gpu_check(gc, t, a, c, rel, &err)
-                : amp_cpd_check_mttkrp(t, &a->opts, c, rel, &err)) != AMP_OK) {
+    if ((gr ? amp_gpu_run_check(gr, t, c, rel, &err)
+            : amp_cpd_check_mttkrp(t, &a->opts, c, rel, &err)) != AMP_OK) {
         amp_log_error(&err);
         return EXIT_FAILURE;
     }
@@ -487,8 +325,115 @@ static int run_check(run_args *a, const amp_tensor *t, const amp_cpd *c, const g
     }
     if (!a->quiet)
         printf("check:     passed (tolerance %.0e, %s, %s)\n", tol,
-               a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64", gc->on ? "gpu" : "cpu");
+               a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64", gr ? "gpu" : "cpu");
     return EXIT_SUCCESS;
+}
+
+/* ---- the GPU backend's report ---------------------------------------------- */
+
+static const char *partition_name(amp_partition_kind k)
+{
+    return k == AMP_PARTITION_EQUAL_NNZ ? "equal-nnz" : "shards";
+}
+
+/* The backend line, and one line per GPU when there are several. */
+static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run *gr)
+{
+    const unsigned n = amp_gpu_run_count(gr);
+    const char *prec = a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64";
+    char tb[32], nb[32], cb[32];
+    for (unsigned k = 0; k < n; k++) {
+        amp_gpu_info in;
+        amp_gpu_run_info(gr, k, &in);
+        amp_format_bytes(tb, sizeof tb, in.tensor_bytes);
+        amp_format_bytes(nb, sizeof nb, in.need_bytes);
+        amp_format_bytes(cb, sizeof cb, in.streamed ? in.tensor_bytes : 0);
+        if (n == 1) {
+            if (in.streamed)
+                printf("backend:   gpu %d (%s, %d SMs), tensor streamed from pinned host memory "
+                       "in chunks of %" PRIu64 " nonzeros (%s on the device), %.1f bytes per "
+                       "nonzero on the link, %s of device memory in all, precision %s\n",
+                       in.device, in.name, in.sm_count, in.chunk_nnz, cb,
+                       in.stream_bytes_per_nnz, nb, prec);
+            else
+                printf("backend:   gpu %d (%s, %d SMs), tensor resident (%s), %s of device "
+                       "memory in all, precision %s\n", in.device, in.name, in.sm_count, tb, nb,
+                       prec);
+            return;
+        }
+        if (k == 0)
+            printf("backend:   %u GPUs joined with NCCL, partition %s, precision %s\n", n,
+                   partition_name(a->gpu.partition), prec);
+        printf("  gpu %d:   %s (%d SMs), ", in.device, in.name, in.sm_count);
+        if (in.streamed)
+            printf("its part streamed in chunks of %" PRIu64 " nonzeros, %.1f bytes per "
+                   "nonzero", in.chunk_nnz, in.stream_bytes_per_nnz);
+        else
+            printf("its part resident (%s)", tb);
+        printf(", %s of device memory; nonzeros per mode", nb);
+        for (unsigned m = 0; m < t->nmodes; m++)
+            printf(" %" PRIu64, in.nnz[m]);
+        printf("\n");
+    }
+    printf("  balance: largest GPU's nonzeros over the mean:");
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        double best, imb = amp_gpu_run_imbalance(gr, m, &best);
+        printf(" mode %u %.3f", m + 1, imb);
+        if (best > 1.0005)
+            printf(" (a shard holds %.3f of a fair share)", best);
+    }
+    printf("\n");
+    for (unsigned m = 0; m < t->nmodes; m++)
+        for (unsigned k = 0; k < n; k++) {
+            amp_gpu_info in;
+            amp_gpu_run_info(gr, k, &in);
+            if (in.nnz[m] == 0)
+                printf("  note:    gpu %d has no nonzeros of mode %u (the file has too few "
+                       "shards for %u GPUs): it idles during that mode's MTTKRP\n", in.device,
+                       m + 1, n);
+        }
+}
+
+/* Per GPU and mode, after the decomposition: into the report, and printed. */
+static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
+                      amp_report_gpu *rg)
+{
+    const unsigned n = amp_gpu_run_count(gr);
+    for (unsigned k = 0; k < n; k++) {
+        amp_gpu_info in;
+        amp_gpu_run_info(gr, k, &in);
+        rg[k].device = in.device;
+        rg[k].name = in.name;
+        rg[k].streamed = in.streamed;
+        rg[k].memory_bytes = (double)in.need_bytes;
+        for (unsigned m = 0; m < t->nmodes; m++) {
+            rg[k].nnz[m] = in.nnz[m];
+            rg[k].rows[m] = in.rows[m];
+        }
+        amp_gpu_run_times(gr, k, rg[k].mttkrp, rg[k].busy, rg[k].comm, rg[k].idle, rg[k].phase);
+    }
+    a->report.gpus = rg;
+    a->report.ngpus = n;
+    a->report.partition = partition_name(a->gpu.partition);
+    for (unsigned m = 0; m < t->nmodes; m++)
+        a->report.imbalance[m] = amp_gpu_run_imbalance(gr, m, &a->report.imbalance_bound[m]);
+    if (a->quiet || n == 1)
+        return;
+    printf("per GPU:   seconds summed over the iterations; busy: the mode's update but its "
+           "collectives; idle: waiting for the slowest GPU\n");
+    printf("  mode  gpu      nonzeros     mttkrp       busy       nccl       idle\n");
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        double most = 0, sum = 0;
+        for (unsigned k = 0; k < n; k++) {
+            printf("  %4u  %3d  %12" PRIu64 "  %9.4f  %9.4f  %9.4f  %9.4f\n", m + 1,
+                   rg[k].device, rg[k].nnz[m], rg[k].mttkrp[m], rg[k].busy[m], rg[k].comm[m],
+                   rg[k].idle[m]);
+            most = rg[k].mttkrp[m] > most ? rg[k].mttkrp[m] : most;
+            sum += rg[k].mttkrp[m];
+        }
+        printf("  mode %u: MTTKRP time imbalance (max over mean) %.3f, nonzeros %.3f\n", m + 1,
+               sum > 0 ? most / (sum / n) : 1.0, a->report.imbalance[m]);
+    }
 }
 
 static int run(run_args *a)
@@ -497,7 +442,8 @@ static int run(run_args *a)
     amp_file *f = NULL;
     amp_tensor t;
     amp_cpd c = {0};
-    gpu_ctx gc = {0};
+    amp_gpu_run *gr = NULL;
+    amp_report_gpu *rg = NULL;
     int status = EXIT_FAILURE, have_t = 0;
     double t_start = amp_now();
     int threads = a->opts.threads;
@@ -522,23 +468,31 @@ static int run(run_args *a)
     a->report.backend = "cpu";
     a->report.threads = threads;
     a->report.seconds_load = amp_now() - t_start;
-    if (gpu_open(a, &t, &gc, &err) != AMP_OK)
-        goto fail;
-    if (gc.on) {
+    if (a->gpus != 0) {
+        a->gpu.path = a->path;
+        a->gpu.gpus = a->gpus;
+        a->gpu.rank = a->opts.rank;
+        a->gpu.f32 = a->opts.precision == AMP_PRECISION_F32;
+        a->gpu.threads = a->opts.threads;
+        if (amp_gpu_run_open(&a->gpu, &t, &gr, &err) != AMP_OK)
+            goto fail;
+    }
+    if (gr) {
+        amp_gpu_info in;
+        amp_gpu_run_info(gr, 0, &in);
         a->report.backend = "gpu";
-        a->report.device = gc.name;
-        a->report.seconds_upload = gc.upload_seconds;
-#ifdef AMP_HAVE_CUDA
-        if (amp_gpu_tensor_streamed(gc.g))
-            a->report.stream_bytes_per_nnz = amp_gpu_stream_bytes(gc.g) / (double)t.nnz /
-                                             (double)t.nmodes;
-#endif
+        a->report.device = in.name;
+        a->report.seconds_upload = amp_gpu_run_upload_seconds(gr);
+        a->report.stream_bytes_per_nnz = amp_gpu_run_stream_bytes_per_nnz(gr, &t);
     }
     if (!a->quiet) {
-        print_tensor(a, &t, threads, gc.on ? gc.line : NULL);
+        print_tensor(a, &t, threads, gr != NULL);
+        if (gr)
+            print_gpus(a, &t, gr);
         printf("loaded:    %.3f s", a->report.seconds_load);
-        if (gc.on)
-            printf(", to the GPU %.3f s", gc.upload_seconds);
+        if (gr)
+            printf(", to the GPU%s %.3f s", amp_gpu_run_count(gr) > 1 ? "s" : "",
+                   a->report.seconds_upload);
         printf("\n");
     }
     warn_rank(&t, a->opts.rank);
@@ -547,11 +501,11 @@ static int run(run_args *a)
     if (rc != AMP_OK)
         goto fail;
     if (a->mttkrp_only) {
-        status = run_mttkrp_only(a, &t, &c, threads, &gc);
+        status = run_mttkrp_only(a, &t, &c, threads, gr);
         goto done;
     }
     if (a->check) {
-        status = run_check(a, &t, &c, &gc);
+        status = run_check(a, &t, &c, gr);
         goto done;
     }
     if (!a->quiet) {
@@ -565,12 +519,7 @@ static int run(run_args *a)
     }
     a->opts.on_iter = on_iter;
     a->opts.ctx = a;
-#ifdef AMP_HAVE_CUDA
-    if (gc.on)
-        rc = amp_gpu_cpd_als(gc.g, &t, &a->opts, &c, &err);
-    else
-#endif
-        rc = amp_cpd_als(&t, &a->opts, &c, &err);
+    rc = gr ? amp_gpu_run_als(gr, &t, &a->opts, &c, &err) : amp_cpd_als(&t, &a->opts, &c, &err);
     if (rc != AMP_OK)
         goto fail;
     if (c.pinv_used)
@@ -585,15 +534,25 @@ static int run(run_args *a)
         goto fail;
     a->report.seconds_output = amp_now() - t_out;
     a->report.seconds_total = amp_now() - t_start;
-    if (!a->quiet) {
+    if (!a->quiet)
         printf("final fit: %.10f after %u iteration%s (%s)\n", c.fit, c.iters,
                c.iters == 1 ? "" : "s", a->report.converged ? "converged" : "iteration limit");
-        if (gc.on)
-            printf("time:      load %.3f, to the GPU %.3f; GPU time: mttkrp %.3f, gram %.3f, "
-                   "solve %.3f, normalize %.3f, fit %.3f; output %.3f, total %.3f s\n",
-                   a->report.seconds_load, gc.upload_seconds, c.seconds[AMP_PHASE_MTTKRP],
+    if (gr) {
+        rg = calloc(amp_gpu_run_count(gr), sizeof *rg);
+        if (rg == NULL) {
+            amp_error_set(&err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
+            goto fail;
+        }
+        gpu_times(a, &t, gr, rg);
+    }
+    if (!a->quiet) {
+        if (gr)
+            printf("time:      load %.3f, to the GPU%s %.3f; GPU time: mttkrp %.3f, gram %.3f, "
+                   "solve %.3f, normalize %.3f, fit %.3f%s; output %.3f, total %.3f s\n",
+                   a->report.seconds_load, amp_gpu_run_count(gr) > 1 ? "s" : "",
+                   a->report.seconds_upload, c.seconds[AMP_PHASE_MTTKRP],
                    c.seconds[AMP_PHASE_GRAM], c.seconds[AMP_PHASE_SOLVE],
-                   c.seconds[AMP_PHASE_NORMALIZE], c.seconds[AMP_PHASE_FIT],
+                   c.seconds[AMP_PHASE_NORMALIZE], c.seconds[AMP_PHASE_FIT], "",
                    a->report.seconds_output, a->report.seconds_total);
         else
             printf("time:      load %.3f, mttkrp %.3f, gram %.3f, solve %.3f, normalize %.3f, "
@@ -601,6 +560,9 @@ static int run(run_args *a)
                    c.seconds[AMP_PHASE_MTTKRP], c.seconds[AMP_PHASE_GRAM],
                    c.seconds[AMP_PHASE_SOLVE], c.seconds[AMP_PHASE_NORMALIZE],
                    c.seconds[AMP_PHASE_FIT], a->report.seconds_output, a->report.seconds_total);
+        if (gr && amp_gpu_run_count(gr) > 1)
+            printf("           nccl %.3f (the slowest GPU's time of each phase)\n",
+                   c.seconds[AMP_PHASE_COMM]);
         if (a->output)
             printf("factors:   %s.mode1.%s ... %s.mode%u.%s, %s.lambda.%s\n", a->output,
                    a->format == AMP_FACTORS_NPY ? "npy" : "mat", a->output, t.nmodes,
@@ -616,7 +578,8 @@ static int run(run_args *a)
 fail:
     amp_log_error(&err);
 done:
-    gpu_close(&gc);
+    amp_gpu_run_close(gr);
+    free(rg);
     amp_cpd_free(&c);
     if (have_t)
         amp_tensor_free(&t);
@@ -633,11 +596,13 @@ int main(int argc, char **argv)
     amp_error err = {0};
     run_args a;
     memset(&a, 0, sizeof a);
-    a.gpus = GPUS_AUTO;
+    a.gpus = AMP_GPUS_AUTO;
+    int gpus_given = 0;
     amp_cpd_opts_init(&a.opts);
     static const char *const precisions[] = {"f64", "f32", NULL};
     static const char *const formats[] = {"text", "npy", NULL};
     static const char *const memories[] = {"auto", "resident", "stream", NULL};
+    static const char *const partitions[] = {"shards", "equal-nnz", NULL};
     int choice;
     argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
     while ((c = getopt_long(argc, argv, "r:o:t:qvhV", long_options, NULL)) != -1) {
@@ -686,25 +651,45 @@ int main(int argc, char **argv)
             a.check = 1;
             break;
         case OPT_GPUS:
-            if (amp_parse_u64(optarg, 0, 64, "--gpus", &u, &err))
+            if (amp_parse_u64(optarg, 0, AMP_MAX_GPUS, "--gpus", &u, &err))
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            if (u > 1)
-                return amp_usage_error(PROGRAM, "--gpus %" PRIu64 ": this version runs on one "
-                                       "GPU or on the CPU (--gpus 0 or 1)", u);
             a.gpus = (int)u;
+            gpus_given = 1;
+            break;
+        case OPT_DEVICES: {
+            uint64_t list[AMP_MAX_GPUS];
+            size_t n = 0;
+            if (amp_parse_u64_list(optarg, AMP_MAX_GPUS, 0, AMP_MAX_GPUS - 1, "--devices", list,
+                                   &n, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            for (size_t i = 0; i < n; i++) {
+                for (size_t j = 0; j < i; j++)
+                    if (list[j] == list[i])
+                        return amp_usage_error(PROGRAM, "--devices: GPU %" PRIu64 " is listed "
+                                               "twice", list[i]);
+                a.gpu.devices[i] = (int)list[i];
+            }
+            a.gpu.ndevices = (unsigned)n;
+            break;
+        }
+        case OPT_PARTITION:
+            if (amp_parse_choice(optarg, partitions, "--partition", &choice, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            a.gpu.partition = choice == 1 ? AMP_PARTITION_EQUAL_NNZ : AMP_PARTITION_OWNER;
             break;
         case OPT_MEMORY:
             if (amp_parse_choice(optarg, memories, "--memory", &choice, &err))
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            a.memory = choice;
+            a.gpu.memory = choice;
             break;
         case OPT_STREAM_CHUNK:
-            if (amp_parse_u64(optarg, STREAM_CHUNK_MIN, UINT64_C(1) << 40, "--stream-chunk",
-                              &a.stream_chunk, &err))
+            if (amp_parse_u64(optarg, AMP_STREAM_CHUNK_MIN, UINT64_C(1) << 40, "--stream-chunk",
+                              &a.gpu.stream_chunk, &err))
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             break;
         case OPT_DEVICE_MEMORY:
-            if (amp_parse_size(optarg, 1, UINT64_MAX, "--device-memory", &a.device_memory, &err))
+            if (amp_parse_size(optarg, 1, UINT64_MAX, "--device-memory", &a.gpu.device_memory,
+                               &err))
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             break;
         case OPT_LIST_DEVICES:
@@ -753,6 +738,11 @@ int main(int argc, char **argv)
     if ((a.mttkrp_only || a.check) && a.output)
         return amp_usage_error(PROGRAM, "-o writes factors of a decomposition; --mttkrp-only "
                                "and --check compute none");
+    if (a.gpu.ndevices > 0 && gpus_given && a.gpus != (int)a.gpu.ndevices)
+        return amp_usage_error(PROGRAM, "--gpus %d and --devices with %u GPU%s disagree: give "
+                               "one", a.gpus, a.gpu.ndevices, a.gpu.ndevices == 1 ? "" : "s");
+    if (a.gpu.ndevices > 0)
+        a.gpus = (int)a.gpu.ndevices;
     a.path = argv[optind];
     if (want_info || want_verify) {
         int status = EXIT_SUCCESS;

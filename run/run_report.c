@@ -107,7 +107,7 @@ static void put_double_array(sbuf *b, const double *v, unsigned n)
 amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_error *err)
 {
     static const char *const phase_names[AMP_NPHASES] = {"mttkrp", "gram", "solve",
-                                                         "normalize", "fit"};
+                                                         "normalize", "fit", "comm"};
     const amp_tensor *t = r->t;
     sbuf b = {0};
     put(&b, "{\n  \"tensor\": {\"path\": ");
@@ -178,7 +178,44 @@ amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_
     put_number(&b, r->seconds_output);
     put(&b, ", \"total\": ");
     put_number(&b, r->seconds_total);
-    put(&b, "}\n}\n");
+    put(&b, "}");
+    if (r->ngpus > 0) {
+        put(&b, ",\n  \"partition\": ");
+        put_string(&b, r->partition);
+        put(&b, ",\n  \"imbalance\": ");
+        put_double_array(&b, r->imbalance, t->nmodes);
+        put(&b, ",\n  \"imbalance_bound\": ");
+        put_double_array(&b, r->imbalance_bound, t->nmodes);
+        put(&b, ",\n  \"gpus\": [");
+        for (unsigned k = 0; k < r->ngpus; k++) {
+            const amp_report_gpu *g = &r->gpus[k];
+            put(&b, "%s\n    {\"device\": %d, \"name\": ", k ? "," : "", g->device);
+            put_string(&b, g->name);
+            put(&b, ", \"memory\": \"%s\", \"device_bytes\": ",
+                g->streamed ? "stream" : "resident");
+            put_number(&b, g->memory_bytes);
+            put(&b, ",\n     \"nnz\": ");
+            put_u64_array(&b, g->nnz, t->nmodes);
+            put(&b, ", \"rows\": ");
+            put_u64_array(&b, g->rows, t->nmodes);
+            put(&b, ",\n     \"mttkrp\": ");
+            put_double_array(&b, g->mttkrp, t->nmodes);
+            put(&b, ", \"busy\": ");
+            put_double_array(&b, g->busy, t->nmodes);
+            put(&b, ", \"comm\": ");
+            put_double_array(&b, g->comm, t->nmodes);
+            put(&b, ", \"idle\": ");
+            put_double_array(&b, g->idle, t->nmodes);
+            put(&b, ",\n     \"timings\": {");
+            for (int p = 0; p < AMP_NPHASES; p++) {
+                put(&b, "%s\"%s\": ", p ? ", " : "", phase_names[p]);
+                put_number(&b, g->phase[p]);
+            }
+            put(&b, "}}");
+        }
+        put(&b, "\n  ]");
+    }
+    put(&b, "\n}\n");
     if (b.failed) {
         free(b.p);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the JSON report");

@@ -12,6 +12,17 @@ typedef struct amp_iter_record {
     double fit, delta, seconds;
 } amp_iter_record;
 
+/* One GPU of a run, summed over the iterations (seconds). */
+typedef struct amp_report_gpu {
+    int device;
+    const char *name;
+    int streamed;
+    double memory_bytes;
+    uint64_t nnz[AMP_MAX_MODES], rows[AMP_MAX_MODES];
+    double mttkrp[AMP_MAX_MODES], busy[AMP_MAX_MODES], comm[AMP_MAX_MODES], idle[AMP_MAX_MODES];
+    double phase[AMP_NPHASES];
+} amp_report_gpu;
+
 typedef struct amp_run_report {
     const char *path;
     const amp_tensor *t;
@@ -26,6 +37,11 @@ typedef struct amp_run_report {
     double final_fit;
     double seconds_load, seconds_upload, seconds_output, seconds_total;
     const double *phase_seconds;   /* AMP_NPHASES, or NULL */
+    /* GPU runs: each GPU, how the work was split and its balance. */
+    const amp_report_gpu *gpus;
+    unsigned ngpus;
+    const char *partition;
+    double imbalance[AMP_MAX_MODES], imbalance_bound[AMP_MAX_MODES];
     /* --mttkrp-only */
     const double *mttkrp_mode_seconds;   /* nmodes, or NULL */
     unsigned mttkrp_rounds;

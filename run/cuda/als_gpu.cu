@@ -1,15 +1,22 @@
-/* CP-ALS on one GPU with the tensor resident: the same algorithm, stopping
- * rule and outputs as the CPU backend (als.c), with every step on the
- * device. Per mode d:
+/* CP-ALS on one GPU or several: the same algorithm, stopping rule and
+ * outputs as the CPU backend (als.c), with every step on the devices.
+ * Per mode d, on every GPU, for the rows it owns (all of them on one GPU):
  *
  *   M = MTTKRP(d)                          mttkrp.cu (f32 or f64 factors)
+ *     (equal-nnz ablation: partial M over every row, reduce-scattered)
  *   V = Hadamard product of the other Grams    als_kernels.cu
  *   P = V^-1: cuSOLVER potrf + potri; if V is not positive definite, the
  *       pseudo-inverse from syevd (eigenvalues under R eps max|w| dropped)
  *   A_d = M P                              cublasDgemm
- *   lambda, column sums of A .* M          als_kernels.cu, fixed order
- *   A_d scaled by 1/lambda (and its f32 shadow written)
- *   G_d = A_d^T A_d                        batched cublasDgemm, row chunks
+ *   column sums of squares, of A .* M, max |A|; summed (max) across GPUs
+ *   lambda; A_d scaled by 1/lambda (and its f32 shadow written)
+ *   G_d = A_d^T A_d                        batched cublasDgemm, row chunks,
+ *                                          summed across GPUs
+ *   A_d's rows sent to every other GPU     amp_comm (NCCL)
+ *
+ * Several GPUs run one host thread each; the R x R work is repeated on
+ * every GPU from the same summed inputs, so every GPU takes the same
+ * decisions (pseudo-inverse, stopping) without asking the others.
  *
  * The R x R algebra and the factors are f64 whatever the MTTKRP precision,
  * as on the CPU. Only scalars cross to the host: the Cholesky status of
@@ -27,16 +34,56 @@
 #include <string.h>
 #include <time.h>
 
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
 #include "als_kernels.h"
+#include "amp_comm.h"
 #include "amp_cuda.h"
 #include "gpu_internal.h"
 
-enum { EV_START, EV_MTTKRP, EV_HADAMARD, EV_SOLVE, EV_NORMALIZE, EV_GRAM, EV_PER_MODE };
+/* Events of one mode's update, in stream order. */
+enum {
+    EV_START, EV_MTTKRP, EV_REDUCE, EV_HADAMARD, EV_SOLVE, EV_STATS, EV_STATS_COMM,
+    EV_NORMALIZE, EV_GRAM, EV_EXCHANGE, EV_SHADOW, EV_PER_MODE
+};
+
+/* What the GPUs' threads share. */
+struct als_run {
+    unsigned n;
+    amp_gpu_tensor *const *g;
+    amp_comm *const *comms;
+    const amp_partition *p;
+    const amp_tensor *t;
+    const amp_cpd_opts *o;
+    amp_cpd *c;
+    std::atomic<int> failed{0};
+    std::mutex lock;
+    int first_failed = -1;
+    amp_status rc[AMP_MAX_GPUS];
+    amp_error err[AMP_MAX_GPUS];
+    /* Per GPU, per iteration and mode: seconds from the mode's start to
+     * its first collective. */
+    std::vector<double> reach[AMP_MAX_GPUS];
+    double seconds[AMP_MAX_GPUS][AMP_NPHASES];
+    amp_gpu_run_stats *stats;
+};
 
 typedef struct gpu_als {
     unsigned N, R;
     int f32;
     uint64_t max_rows;
+    /* Multi-GPU: this GPU's rank, its rows of each mode, and how every
+     * GPU's rows sit in a factor (for the exchange, in doubles). */
+    als_run *run;
+    amp_comm *comm;
+    unsigned rank, nranks;
+    int reduce;                /* equal-nnz: M is summed across GPUs */
+    uint64_t own_begin[AMP_MAX_MODES], own_rows[AMP_MAX_MODES];
+    uint64_t reduce_block[AMP_MAX_MODES];   /* rows of M each GPU receives */
+    uint64_t *gather_offset[AMP_MAX_MODES], *gather_count[AMP_MAX_MODES];
     cudaStream_t s;
     cublasHandle_t blas;
     cusolverDnHandle_t solver;
@@ -45,7 +92,7 @@ typedef struct gpu_als {
     double *G[AMP_MAX_MODES];
     double *M;
     float *M32;
-    double *V, *L, *P, *Qs, *w, *lambda, *inv, *inner, *partial, *fit_terms;
+    double *V, *L, *P, *Qs, *w, *lambda, *inv, *inner, *partial, *totals, *fit_terms;
     double *work;
     int lwork;
     double *gram_partial;      /* gram_chunks + 1 matrices R x R */
@@ -72,6 +119,8 @@ static unsigned gram_chunks_max(unsigned R)
 static void gpu_als_free(gpu_als *w)
 {
     for (unsigned m = 0; m < w->N; m++) {
+        free(w->gather_offset[m]);
+        free(w->gather_count[m]);
         cudaFree(w->A[m]);
         cudaFree(w->A32[m]);
         cudaFree(w->G[m]);
@@ -83,8 +132,8 @@ static void gpu_als_free(gpu_als *w)
         cudaEventDestroy(w->fit0);
     if (w->fit1)
         cudaEventDestroy(w->fit1);
-    void *p[] = {w->gram_partial, w->M, w->M32, w->V, w->L, w->P, w->Qs, w->w, w->lambda, w->inv, w->inner,
-                 w->partial, w->fit_terms, w->work, w->info};
+    void *p[] = {w->gram_partial, w->M, w->M32, w->V, w->L, w->P, w->Qs, w->w, w->lambda,
+                 w->inv, w->inner, w->partial, w->totals, w->fit_terms, w->work, w->info};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         cudaFree(p[k]);
     if (w->blas)
@@ -95,18 +144,62 @@ static void gpu_als_free(gpu_als *w)
         cudaStreamDestroy(w->s);
 }
 
-static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, gpu_als *w,
-                              amp_error *err)
+/* Wait for w's stream. On several GPUs, never block for good: a peer
+ * that failed leaves our collectives waiting, so poll and give up when
+ * any GPU has failed or NCCL reports an error. */
+static amp_status wait_stream(gpu_als *w, amp_error *err)
+{
+    if (w->nranks == 1) {
+        CUDA_TRY(cudaStreamSynchronize(w->s), err);
+        return AMP_OK;
+    }
+    for (;;) {
+        cudaError_t e = cudaStreamQuery(w->s);
+        if (e == cudaSuccess)
+            return AMP_OK;
+        if (e != cudaErrorNotReady)
+            return amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__, "GPU %u: %s", w->rank,
+                                 cudaGetErrorString(e));
+        if (w->run->failed.load())
+            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u stopped: another GPU failed", w->rank);
+        AMP_CHECK(amp_comm_check(w->comm, err));
+        std::this_thread::yield();
+    }
+}
+
+static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, als_run *run,
+                              unsigned rank, gpu_als *w, amp_error *err)
 {
     amp_status rc = AMP_OK;
     const unsigned R = o->rank;
     const size_t rr = (size_t)R * R * sizeof(double);
+    const amp_partition *p = run->p;
     memset(w, 0, sizeof *w);
     w->N = g->nmodes;
     w->R = R;
     w->f32 = o->precision == AMP_PRECISION_F32;
-    for (unsigned m = 0; m < w->N; m++)
+    w->run = run;
+    w->rank = rank;
+    w->nranks = run->n;
+    w->comm = run->comms ? run->comms[rank] : NULL;
+    w->reduce = p && p->kind == AMP_PARTITION_EQUAL_NNZ && run->n > 1;
+    uint64_t m_rows = 0;   /* rows of M: reduce-scatter wants n equal blocks */
+    for (unsigned m = 0; m < w->N; m++) {
         w->max_rows = g->rows[m] > w->max_rows ? g->rows[m] : w->max_rows;
+        w->own_begin[m] = p ? p->modes[m].row_begin[rank] : 0;
+        w->own_rows[m] = p ? p->modes[m].row_count[rank] : g->rows[m];
+        w->reduce_block[m] = (g->rows[m] + run->n - 1) / run->n;
+        uint64_t mr = w->reduce ? w->reduce_block[m] * run->n : g->rows[m];
+        m_rows = mr > m_rows ? mr : m_rows;
+        w->gather_offset[m] = (uint64_t *)malloc(run->n * sizeof(uint64_t));
+        w->gather_count[m] = (uint64_t *)malloc(run->n * sizeof(uint64_t));
+        if (w->gather_offset[m] == NULL || w->gather_count[m] == NULL)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+        for (unsigned r = 0; r < run->n; r++) {
+            w->gather_offset[m][r] = (p ? p->modes[m].row_begin[r] : 0) * R;
+            w->gather_count[m][r] = (p ? p->modes[m].row_count[r] : g->rows[m]) * R;
+        }
+    }
     CUDA_TRY_GOTO(cudaSetDevice(g->device), err, rc, fail);
     CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), err, rc, fail);
     CUBLAS_TRY_GOTO(cublasCreate(&w->blas), err, rc, fail);
@@ -124,11 +217,15 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, gp
     }
     CUDA_TRY_GOTO(cudaEventCreate(&w->fit0), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreate(&w->fit1), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->M, (size_t)w->max_rows * R * sizeof(double) + 8), err,
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->M, (size_t)m_rows * R * sizeof(double) + 8), err,
                   rc, fail);
-    if (w->f32)
-        CUDA_TRY_GOTO(cudaMalloc((void **)&w->M32, (size_t)w->max_rows * R * sizeof(float) + 8),
+    /* Rows past the tensor's (padding of the reduce-scatter) stay zero. */
+    CUDA_TRY_GOTO(cudaMemset(w->M, 0, (size_t)m_rows * R * sizeof(double)), err, rc, fail);
+    if (w->f32) {
+        CUDA_TRY_GOTO(cudaMalloc((void **)&w->M32, (size_t)m_rows * R * sizeof(float) + 8),
                       err, rc, fail);
+        CUDA_TRY_GOTO(cudaMemset(w->M32, 0, (size_t)m_rows * R * sizeof(float)), err, rc, fail);
+    }
     w->gram_chunks = gram_chunks_max(R);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->gram_partial, (w->gram_chunks + 1) * rr), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->V, rr), err, rc, fail);
@@ -139,6 +236,7 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, gp
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->lambda, R * sizeof(double)), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->inv, R * sizeof(double)), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->inner, R * sizeof(double)), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->totals, 3 * R * sizeof(double)), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->partial, (size_t)amp_gpu_stats_blocks(w->max_rows,
                                                    g->sm_count) * 3 * R * sizeof(double)),
                   err, rc, fail);
@@ -174,26 +272,32 @@ static amp_gram_set gram_set(const gpu_als *w)
     return gs;
 }
 
-/* G = A^T A. With A row-major rows x R, cuBLAS (column-major) sees A^T.
- * One syrk or gemm over millions of rows and a handful of columns ran at
- * a few percent of the memory bandwidth (cublasDsyrk: 42 ms per iteration
- * on rd100m, rank 32); a strided batch of gemms over row chunks, summed in
- * chunk order, spreads the rows over the whole GPU. */
-static amp_status gram(gpu_als *w, unsigned m, uint64_t rows, amp_error *err)
+/* G = A^T A over rows [begin, begin + rows) of A[m]. With A row-major
+ * rows x R, cuBLAS (column-major) sees A^T. One syrk or gemm over
+ * millions of rows and a handful of columns ran at a few percent of the
+ * memory bandwidth (cublasDsyrk: 42 ms per iteration on rd100m, rank 32);
+ * a strided batch of gemms over row chunks, summed in chunk order, spreads
+ * the rows over the whole GPU. */
+static amp_status gram(gpu_als *w, unsigned m, uint64_t begin, uint64_t rows, amp_error *err)
 {
     amp_status rc = AMP_OK;
     const double one = 1, zero = 0;
     const unsigned R = w->R;
+    if (rows == 0) {   /* a GPU that owns no row of this mode */
+        CUDA_TRY(cudaMemsetAsync(w->G[m], 0, (size_t)R * R * sizeof(double), w->s), err);
+        return AMP_OK;
+    }
+    const double *A = w->A[m] + begin * R;
     uint64_t S = rows / 4096;
     S = S < 1 ? 1 : S > w->gram_chunks ? w->gram_chunks : S;
     const uint64_t c = rows / S, tail = rows - c * S;
     const long long stride = (long long)(c * R), out_stride = (long long)R * R;
     CUBLAS_TRY_GOTO(cublasDgemmStridedBatched_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_T, R, R,
-                                                 (int64_t)c, &one, w->A[m], R, stride, w->A[m],
-                                                 R, stride, &zero, w->gram_partial, R,
-                                                 out_stride, (int64_t)S), err, rc, done);
+                                                 (int64_t)c, &one, A, R, stride, A, R, stride,
+                                                 &zero, w->gram_partial, R, out_stride,
+                                                 (int64_t)S), err, rc, done);
     if (tail > 0) {
-        const double *At = w->A[m] + c * S * R;
+        const double *At = A + c * S * R;
         CUBLAS_TRY_GOTO(cublasDgemm_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_T, R, R, (int64_t)tail,
                                        &one, At, R, At, R, &zero,
                                        w->gram_partial + S * R * R, R), err, rc, done);
@@ -217,7 +321,7 @@ static amp_status invert(gpu_als *w, int *pinv, amp_error *err)
                                        w->work, w->lwork, w->info), err, rc, done);
     CUDA_TRY_GOTO(cudaMemcpyAsync(&info, w->info, sizeof info, cudaMemcpyDeviceToHost, w->s),
                   err, rc, done);
-    CUDA_TRY_GOTO(cudaStreamSynchronize(w->s), err, rc, done);
+    AMP_CHECK_GOTO(wait_stream(w, err), rc, done);
     if (info < 0)
         AMP_RAISE_GOTO(err, rc, done, AMP_ERR_INTERNAL, "cusolverDnDpotrf rejected argument %d",
                        -info);
@@ -236,7 +340,7 @@ static amp_status invert(gpu_als *w, int *pinv, amp_error *err)
                                        w->work, w->lwork, w->info), err, rc, done);
     CUDA_TRY_GOTO(cudaMemcpyAsync(&info, w->info, sizeof info, cudaMemcpyDeviceToHost, w->s),
                   err, rc, done);
-    CUDA_TRY_GOTO(cudaStreamSynchronize(w->s), err, rc, done);
+    AMP_CHECK_GOTO(wait_stream(w, err), rc, done);
     if (info != 0)
         AMP_RAISE_GOTO(err, rc, done, AMP_ERR_INTERNAL, "the eigensolver (cusolverDnDsyevd) "
                        "failed on the %ux%u Gram product (info %d)", R, R, info);
@@ -254,11 +358,12 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
 {
     amp_status rc = AMP_OK;
     const unsigned R = w->R;
-    const uint64_t rows = g->rows[d];
+    const uint64_t rows = g->rows[d], rb = w->own_begin[d], nown = w->own_rows[d];
     const double one = 1, zero = 0;
     cudaEvent_t *ev = w->ev[d];
     const amp_gram_set gs = gram_set(w);
-    const unsigned blocks = amp_gpu_stats_blocks(rows, g->sm_count);
+    const unsigned blocks = amp_gpu_stats_blocks(nown, g->sm_count);
+    double *Mown = w->M + rb * R, *Aown = w->A[d] + rb * R;
     int pinv = 0;
     void *F[AMP_MAX_MODES];
     for (unsigned m = 0; m < w->N; m++)
@@ -266,9 +371,15 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_START], w->s), err, rc, done);
     AMP_CHECK_GOTO(amp_gpu_mttkrp(g, d, F, R, w->f32, w->f32 ? (void *)w->M32 : (void *)w->M,
                                   w->s, err), rc, done);
-    if (w->f32)
-        CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32, w->M, rows * R, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_MTTKRP], w->s), err, rc, done);
+    if (w->reduce)   /* equal-nnz: every GPU's partial rows, summed */
+        AMP_CHECK_GOTO(amp_comm_reduce_scatter(w->comm, w->f32 ? (void *)w->M32
+                                                               : (void *)w->M,
+                                               w->reduce_block[d] * R, w->f32, w->s, err),
+                       rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_REDUCE], w->s), err, rc, done);
+    if (w->f32 && nown > 0)
+        CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32 + rb * R, Mown, nown * R, w->s), err, rc, done);
 
     CUDA_TRY_GOTO(amp_gpu_hadamard(&gs, d, R, w->V, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_HADAMARD], w->s), err, rc, done);
@@ -277,70 +388,111 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     if (pinv)
         *pinv_used = 1;
     /* Row-major A = M P is, column-major, A^T = P M^T (P symmetric). */
-    CUBLAS_TRY_GOTO(cublasDgemm_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, R, (int64_t)rows, R, &one,
-                                   w->P, R, w->M, R, &zero, w->A[d], R), err, rc, done);
+    if (nown > 0)
+        CUBLAS_TRY_GOTO(cublasDgemm_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, R, (int64_t)nown, R,
+                                       &one, w->P, R, Mown, R, &zero, Aown, R), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
 
-    CUDA_TRY_GOTO(amp_gpu_column_stats(w->A[d], w->M, rows, R, blocks, w->partial, w->s), err,
+    CUDA_TRY_GOTO(amp_gpu_column_stats(Aown, Mown, nown, R, blocks, w->partial, w->s), err, rc,
+                  done);
+    CUDA_TRY_GOTO(amp_gpu_column_totals(w->partial, blocks, R, w->totals, w->s), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_STATS], w->s), err, rc, done);
+    AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->totals, 2 * R, 0, w->s, err), rc, done);
+    AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->totals + 2 * R, R, 1, w->s, err), rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_STATS_COMM], w->s), err, rc, done);
+    CUDA_TRY_GOTO(amp_gpu_lambda(w->totals, R, first, w->lambda, w->inv, w->inner, w->s), err,
                   rc, done);
-    CUDA_TRY_GOTO(amp_gpu_lambda(w->partial, blocks, R, first, w->lambda, w->inv, w->inner,
-                                 w->s), err, rc, done);
-    CUDA_TRY_GOTO(amp_gpu_scale_columns(w->A[d], w->f32 ? w->A32[d] : NULL, rows, R, w->inv,
-                                        w->s), err, rc, done);
+    if (nown > 0)
+        CUDA_TRY_GOTO(amp_gpu_scale_columns(Aown, w->f32 ? w->A32[d] + rb * R : NULL, nown, R,
+                                            w->inv, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_NORMALIZE], w->s), err, rc, done);
 
-    AMP_CHECK_GOTO(gram(w, d, rows, err), rc, done);
+    AMP_CHECK_GOTO(gram(w, d, rb, nown, err), rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_GRAM], w->s), err, rc, done);
+    AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->G[d], (size_t)R * R, 0, w->s, err), rc, done);
+    AMP_CHECK_GOTO(amp_comm_allgatherv(w->comm, w->A[d], w->gather_offset[d],
+                                       w->gather_count[d], w->s, err), rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_EXCHANGE], w->s), err, rc, done);
+    if (w->f32 && w->nranks > 1) {   /* the shadow of the rows that came in */
+        if (rb > 0)
+            CUDA_TRY_GOTO(amp_gpu_to_f32(w->A[d], w->A32[d], rb * R, w->s), err, rc, done);
+        if (rb + nown < rows)
+            CUDA_TRY_GOTO(amp_gpu_to_f32(w->A[d] + (rb + nown) * R, w->A32[d] + (rb + nown) * R,
+                                         (rows - rb - nown) * R, w->s), err, rc, done);
+    }
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SHADOW], w->s), err, rc, done);
 done:
     return rc;
 }
 
+/* GPU time of each phase of the last iteration into seconds; per mode
+ * into the run's statistics of this GPU. */
 static amp_status add_phase_times(gpu_als *w, double *seconds, amp_error *err)
 {
     amp_status rc = AMP_OK;
     float ms;
     static const int phase_of[EV_PER_MODE] = {
-        0, AMP_PHASE_MTTKRP, AMP_PHASE_GRAM, AMP_PHASE_SOLVE, AMP_PHASE_NORMALIZE,
-        AMP_PHASE_GRAM};
-    for (unsigned m = 0; m < w->N; m++)
+        0, AMP_PHASE_MTTKRP, AMP_PHASE_COMM, AMP_PHASE_GRAM, AMP_PHASE_SOLVE,
+        AMP_PHASE_NORMALIZE, AMP_PHASE_COMM, AMP_PHASE_NORMALIZE, AMP_PHASE_GRAM,
+        AMP_PHASE_COMM, AMP_PHASE_NORMALIZE};
+    amp_gpu_run_stats *st = w->run->stats;
+    for (unsigned m = 0; m < w->N; m++) {
+        double reach = 0;
         for (int e = EV_MTTKRP; e < EV_PER_MODE; e++) {
             CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, w->ev[m][e - 1], w->ev[m][e]), err, rc, done);
-            seconds[phase_of[e]] += ms / 1e3;
+            const double sec = ms / 1e3;
+            seconds[phase_of[e]] += sec;
+            /* The first collective: the reduce-scatter, else the norms. */
+            if (e <= (w->reduce ? EV_MTTKRP : EV_STATS))
+                reach += sec;
+            if (st) {
+                if (e == EV_MTTKRP)
+                    st->mttkrp[w->rank][m] += sec;
+                if (phase_of[e] == AMP_PHASE_COMM)
+                    st->comm[w->rank][m] += sec;
+                else
+                    st->busy[w->rank][m] += sec;
+            }
         }
+        w->run->reach[w->rank].push_back(reach);
+    }
     CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, w->fit0, w->fit1), err, rc, done);
     seconds[AMP_PHASE_FIT] += ms / 1e3;
 done:
     return rc;
 }
 
-extern "C" amp_status amp_gpu_cpd_als(const amp_gpu_tensor *g, const amp_tensor *t,
-                                      const amp_cpd_opts *o, amp_cpd *c, amp_error *err)
+/* One GPU's whole run. */
+static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
 {
     gpu_als w;
     amp_status rc = AMP_OK;
+    const amp_gpu_tensor *g = run->g[rank];
+    const amp_cpd_opts *o = run->o;
+    amp_cpd *c = run->c;
     const unsigned N = g->nmodes, R = c->rank;
-    if (R != o->rank)
-        return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", R, o->rank);
-    AMP_CHECK(gpu_als_new(g, o, &w, err));
-    memset(c->seconds, 0, sizeof c->seconds);
+    double *seconds = run->seconds[rank];
+    int pinv_used = 0;
+    AMP_CHECK(gpu_als_new(g, o, run, rank, &w, err));
     for (unsigned m = 0; m < N; m++) {
         size_t n = (size_t)g->rows[m] * R;
         /* On w.s itself: a pageable cudaMemcpy may return before its data
-         * lands, and w.s does not wait for the legacy stream. */
+         * lands, and w.s does not wait for the legacy stream. Every GPU
+         * starts from all of every factor, so each takes its Gram whole. */
         CUDA_TRY_GOTO(cudaMemcpyAsync(w.A[m], c->A[m], n * sizeof(double),
                                       cudaMemcpyHostToDevice, w.s), err, rc, done);
         if (w.f32)
             CUDA_TRY_GOTO(amp_gpu_to_f32(w.A[m], w.A32[m], n, w.s), err, rc, done);
-        AMP_CHECK_GOTO(gram(&w, m, g->rows[m], err), rc, done);
+        AMP_CHECK_GOTO(gram(&w, m, 0, g->rows[m], err), rc, done);
     }
     {
-        double old_fit = 0, norm_x = sqrt(t->norm_sq);
-        c->iters = 0;
-        c->converged = 0;
+        double old_fit = 0, norm_x = sqrt(run->t->norm_sq), fit = 0;
+        unsigned iters = 0;
+        int converged = 0;
         for (unsigned it = 0; it < o->max_iters; it++) {
             double t_iter = wall_now();
             for (unsigned d = 0; d < N; d++)
-                AMP_CHECK_GOTO(update_mode(g, &w, d, it == 0, &c->pinv_used, err), rc, done);
+                AMP_CHECK_GOTO(update_mode(g, &w, d, it == 0, &pinv_used, err), rc, done);
             /* <X, model> from the last mode's update: the column sums of
              * A .* M taken before scaling are lambda .* A_normalized .* M. */
             CUDA_TRY_GOTO(cudaEventRecord(w.fit0, w.s), err, rc, done);
@@ -351,31 +503,140 @@ extern "C" amp_status amp_gpu_cpd_als(const amp_gpu_tensor *g, const amp_tensor 
             CUDA_TRY_GOTO(cudaMemcpyAsync(terms, w.fit_terms, sizeof terms,
                                           cudaMemcpyDeviceToHost, w.s), err, rc, done);
             CUDA_TRY_GOTO(cudaEventRecord(w.fit1, w.s), err, rc, done);
-            CUDA_TRY_GOTO(cudaStreamSynchronize(w.s), err, rc, done);
-            AMP_CHECK_GOTO(add_phase_times(&w, c->seconds, err), rc, done);
-            double resid = t->norm_sq + terms[0] - 2 * terms[1];
-            double fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
+            AMP_CHECK_GOTO(wait_stream(&w, err), rc, done);
+            AMP_CHECK_GOTO(add_phase_times(&w, seconds, err), rc, done);
+            double resid = run->t->norm_sq + terms[0] - 2 * terms[1];
+            fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
             double delta = fabs(fit - old_fit);
-            c->fit = fit;
-            c->iters = it + 1;
-            if (o->on_iter)
+            iters = it + 1;
+            if (rank == 0 && o->on_iter)
                 o->on_iter(o->ctx, it + 1, fit, delta, wall_now() - t_iter);
+            /* Every GPU computes the same fit from the same summed terms,
+             * so all stop together. */
             if (it > 0 && delta < o->tol) {
-                c->converged = 1;
+                converged = 1;
                 break;
             }
             old_fit = fit;
         }
+        if (rank == 0) {
+            c->fit = fit;
+            c->iters = iters;
+            c->converged = converged;
+            c->pinv_used = pinv_used;
+        }
     }
-    for (unsigned m = 0; m < N; m++)
-        CUDA_TRY_GOTO(cudaMemcpy(c->A[m], w.A[m], (size_t)g->rows[m] * R * sizeof(double),
-                                 cudaMemcpyDeviceToHost), err, rc, done);
-    if (c->iters > 0)
-        CUDA_TRY_GOTO(cudaMemcpy(c->lambda, w.lambda, R * sizeof(double), cudaMemcpyDeviceToHost),
-                      err, rc, done);
+    if (rank == 0) {
+        for (unsigned m = 0; m < N; m++)
+            CUDA_TRY_GOTO(cudaMemcpyAsync(c->A[m], w.A[m], (size_t)g->rows[m] * R * sizeof(double),
+                                          cudaMemcpyDeviceToHost, w.s), err, rc, done);
+        if (c->iters > 0)
+            CUDA_TRY_GOTO(cudaMemcpyAsync(c->lambda, w.lambda, R * sizeof(double),
+                                          cudaMemcpyDeviceToHost, w.s), err, rc, done);
+        AMP_CHECK_GOTO(wait_stream(&w, err), rc, done);
+    }
 done:
+    if (rc != AMP_OK && run->n > 1) {
+        /* Peers may wait in collectives this GPU will never join: stop
+         * ours before freeing (cudaFree waits for the device). */
+        run->failed.store(1);
+        amp_comm_abort(run->comms[rank]);
+    }
     gpu_als_free(&w);
     return rc;
+}
+
+static void rank_main(als_run *run, unsigned rank)
+{
+    amp_status rc = als_rank(run, rank, &run->err[rank]);
+    run->rc[rank] = rc;
+    if (rc != AMP_OK) {
+        std::lock_guard<std::mutex> hold(run->lock);
+        if (run->first_failed < 0)
+            run->first_failed = (int)rank;
+    }
+}
+
+extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comms,
+                                            const amp_partition *p, const amp_tensor *t,
+                                            const amp_cpd_opts *o, amp_cpd *c,
+                                            amp_gpu_run_stats *stats, amp_error *err)
+{
+    const unsigned n = p ? p->ngpus : 1;
+    if (c->rank != o->rank)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", c->rank, o->rank);
+    if (n > 1 && comms == NULL)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%u GPUs need their communicators", n);
+    als_run *run = new (std::nothrow) als_run;
+    if (run == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    run->n = n;
+    run->g = g;
+    run->comms = comms;
+    run->p = p;
+    run->t = t;
+    run->o = o;
+    run->c = c;
+    run->stats = stats;
+    memset(run->rc, 0, sizeof run->rc);
+    memset(run->err, 0, sizeof run->err);
+    memset(run->seconds, 0, sizeof run->seconds);
+    if (stats) {
+        memset(stats, 0, sizeof *stats);
+        stats->ngpus = n;
+        stats->nmodes = t->nmodes;
+    }
+    std::vector<std::thread> threads;
+    amp_status rc = AMP_OK;
+    try {
+        for (unsigned r = 1; r < n; r++)
+            threads.emplace_back(rank_main, run, r);
+    } catch (...) {
+        run->failed.store(1);
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "could not start a thread for each of %u GPUs", n);
+    }
+    if (rc == AMP_OK)
+        rank_main(run, 0);
+    else
+        amp_comm_abort(comms[0]);
+    for (auto &th : threads)
+        th.join();
+    if (rc == AMP_OK && run->first_failed >= 0) {
+        const amp_error *e = &run->err[run->first_failed];
+        if (n > 1)
+            rc = amp_error_set(err, e->status, e->src_file, e->src_line, "GPU %d of the run: %s",
+                               run->first_failed, amp_error_message(e));
+        else
+            rc = amp_error_set(err, e->status, e->src_file, e->src_line, "%s",
+                               amp_error_message(e));
+    }
+    if (rc == AMP_OK) {
+        memset(c->seconds, 0, sizeof c->seconds);
+        for (unsigned r = 0; r < n; r++)
+            for (int ph = 0; ph < AMP_NPHASES; ph++) {
+                c->seconds[ph] = run->seconds[r][ph] > c->seconds[ph] ? run->seconds[r][ph]
+                                                                       : c->seconds[ph];
+                if (stats)
+                    stats->phase[r][ph] = run->seconds[r][ph];
+            }
+        if (stats)   /* idle: behind the last GPU to reach each collective */
+            for (size_t k = 0; k < run->reach[0].size(); k++) {
+                double last = 0;
+                for (unsigned r = 0; r < n; r++)
+                    last = run->reach[r][k] > last ? run->reach[r][k] : last;
+                for (unsigned r = 0; r < n; r++)
+                    stats->idle[r][k % t->nmodes] += last - run->reach[r][k];
+            }
+    }
+    delete run;
+    return rc;
+}
+
+extern "C" amp_status amp_gpu_cpd_als(const amp_gpu_tensor *g, const amp_tensor *t,
+                                      const amp_cpd_opts *o, amp_cpd *c, amp_error *err)
+{
+    amp_gpu_tensor *one = (amp_gpu_tensor *)g;
+    return amp_gpu_cpd_als_multi(&one, NULL, NULL, t, o, c, NULL, err);
 }
 
 extern "C" size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32,

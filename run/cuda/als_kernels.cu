@@ -23,7 +23,7 @@
 /* Thread mapping: a block of 32 x 8 threads owns a fixed range of rows;
  * threadIdx.x walks columns 32 at a time (coalesced row segments),
  * threadIdx.y strides over the rows; the 8 partials are combined in shared
- * memory and written to the block's slot, which amp_gpu_lambda reads in
+ * memory and written to the block's slot, which amp_gpu_column_totals reads in
  * block order. */
 __global__ void column_stats_kernel(const double *A, const double *M, uint64_t rows, unsigned R,
                                     double *partial)
@@ -59,9 +59,11 @@ __global__ void column_stats_kernel(const double *A, const double *M, uint64_t r
     }
 }
 
-/* One thread per column: the block partials summed in block order. */
-__global__ void lambda_kernel(const double *partial, unsigned blocks, unsigned R, int first,
-                              double *lambda, double *inv, double *inner)
+/* One thread per column: the block partials summed in block order, into
+ * totals laid out [sum of squares | sum of a .* m | max |a|] so that a
+ * multi-GPU run sums the first 2R across GPUs in one call. */
+__global__ void column_totals_kernel(const double *partial, unsigned blocks, unsigned R,
+                                     double *totals)
 {
     const unsigned r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= R)
@@ -73,14 +75,25 @@ __global__ void lambda_kernel(const double *partial, unsigned blocks, unsigned R
         mx = fmax(mx, p[R + r]);
         in += p[2 * R + r];
     }
+    totals[r] = sq;
+    totals[R + r] = in;
+    totals[2 * R + r] = mx;
+}
+
+__global__ void lambda_kernel(const double *totals, unsigned R, int first, double *lambda,
+                              double *inv, double *inner)
+{
+    const unsigned r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= R)
+        return;
     /* As the CPU backend: 2-norm first, then the max-norm never below 1;
      * an all-zero column stays as it is. */
-    double l = first ? sqrt(sq) : fmax(mx, 1.0);
+    double l = first ? sqrt(totals[r]) : fmax(totals[2 * R + r], 1.0);
     if (l == 0)
         l = 1;
     lambda[r] = l;
     inv[r] = 1 / l;
-    inner[r] = in;
+    inner[r] = totals[R + r];
 }
 
 __global__ void scale_columns_kernel(double *A, float *A32, uint64_t n, unsigned R,
@@ -224,11 +237,18 @@ extern "C" cudaError_t amp_gpu_column_stats(const double *A, const double *M, ui
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t amp_gpu_lambda(const double *partial, unsigned blocks, unsigned R,
-                                      int first, double *lambda, double *inv, double *inner,
+extern "C" cudaError_t amp_gpu_column_totals(const double *partial, unsigned blocks, unsigned R,
+                                             double *totals, cudaStream_t s)
+{
+    column_totals_kernel<<<(R + 127) / 128, 128, 0, s>>>(partial, blocks, R, totals);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t amp_gpu_lambda(const double *totals, unsigned R, int first,
+                                      double *lambda, double *inv, double *inner,
                                       cudaStream_t s)
 {
-    lambda_kernel<<<(R + 127) / 128, 128, 0, s>>>(partial, blocks, R, first, lambda, inv, inner);
+    lambda_kernel<<<(R + 127) / 128, 128, 0, s>>>(totals, R, first, lambda, inv, inner);
     return cudaGetLastError();
 }
 

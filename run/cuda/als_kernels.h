@@ -24,10 +24,15 @@ unsigned amp_gpu_stats_blocks(uint64_t rows, int sm_count);
 /* Per block: column sums of squares, max |a| and sums of a .* m. */
 cudaError_t amp_gpu_column_stats(const double *A, const double *M, uint64_t rows, unsigned R,
                                  unsigned blocks, double *partial, cudaStream_t s);
+/* The partials summed in block order: totals[0..R) sums of squares,
+ * [R..2R) sums of a .* m, [2R..3R) max |a| (sums first, so that GPUs add
+ * theirs with one all-reduce and take the max with another). */
+cudaError_t amp_gpu_column_totals(const double *partial, unsigned blocks, unsigned R,
+                                  double *totals, cudaStream_t s);
 /* lambda (2-norm when first, else max-norm, at least 1), 1/lambda and the
- * column sums of a .* m, from the partials. */
-cudaError_t amp_gpu_lambda(const double *partial, unsigned blocks, unsigned R, int first,
-                           double *lambda, double *inv, double *inner, cudaStream_t s);
+ * column sums of a .* m, from the totals. */
+cudaError_t amp_gpu_lambda(const double *totals, unsigned R, int first, double *lambda,
+                           double *inv, double *inner, cudaStream_t s);
 /* A[:, r] *= inv[r]; A32 (if not NULL) gets the f32 copy. */
 cudaError_t amp_gpu_scale_columns(double *A, float *A32, uint64_t rows, unsigned R,
                                   const double *inv, cudaStream_t s);

@@ -5,8 +5,10 @@
 
 #include <stddef.h>
 
+#include "amp_comm.h"
 #include "amp_cpd.h"
 #include "amp_error.h"
+#include "amp_partition.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,14 +72,39 @@ amp_status amp_gpu_mttkrp_host(const amp_gpu_tensor *g, const double *const *A, 
                                int f32, unsigned d, double *M_host, unsigned rounds,
                                double *mode_seconds, amp_error *err);
 
-/* ---- CP-ALS on one GPU (als_gpu.cu) --------------------------------------- */
+/* ---- CP-ALS on one GPU or several (als_gpu.cu) ---------------------------- */
 
-/* CP-ALS with the tensor resident on g's device, from c's factors (host,
- * f64), with the CPU backend's algorithm, stopping rule and outputs: c
- * gets the factors, lambda, fit and iterations, and c->seconds the GPU
- * time of each phase. t supplies |X|^2. */
+/* CP-ALS with the tensor on g's device, from c's factors (host, f64), with
+ * the CPU backend's algorithm, stopping rule and outputs: c gets the
+ * factors, lambda, fit and iterations, and c->seconds the GPU time of each
+ * phase. t supplies |X|^2. */
 amp_status amp_gpu_cpd_als(const amp_gpu_tensor *g, const amp_tensor *t, const amp_cpd_opts *o,
                            amp_cpd *c, amp_error *err);
+
+/* Per GPU of a run, summed over the iterations, in seconds of GPU time. */
+typedef struct amp_gpu_run_stats {
+    unsigned ngpus, nmodes;
+    double phase[AMP_MAX_GPUS][AMP_NPHASES];
+    double mttkrp[AMP_MAX_GPUS][AMP_MAX_MODES];   /* each mode's MTTKRP */
+    double busy[AMP_MAX_GPUS][AMP_MAX_MODES];     /* each mode's update but its collectives */
+    double comm[AMP_MAX_GPUS][AMP_MAX_MODES];     /* in collectives, waiting included */
+    /* Waiting for the slowest GPU: from reaching the mode's first
+     * collective to the moment the last GPU reached it. */
+    double idle[AMP_MAX_GPUS][AMP_MAX_MODES];
+} amp_gpu_run_stats;
+
+/* CP-ALS on p->ngpus GPUs, one host thread each (the caller's is GPU 0's,
+ * which calls o->on_iter): g[r] holds GPU r's part of t (amp_partition_tensor),
+ * comms[r] its communicator. c's factors are in the run's row order on the
+ * way in and out (amp_partition_rows_to_run / _to_file). Each GPU solves
+ * and normalizes the rows it owns; column norms, fit terms and Gram
+ * matrices are summed across GPUs and the updated rows sent to every GPU,
+ * so all hold every factor. c->seconds gets the largest GPU time of each
+ * phase; stats (if not NULL) every GPU's. */
+amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comms,
+                                 const amp_partition *p, const amp_tensor *t,
+                                 const amp_cpd_opts *o, amp_cpd *c, amp_gpu_run_stats *stats,
+                                 amp_error *err);
 
 /* Device bytes a CP-ALS of t at this rank needs: the factors, their f32
  * shadows, the MTTKRP output and scratch, plus the mode copies when

@@ -645,6 +645,8 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
         g->rows[m] = t->rows[m];
         d->nnz = c->nnz;
         d->nblocks = (uint32_t)c->nblocks;
+        d->row_begin = c->row_begin;
+        d->row_count = c->row_count;
         for (unsigned k = 0; k < t->nmodes; k++) {
             d->shift[k] = c->layout.shift[k];
             d->width[k] = c->layout.width[k];
@@ -802,7 +804,10 @@ extern "C" amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *
         a.F[a.nother++] = A[m];
     }
     size_t real_size = f32 ? 4 : 8;
-    CUDA_TRY(cudaMemsetAsync(M, 0, (size_t)g->rows[d] * R * real_size, s), err);
+    /* Only the rows this copy's nonzeros fall in: a GPU's part of a
+     * multi-GPU run owns a range, and the rest of M is not its to touch. */
+    CUDA_TRY(cudaMemsetAsync((char *)M + (size_t)c->row_begin * R * real_size, 0,
+                             (size_t)c->row_count * R * real_size, s), err);
     if (c->nnz == 0)
         return AMP_OK;
     unsigned lanes;
@@ -868,6 +873,8 @@ extern "C" amp_status amp_gpu_mttkrp_host(const amp_gpu_tensor *g, const double 
         CUDA_TRY_GOTO(cudaMemcpy(dA[m], stage, n * rs, cudaMemcpyHostToDevice), err, rc, done);
     }
     CUDA_TRY_GOTO(cudaMalloc(&dM, (size_t)maxr * R * rs + 8), err, rc, done);
+    /* A part's MTTKRP writes only its rows: the others read back as zero. */
+    CUDA_TRY_GOTO(cudaMemset(dM, 0, (size_t)maxr * R * rs), err, rc, done);
     if (M_host != NULL) {
         rc = amp_gpu_mttkrp(g, d, dA, R, f32, dM, NULL, err);
         if (rc != AMP_OK)

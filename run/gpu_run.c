@@ -1,0 +1,480 @@
+/* amped-run's GPU backend (gpu_run.h). */
+#include <config.h>
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp_alloc.h"
+#include "amp_cli.h"
+#include "amp_timer.h"
+#include "gpu_run.h"
+#ifdef AMP_HAVE_CUDA
+#include "cuda/amp_comm.h"
+#include "cuda/amp_cuda.h"
+#endif
+
+#ifndef AMP_HAVE_CUDA
+
+amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run **run,
+                            amp_error *err)
+{
+    (void)t;
+    *run = NULL;
+    if (o->gpus == AMP_GPUS_AUTO && o->ndevices == 0)
+        return AMP_OK;
+    return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "this build has no CUDA backend (configure "
+                    "--with-cuda); --gpus 0 runs on the CPU");
+}
+
+/* Without CUDA no run is ever opened: the rest is never called. */
+void amp_gpu_run_close(amp_gpu_run *run)
+{
+    (void)run;
+}
+
+unsigned amp_gpu_run_count(const amp_gpu_run *run)
+{
+    (void)run;
+    return 0;
+}
+
+double amp_gpu_run_upload_seconds(const amp_gpu_run *run)
+{
+    (void)run;
+    return 0;
+}
+
+double amp_gpu_run_stream_bytes_per_nnz(const amp_gpu_run *run, const amp_tensor *t)
+{
+    (void)run, (void)t;
+    return 0;
+}
+
+void amp_gpu_run_info(const amp_gpu_run *run, unsigned gpu, amp_gpu_info *info)
+{
+    (void)run, (void)gpu;
+    memset(info, 0, sizeof *info);
+}
+
+double amp_gpu_run_imbalance(const amp_gpu_run *run, unsigned m, double *best)
+{
+    (void)run, (void)m;
+    if (best)
+        *best = 1;
+    return 1;
+}
+
+static amp_status no_cuda(amp_error *err)
+{
+    return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "this build has no CUDA backend");
+}
+
+amp_status amp_gpu_run_als(amp_gpu_run *run, const amp_tensor *t, const amp_cpd_opts *o,
+                           amp_cpd *c, amp_error *err)
+{
+    (void)run, (void)t, (void)o, (void)c;
+    return no_cuda(err);
+}
+
+void amp_gpu_run_times(const amp_gpu_run *run, unsigned gpu, double *mttkrp, double *busy,
+                       double *comm, double *idle, double *phase)
+{
+    (void)run, (void)gpu, (void)mttkrp, (void)busy, (void)comm, (void)idle, (void)phase;
+}
+
+amp_status amp_gpu_run_time_mttkrp(amp_gpu_run *run, const amp_tensor *t, const amp_cpd *c,
+                                   unsigned rounds, double *sec, amp_error *err)
+{
+    (void)run, (void)t, (void)c, (void)rounds, (void)sec;
+    return no_cuda(err);
+}
+
+amp_status amp_gpu_run_check(amp_gpu_run *run, const amp_tensor *t, const amp_cpd *c,
+                             double *rel, amp_error *err)
+{
+    (void)run, (void)t, (void)c, (void)rel;
+    return no_cuda(err);
+}
+
+#else
+
+struct amp_gpu_run {
+    unsigned n;
+    amp_cuda_device dev[AMP_MAX_GPUS];
+    amp_partition part;
+    int have_part;
+    amp_tensor parts[AMP_MAX_GPUS];   /* n > 1: each GPU's part */
+    amp_gpu_tensor *g[AMP_MAX_GPUS];
+    amp_comm *comm[AMP_MAX_GPUS];
+    int f32;                          /* the MTTKRP's precision */
+    unsigned nmodes;
+    uint64_t nnz[AMP_MAX_GPUS][AMP_MAX_MODES], rows[AMP_MAX_GPUS][AMP_MAX_MODES];
+    uint64_t chunk[AMP_MAX_GPUS];     /* 0: resident */
+    size_t need[AMP_MAX_GPUS];
+    double upload_seconds;
+    amp_gpu_run_stats stats;
+};
+
+static const amp_tensor *part_of(const amp_gpu_run *r, const amp_tensor *t, unsigned k)
+{
+    return r->have_part ? &r->parts[k] : t;
+}
+
+void amp_gpu_run_close(amp_gpu_run *r)
+{
+    if (r == NULL)
+        return;
+    for (unsigned k = 0; k < r->n; k++) {
+        amp_gpu_tensor_free(r->g[k]);
+        amp_comm_free(r->comm[k]);
+        if (r->have_part)
+            amp_tensor_free(&r->parts[k]);
+    }
+    if (r->have_part)
+        amp_partition_free(&r->part);
+    free(r);
+}
+
+/* "0 (NVIDIA H200), 1 (NVIDIA H200)" */
+static void list_names(const amp_cuda_device *dev, int count, char *buf, size_t n)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < count && at < n; i++)
+        at += (size_t)snprintf(buf + at, n - at, "%s%d (%s)", i ? ", " : "", dev[i].ordinal,
+                               dev[i].name);
+}
+
+/* Resident when it fits (or forced), else streamed in chunks of what the
+ * memory left allows: the decision for one GPU and its part. */
+static amp_status plan(const amp_gpu_opts *o, const amp_tensor *part, const amp_cuda_device *d,
+                       uint64_t *chunk_out, size_t *need_out, amp_error *err)
+{
+    size_t avail = d->free_memory;
+    if (o->device_memory && o->device_memory < avail)
+        avail = (size_t)o->device_memory;
+    size_t need = amp_gpu_als_bytes(part, o->rank, o->f32, 0);
+    uint64_t chunk = 0, max_nnz = 1;
+    char nb[32], ab[32];
+    amp_format_bytes(ab, sizeof ab, avail);
+    for (unsigned m = 0; m < part->nmodes; m++)
+        max_nnz = part->copies[m].nnz > max_nnz ? part->copies[m].nnz : max_nnz;
+    if (o->memory == AMP_MEMORY_STREAM || (o->memory == AMP_MEMORY_AUTO && need > avail)) {
+        /* What is left after the factors and work space goes to the ring
+         * of chunk buffers. */
+        size_t base = amp_gpu_als_bytes(part, o->rank, o->f32, 1) - amp_gpu_ring_bytes(part, 1);
+        size_t per = amp_gpu_ring_bytes(part, 1);
+        chunk = o->stream_chunk;
+        if (chunk == 0) {
+            chunk = avail > base ? (avail - base) / per : 0;
+            chunk = chunk > AMP_STREAM_CHUNK_DEFAULT ? AMP_STREAM_CHUNK_DEFAULT : chunk;
+            chunk = chunk > max_nnz ? max_nnz : chunk;
+        }
+        need = base + amp_gpu_ring_bytes(part, chunk);
+        amp_format_bytes(nb, sizeof nb, need);
+        if (chunk < (max_nnz < AMP_STREAM_CHUNK_MIN ? max_nnz : AMP_STREAM_CHUNK_MIN) ||
+            need > avail)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory even with "
+                            "the tensor streamed%s, and GPU %d (%s) offers %s%s; --gpus 0 runs "
+                            "on the CPU", o->path, o->rank, nb,
+                            o->stream_chunk ? " in chunks of --stream-chunk" : "", d->ordinal,
+                            d->name, ab, o->device_memory ? " (--device-memory)" : " free");
+        if (chunk == 0)   /* an empty part: a ring of one nonzero */
+            chunk = 1;
+    } else {
+        amp_format_bytes(nb, sizeof nb, need);
+        if (need > avail)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory with the "
+                            "tensor resident, and GPU %d (%s) offers %s%s; --memory auto "
+                            "streams it instead", o->path, o->rank, nb, d->ordinal, d->name, ab,
+                            o->device_memory ? " (--device-memory)" : " free");
+    }
+    *chunk_out = chunk;
+    *need_out = need;
+    return AMP_OK;
+}
+
+amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run **out,
+                            amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    amp_cuda_device dev[AMP_MAX_GPUS];
+    int count = 0;
+    amp_error e = {0};
+    const int asked = !(o->gpus == AMP_GPUS_AUTO && o->ndevices == 0);
+    *out = NULL;
+    if (amp_cuda_list_devices(dev, AMP_MAX_GPUS, &count, &e) != AMP_OK || count == 0) {
+        if (!asked)
+            return AMP_OK;
+        return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "--gpus %d: %s; --gpus 0 runs on the CPU",
+                        o->ndevices ? (int)o->ndevices : o->gpus, amp_error_message(&e));
+    }
+    count = count > AMP_MAX_GPUS ? AMP_MAX_GPUS : count;
+    if (o->rank > AMP_GPU_MAX_RANK) {
+        if (!asked)
+            return AMP_OK;
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the GPU backend takes rank 1 to %d, not %u; "
+                        "--gpus 0 runs any rank on the CPU", AMP_GPU_MAX_RANK, o->rank);
+    }
+    char names[4096];
+    list_names(dev, count, names, sizeof names);
+    amp_gpu_run *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    if (o->ndevices > 0) {
+        r->n = o->ndevices;
+        for (unsigned k = 0; k < r->n; k++) {
+            if (o->devices[k] < 0 || o->devices[k] >= count)
+                AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_USAGE, "--devices: there is no GPU %d; "
+                               "this machine has %d: %s", o->devices[k], count, names);
+            r->dev[k] = dev[o->devices[k]];
+        }
+    } else {
+        r->n = o->gpus == AMP_GPUS_AUTO ? (unsigned)count : (unsigned)o->gpus;
+        if (r->n > (unsigned)count)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_USAGE, "--gpus %u: this machine has %d GPU%s: "
+                           "%s", r->n, count, count == 1 ? "" : "s", names);
+        for (unsigned k = 0; k < r->n; k++)
+            r->dev[k] = dev[k];
+    }
+    r->f32 = o->f32;
+    if (r->n > 1 && !amp_comm_available())
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "%u GPUs need NCCL, and this build "
+                       "has none (configure --with-nccl); --gpus 1 runs on one", r->n);
+
+    double t0 = amp_now();
+    if (r->n > 1) {
+        AMP_CHECK_GOTO(amp_partition_new(t, r->n, o->partition, &r->part, err), rc, fail);
+        r->have_part = 1;
+        for (unsigned k = 0; k < r->n; k++)
+            AMP_CHECK_GOTO(amp_partition_tensor(t, &r->part, k, o->threads, &r->parts[k], err),
+                           rc, fail);
+    }
+    r->nmodes = t->nmodes;
+    for (unsigned k = 0; k < r->n; k++) {
+        const amp_tensor *pt = part_of(r, t, k);
+        for (unsigned m = 0; m < t->nmodes; m++) {
+            r->nnz[k][m] = pt->copies[m].nnz;
+            r->rows[k][m] = pt->copies[m].row_count;
+        }
+        AMP_CHECK_GOTO(plan(o, pt, &r->dev[k], &r->chunk[k], &r->need[k], err), rc, fail);
+    }
+    for (unsigned k = 0; k < r->n; k++)
+        AMP_CHECK_GOTO(amp_gpu_tensor_upload(r->dev[k].ordinal, part_of(r, t, k), r->chunk[k],
+                                             &r->g[k], err), rc, fail);
+    if (r->n > 1) {
+        int ordinals[AMP_MAX_GPUS];
+        for (unsigned k = 0; k < r->n; k++)
+            ordinals[k] = r->dev[k].ordinal;
+        AMP_CHECK_GOTO(amp_comm_init_all(r->n, ordinals, r->comm, err), rc, fail);
+    }
+    r->upload_seconds = amp_now() - t0;
+    *out = r;
+    return AMP_OK;
+fail:
+    amp_gpu_run_close(r);
+    return rc;
+}
+
+unsigned amp_gpu_run_count(const amp_gpu_run *r)
+{
+    return r->n;
+}
+
+double amp_gpu_run_upload_seconds(const amp_gpu_run *r)
+{
+    return r->upload_seconds;
+}
+
+double amp_gpu_run_stream_bytes_per_nnz(const amp_gpu_run *r, const amp_tensor *t)
+{
+    double bytes = 0;
+    for (unsigned k = 0; k < r->n; k++)
+        if (amp_gpu_tensor_streamed(r->g[k]))
+            bytes += amp_gpu_stream_bytes(r->g[k]);
+    return t->nnz ? bytes / (double)t->nnz / (double)t->nmodes : 0;
+}
+
+void amp_gpu_run_info(const amp_gpu_run *r, unsigned k, amp_gpu_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->device = r->dev[k].ordinal;
+    info->sm_count = r->dev[k].sm_count;
+    info->name = r->dev[k].name;
+    info->streamed = amp_gpu_tensor_streamed(r->g[k]);
+    info->chunk_nnz = r->chunk[k];
+    info->tensor_bytes = amp_gpu_tensor_bytes(r->g[k]);
+    info->need_bytes = r->need[k];
+    for (unsigned m = 0; m < r->nmodes; m++) {
+        info->nnz[m] = r->nnz[k][m];
+        info->rows[m] = r->have_part ? r->part.modes[m].row_count[k] : r->rows[k][m];
+    }
+    if (info->streamed) {
+        uint64_t nnz = 0;
+        for (unsigned m = 0; m < r->nmodes; m++)
+            nnz += info->nnz[m];
+        info->stream_bytes_per_nnz = nnz ? amp_gpu_stream_bytes(r->g[k]) / (double)nnz : 0;
+    }
+}
+
+double amp_gpu_run_imbalance(const amp_gpu_run *r, unsigned m, double *best)
+{
+    if (!r->have_part) {
+        if (best)
+            *best = 1;
+        return 1;
+    }
+    return amp_partition_imbalance(&r->part, m, best);
+}
+
+/* c's factors from file order to the run's (to_run) or back, in place. */
+static amp_status reorder(const amp_gpu_run *r, amp_cpd *c, int to_run, amp_error *err)
+{
+    if (!r->have_part)
+        return AMP_OK;
+    for (unsigned m = 0; m < c->nmodes; m++) {
+        if (r->part.modes[m].run_row == NULL)
+            continue;
+        size_t bytes = (size_t)c->rows[m] * c->rank * sizeof(double) + 1;
+        double *tmp = amp_huge_alloc(bytes, "a factor in the run's row order", err);
+        if (tmp == NULL)
+            return AMP_ERR_NOMEM;
+        if (to_run)
+            amp_partition_rows_to_run(&r->part, m, c->rank, c->A[m], tmp);
+        else
+            amp_partition_rows_to_file(&r->part, m, c->rank, c->A[m], tmp);
+        memcpy(c->A[m], tmp, bytes - 1);
+        amp_huge_free(tmp, bytes);
+    }
+    return AMP_OK;
+}
+
+amp_status amp_gpu_run_als(amp_gpu_run *r, const amp_tensor *t, const amp_cpd_opts *o,
+                           amp_cpd *c, amp_error *err)
+{
+    AMP_CHECK(reorder(r, c, 1, err));
+    amp_status rc = amp_gpu_cpd_als_multi(r->g, r->n > 1 ? r->comm : NULL,
+                                          r->have_part ? &r->part : NULL, t, o, c, &r->stats,
+                                          err);
+    amp_error e2 = {0};
+    amp_status back = reorder(r, c, 0, rc == AMP_OK ? err : &e2);
+    return rc != AMP_OK ? rc : back;
+}
+
+void amp_gpu_run_times(const amp_gpu_run *r, unsigned k, double *mttkrp, double *busy,
+                       double *comm, double *idle, double *phase)
+{
+    const amp_gpu_run_stats *s = &r->stats;
+    for (unsigned m = 0; m < s->nmodes; m++) {
+        mttkrp[m] = s->mttkrp[k][m];
+        busy[m] = s->busy[k][m];
+        comm[m] = s->comm[k][m];
+        idle[m] = s->idle[k][m];
+    }
+    for (int p = 0; p < AMP_NPHASES; p++)
+        phase[p] = s->phase[k][p];
+}
+
+/* c's factors in the run's row order (a copy; c is not changed). */
+static amp_status run_order_factors(const amp_gpu_run *r, const amp_cpd *c, double **A,
+                                    amp_error *err)
+{
+    for (unsigned m = 0; m < c->nmodes; m++) {
+        size_t bytes = (size_t)c->rows[m] * c->rank * sizeof(double) + 1;
+        A[m] = amp_huge_alloc(bytes, "a factor in the run's row order", err);
+        if (A[m] == NULL)
+            return AMP_ERR_NOMEM;
+        if (r->have_part)
+            amp_partition_rows_to_run(&r->part, m, c->rank, c->A[m], A[m]);
+        else
+            memcpy(A[m], c->A[m], bytes - 1);
+    }
+    return AMP_OK;
+}
+
+static void free_factors(const amp_cpd *c, double **A)
+{
+    for (unsigned m = 0; m < c->nmodes; m++)
+        if (A[m])
+            amp_huge_free(A[m], (size_t)c->rows[m] * c->rank * sizeof(double) + 1);
+}
+
+amp_status amp_gpu_run_time_mttkrp(amp_gpu_run *r, const amp_tensor *t, const amp_cpd *c,
+                                   unsigned rounds, double *sec, amp_error *err)
+{
+    double *A[AMP_MAX_MODES] = {0};
+    double per[AMP_MAX_GPUS][AMP_MAX_MODES];
+    amp_status rcs[AMP_MAX_GPUS];
+    amp_error errs[AMP_MAX_GPUS];
+    amp_status rc = run_order_factors(r, c, A, err);
+    if (rc == AMP_OK) {
+        memset(errs, 0, sizeof errs);
+        /* Every GPU at once, as in a run: the slowest one sets the pace. */
+#pragma omp parallel for num_threads(r->n) schedule(static, 1)
+        for (int k = 0; k < (int)r->n; k++)
+            rcs[k] = amp_gpu_mttkrp_host(r->g[k], (const double *const *)A, c->rank, r->f32, 0,
+                                         NULL, rounds, per[k], &errs[k]);
+        for (unsigned k = 0; k < r->n && rc == AMP_OK; k++)
+            if (rcs[k] != AMP_OK)
+                rc = amp_error_set(err, errs[k].status, errs[k].src_file, errs[k].src_line,
+                                   "GPU %d: %s", r->dev[k].ordinal, amp_error_message(&errs[k]));
+        for (unsigned m = 0; m < t->nmodes && rc == AMP_OK; m++) {
+            sec[m] = 0;
+            for (unsigned k = 0; k < r->n; k++)
+                sec[m] = per[k][m] > sec[m] ? per[k][m] : sec[m];
+        }
+    }
+    free_factors(c, A);
+    return rc;
+}
+
+amp_status amp_gpu_run_check(amp_gpu_run *r, const amp_tensor *t, const amp_cpd *c,
+                             double *rel, amp_error *err)
+{
+    double *A[AMP_MAX_MODES] = {0};
+    uint64_t max_rows = 0;
+    for (unsigned m = 0; m < t->nmodes; m++)
+        max_rows = t->rows[m] > max_rows ? t->rows[m] : max_rows;
+    const size_t bytes = (size_t)max_rows * c->rank * sizeof(double) + 1;
+    double *M = amp_huge_alloc(bytes, "a GPU's MTTKRP", err);
+    double *sum = M ? amp_huge_alloc(bytes, "the GPUs' MTTKRP", err) : NULL;
+    double *ref = sum ? amp_huge_alloc(bytes, "the reference MTTKRP", err) : NULL;
+    amp_status rc = ref ? run_order_factors(r, c, A, err) : AMP_ERR_NOMEM;
+    for (unsigned d = 0; d < t->nmodes && rc == AMP_OK; d++) {
+        const size_t n = (size_t)t->rows[d] * c->rank;
+        memset(sum, 0, n * sizeof *sum);
+        /* A part writes its own rows (the rest read back zero) or, with
+         * equal-nnz, partial rows: adding the parts covers both. */
+        for (unsigned k = 0; k < r->n && rc == AMP_OK; k++) {
+            rc = amp_gpu_mttkrp_host(r->g[k], (const double *const *)A, c->rank, r->f32, d, M,
+                                     0, NULL, err);
+            for (size_t i = 0; rc == AMP_OK && i < n; i++)
+                sum[i] += M[i];
+        }
+        if (rc != AMP_OK)
+            break;
+        if (r->have_part)
+            amp_partition_rows_to_file(&r->part, d, c->rank, sum, M);
+        else
+            memcpy(M, sum, n * sizeof *M);
+        rc = amp_mttkrp_reference(t, (d + 1) % t->nmodes, d, (const double *const *)c->A,
+                                  c->rank, ref, err);
+        double diff = 0, scale = 0;
+        for (size_t i = 0; rc == AMP_OK && i < n; i++) {
+            double e = fabs(M[i] - ref[i]);
+            diff = e > diff ? e : diff;
+            scale = fabs(ref[i]) > scale ? fabs(ref[i]) : scale;
+        }
+        rel[d] = scale > 0 ? diff / scale : diff;
+    }
+    free_factors(c, A);
+    amp_huge_free(M, bytes);
+    amp_huge_free(sum, bytes);
+    amp_huge_free(ref, bytes);
+    return rc;
+}
+
+#endif

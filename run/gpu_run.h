@@ -1,0 +1,81 @@
+/* amped-run's GPU backend: which GPUs, each GPU's part of the tensor,
+ * resident or streamed on each, and the runs on them (CP-ALS, MTTKRP
+ * timing and checking). Plain C over run/cuda's interface; built without
+ * CUDA, amp_gpu_run_open only says so. Nothing here prints or exits. */
+#ifndef AMP_GPU_RUN_H
+#define AMP_GPU_RUN_H
+
+#include <stdint.h>
+
+#include "amp_cpd.h"
+#include "amp_partition.h"
+
+#define AMP_GPUS_AUTO (-1)   /* every visible GPU, or the CPU when there is none */
+
+enum { AMP_MEMORY_AUTO, AMP_MEMORY_RESIDENT, AMP_MEMORY_STREAM };
+
+/* Streaming: the largest chunk by default, and the smallest worth a copy. */
+#define AMP_STREAM_CHUNK_DEFAULT (UINT64_C(16) << 20)
+#define AMP_STREAM_CHUNK_MIN 1024
+
+typedef struct amp_gpu_opts {
+    const char *path;            /* the file, for messages */
+    int gpus;                    /* AMP_GPUS_AUTO or 1 to AMP_MAX_GPUS */
+    int devices[AMP_MAX_GPUS];   /* --devices; ndevices 0: the first gpus */
+    unsigned ndevices;
+    amp_partition_kind partition;
+    int memory;                  /* AMP_MEMORY_* */
+    uint64_t device_memory;      /* cap per GPU in bytes; 0: what is free */
+    uint64_t stream_chunk;       /* 0: chosen from the memory left */
+    unsigned rank;
+    int f32;
+    int threads;                 /* CPU threads for splitting the tensor */
+} amp_gpu_opts;
+
+typedef struct amp_gpu_run amp_gpu_run;
+
+/* Pick the GPUs, split t among them and put each part on its GPU. *run is
+ * NULL (and the status AMP_OK) when the CPU should run instead: no GPU
+ * found or a rank above the kernels', with opts->gpus AMP_GPUS_AUTO. */
+amp_status amp_gpu_run_open(const amp_gpu_opts *opts, const amp_tensor *t, amp_gpu_run **run,
+                            amp_error *err);
+void amp_gpu_run_close(amp_gpu_run *run);
+
+unsigned amp_gpu_run_count(const amp_gpu_run *run);
+double amp_gpu_run_upload_seconds(const amp_gpu_run *run);   /* split and upload */
+/* Host-to-device bytes per nonzero per mode of an iteration; 0 when
+ * every GPU holds its part resident. */
+double amp_gpu_run_stream_bytes_per_nnz(const amp_gpu_run *run, const amp_tensor *t);
+
+/* What one GPU of the run is and holds, for reports. */
+typedef struct amp_gpu_info {
+    int device, sm_count;
+    const char *name;
+    int streamed;
+    uint64_t chunk_nnz;          /* streamed: nonzeros a copy */
+    size_t tensor_bytes, ring_bytes, need_bytes;
+    double stream_bytes_per_nnz;
+    uint64_t nnz[AMP_MAX_MODES], rows[AMP_MAX_MODES];
+} amp_gpu_info;
+void amp_gpu_run_info(const amp_gpu_run *run, unsigned gpu, amp_gpu_info *info);
+/* Largest GPU's nonzeros over the mean in mode m (1 on one GPU); *best
+ * the bound the file's shards allow (see amp_partition_imbalance). */
+double amp_gpu_run_imbalance(const amp_gpu_run *run, unsigned m, double *best);
+
+/* CP-ALS on the run's GPUs from c's factors (file order in and out). */
+amp_status amp_gpu_run_als(amp_gpu_run *run, const amp_tensor *t, const amp_cpd_opts *o,
+                           amp_cpd *c, amp_error *err);
+/* After amp_gpu_run_als: per GPU, per mode and per phase, in seconds. */
+void amp_gpu_run_times(const amp_gpu_run *run, unsigned gpu, double *mttkrp, double *busy,
+                       double *comm, double *idle, double *phase);
+
+/* rounds MTTKRPs of every mode on every GPU at once: sec[m] the mean
+ * time of one, the slowest GPU's. */
+amp_status amp_gpu_run_time_mttkrp(amp_gpu_run *run, const amp_tensor *t, const amp_cpd *c,
+                                   unsigned rounds, double *sec, amp_error *err);
+/* Every mode's MTTKRP, the GPUs' parts put together, against the f64
+ * reference: the largest normwise relative difference per mode. */
+amp_status amp_gpu_run_check(amp_gpu_run *run, const amp_tensor *t, const amp_cpd *c,
+                             double *rel, amp_error *err);
+
+#endif

@@ -1,0 +1,221 @@
+/* CP-ALS and MTTKRP on two GPUs (run/gpu_run.c over NCCL) against the CPU
+ * backend and one GPU, from the same starting factors, for each way of
+ * splitting the work (owner-computes shards, equal-nnz) and each memory
+ * mode (resident, streamed in odd-sized chunks); skipped unless the
+ * machine has two GPUs.
+ *
+ * Tolerances as in test_gpu: MTTKRP of the GPUs' parts put together
+ * within 1e-12 of the f64 reference (normwise), 1e-4 in f32; after 10
+ * f64 iterations the fit within 1e-6 of the CPU's and the 1-GPU run's,
+ * the factors and lambda within 1e-6 (normwise). */
+#include <config.h>
+
+#include <inttypes.h>
+
+#include "amp_partition.h"
+#include "gpu_run.h"
+#include "tap.h"
+#include "cpd_util.h"
+#ifdef AMP_HAVE_CUDA
+#include "cuda/amp_cuda.h"
+#endif
+
+#define RANK 7
+#define ITERS 10
+#define STREAM_CHUNK 997
+
+#ifdef AMP_HAVE_CUDA
+typedef struct config {
+    const char *name;
+    amp_partition_kind partition;
+    int memory;
+} config;
+
+static const config configs[] = {
+    {"shards, resident", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT},
+    {"shards, streamed", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM},
+    {"equal-nnz, resident", AMP_PARTITION_EQUAL_NNZ, AMP_MEMORY_RESIDENT},
+    {"equal-nnz, streamed", AMP_PARTITION_EQUAL_NNZ, AMP_MEMORY_STREAM},
+};
+
+static amp_status open_run(const amp_tensor *t, unsigned gpus, const config *cf, unsigned R,
+                           int f32, uint64_t chunk, amp_gpu_run **run, amp_error *err)
+{
+    amp_gpu_opts o;
+    memset(&o, 0, sizeof o);
+    o.path = "test";
+    o.gpus = (int)gpus;
+    o.partition = cf->partition;
+    o.memory = cf->memory;
+    o.stream_chunk = cf->memory == AMP_MEMORY_STREAM ? chunk : 0;
+    o.rank = R;
+    o.f32 = f32;
+    return amp_gpu_run_open(&o, t, run, err);
+}
+
+static amp_status decompose(const amp_tensor *t, amp_gpu_run *run, amp_cpd *c, amp_error *err)
+{
+    amp_cpd_opts o;
+    amp_cpd_opts_init(&o);
+    o.rank = RANK;
+    o.max_iters = ITERS;
+    o.tol = 0;
+    amp_status rc = amp_cpd_init_random(t, RANK, 5, c, err);
+    if (rc == AMP_OK)
+        rc = run ? amp_gpu_run_als(run, t, &o, c, err) : amp_cpd_als(t, &o, c, err);
+    return rc;
+}
+
+static double factor_diff(const amp_tensor *t, const amp_cpd *a, const amp_cpd *b)
+{
+    double worst = rel_diff(a->lambda, b->lambda, RANK);
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        double e = rel_diff(a->A[m], b->A[m], t->rows[m] * RANK);
+        worst = e > worst || isnan(e) ? e : worst;
+    }
+    return worst;
+}
+
+#define CHECKS_PER_CONFIG 6
+
+/* Every configuration on two GPUs against the CPU (cpu) and one GPU
+ * (one), both decomposed once by the caller. */
+static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
+{
+    amp_error err = {0};
+    amp_cpd cpu = {0}, one = {0};
+    amp_gpu_run *run1 = NULL;
+    static const config whole = {"one GPU", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT};
+    int base_ok = decompose(t, NULL, &cpu, &err) == AMP_OK;
+    if (base_ok)
+        base_ok = open_run(t, 1, &whole, RANK, 0, 0, &run1, &err) == AMP_OK &&
+                  decompose(t, run1, &one, &err) == AMP_OK;
+    amp_gpu_run_close(run1);
+    if (!ok(base_ok, "%s: CPU and one-GPU decompositions (%s)", name,
+            base_ok ? "ok" : amp_error_message(&err))) {
+        skip(CHECKS_PER_CONFIG * (int)(sizeof configs / sizeof *configs), "no baseline");
+        return;
+    }
+    for (size_t k = 0; k < sizeof configs / sizeof *configs; k++) {
+        const config *cf = &configs[k];
+        amp_gpu_run *run = NULL;
+        amp_cpd two = {0};
+        double rel[AMP_MAX_MODES], worst = 0;
+        if (open_run(t, 2, cf, RANK, 0, chunk, &run, &err) != AMP_OK) {
+            ok(0, "%s, %s: opens on 2 GPUs (%s)", name, cf->name, amp_error_message(&err));
+            skip(CHECKS_PER_CONFIG - 1, "not open");
+            continue;
+        }
+        ok(amp_gpu_run_count(run) == 2, "%s, %s: opens on 2 GPUs", name, cf->name);
+        amp_status rc = amp_gpu_run_check(run, t, &cpu, rel, &err);
+        for (unsigned m = 0; rc == AMP_OK && m < t->nmodes; m++)
+            worst = rel[m] > worst || isnan(rel[m]) ? rel[m] : worst;
+        ok(rc == AMP_OK && worst <= 1e-12, "%s, %s: MTTKRP of every mode, f64, parts put "
+           "together: %.2e", name, cf->name, worst);
+        rc = decompose(t, run, &two, &err);
+        if (rc != AMP_OK)
+            diag("%s", amp_error_message(&err));
+        ok(rc == AMP_OK && fabs(two.fit - cpu.fit) <= 1e-6 && fabs(two.fit - one.fit) <= 1e-6,
+           "%s, %s: CP-ALS fit %.10f on 2 GPUs, %.10f on the CPU, %.10f on 1 GPU", name,
+           cf->name, two.fit, cpu.fit, one.fit);
+        double dc = rc == AMP_OK ? factor_diff(t, &two, &cpu) : INFINITY;
+        double d1 = rc == AMP_OK ? factor_diff(t, &two, &one) : INFINITY;
+        ok(dc <= 1e-6 && d1 <= 1e-6, "%s, %s: factors and lambda agree with the CPU's (%.2e) "
+           "and 1 GPU's (%.2e)", name, cf->name, dc, d1);
+        ok(rc == AMP_OK && two.iters == ITERS && two.pinv_used == cpu.pinv_used,
+           "%s, %s: %u iterations, pseudo-inverse %s as on the CPU", name, cf->name, two.iters,
+           two.pinv_used ? "used" : "not used");
+        amp_gpu_run_close(run);
+        amp_cpd_free(&two);
+        /* f32 kernels on the same split. */
+        worst = 0;
+        rc = open_run(t, 2, cf, 33, 1, chunk, &run, &err);
+        if (rc == AMP_OK) {
+            amp_cpd c33 = {0};
+            rc = amp_cpd_init_random(t, 33, 9, &c33, &err);
+            if (rc == AMP_OK)
+                rc = amp_gpu_run_check(run, t, &c33, rel, &err);
+            for (unsigned m = 0; rc == AMP_OK && m < t->nmodes; m++)
+                worst = rel[m] > worst || isnan(rel[m]) ? rel[m] : worst;
+            amp_cpd_free(&c33);
+        }
+        ok(rc == AMP_OK && worst <= 1e-4, "%s, %s: MTTKRP rank 33 f32: %.2e", name, cf->name,
+           worst);
+        amp_gpu_run_close(run);
+    }
+    amp_cpd_free(&cpu);
+    amp_cpd_free(&one);
+}
+
+static void test_random(void)
+{
+    static const shape shapes[] = {
+        {"3 modes, power-law", 3, {5000, 3000, 800}, 60000, 1},
+        {"4 modes", 4, {60, 50, 40, 30}, 9000, 0},
+        {"5 modes", 5, {30, 20, 25, 10, 15}, 7000, 1},
+        {"5 modes, 80 index bits", 5, {1000000, 1000000, 1000000, 1000000, 1000000}, 40000, 0},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        amp_coo x;
+        amp_tensor t;
+        amp_file *f = NULL;
+        random_tensor(&shapes[i], 700 + i, &x);
+        if (ok(prepare_open(&x, "multi.amp", 16, 997, &t, &f), "%s: prepares", shapes[i].name)) {
+            check_tensor(shapes[i].name, &t, STREAM_CHUNK);
+            amp_tensor_free(&t);
+            amp_file_close(f);
+        }
+        amp_coo_free(&x);
+    }
+    /* One shard a mode: the second GPU owns nothing and still joins in. */
+    static const shape one = {"one shard a mode", 3, {400, 300, 200}, 8000, 1};
+    amp_coo x;
+    amp_tensor t;
+    amp_file *f = NULL;
+    random_tensor(&one, 99, &x);
+    if (ok(prepare_open(&x, "multi1.amp", 1, 997, &t, &f), "%s: prepares", one.name)) {
+        check_tensor(one.name, &t, STREAM_CHUNK);
+        amp_tensor_free(&t);
+        amp_file_close(f);
+    }
+    amp_coo_free(&x);
+}
+
+static void one_real(const char *path, const char *name, void *ctx)
+{
+    (void)ctx;
+    amp_read_opts ro;
+    amp_read_opts_init(&ro);
+    amp_coo x;
+    amp_tensor t;
+    amp_file *f = NULL;
+    amp_error err = {0};
+    if (!ok(amp_read_tensor(path, &ro, &x, NULL, &err) == AMP_OK, "%s: reads (%s)", name,
+            amp_error_message(&err)))
+        return;
+    if (ok(prepare_open(&x, "multi_real.amp", 16, 4096, &t, &f), "%s: prepares", name)) {
+        check_tensor(name, &t, STREAM_CHUNK * 8);
+        amp_tensor_free(&t);
+        amp_file_close(f);
+    }
+    amp_coo_free(&x);
+}
+#endif
+
+int main(void)
+{
+#ifndef AMP_HAVE_CUDA
+    plan_skip_all("built without CUDA");
+#else
+    amp_cuda_device dev[AMP_MAX_GPUS];
+    int count = 0;
+    amp_error err = {0};
+    if (amp_cuda_list_devices(dev, AMP_MAX_GPUS, &count, &err) != AMP_OK || count < 2)
+        plan_skip_all("needs two GPUs");
+    if (!amp_comm_available())
+        plan_skip_all("built without NCCL");
+    test_random();
+    for_each_shared_tensor(one_real, NULL);
+    return done_testing();
+#endif
+}
