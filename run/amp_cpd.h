@@ -32,6 +32,11 @@ typedef struct amp_copy {
     /* The output rows the nonzeros fall in: every row of the mode for a
      * loaded file; the rows one GPU owns for a part (amp_partition.h). */
     uint64_t row_begin, row_count;
+    /* A part's copy holds first the nonzeros whose row of the mode updated
+     * just before this one its GPU owns (early_nnz of them, by output
+     * row), then the rest (by output row): the first group needs no row
+     * from another GPU. nnz for a loaded file. */
+    uint64_t early_nnz;
 } amp_copy;
 
 typedef struct amp_tensor {

@@ -48,6 +48,10 @@ typedef struct amp_part_mode {
 typedef struct amp_partition {
     amp_partition_kind kind;
     unsigned ngpus, nmodes;
+    /* Set before amp_partition_tensor to order each part's copies in two
+     * groups (see amp_copy.early_nnz) so that a mode's rows can travel
+     * while the next mode's MTTKRP runs on the first group. */
+    int overlap;
     uint64_t rows[AMP_MAX_MODES];
     amp_part_mode modes[AMP_MAX_MODES];
 } amp_partition;

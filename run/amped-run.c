@@ -41,7 +41,7 @@
 enum {
     OPT_LIST_DEVICES = 256, OPT_INFO, OPT_VERIFY, OPT_ITERS, OPT_TOL, OPT_SEED, OPT_INIT,
     OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK, OPT_GPUS, OPT_DEVICE_MEMORY,
-    OPT_MEMORY, OPT_STREAM_CHUNK, OPT_DEVICES, OPT_PARTITION
+    OPT_MEMORY, OPT_STREAM_CHUNK, OPT_DEVICES, OPT_PARTITION, OPT_OVERLAP
 };
 
 static const struct option long_options[] = {
@@ -65,6 +65,7 @@ static const struct option long_options[] = {
     {"gpus", required_argument, NULL, OPT_GPUS},
     {"devices", required_argument, NULL, OPT_DEVICES},
     {"partition", required_argument, NULL, OPT_PARTITION},
+    {"overlap", no_argument, NULL, OPT_OVERLAP},
     {"memory", required_argument, NULL, OPT_MEMORY},
     {"device-memory", required_argument, NULL, OPT_DEVICE_MEMORY},
     {"stream-chunk", required_argument, NULL, OPT_STREAM_CHUNK},
@@ -121,6 +122,9 @@ static void usage(void)
            "      --partition=P    shards: each GPU computes whole shards and owns their\n"
            "                       factor rows; equal-nnz: equal nonzero ranges, rows\n"
            "                       summed across GPUs, for comparison (default shards)\n"
+           "      --overlap        several GPUs: send each mode's rows while the next\n"
+           "                       mode's MTTKRP runs on the nonzeros that need none of\n"
+           "                       them (default: send, then compute; see amped-run(1))\n"
            "      --memory=MODE    auto: keep each GPU's part of the tensor in its memory\n"
            "                       when it fits, else stream it from host memory every\n"
            "                       iteration; resident; stream (default auto)\n"
@@ -362,8 +366,9 @@ static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run
             return;
         }
         if (k == 0)
-            printf("backend:   %u GPUs joined with NCCL, partition %s, precision %s\n", n,
-                   partition_name(a->gpu.partition), prec);
+            printf("backend:   %u GPUs joined with NCCL, partition %s%s, precision %s\n", n,
+                   partition_name(a->gpu.partition),
+                   a->gpu.overlap ? ", rows sent behind the next MTTKRP" : "", prec);
         printf("  gpu %d:   %s (%d SMs), ", in.device, in.name, in.sm_count);
         if (in.streamed)
             printf("its part streamed in chunks of %" PRIu64 " nonzeros, %.1f bytes per "
@@ -410,7 +415,8 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
             rg[k].nnz[m] = in.nnz[m];
             rg[k].rows[m] = in.rows[m];
         }
-        amp_gpu_run_times(gr, k, rg[k].mttkrp, rg[k].busy, rg[k].comm, rg[k].idle, rg[k].phase);
+        amp_gpu_run_times(gr, k, rg[k].mttkrp, rg[k].busy, rg[k].comm, rg[k].exchange,
+                          rg[k].idle, rg[k].phase);
     }
     a->report.gpus = rg;
     a->report.ngpus = n;
@@ -420,14 +426,16 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
     if (a->quiet || n == 1)
         return;
     printf("per GPU:   seconds summed over the iterations; busy: the mode's update but its "
-           "collectives; idle: waiting for the slowest GPU\n");
-    printf("  mode  gpu      nonzeros     mttkrp       busy       nccl       idle\n");
+           "collectives;\n           nccl: in collectives or waiting for rows; exchange: "
+           "sending the mode's rows, behind\n           the next MTTKRP; idle: waiting for "
+           "the slowest GPU\n");
+    printf("  mode  gpu      nonzeros     mttkrp       busy       nccl   exchange       idle\n");
     for (unsigned m = 0; m < t->nmodes; m++) {
         double most = 0, sum = 0;
         for (unsigned k = 0; k < n; k++) {
-            printf("  %4u  %3d  %12" PRIu64 "  %9.4f  %9.4f  %9.4f  %9.4f\n", m + 1,
+            printf("  %4u  %3d  %12" PRIu64 "  %9.4f  %9.4f  %9.4f  %9.4f  %9.4f\n", m + 1,
                    rg[k].device, rg[k].nnz[m], rg[k].mttkrp[m], rg[k].busy[m], rg[k].comm[m],
-                   rg[k].idle[m]);
+                   rg[k].exchange[m], rg[k].idle[m]);
             most = rg[k].mttkrp[m] > most ? rg[k].mttkrp[m] : most;
             sum += rg[k].mttkrp[m];
         }
@@ -672,6 +680,9 @@ int main(int argc, char **argv)
             a.gpu.ndevices = (unsigned)n;
             break;
         }
+        case OPT_OVERLAP:
+            a.gpu.overlap = 1;
+            break;
         case OPT_PARTITION:
             if (amp_parse_choice(optarg, partitions, "--partition", &choice, &err))
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));

@@ -80,9 +80,10 @@ amp_status amp_gpu_run_als(amp_gpu_run *run, const amp_tensor *t, const amp_cpd_
 }
 
 void amp_gpu_run_times(const amp_gpu_run *run, unsigned gpu, double *mttkrp, double *busy,
-                       double *comm, double *idle, double *phase)
+                       double *comm, double *exchange, double *idle, double *phase)
 {
-    (void)run, (void)gpu, (void)mttkrp, (void)busy, (void)comm, (void)idle, (void)phase;
+    (void)run, (void)gpu, (void)mttkrp, (void)busy, (void)comm, (void)exchange, (void)idle,
+        (void)phase;
 }
 
 amp_status amp_gpu_run_time_mttkrp(amp_gpu_run *run, const amp_tensor *t, const amp_cpd *c,
@@ -249,6 +250,7 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
     if (r->n > 1) {
         AMP_CHECK_GOTO(amp_partition_new(t, r->n, o->partition, &r->part, err), rc, fail);
         r->have_part = 1;
+        r->part.overlap = o->overlap;
         for (unsigned k = 0; k < r->n; k++)
             AMP_CHECK_GOTO(amp_partition_tensor(t, &r->part, k, o->threads, &r->parts[k], err),
                            rc, fail);
@@ -365,13 +367,14 @@ amp_status amp_gpu_run_als(amp_gpu_run *r, const amp_tensor *t, const amp_cpd_op
 }
 
 void amp_gpu_run_times(const amp_gpu_run *r, unsigned k, double *mttkrp, double *busy,
-                       double *comm, double *idle, double *phase)
+                       double *comm, double *exchange, double *idle, double *phase)
 {
     const amp_gpu_run_stats *s = &r->stats;
     for (unsigned m = 0; m < s->nmodes; m++) {
         mttkrp[m] = s->mttkrp[k][m];
         busy[m] = s->busy[k][m];
         comm[m] = s->comm[k][m];
+        exchange[m] = s->exchange[k][m];
         idle[m] = s->idle[k][m];
     }
     for (int p = 0; p < AMP_NPHASES; p++)

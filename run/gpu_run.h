@@ -24,6 +24,7 @@ typedef struct amp_gpu_opts {
     int devices[AMP_MAX_GPUS];   /* --devices; ndevices 0: the first gpus */
     unsigned ndevices;
     amp_partition_kind partition;
+    int overlap;                 /* send rows behind the next MTTKRP (amp_partition) */
     int memory;                  /* AMP_MEMORY_* */
     uint64_t device_memory;      /* cap per GPU in bytes; 0: what is free */
     uint64_t stream_chunk;       /* 0: chosen from the memory left */
@@ -65,9 +66,10 @@ double amp_gpu_run_imbalance(const amp_gpu_run *run, unsigned m, double *best);
 /* CP-ALS on the run's GPUs from c's factors (file order in and out). */
 amp_status amp_gpu_run_als(amp_gpu_run *run, const amp_tensor *t, const amp_cpd_opts *o,
                            amp_cpd *c, amp_error *err);
-/* After amp_gpu_run_als: per GPU, per mode and per phase, in seconds. */
+/* After amp_gpu_run_als: per GPU, per mode and per phase, in seconds (see
+ * amp_gpu_run_stats). */
 void amp_gpu_run_times(const amp_gpu_run *run, unsigned gpu, double *mttkrp, double *busy,
-                       double *comm, double *idle, double *phase);
+                       double *comm, double *exchange, double *idle, double *phase);
 
 /* rounds MTTKRPs of every mode on every GPU at once: sec[m] the mean
  * time of one, the slowest GPU's. */

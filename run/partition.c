@@ -181,10 +181,24 @@ static inline void put_field(uint64_t v, unsigned shift, unsigned width, uint64_
         *key |= v >> (64 - shift);
 }
 
-/* Part positions [lo, hi) from their ranges: words re-encoded with every
- * mode's run rows (or copied), values copied, keys kept for the blocks. */
-static void fill(const amp_tensor *t, const amp_partition *p, unsigned d, const range *rg,
-                 size_t nranges, uint64_t lo, uint64_t hi, amp_copy *out, uint64_t *keys)
+/* How a part's copy is ordered: its nonzeros whose row of mode `prev`
+ * (the mode updated just before this copy's) this GPU owns come first,
+ * the rest after, each group in the copy's order. The first group can be
+ * computed while the other GPUs' rows of mode prev are still arriving. */
+typedef struct split_rule {
+    int on;
+    unsigned prev;
+    uint64_t begin, end;   /* owned run rows of mode prev */
+} split_rule;
+
+/* Part positions [lo, hi) of the ranges' concatenation: each word
+ * re-encoded with every mode's run rows (or copied), its value and key
+ * kept. count_only: *early gets how many are in the first group. Else
+ * they land at early_at, early_at + 1, ... and late_at, ... */
+static void walk(const amp_tensor *t, const amp_partition *p, unsigned d, const range *rg,
+                 size_t nranges, uint64_t lo, uint64_t hi, const split_rule *sr, int count_only,
+                 uint64_t *early, uint64_t early_at, uint64_t late_at, amp_copy *out,
+                 uint64_t *keys)
 {
     const amp_copy *c = &t->copies[d];
     const amp_mode_layout *l = &c->layout;
@@ -202,36 +216,43 @@ static void fill(const amp_tensor *t, const amp_partition *p, unsigned d, const 
             b = mid;
     }
     r = a;
-    uint64_t k = lo;
+    uint64_t k = lo, n_early = 0;
     while (k < hi) {
         while (k >= rg[r].dst + rg[r].nnz)
             r++;
         uint64_t src = rg[r].src + (k - rg[r].dst);
         uint64_t end = rg[r].dst + rg[r].nnz < hi ? rg[r].dst + rg[r].nnz : hi;
-        uint64_t n = end - k;
-        memcpy((char *)out->vals + k * vsize, (const char *)c->vals + src * vsize, n * vsize);
         size_t blk = c->nblocks > 1 ? find_block(c, src) : 0;
-        for (uint64_t i = 0; i < n; i++, src++) {
+        for (; k < end; k++, src++) {
             while (c->nblocks > 1 && c->block_start[blk + 1] <= src)
                 blk++;
-            uint64_t key = c->block_key[blk], word = c->words[src];
+            uint64_t key = c->block_key[blk], word = c->words[src], nk = 0, nw = 0;
+            int first_group = 1;
+            for (unsigned m = 0; m < N && (remap || sr->on); m++) {
+                uint64_t x = amp_blco_field(key, word, l->shift[m], l->width[m]);
+                if (p->modes[m].run_row)
+                    x = p->modes[m].run_row[x];
+                if (sr->on && m == sr->prev)
+                    first_group = x >= sr->begin && x < sr->end;
+                put_field(x, l->shift[m], l->width[m], &nk, &nw);
+            }
+            if (count_only) {
+                n_early += first_group;
+                continue;
+            }
             if (remap) {
-                uint64_t nk = 0, nw = 0;
-                for (unsigned m = 0; m < N; m++) {
-                    uint64_t x = amp_blco_field(key, word, l->shift[m], l->width[m]);
-                    if (p->modes[m].run_row)
-                        x = p->modes[m].run_row[x];
-                    put_field(x, l->shift[m], l->width[m], &nk, &nw);
-                }
                 key = nk;
                 word = nw;
             }
-            out->words[k + i] = word;
+            uint64_t at = first_group ? early_at++ : late_at++;
+            out->words[at] = word;
+            memcpy((char *)out->vals + at * vsize, (const char *)c->vals + src * vsize, vsize);
             if (keys)
-                keys[k + i] = key;
+                keys[at] = key;
         }
-        k = end;
     }
+    if (count_only)
+        *early = n_early;
 }
 
 static amp_status part_copy(const amp_tensor *t, const amp_partition *p, unsigned gpu,
@@ -281,22 +302,47 @@ static amp_status part_copy(const amp_tensor *t, const amp_partition *p, unsigne
         if (keys == NULL)
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
     }
+    split_rule sr = {0, 0, 0, 0};
+    if (p->overlap && p->ngpus > 1 && t->nmodes > 1) {
+        sr.on = 1;
+        sr.prev = (d + t->nmodes - 1) % t->nmodes;
+        sr.begin = p->modes[sr.prev].row_begin[gpu];
+        sr.end = sr.begin + p->modes[sr.prev].row_count[gpu];
+    }
+    out->early_nnz = n;
     if (n > 0) {
         int T = threads > 0 ? threads : 1;
 #ifdef _OPENMP
         if (threads <= 0)
             T = omp_get_max_threads();
-#pragma omp parallel num_threads(T)
-        {
-            int me = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-        {
-            int me = 0, nt = 1;
 #endif
-            fill(t, p, d, rg, nranges, n * (uint64_t)me / nt, n * (uint64_t)(me + 1) / nt, out,
-                 keys);
+        uint64_t *early = calloc(3 * ((size_t)T + 1), sizeof *early);
+        if (early == NULL)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+        uint64_t *e_at = early + T + 1, *l_at = e_at + T + 1;
+        /* Two passes over fixed slices: count each slice's first group,
+         * then place both groups, so the result is the same for any T. */
+        for (int pass = 0; pass < 2; pass++) {
+            uint64_t total_early = 0;
+            if (pass == 1)
+                for (int i = 0; i < T; i++)
+                    total_early += early[i];
+            if (pass == 1) {
+                e_at[0] = 0;
+                l_at[0] = total_early;
+                for (int i = 0; i < T; i++) {
+                    uint64_t slice = n * (uint64_t)(i + 1) / T - n * (uint64_t)i / T;
+                    e_at[i + 1] = e_at[i] + early[i];
+                    l_at[i + 1] = l_at[i] + (slice - early[i]);
+                }
+                out->early_nnz = total_early;
+            }
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+            for (int i = 0; i < T; i++)
+                walk(t, p, d, rg, nranges, n * (uint64_t)i / T, n * (uint64_t)(i + 1) / T, &sr,
+                     pass == 0, &early[i], pass ? e_at[i] : 0, pass ? l_at[i] : 0, out, keys);
         }
-        (void)T;
+        free(early);
     }
     /* Blocks: runs of one key, recounted, since a renumbered row may move
      * a nonzero's high bits into another key. */

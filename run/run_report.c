@@ -204,6 +204,8 @@ amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_
             put_double_array(&b, g->busy, t->nmodes);
             put(&b, ", \"comm\": ");
             put_double_array(&b, g->comm, t->nmodes);
+            put(&b, ", \"exchange\": ");
+            put_double_array(&b, g->exchange, t->nmodes);
             put(&b, ", \"idle\": ");
             put_double_array(&b, g->idle, t->nmodes);
             put(&b, ",\n     \"timings\": {");

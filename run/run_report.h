@@ -20,6 +20,7 @@ typedef struct amp_report_gpu {
     double memory_bytes;
     uint64_t nnz[AMP_MAX_MODES], rows[AMP_MAX_MODES];
     double mttkrp[AMP_MAX_MODES], busy[AMP_MAX_MODES], comm[AMP_MAX_MODES], idle[AMP_MAX_MODES];
+    double exchange[AMP_MAX_MODES];
     double phase[AMP_NPHASES];
 } amp_report_gpu;
 

@@ -98,6 +98,7 @@ amp_status amp_tensor_load(const amp_file *f, int threads, amp_load_progress_fn 
         c->nnz = t->nnz;
         c->row_begin = 0;
         c->row_count = t->rows[d];
+        c->early_nnz = t->nnz;
         mode_first[d] = j;
         uint64_t at = 0;
         for (uint32_t s = 0; s < l->nshards; s++)

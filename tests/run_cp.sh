@@ -212,7 +212,7 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
         run "$AMPED_RUN" --gpus 2 -r 4 --iters 8 --tol 0 -o "$T/two" --json "$T/two.json" "$T/sample.amp"
         check_status "--gpus 2: exit 0" 0
         check_contains "--gpus 2: the header says how the GPUs are joined" "$RUN_OUT" "backend:   2 GPUs joined with NCCL, partition shards"
-        check_contains "--gpus 2: a table per GPU and mode" "$RUN_OUT" "  mode  gpu      nonzeros     mttkrp       busy       nccl       idle"
+        check_contains "--gpus 2: a table per GPU and mode" "$RUN_OUT" "  mode  gpu      nonzeros     mttkrp       busy       nccl   exchange       idle"
         two_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
         check "2-GPU fit $two_fit equals CPU fit $cpu_fit within 1e-6" \
             awk -v a="$two_fit" -v b="$cpu_fit" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
@@ -221,7 +221,8 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
         check_contains "--gpus 2 --json: one entry per GPU" "$T/two.json" '"gpus": ['
         check_contains "--gpus 2 --json: the partition" "$T/two.json" '"partition": "shards"'
         for v in "--memory stream --stream-chunk 4099" "--partition equal-nnz" \
-                 "--partition equal-nnz --memory stream --stream-chunk 4099" "--devices 1,0"; do
+                 "--partition equal-nnz --memory stream --stream-chunk 4099" "--devices 1,0" \
+                 "--overlap" "--overlap --memory stream --stream-chunk 4099"; do
             run "$AMPED_RUN" --gpus 2 $v -r 4 --iters 8 --tol 0 "$T/sample.amp"
             v_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
             check "2 GPUs, $v: fit $v_fit equals the CPU's within 1e-6" \

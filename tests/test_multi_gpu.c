@@ -28,14 +28,16 @@
 typedef struct config {
     const char *name;
     amp_partition_kind partition;
-    int memory;
+    int memory, overlap;
 } config;
 
 static const config configs[] = {
-    {"shards, resident", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT},
-    {"shards, streamed", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM},
-    {"equal-nnz, resident", AMP_PARTITION_EQUAL_NNZ, AMP_MEMORY_RESIDENT},
-    {"equal-nnz, streamed", AMP_PARTITION_EQUAL_NNZ, AMP_MEMORY_STREAM},
+    {"shards, resident", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0},
+    {"shards, streamed", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM, 0},
+    {"shards, resident, overlap", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 1},
+    {"shards, streamed, overlap", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM, 1},
+    {"equal-nnz, resident", AMP_PARTITION_EQUAL_NNZ, AMP_MEMORY_RESIDENT, 0},
+    {"equal-nnz, streamed, overlap", AMP_PARTITION_EQUAL_NNZ, AMP_MEMORY_STREAM, 1},
 };
 
 static amp_status open_run(const amp_tensor *t, unsigned gpus, const config *cf, unsigned R,
@@ -46,6 +48,7 @@ static amp_status open_run(const amp_tensor *t, unsigned gpus, const config *cf,
     o.path = "test";
     o.gpus = (int)gpus;
     o.partition = cf->partition;
+    o.overlap = cf->overlap;
     o.memory = cf->memory;
     o.stream_chunk = cf->memory == AMP_MEMORY_STREAM ? chunk : 0;
     o.rank = R;
@@ -85,7 +88,7 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
     amp_error err = {0};
     amp_cpd cpu = {0}, one = {0};
     amp_gpu_run *run1 = NULL;
-    static const config whole = {"one GPU", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT};
+    static const config whole = {"one GPU", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0};
     int base_ok = decompose(t, NULL, &cpu, &err) == AMP_OK;
     if (base_ok)
         base_ok = open_run(t, 1, &whole, RANK, 0, 0, &run1, &err) == AMP_OK &&

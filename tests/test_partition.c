@@ -19,26 +19,37 @@
 
 #define TOL 1e-12
 
-/* Rows of each part's copy d ascend and stay inside its declared range. */
-static int rows_in_range(const amp_copy *c, unsigned d)
+/* Rows of each part's copy d ascend in each of its two groups and stay
+ * inside its declared range; the first group's rows of mode prev are the
+ * GPU's own ([pb, pe)), the second group's are not. */
+static int rows_in_range(const amp_copy *c, unsigned d, unsigned prev, uint64_t pb,
+                         uint64_t pe)
 {
-    uint64_t prev = 0;
+    uint64_t last = 0;
     for (size_t b = 0; b < c->nblocks; b++)
         for (uint64_t k = c->block_start[b]; k < c->block_start[b + 1]; k++) {
             uint64_t row = amp_blco_field(c->block_key[b], c->words[k], c->layout.shift[d],
                                           c->layout.width[d]);
-            if (row < prev || row < c->row_begin || row >= c->row_begin + c->row_count)
+            uint64_t x = amp_blco_field(c->block_key[b], c->words[k], c->layout.shift[prev],
+                                        c->layout.width[prev]);
+            if (k == c->early_nnz)
+                last = 0;
+            if (row < last || row < c->row_begin || row >= c->row_begin + c->row_count)
                 return 0;
-            prev = row;
+            if (prev != d && (k < c->early_nnz) != (x >= pb && x < pe))
+                return 0;
+            last = row;
         }
     return 1;
 }
 
 /* All the checks of one partition of t; returns how many failed. */
 static int check_partition(const char *name, const amp_tensor *t, unsigned N,
-                           amp_partition_kind kind, unsigned R)
+                           amp_partition_kind kind, int overlap, unsigned R)
 {
-    const char *kn = kind == AMP_PARTITION_OWNER ? "owner" : "equal-nnz";
+    char kn[64];
+    snprintf(kn, sizeof kn, "%s%s", kind == AMP_PARTITION_OWNER ? "owner" : "equal-nnz",
+             overlap ? ", two groups" : "");
     amp_partition p;
     amp_error err = {0};
     int bad = 0;
@@ -47,6 +58,7 @@ static int check_partition(const char *name, const amp_tensor *t, unsigned N,
         skip(4, "no partition");
         return 1;
     }
+    p.overlap = overlap;
     /* Owned rows tile every mode in GPU order; run_row is a bijection. */
     int tiles = 1, bijective = 1, balanced = 1;
     for (unsigned m = 0; m < t->nmodes; m++) {
@@ -115,7 +127,10 @@ static int check_partition(const char *name, const amp_tensor *t, unsigned N,
             for (unsigned g = 0; g < N; g++) {
                 const amp_copy *c = &part[g].copies[d];
                 parts_ok &= c->nnz == p.modes[d].nnz[g];
-                sorted &= rows_in_range(c, d);
+                unsigned pm = overlap ? (d + t->nmodes - 1) % t->nmodes : d;
+                uint64_t pb = N > 1 ? p.modes[pm].row_begin[g] : 0;
+                uint64_t pe = N > 1 ? pb + p.modes[pm].row_count[g] : t->rows[pm];
+                sorted &= rows_in_range(c, d, pm, pb, pe);
                 if (amp_mttkrp_reference(&part[g], d, d, (const double *const *)Ar, R, Mg,
                                          &err) != AMP_OK) {
                     parts_ok = 0;
@@ -141,7 +156,8 @@ static int check_partition(const char *name, const amp_tensor *t, unsigned N,
             amp_tensor_free(&part[g]);
     }
     ok(parts_ok && sorted, "%s, %u GPUs, %s: every part holds its nonzeros, rows ascending "
-       "inside its range", name, N, kn);
+       "inside its range in each group, those needing only own rows of the previous mode "
+       "first", name, N, kn);
     ok(parts_ok && own_only && worst <= TOL, "%s, %u GPUs, %s: the parts' MTTKRPs add up to "
        "the tensor's (%.1e)%s", name, N, kn, worst,
        kind == AMP_PARTITION_OWNER ? ", each GPU writing only its own rows" : "");
@@ -176,9 +192,12 @@ static void test_random(void)
             continue;
         }
         for (size_t k = 0; k < sizeof gpus / sizeof *gpus; k++) {
-            check_partition(shapes[i].name, &t, gpus[k], AMP_PARTITION_OWNER, 5);
-            if (gpus[k] > 1)
-                check_partition(shapes[i].name, &t, gpus[k], AMP_PARTITION_EQUAL_NNZ, 5);
+            check_partition(shapes[i].name, &t, gpus[k], AMP_PARTITION_OWNER, 0, 5);
+            if (gpus[k] > 1) {
+                check_partition(shapes[i].name, &t, gpus[k], AMP_PARTITION_OWNER, 1, 5);
+                check_partition(shapes[i].name, &t, gpus[k], AMP_PARTITION_EQUAL_NNZ, 0, 5);
+                check_partition(shapes[i].name, &t, gpus[k], AMP_PARTITION_EQUAL_NNZ, 1, 5);
+            }
         }
         amp_tensor_free(&t);
         amp_file_close(f);
@@ -200,7 +219,8 @@ static void test_one_shard(void)
         amp_coo_free(&x);
         return;
     }
-    check_partition(s.name, &t, 2, AMP_PARTITION_OWNER, 3);
+    check_partition(s.name, &t, 2, AMP_PARTITION_OWNER, 0, 3);
+    check_partition(s.name, &t, 2, AMP_PARTITION_OWNER, 1, 3);
     int idle = amp_partition_new(&t, 2, AMP_PARTITION_OWNER, &p, &err) == AMP_OK;
     for (unsigned m = 0; idle && m < t.nmodes; m++)
         idle &= p.modes[m].nnz[1] == 0 && p.modes[m].row_count[1] == 0 &&
@@ -226,8 +246,9 @@ static void one_real(const char *path, const char *name, void *ctx)
         return;
     }
     if (ok(prepare_open(&x, "partition_real.amp", 16, 4096, &t, &f), "%s: prepares", name)) {
-        check_partition(name, &t, 2, AMP_PARTITION_OWNER, 8);
-        check_partition(name, &t, 2, AMP_PARTITION_EQUAL_NNZ, 8);
+        check_partition(name, &t, 2, AMP_PARTITION_OWNER, 0, 8);
+        check_partition(name, &t, 2, AMP_PARTITION_OWNER, 1, 8);
+        check_partition(name, &t, 2, AMP_PARTITION_EQUAL_NNZ, 0, 8);
         amp_tensor_free(&t);
         amp_file_close(f);
     }

@@ -46,8 +46,8 @@
 
 /* Events of one mode's update, in stream order. */
 enum {
-    EV_START, EV_MTTKRP, EV_REDUCE, EV_HADAMARD, EV_SOLVE, EV_STATS, EV_STATS_COMM,
-    EV_NORMALIZE, EV_GRAM, EV_EXCHANGE, EV_SHADOW, EV_PER_MODE
+    EV_START, EV_EARLY, EV_WAITED, EV_MTTKRP, EV_REDUCE, EV_HADAMARD, EV_SOLVE, EV_STATS,
+    EV_STATS_COMM, EV_NORMALIZE, EV_GRAM, EV_GRAM_COMM, EV_PER_MODE
 };
 
 /* What the GPUs' threads share. */
@@ -81,10 +81,17 @@ typedef struct gpu_als {
     amp_comm *comm;
     unsigned rank, nranks;
     int reduce;                /* equal-nnz: M is summed across GPUs */
+    int overlap;               /* the parts' copies are in two groups */
     uint64_t own_begin[AMP_MAX_MODES], own_rows[AMP_MAX_MODES];
     uint64_t reduce_block[AMP_MAX_MODES];   /* rows of M each GPU receives */
     uint64_t *gather_offset[AMP_MAX_MODES], *gather_count[AMP_MAX_MODES];
     cudaStream_t s;
+    /* Several GPUs: the updated rows of a mode go out on xs while s goes
+     * on with the next mode's MTTKRP over the nonzeros that need none of
+     * them (the part's first group). ex1[m] marks mode m's rows all in. */
+    cudaStream_t xs;
+    cudaEvent_t own_ready[AMP_MAX_MODES], ex0[AMP_MAX_MODES], ex1[AMP_MAX_MODES];
+    int ex_pending[AMP_MAX_MODES];   /* ex0..ex1 not yet added to the statistics */
     cublasHandle_t blas;
     cusolverDnHandle_t solver;
     double *A[AMP_MAX_MODES];
@@ -127,7 +134,13 @@ static void gpu_als_free(gpu_als *w)
         for (int e = 0; e < EV_PER_MODE; e++)
             if (w->ev[m][e])
                 cudaEventDestroy(w->ev[m][e]);
+        cudaEvent_t x[3] = {w->own_ready[m], w->ex0[m], w->ex1[m]};
+        for (int e = 0; e < 3; e++)
+            if (x[e])
+                cudaEventDestroy(x[e]);
     }
+    if (w->xs)
+        cudaStreamDestroy(w->xs);
     if (w->fit0)
         cudaEventDestroy(w->fit0);
     if (w->fit1)
@@ -147,14 +160,14 @@ static void gpu_als_free(gpu_als *w)
 /* Wait for w's stream. On several GPUs, never block for good: a peer
  * that failed leaves our collectives waiting, so poll and give up when
  * any GPU has failed or NCCL reports an error. */
-static amp_status wait_stream(gpu_als *w, amp_error *err)
+static amp_status wait_on(gpu_als *w, cudaStream_t s, amp_error *err)
 {
     if (w->nranks == 1) {
-        CUDA_TRY(cudaStreamSynchronize(w->s), err);
+        CUDA_TRY(cudaStreamSynchronize(s), err);
         return AMP_OK;
     }
     for (;;) {
-        cudaError_t e = cudaStreamQuery(w->s);
+        cudaError_t e = cudaStreamQuery(s);
         if (e == cudaSuccess)
             return AMP_OK;
         if (e != cudaErrorNotReady)
@@ -165,6 +178,11 @@ static amp_status wait_stream(gpu_als *w, amp_error *err)
         AMP_CHECK(amp_comm_check(w->comm, err));
         std::this_thread::yield();
     }
+}
+
+static amp_status wait_stream(gpu_als *w, amp_error *err)
+{
+    return wait_on(w, w->s, err);
 }
 
 static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, als_run *run,
@@ -183,6 +201,7 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     w->nranks = run->n;
     w->comm = run->comms ? run->comms[rank] : NULL;
     w->reduce = p && p->kind == AMP_PARTITION_EQUAL_NNZ && run->n > 1;
+    w->overlap = p && p->overlap && run->n > 1;
     uint64_t m_rows = 0;   /* rows of M: reduce-scatter wants n equal blocks */
     for (unsigned m = 0; m < w->N; m++) {
         w->max_rows = g->rows[m] > w->max_rows ? g->rows[m] : w->max_rows;
@@ -214,7 +233,12 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
         CUDA_TRY_GOTO(cudaMalloc((void **)&w->G[m], rr), err, rc, fail);
         for (int e = 0; e < EV_PER_MODE; e++)
             CUDA_TRY_GOTO(cudaEventCreate(&w->ev[m][e]), err, rc, fail);
+        CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->own_ready[m], cudaEventDisableTiming), err, rc,
+                      fail);
+        CUDA_TRY_GOTO(cudaEventCreate(&w->ex0[m]), err, rc, fail);
+        CUDA_TRY_GOTO(cudaEventCreate(&w->ex1[m]), err, rc, fail);
     }
+    CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&w->xs, cudaStreamNonBlocking), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreate(&w->fit0), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreate(&w->fit1), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->M, (size_t)m_rows * R * sizeof(double) + 8), err,
@@ -353,12 +377,32 @@ done:
     return rc;
 }
 
+/* Mode m's last exchange time into the statistics once it is over
+ * (block: wait for it). */
+static amp_status settle_exchange(gpu_als *w, unsigned m, amp_error *err)
+{
+    if (!w->ex_pending[m])
+        return AMP_OK;
+    cudaError_t e = cudaEventQuery(w->ex1[m]);
+    if (e == cudaErrorNotReady) {
+        AMP_CHECK(wait_on(w, w->xs, err));
+        e = cudaEventQuery(w->ex1[m]);
+    }
+    CUDA_TRY(e, err);
+    float ms = 0;
+    CUDA_TRY(cudaEventElapsedTime(&ms, w->ex0[m], w->ex1[m]), err);
+    if (w->run->stats)
+        w->run->stats->exchange[w->rank][m] += ms / 1e3;
+    w->ex_pending[m] = 0;
+    return AMP_OK;
+}
+
 static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, int first,
                               int *pinv_used, amp_error *err)
 {
     amp_status rc = AMP_OK;
     const unsigned R = w->R;
-    const uint64_t rows = g->rows[d], rb = w->own_begin[d], nown = w->own_rows[d];
+    const uint64_t rb = w->own_begin[d], nown = w->own_rows[d];
     const double one = 1, zero = 0;
     cudaEvent_t *ev = w->ev[d];
     const amp_gram_set gs = gram_set(w);
@@ -368,9 +412,19 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     void *F[AMP_MAX_MODES];
     for (unsigned m = 0; m < w->N; m++)
         F[m] = w->f32 ? (void *)w->A32[m] : (void *)w->A[m];
+    void *Mk = w->f32 ? (void *)w->M32 : (void *)w->M;
+    const unsigned prev = (d + w->N - 1) % w->N;
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_START], w->s), err, rc, done);
-    AMP_CHECK_GOTO(amp_gpu_mttkrp(g, d, F, R, w->f32, w->f32 ? (void *)w->M32 : (void *)w->M,
-                                  w->s, err), rc, done);
+    if (w->nranks > 1 && !w->overlap)   /* every nonzero may need the rows in transit */
+        CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err, rc, done);
+    AMP_CHECK_GOTO(amp_gpu_mttkrp_group(g, d, F, R, w->f32, Mk, AMP_GPU_EARLY, w->s, err), rc,
+                   done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_EARLY], w->s), err, rc, done);
+    if (w->nranks > 1)   /* the other GPUs' rows of the mode before */
+        CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_WAITED], w->s), err, rc, done);
+    AMP_CHECK_GOTO(amp_gpu_mttkrp_group(g, d, F, R, w->f32, Mk, AMP_GPU_LATE, w->s, err), rc,
+                   done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_MTTKRP], w->s), err, rc, done);
     if (w->reduce)   /* equal-nnz: every GPU's partial rows, summed */
         AMP_CHECK_GOTO(amp_comm_reduce_scatter(w->comm, w->f32 ? (void *)w->M32
@@ -410,17 +464,23 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     AMP_CHECK_GOTO(gram(w, d, rb, nown, err), rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_GRAM], w->s), err, rc, done);
     AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->G[d], (size_t)R * R, 0, w->s, err), rc, done);
-    AMP_CHECK_GOTO(amp_comm_allgatherv(w->comm, w->A[d], w->gather_offset[d],
-                                       w->gather_count[d], w->s, err), rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_EXCHANGE], w->s), err, rc, done);
-    if (w->f32 && w->nranks > 1) {   /* the shadow of the rows that came in */
-        if (rb > 0)
-            CUDA_TRY_GOTO(amp_gpu_to_f32(w->A[d], w->A32[d], rb * R, w->s), err, rc, done);
-        if (rb + nown < rows)
-            CUDA_TRY_GOTO(amp_gpu_to_f32(w->A[d] + (rb + nown) * R, w->A32[d] + (rb + nown) * R,
-                                         (rows - rb - nown) * R, w->s), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_GRAM_COMM], w->s), err, rc, done);
+    if (w->nranks > 1) {
+        /* The exchange, behind the next mode's first group. ex0/ex1 of
+         * the last round were read by now unless still pending. */
+        AMP_CHECK_GOTO(settle_exchange(w, d, err), rc, done);
+        CUDA_TRY_GOTO(cudaEventRecord(w->own_ready[d], w->s), err, rc, done);
+        CUDA_TRY_GOTO(cudaStreamWaitEvent(w->xs, w->own_ready[d], 0), err, rc, done);
+        CUDA_TRY_GOTO(cudaEventRecord(w->ex0[d], w->xs), err, rc, done);
+        /* f32: the MTTKRP reads only the f32 shadow of other GPUs' rows,
+         * so only that travels (half the bytes); the f64 rows are
+         * gathered once, at the end. */
+        AMP_CHECK_GOTO(amp_comm_allgatherv(w->comm, w->f32 ? (void *)w->A32[d] : (void *)w->A[d],
+                                           w->f32, w->gather_offset[d], w->gather_count[d],
+                                           w->xs, err), rc, done);
+        CUDA_TRY_GOTO(cudaEventRecord(w->ex1[d], w->xs), err, rc, done);
+        w->ex_pending[d] = 1;
     }
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SHADOW], w->s), err, rc, done);
 done:
     return rc;
 }
@@ -432,21 +492,22 @@ static amp_status add_phase_times(gpu_als *w, double *seconds, amp_error *err)
     amp_status rc = AMP_OK;
     float ms;
     static const int phase_of[EV_PER_MODE] = {
-        0, AMP_PHASE_MTTKRP, AMP_PHASE_COMM, AMP_PHASE_GRAM, AMP_PHASE_SOLVE,
-        AMP_PHASE_NORMALIZE, AMP_PHASE_COMM, AMP_PHASE_NORMALIZE, AMP_PHASE_GRAM,
-        AMP_PHASE_COMM, AMP_PHASE_NORMALIZE};
+        0, AMP_PHASE_MTTKRP, AMP_PHASE_COMM, AMP_PHASE_MTTKRP, AMP_PHASE_COMM, AMP_PHASE_GRAM,
+        AMP_PHASE_SOLVE, AMP_PHASE_NORMALIZE, AMP_PHASE_COMM, AMP_PHASE_NORMALIZE,
+        AMP_PHASE_GRAM, AMP_PHASE_COMM};
     amp_gpu_run_stats *st = w->run->stats;
     for (unsigned m = 0; m < w->N; m++) {
         double reach = 0;
-        for (int e = EV_MTTKRP; e < EV_PER_MODE; e++) {
+        for (int e = EV_EARLY; e < EV_PER_MODE; e++) {
             CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, w->ev[m][e - 1], w->ev[m][e]), err, rc, done);
             const double sec = ms / 1e3;
             seconds[phase_of[e]] += sec;
-            /* The first collective: the reduce-scatter, else the norms. */
-            if (e <= (w->reduce ? EV_MTTKRP : EV_STATS))
+            /* Computing until the first collective (the reduce-scatter,
+             * else the norms); waiting for rows is not computing. */
+            if (e <= (w->reduce ? EV_MTTKRP : EV_STATS) && e != EV_WAITED)
                 reach += sec;
             if (st) {
-                if (e == EV_MTTKRP)
+                if (phase_of[e] == AMP_PHASE_MTTKRP)
                     st->mttkrp[w->rank][m] += sec;
                 if (phase_of[e] == AMP_PHASE_COMM)
                     st->comm[w->rank][m] += sec;
@@ -455,6 +516,8 @@ static amp_status add_phase_times(gpu_als *w, double *seconds, amp_error *err)
             }
         }
         w->run->reach[w->rank].push_back(reach);
+        if (w->nranks > 1 && w->ex_pending[m] && cudaEventQuery(w->ex1[m]) == cudaSuccess)
+            AMP_CHECK_GOTO(settle_exchange(w, m, err), rc, done);
     }
     CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, w->fit0, w->fit1), err, rc, done);
     seconds[AMP_PHASE_FIT] += ms / 1e3;
@@ -484,6 +547,8 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
         if (w.f32)
             CUDA_TRY_GOTO(amp_gpu_to_f32(w.A[m], w.A32[m], n, w.s), err, rc, done);
         AMP_CHECK_GOTO(gram(&w, m, 0, g->rows[m], err), rc, done);
+        /* Every row is in: the first mode's waits pass at once. */
+        CUDA_TRY_GOTO(cudaEventRecord(w.ex1[m], w.xs), err, rc, done);
     }
     {
         double old_fit = 0, norm_x = sqrt(run->t->norm_sq), fit = 0;
@@ -525,6 +590,15 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
             c->converged = converged;
             c->pinv_used = pinv_used;
         }
+    }
+    for (unsigned m = 0; m < N; m++)   /* the last rows sent and received */
+        AMP_CHECK_GOTO(settle_exchange(&w, m, err), rc, done);
+    if (w.f32 && w.nranks > 1) {   /* the f64 rows, which only the shadows left */
+        CUDA_TRY_GOTO(cudaStreamWaitEvent(w.s, w.ex1[N - 1], 0), err, rc, done);
+        for (unsigned m = 0; m < N; m++)
+            AMP_CHECK_GOTO(amp_comm_allgatherv(w.comm, w.A[m], 0, w.gather_offset[m],
+                                               w.gather_count[m], w.s, err), rc, done);
+        AMP_CHECK_GOTO(wait_stream(&w, err), rc, done);
     }
     if (rank == 0) {
         for (unsigned m = 0; m < N; m++)

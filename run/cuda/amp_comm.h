@@ -35,9 +35,9 @@ unsigned amp_comm_size(const amp_comm *c);
 /* buf[0..n) summed (or, with max, the largest) over every rank. */
 amp_status amp_comm_allreduce(amp_comm *c, double *buf, size_t n, int max, void *stream,
                               amp_error *err);
-/* Rank r's rows buf[offset[r] .. offset[r] + count[r]) (in doubles) to
- * every other rank, point to point, all at once. */
-amp_status amp_comm_allgatherv(amp_comm *c, double *buf, const uint64_t *offset,
+/* Rank r's values buf[offset[r] .. offset[r] + count[r]) (f32 or f64,
+ * counted in values) to every other rank, point to point, all at once. */
+amp_status amp_comm_allgatherv(amp_comm *c, void *buf, int f32, const uint64_t *offset,
                                const uint64_t *count, void *stream, amp_error *err);
 /* buf holds size x block values (f32 or f64); rank r ends with block r
  * summed over every rank, in place. */

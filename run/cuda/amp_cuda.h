@@ -65,6 +65,13 @@ size_t amp_gpu_tensor_bytes(const amp_gpu_tensor *g);
 amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *const *A, unsigned rank,
                           int f32, void *M, void *stream, amp_error *err);
 
+/* A part's copy in two groups (amp_copy.early_nnz): AMP_GPU_EARLY zeroes
+ * M's rows and adds the first, AMP_GPU_LATE adds the second, AMP_GPU_ALL
+ * (what amp_gpu_mttkrp does) both. */
+enum { AMP_GPU_ALL = 0, AMP_GPU_EARLY, AMP_GPU_LATE };
+amp_status amp_gpu_mttkrp_group(const amp_gpu_tensor *g, unsigned d, void *const *A, unsigned R,
+                                int f32, void *M, int group, void *stream, amp_error *err);
+
 /* From host f64 factors: M_host (if not NULL) gets MTTKRP(d) in f64; with
  * rounds > 0, mode_seconds[m] gets the mean time of one MTTKRP of each
  * mode over that many launches. */
@@ -88,6 +95,9 @@ typedef struct amp_gpu_run_stats {
     double mttkrp[AMP_MAX_GPUS][AMP_MAX_MODES];   /* each mode's MTTKRP */
     double busy[AMP_MAX_GPUS][AMP_MAX_MODES];     /* each mode's update but its collectives */
     double comm[AMP_MAX_GPUS][AMP_MAX_MODES];     /* in collectives, waiting included */
+    /* Sending and receiving the mode's updated rows, behind the next
+     * mode's MTTKRP: only what that MTTKRP waited for is in comm. */
+    double exchange[AMP_MAX_GPUS][AMP_MAX_MODES];
     /* Waiting for the slowest GPU: from reaching the mode's first
      * collective to the moment the last GPU reached it. */
     double idle[AMP_MAX_GPUS][AMP_MAX_MODES];

@@ -61,6 +61,7 @@ struct gpu_copy {
     uint64_t *block_key;
     uint8_t shift[AMP_MAX_MODES], width[AMP_MAX_MODES];
     uint64_t row_begin, row_count;   /* the output rows its nonzeros fall in */
+    uint64_t early_nnz;              /* the first group (see amp_copy) */
 };
 
 /* Every mode copy of a tensor, resident on one device. */

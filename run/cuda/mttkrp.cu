@@ -35,6 +35,7 @@ struct mttkrp_args {
     uint64_t nnz;
     uint64_t offset;   /* position of words[0] in the copy (streamed chunks) */
     int packed;        /* the value is inside the word: q / 10^decimals */
+    int add;           /* rows a team owns are added to M, not stored (a second launch) */
     int qsigned;
     unsigned qshift, qbits;
     double p10;
@@ -83,7 +84,7 @@ __device__ __forceinline__ void atomic_add(float *p, float v) { atomicAdd(p, v);
 
 template <typename real, int RPL>
 __device__ __forceinline__ void flush(real *M, unsigned R, uint64_t row, const real *acc,
-                                      int shared, unsigned lane)
+                                      int shared, unsigned lane, int add)
 {
     real *dst = M + row * R;
 #pragma unroll
@@ -93,7 +94,7 @@ __device__ __forceinline__ void flush(real *M, unsigned R, uint64_t row, const r
             if (shared)
                 atomic_add(dst + r, acc[j]);
             else
-                dst[r] = acc[j];
+                dst[r] = add ? dst[r] + acc[j] : acc[j];
         }
     }
 }
@@ -117,11 +118,12 @@ __device__ __forceinline__ uint32_t block_of(const mttkrp_args &a, uint64_t k)
  * when it changes. */
 template <typename real, int RPL>
 __device__ __forceinline__ void accumulate(real *M, unsigned R, unsigned lane, uint64_t row,
-                                           const real *p, uint64_t &cur, real *acc, int &first)
+                                           const real *p, uint64_t &cur, real *acc, int &first,
+                                           int add)
 {
     if (row != cur) {
         if (cur != ~0ull) {
-            flush<real, RPL>(M, R, cur, acc, first, lane);
+            flush<real, RPL>(M, R, cur, acc, first, lane, add);
             first = 0;
         }
         cur = row;
@@ -216,11 +218,11 @@ __global__ void __launch_bounds__(256) mttkrp_lanes(const mttkrp_args a)
 #pragma unroll
             for (int u = 0; u < U; u++)
                 if (rows[u] != 0xffffffffu)
-                    accumulate<real, RPL>(M, R, lane, rows[u], p[u], cur, acc, first);
+                    accumulate<real, RPL>(M, R, lane, rows[u], p[u], cur, acc, first, a.add);
         }
     }
     if (cur != ~0ull)
-        flush<real, RPL>(M, R, cur, acc, 1, lane);
+        flush<real, RPL>(M, R, cur, acc, 1, lane, a.add);
 }
 
 /* 16-byte vectors of factor entries: the widest load a lane can issue. */
@@ -357,10 +359,15 @@ __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
 #pragma unroll
                         for (int j = 0; j < RPT; j++)
                             if (active[j]) {
-                                if (first)
+                                if (first) {
                                     vatomic(dst + j * L * VN, acc[j]);
-                                else
+                                } else if (a.add) {
+                                    vec old = *(vec *)(dst + j * L * VN);
+                                    vadd(old, acc[j]);
+                                    *(vec *)(dst + j * L * VN) = old;
+                                } else {
                                     *(vec *)(dst + j * L * VN) = acc[j];
+                                }
                             }
                     }
                     first = cur == ~0ull;
@@ -434,10 +441,10 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
                 }
             }
             accumulate<real, RPL>(M, R, lane, field(key, w, a.out_shift, a.out_width), p, cur,
-                                  acc, first);
+                                  acc, first, a.add);
         }
     }
-    flush<real, RPL>(M, R, cur, acc, 1, lane);
+    flush<real, RPL>(M, R, cur, acc, 1, lane, a.add);
 }
 
 typedef void (*mttkrp_fn)(const mttkrp_args);
@@ -647,6 +654,7 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
         d->nblocks = (uint32_t)c->nblocks;
         d->row_begin = c->row_begin;
         d->row_count = c->row_count;
+        d->early_nnz = c->early_nnz;
         for (unsigned k = 0; k < t->nmodes; k++) {
             d->shift[k] = c->layout.shift[k];
             d->width[k] = c->layout.width[k];
@@ -765,10 +773,50 @@ static amp_status launch(mttkrp_fn fn, const mttkrp_args &a, int sm_count, int p
     return AMP_OK;
 }
 
-/* M = MTTKRP(d) on device pointers (A[m]: rows[m] x R, M: rows[d] x R,
- * row-major, f32 or f64). */
-extern "C" amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *const *A,
-                                     unsigned R, int f32, void *M, void *stream, amp_error *err)
+/* Nonzeros [begin, end) of copy c into M: one launch when resident; when
+ * streamed, chunk i is copied into ring buffer i mod RING on the copy
+ * stream once the kernel that read that buffer last is done, and its
+ * kernel waits for the copy. Rows cut by a chunk boundary are a team's
+ * first or last and are added atomically, as between teams. */
+static amp_status run_range(const amp_gpu_tensor *g, const gpu_copy *c, mttkrp_args a,
+                            mttkrp_fn fn, int per_sm, unsigned lanes, uint64_t begin,
+                            uint64_t end, int add, cudaStream_t s, amp_error *err)
+{
+    const size_t vsize = g->vals_f32 ? 4 : 8;
+    a.add = add;
+    if (end <= begin)
+        return AMP_OK;
+    if (!g->streamed) {
+        a.words = c->words + begin;
+        a.vals = c->vals ? (const char *)c->vals + begin * vsize : NULL;
+        a.offset = begin;
+        a.nnz = end - begin;
+        return launch(fn, a, g->sm_count, per_sm, lanes, s, err);
+    }
+    for (uint64_t c0 = begin, i = 0; c0 < end; c0 += g->chunk_nnz, i++) {
+        const int b = (int)(i % AMP_GPU_RING);
+        const uint64_t n = end - c0 < g->chunk_nnz ? end - c0 : g->chunk_nnz;
+        CUDA_TRY(cudaStreamWaitEvent(g->copy_stream, g->consumed[b], 0), err);
+        CUDA_TRY(cudaMemcpyAsync(g->ring_words[b], c->host_words + c0, n * 8,
+                                 cudaMemcpyHostToDevice, g->copy_stream), err);
+        if (c->host_vals)
+            CUDA_TRY(cudaMemcpyAsync(g->ring_vals[b], (const char *)c->host_vals + c0 * vsize,
+                                     n * vsize, cudaMemcpyHostToDevice, g->copy_stream), err);
+        CUDA_TRY(cudaEventRecord(g->copied[b], g->copy_stream), err);
+        CUDA_TRY(cudaStreamWaitEvent(s, g->copied[b], 0), err);
+        a.words = g->ring_words[b];
+        a.vals = g->ring_vals[b];
+        a.nnz = n;
+        a.offset = c0;
+        AMP_CHECK(launch(fn, a, g->sm_count, per_sm, lanes, s, err));
+        CUDA_TRY(cudaEventRecord(g->consumed[b], s), err);
+    }
+    return AMP_OK;
+}
+
+extern "C" amp_status amp_gpu_mttkrp_group(const amp_gpu_tensor *g, unsigned d, void *const *A,
+                                           unsigned R, int f32, void *M, int group, void *stream,
+                                           amp_error *err)
 {
     const gpu_copy *c = &g->copies[d];
     cudaStream_t s = (cudaStream_t)stream;
@@ -777,12 +825,9 @@ extern "C" amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *
                              "the GPU MTTKRP takes rank 1 to 512, not %u", R);
     mttkrp_args a;
     memset(&a, 0, sizeof a);
-    a.words = c->words;
-    a.vals = c->vals;
     a.block_start = c->block_start;
     a.block_key = c->block_key;
     a.nblocks = c->nblocks;
-    a.nnz = c->nnz;
     a.R = R;
     if (c->packed) {
         static const double p10[10] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
@@ -804,43 +849,31 @@ extern "C" amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *
         a.F[a.nother++] = A[m];
     }
     size_t real_size = f32 ? 4 : 8;
-    /* Only the rows this copy's nonzeros fall in: a GPU's part of a
-     * multi-GPU run owns a range, and the rest of M is not its to touch. */
-    CUDA_TRY(cudaMemsetAsync((char *)M + (size_t)c->row_begin * R * real_size, 0,
-                             (size_t)c->row_count * R * real_size, s), err);
+    if (group != AMP_GPU_LATE)
+        /* Only the rows this copy's nonzeros fall in: a GPU's part of a
+         * multi-GPU run owns a range, and the rest of M is not its to
+         * touch. */
+        CUDA_TRY(cudaMemsetAsync((char *)M + (size_t)c->row_begin * R * real_size, 0,
+                                 (size_t)c->row_count * R * real_size, s), err);
     if (c->nnz == 0)
         return AMP_OK;
     unsigned lanes;
     mttkrp_fn fn = pick_kernel(f32, g->vals_f32, R, a.nother, g->narrow_rows, &lanes);
     int per_sm = 0;
     CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, 256, 0), err);
-    if (!g->streamed)
-        return launch(fn, a, g->sm_count, per_sm, lanes, s, err);
-
-    /* Streamed: chunk i is copied into ring buffer i mod RING on the copy
-     * stream once the kernel that read that buffer last is done, and its
-     * kernel waits for the copy. Rows cut by a chunk boundary are a
-     * team's first or last and are added atomically, as between teams. */
-    const size_t vsize = g->vals_f32 ? 4 : 8;
-    for (uint64_t c0 = 0, i = 0; c0 < c->nnz; c0 += g->chunk_nnz, i++) {
-        const int b = (int)(i % AMP_GPU_RING);
-        const uint64_t n = c->nnz - c0 < g->chunk_nnz ? c->nnz - c0 : g->chunk_nnz;
-        CUDA_TRY(cudaStreamWaitEvent(g->copy_stream, g->consumed[b], 0), err);
-        CUDA_TRY(cudaMemcpyAsync(g->ring_words[b], c->host_words + c0, n * 8,
-                                 cudaMemcpyHostToDevice, g->copy_stream), err);
-        if (c->host_vals)
-            CUDA_TRY(cudaMemcpyAsync(g->ring_vals[b], (const char *)c->host_vals + c0 * vsize,
-                                     n * vsize, cudaMemcpyHostToDevice, g->copy_stream), err);
-        CUDA_TRY(cudaEventRecord(g->copied[b], g->copy_stream), err);
-        CUDA_TRY(cudaStreamWaitEvent(s, g->copied[b], 0), err);
-        a.words = g->ring_words[b];
-        a.vals = g->ring_vals[b];
-        a.nnz = n;
-        a.offset = c0;
-        AMP_CHECK(launch(fn, a, g->sm_count, per_sm, lanes, s, err));
-        CUDA_TRY(cudaEventRecord(g->consumed[b], s), err);
-    }
+    /* The two groups are each ordered by row, not together: the second
+     * adds into what the first wrote. */
+    if (group != AMP_GPU_LATE)
+        AMP_CHECK(run_range(g, c, a, fn, per_sm, lanes, 0, c->early_nnz, 0, s, err));
+    if (group != AMP_GPU_EARLY)
+        AMP_CHECK(run_range(g, c, a, fn, per_sm, lanes, c->early_nnz, c->nnz, 1, s, err));
     return AMP_OK;
+}
+
+extern "C" amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *const *A,
+                                     unsigned R, int f32, void *M, void *stream, amp_error *err)
+{
+    return amp_gpu_mttkrp_group(g, d, A, R, f32, M, AMP_GPU_ALL, stream, err);
 }
 
 /* Host factors in, host result out (f64 both ways), for checking the kernel
