@@ -46,8 +46,8 @@
 
 /* Events of one mode's update, in stream order. */
 enum {
-    EV_START, EV_EARLY, EV_WAITED, EV_MTTKRP, EV_REDUCE, EV_HADAMARD, EV_SOLVE, EV_STATS,
-    EV_STATS_COMM, EV_NORMALIZE, EV_GRAM, EV_GRAM_COMM, EV_PER_MODE
+    EV_START, EV_READY, EV_EARLY, EV_WAITED, EV_MTTKRP, EV_REDUCE, EV_HADAMARD, EV_SOLVE,
+    EV_STATS, EV_STATS_COMM, EV_NORMALIZE, EV_GRAM, EV_GRAM_COMM, EV_PER_MODE
 };
 
 /* What the GPUs' threads share. */
@@ -417,6 +417,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_START], w->s), err, rc, done);
     if (w->nranks > 1 && !w->overlap)   /* every nonzero may need the rows in transit */
         CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_READY], w->s), err, rc, done);
     AMP_CHECK_GOTO(amp_gpu_mttkrp_group(g, d, F, R, w->f32, Mk, AMP_GPU_EARLY, w->s, err), rc,
                    done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_EARLY], w->s), err, rc, done);
@@ -492,19 +493,19 @@ static amp_status add_phase_times(gpu_als *w, double *seconds, amp_error *err)
     amp_status rc = AMP_OK;
     float ms;
     static const int phase_of[EV_PER_MODE] = {
-        0, AMP_PHASE_MTTKRP, AMP_PHASE_COMM, AMP_PHASE_MTTKRP, AMP_PHASE_COMM, AMP_PHASE_GRAM,
-        AMP_PHASE_SOLVE, AMP_PHASE_NORMALIZE, AMP_PHASE_COMM, AMP_PHASE_NORMALIZE,
-        AMP_PHASE_GRAM, AMP_PHASE_COMM};
+        0, AMP_PHASE_COMM, AMP_PHASE_MTTKRP, AMP_PHASE_COMM, AMP_PHASE_MTTKRP, AMP_PHASE_COMM,
+        AMP_PHASE_GRAM, AMP_PHASE_SOLVE, AMP_PHASE_NORMALIZE, AMP_PHASE_COMM,
+        AMP_PHASE_NORMALIZE, AMP_PHASE_GRAM, AMP_PHASE_COMM};
     amp_gpu_run_stats *st = w->run->stats;
     for (unsigned m = 0; m < w->N; m++) {
         double reach = 0;
-        for (int e = EV_EARLY; e < EV_PER_MODE; e++) {
+        for (int e = EV_READY; e < EV_PER_MODE; e++) {
             CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, w->ev[m][e - 1], w->ev[m][e]), err, rc, done);
             const double sec = ms / 1e3;
             seconds[phase_of[e]] += sec;
             /* Computing until the first collective (the reduce-scatter,
              * else the norms); waiting for rows is not computing. */
-            if (e <= (w->reduce ? EV_MTTKRP : EV_STATS) && e != EV_WAITED)
+            if (e <= (w->reduce ? EV_MTTKRP : EV_STATS) && e != EV_WAITED && e != EV_READY)
                 reach += sec;
             if (st) {
                 if (phase_of[e] == AMP_PHASE_MTTKRP)
