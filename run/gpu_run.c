@@ -264,9 +264,27 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
         }
         AMP_CHECK_GOTO(plan(o, pt, &r->dev[k], &r->chunk[k], &r->need[k], err), rc, fail);
     }
-    for (unsigned k = 0; k < r->n; k++)
-        AMP_CHECK_GOTO(amp_gpu_tensor_upload(r->dev[k].ordinal, part_of(r, t, k), r->chunk[k],
-                                             &r->g[k], err), rc, fail);
+    {
+        /* Resident parts go to their GPUs at once (a copy from pageable
+         * memory is bound by one CPU thread); streamed ones one after the
+         * other, since packing them takes every thread already. */
+        int all_resident = 1;
+        amp_status rcs[AMP_MAX_GPUS];
+        amp_error errs[AMP_MAX_GPUS];
+        memset(errs, 0, sizeof errs);
+        for (unsigned k = 0; k < r->n; k++)
+            all_resident &= r->chunk[k] == 0;
+#pragma omp parallel for num_threads(all_resident ? (int)r->n : 1) schedule(static, 1)
+        for (int k = 0; k < (int)r->n; k++)
+            rcs[k] = amp_gpu_tensor_upload(r->dev[k].ordinal, part_of(r, t, (unsigned)k),
+                                           r->chunk[k], &r->g[k], &errs[k]);
+        for (unsigned k = 0; k < r->n; k++)
+            if (rcs[k] != AMP_OK) {
+                rc = amp_error_set(err, errs[k].status, errs[k].src_file, errs[k].src_line,
+                                   "GPU %d: %s", r->dev[k].ordinal, amp_error_message(&errs[k]));
+                goto fail;
+            }
+    }
     if (r->n > 1) {
         int ordinals[AMP_MAX_GPUS];
         for (unsigned k = 0; k < r->n; k++)

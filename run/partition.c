@@ -322,7 +322,10 @@ static amp_status part_copy(const amp_tensor *t, const amp_partition *p, unsigne
         uint64_t *e_at = early + T + 1, *l_at = e_at + T + 1;
         /* Two passes over fixed slices: count each slice's first group,
          * then place both groups, so the result is the same for any T. */
-        for (int pass = 0; pass < 2; pass++) {
+        /* Without two groups every nonzero is in the first: no counting. */
+        for (int i = 0; !sr.on && i < T; i++)
+            early[i] = n * (uint64_t)(i + 1) / T - n * (uint64_t)i / T;
+        for (int pass = sr.on ? 0 : 1; pass < 2; pass++) {
             uint64_t total_early = 0;
             if (pass == 1)
                 for (int i = 0; i < T; i++)
@@ -345,23 +348,50 @@ static amp_status part_copy(const amp_tensor *t, const amp_partition *p, unsigne
         free(early);
     }
     /* Blocks: runs of one key, recounted, since a renumbered row may move
-     * a nonzero's high bits into another key. */
+     * a nonzero's high bits into another key: counted per slice, then
+     * placed, on the same fixed slices. */
     size_t nb = 1;
-    if (keys)
-        for (uint64_t k = 1; k < n; k++)
-            nb += keys[k] != keys[k - 1];
+    int T = threads > 0 ? threads : 1;
+#ifdef _OPENMP
+    if (threads <= 0)
+        T = omp_get_max_threads();
+#endif
+    uint64_t *starts = keys ? calloc((size_t)T + 1, sizeof *starts) : NULL;
+    if (keys && starts == NULL)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+    if (keys) {
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+        for (int i = 0; i < T; i++) {
+            uint64_t lo = n * (uint64_t)i / T, hi = n * (uint64_t)(i + 1) / T, changes = 0;
+            for (uint64_t k = lo > 0 ? lo : 1; k < hi; k++)
+                changes += keys[k] != keys[k - 1];
+            starts[i + 1] = changes;
+        }
+        for (int i = 0; i < T; i++)
+            starts[i + 1] += starts[i];
+        nb += starts[T];
+    }
     out->nblocks = nb;
     out->block_start = malloc((nb + 1) * sizeof *out->block_start);
     out->block_key = malloc(nb * sizeof *out->block_key);
-    if (out->block_start == NULL || out->block_key == NULL)
+    if (out->block_start == NULL || out->block_key == NULL) {
+        free(starts);
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+    }
     out->block_start[0] = 0;
     out->block_key[0] = keys ? keys[0] : 0;
-    for (uint64_t k = 1, b = 0; keys && k < n; k++)
-        if (keys[k] != keys[k - 1]) {
-            out->block_start[++b] = k;
-            out->block_key[b] = keys[k];
+    if (keys) {
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+        for (int i = 0; i < T; i++) {
+            uint64_t lo = n * (uint64_t)i / T, hi = n * (uint64_t)(i + 1) / T, b = starts[i];
+            for (uint64_t k = lo > 0 ? lo : 1; k < hi; k++)
+                if (keys[k] != keys[k - 1]) {
+                    out->block_start[++b] = k;
+                    out->block_key[b] = keys[k];
+                }
         }
+    }
+    free(starts);
     out->block_start[nb] = n;
     free(keys);
     free(rg);

@@ -6,7 +6,6 @@
  * kernels 1e-4 (every product and sum rounds to 24 bits). */
 #include <config.h>
 
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,40 +146,34 @@ static void test_random_mttkrp(void)
     }
 }
 
-static int test_real_mttkrp(int run)
+/* Every tensor of $AMP_TEST_DATA (read, prepared) to fn; a failure to read
+ * or prepare is one failed check. */
+typedef struct real_check {
+    void (*fn)(const char *name, const amp_tensor *t, const amp_coo *x);
+} real_check;
+
+static void with_real(const char *path, const char *name, void *ctx)
 {
-    const char *dir = getenv("AMP_TEST_DATA");
-    DIR *dp = dir ? opendir(dir) : NULL;
-    int n = 0;
-    struct dirent *e;
-    while (dp && (e = readdir(dp)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (len < 5 || strcmp(e->d_name + len - 4, ".tns") != 0)
-            continue;
-        n++;
-        if (!run)
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        amp_read_opts ro;
-        amp_read_opts_init(&ro);
-        amp_coo x;
-        amp_tensor t;
-        amp_error err = {0};
-        if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK ||
-            !prepare(&x, "real.amp", 16, 4096, &t)) {
-            ok(0, "%s: reads and prepares (%s)", e->d_name, amp_error_message(&err));
-            skip(3, "unreadable");
-            continue;
-        }
-        ok(1, "%s: prepares and loads", e->d_name);
-        check_mttkrp(e->d_name, &x, &t, 16);
-        amp_tensor_free(&t);
-        amp_coo_free(&x);
+    const real_check *rc = ctx;
+    amp_read_opts ro;
+    amp_read_opts_init(&ro);
+    amp_coo x;
+    amp_tensor t;
+    amp_error err = {0};
+    if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK) {
+        ok(0, "%s: reads (%s)", name, amp_error_message(&err));
+        return;
     }
-    if (dp)
-        closedir(dp);
-    return n;
+    if (ok(prepare(&x, "real.amp", 16, 4096, &t), "%s: prepares and loads", name)) {
+        rc->fn(name, &t, &x);
+        amp_tensor_free(&t);
+    }
+    amp_coo_free(&x);
+}
+
+static void real_mttkrp(const char *name, const amp_tensor *t, const amp_coo *x)
+{
+    check_mttkrp(name, x, t, 16);
 }
 
 /* ---- the stream layout ------------------------------------------------------ */
@@ -300,41 +293,13 @@ static void test_stream_pack(void)
 }
 
 /* Real tensors: whatever packs decodes exactly. */
-static int test_real_stream_pack(int run)
+static void real_stream_pack(const char *name, const amp_tensor *t, const amp_coo *x)
 {
-    const char *dir = getenv("AMP_TEST_DATA");
-    DIR *dp = dir ? opendir(dir) : NULL;
-    int n = 0;
-    struct dirent *e;
-    while (dp && (e = readdir(dp)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (len < 5 || strcmp(e->d_name + len - 4, ".tns") != 0)
-            continue;
-        n++;
-        if (!run)
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        amp_read_opts ro;
-        amp_read_opts_init(&ro);
-        amp_coo x;
-        amp_tensor t;
-        amp_error err = {0};
-        if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK ||
-            !prepare(&x, "real.amp", 16, 4096, &t)) {
-            ok(0, "%s: reads and prepares (%s)", e->d_name, amp_error_message(&err));
-            continue;
-        }
-        unsigned packed, dec;
-        int good = pack_all(&t, &packed, &dec);
-        ok(good, "%s: stream layout: %u of %u modes pack (%u decimals), each decodes exactly",
-           e->d_name, packed, t.nmodes, dec);
-        amp_tensor_free(&t);
-        amp_coo_free(&x);
-    }
-    if (dp)
-        closedir(dp);
-    return n;
+    (void)x;
+    unsigned packed, dec;
+    int good = pack_all(t, &packed, &dec);
+    ok(good, "%s: stream layout: %u of %u modes pack (%u decimals), each decodes exactly", name,
+       packed, t->nmodes, dec);
 }
 
 /* ---- CP-ALS ---------------------------------------------------------------- */
@@ -671,12 +636,13 @@ static void test_factor_files(void)
 
 int main(void)
 {
-    int nreal = test_real_mttkrp(0);
-    plan(6 * 4 + 1 + nreal * 4 + 4 + nreal + 2 + 1 + 3 + 1 + 6);
+    int nreal = for_each_shared_tensor(NULL, NULL);
+    plan(6 * 4 + 1 + nreal * 4 + 4 + 2 * nreal + 2 + 1 + 3 + 1 + 6);
     test_random_mttkrp();
-    test_real_mttkrp(1);
+    real_check mttkrp_check = {real_mttkrp}, pack_check = {real_stream_pack};
+    for_each_shared_tensor(with_real, &mttkrp_check);
     test_stream_pack();
-    test_real_stream_pack(1);
+    for_each_shared_tensor(with_real, &pack_check);
     test_als_exact();
     test_als_aminoacid();
     test_als_deterministic();

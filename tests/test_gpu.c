@@ -13,7 +13,6 @@
  * same runs. */
 #include <config.h>
 
-#include <dirent.h>
 #include <inttypes.h>
 
 #include "tap.h"
@@ -53,8 +52,9 @@ static void check_gpu_mttkrp(const char *name, const amp_tensor *t, const unsign
         int fails = 0;
         for (int f32 = 0; f32 < 2; f32++)
             for (unsigned d = 0; d < t->nmodes; d++) {
-                amp_mttkrp_reference(t, d, d, (const double *const *)A, R, ref, &err);
-                if (amp_gpu_mttkrp_host(g, (const double *const *)A, R, f32, d, M, 0, NULL,
+                if (amp_mttkrp_reference(t, d, d, (const double *const *)A, R, ref, &err) !=
+                        AMP_OK ||
+                    amp_gpu_mttkrp_host(g, (const double *const *)A, R, f32, d, M, 0, NULL,
                                         &err) != AMP_OK) {
                     diag("%s", amp_error_message(&err));
                     fails++;
@@ -97,6 +97,7 @@ static void check_gpu_als(const char *name, const amp_tensor *t, unsigned R, uin
     int pinv[2] = {0, 0}, fails = 0;
     for (int f32 = 0; f32 < 2; f32++) {
         amp_cpd c[2];
+        memset(c, 0, sizeof c);   /* amp_cpd_free is safe on a failed init */
         amp_cpd_opts o;
         amp_cpd_opts_init(&o);
         o.rank = R;
@@ -182,43 +183,31 @@ static void test_random(void)
     }
 }
 
-static int test_real(int run)
+static void one_real(const char *path, const char *name, void *ctx)
 {
-    const char *dir = getenv("AMP_TEST_DATA");
-    DIR *dp = dir ? opendir(dir) : NULL;
-    int n = 0;
-    struct dirent *e;
+    (void)ctx;
     static const unsigned ranks[] = {7, 32, 33};
-    while (dp && (e = readdir(dp)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (len < 5 || strcmp(e->d_name + len - 4, ".tns") != 0)
-            continue;
-        n++;
-        if (!run)
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        amp_read_opts ro;
-        amp_read_opts_init(&ro);
-        amp_coo x;
-        amp_tensor t;
-        amp_error err = {0};
-        if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK ||
-            !prepare(&x, "real.amp", 16, 4096, &t)) {
-            skip(1 + 2 * 3 + 2 * ALS_CHECKS + STREAM_CHECKS, "unreadable");
-            continue;
-        }
-        check_gpu_mttkrp(e->d_name, &t, ranks, 3, 0);
-        check_gpu_als(e->d_name, &t, 7, 0);
-        check_gpu_als(e->d_name, &t, 32, 0);
-        check_gpu_mttkrp(e->d_name, &t, stream_ranks, STREAM_RANKS, STREAM_CHUNK * 8);
-        check_gpu_als(e->d_name, &t, 7, STREAM_CHUNK * 8);
-        amp_tensor_free(&t);
-        amp_coo_free(&x);
+    amp_read_opts ro;
+    amp_read_opts_init(&ro);
+    amp_coo x;
+    amp_tensor t;
+    amp_error err = {0};
+    if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK) {
+        skip(1 + 2 * 3 + 2 * ALS_CHECKS + STREAM_CHECKS, "unreadable");
+        return;
     }
-    if (dp)
-        closedir(dp);
-    return n;
+    if (!prepare(&x, "real.amp", 16, 4096, &t)) {
+        skip(1 + 2 * 3 + 2 * ALS_CHECKS + STREAM_CHECKS, "does not prepare");
+        amp_coo_free(&x);
+        return;
+    }
+    check_gpu_mttkrp(name, &t, ranks, 3, 0);
+    check_gpu_als(name, &t, 7, 0);
+    check_gpu_als(name, &t, 32, 0);
+    check_gpu_mttkrp(name, &t, stream_ranks, STREAM_RANKS, STREAM_CHUNK * 8);
+    check_gpu_als(name, &t, 7, STREAM_CHUNK * 8);
+    amp_tensor_free(&t);
+    amp_coo_free(&x);
 }
 #endif
 
@@ -235,7 +224,7 @@ int main(void)
         plan_skip_all("no CUDA device");
     plan(2 + 2 * (count < 16 ? count : 16) +
          3 * (1 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS) +
-         test_real(0) * (7 + 2 * ALS_CHECKS + STREAM_CHECKS));
+         for_each_shared_tensor(NULL, NULL) * (7 + 2 * ALS_CHECKS + STREAM_CHECKS));
     is_int(rc, AMP_OK, "device query succeeds");
     ok(count > 0, "%d device%s found", count, count == 1 ? "" : "s");
     for (int i = 0; i < count && i < 16; i++) {
@@ -247,7 +236,7 @@ int main(void)
             diag("%s", e.msg);
     }
     test_random();
-    test_real(1);
+    for_each_shared_tensor(one_real, NULL);
     return done_testing();
 #endif
 }

@@ -265,7 +265,11 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
                                                    g->sm_count) * 3 * R * sizeof(double)),
                   err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->fit_terms, 2 * sizeof(double)), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->info, sizeof(int)), err, rc, fail);
+    /* [0]: potrf's status, read at once; [1 + m]: potri's for mode m,
+     * read with the fit terms at the end of the iteration. */
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->info, (1 + AMP_MAX_MODES) * sizeof(int)), err, rc,
+                  fail);
+    CUDA_TRY_GOTO(cudaMemset(w->info, 0, (1 + AMP_MAX_MODES) * sizeof(int)), err, rc, fail);
     {
         int l1 = 0, l2 = 0, l3 = 0;
         CUSOLVER_TRY_GOTO(cusolverDnDpotrf_bufferSize(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R,
@@ -333,7 +337,7 @@ done:
 }
 
 /* P = V^-1 (Cholesky) or its pseudo-inverse; *pinv says which. */
-static amp_status invert(gpu_als *w, int *pinv, amp_error *err)
+static amp_status invert(gpu_als *w, unsigned mode, int *pinv, amp_error *err)
 {
     amp_status rc = AMP_OK;
     const unsigned R = w->R;
@@ -352,7 +356,8 @@ static amp_status invert(gpu_als *w, int *pinv, amp_error *err)
     *pinv = info > 0;
     if (!*pinv) {
         CUSOLVER_TRY_GOTO(cusolverDnDpotri(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R, w->L,
-                                           (int)R, w->work, w->lwork, w->info), err, rc, done);
+                                           (int)R, w->work, w->lwork, w->info + 1 + mode), err,
+                          rc, done);
         CUDA_TRY_GOTO(amp_gpu_symmetrize(w->L, R, w->s), err, rc, done);
         CUDA_TRY_GOTO(cudaMemcpyAsync(w->P, w->L, rr, cudaMemcpyDeviceToDevice, w->s), err, rc,
                       done);
@@ -439,7 +444,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     CUDA_TRY_GOTO(amp_gpu_hadamard(&gs, d, R, w->V, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_HADAMARD], w->s), err, rc, done);
 
-    AMP_CHECK_GOTO(invert(w, &pinv, err), rc, done);
+    AMP_CHECK_GOTO(invert(w, d, &pinv, err), rc, done);
     if (pinv)
         *pinv_used = 1;
     /* Row-major A = M P is, column-major, A^T = P M^T (P symmetric). */
@@ -566,10 +571,18 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
             CUDA_TRY_GOTO(amp_gpu_fit_terms(&gs, R, w.lambda, w.inner, w.fit_terms, w.s), err, rc,
                           done);
             double terms[2];
+            int potri[AMP_MAX_MODES];
             CUDA_TRY_GOTO(cudaMemcpyAsync(terms, w.fit_terms, sizeof terms,
+                                          cudaMemcpyDeviceToHost, w.s), err, rc, done);
+            CUDA_TRY_GOTO(cudaMemcpyAsync(potri, w.info + 1, N * sizeof(int),
                                           cudaMemcpyDeviceToHost, w.s), err, rc, done);
             CUDA_TRY_GOTO(cudaEventRecord(w.fit1, w.s), err, rc, done);
             AMP_CHECK_GOTO(wait_stream(&w, err), rc, done);
+            for (unsigned m = 0; m < N; m++)   /* 0 where the Cholesky path was not taken */
+                if (potri[m] != 0)
+                    AMP_RAISE_GOTO(err, rc, done, AMP_ERR_INTERNAL, "cusolverDnDpotri failed "
+                                   "on mode %u's %ux%u Gram product (info %d)", m + 1, R, R,
+                                   potri[m]);
             AMP_CHECK_GOTO(add_phase_times(&w, seconds, err), rc, done);
             double resid = run->t->norm_sq + terms[0] - 2 * terms[1];
             fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
