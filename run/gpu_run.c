@@ -242,6 +242,8 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
             r->dev[k] = dev[k];
     }
     r->f32 = o->f32;
+    if (r->n > 1 && !amp_comm_available() && !asked)
+        r->n = 1;   /* every GPU, as far as a build without NCCL can join them */
     if (r->n > 1 && !amp_comm_available())
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "%u GPUs need NCCL, and this build "
                        "has none (configure --with-nccl); --gpus 1 runs on one", r->n);

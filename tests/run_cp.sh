@@ -216,8 +216,10 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
         two_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
         check "2-GPU fit $two_fit equals CPU fit $cpu_fit within 1e-6" \
             awk -v a="$two_fit" -v b="$cpu_fit" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
-        check "2-GPU factors equal the CPU's within 1e-6 (normwise)" \
-            awk 'FNR == 1 { f++ } { for (i = 1; i <= NF; i++) { k = FNR ":" i; if (f == 1) a[k] = $i; else { d = $i - a[k]; if (d < 0) d = -d; if (d > e) e = d; v = $i < 0 ? -$i : $i; if (v > s) s = v } } } END { exit !(s > 0 && e / s <= 1e-6) }' "$T/cpu.mode1.mat" "$T/two.mode1.mat"
+        for part in mode1 mode2 mode3 lambda; do
+            check "2-GPU $part.mat equals the CPU's within 1e-6 (normwise)" \
+                awk 'FNR == 1 { f++ } { for (i = 1; i <= NF; i++) { k = FNR ":" i; if (f == 1) a[k] = $i; else { d = $i - a[k]; if (d < 0) d = -d; if (d > e) e = d; v = $i < 0 ? -$i : $i; if (v > s) s = v } } } END { exit !(s > 0 && e / s <= 1e-6) }' "$T/cpu.$part.mat" "$T/two.$part.mat"
+        done
         check_contains "--gpus 2 --json: one entry per GPU" "$T/two.json" '"gpus": ['
         check_contains "--gpus 2 --json: the partition" "$T/two.json" '"partition": "shards"'
         for v in "--memory stream --stream-chunk 4099" "--partition equal-nnz" \

@@ -80,10 +80,15 @@ static int check_partition(const char *name, const amp_tensor *t, unsigned N,
             free(seen);
         }
         double best, imb = amp_partition_imbalance(&p, m, &best);
-        /* Largest first is within 4/3 of the best dealing, which is no
-         * better than max(mean, largest shard). */
+        /* Dealing each shard to the least-loaded GPU leaves the fullest
+         * GPU at most one shard above the mean: Graham's bound, mean +
+         * (1 - 1/N) largest (4/3 of the optimum holds, but the optimum is
+         * not at hand). */
+        double mean = (double)t->nnz / N;
+        double largest = mean > 0 ? (double)p.modes[m].largest_shard / mean : 0;
         if (kind == AMP_PARTITION_OWNER)
-            balanced &= imb >= 1 - 1e-12 && imb <= 4.0 / 3 * best + 1e-12;
+            balanced &= imb >= 1 - 1e-12 && imb >= best - 1e-12 &&
+                        imb <= 1 + (1 - 1.0 / N) * largest + 1e-12;
         else
             balanced &= imb <= 1 + (double)N / (double)(t->nnz > 0 ? t->nnz : 1);
     }

@@ -105,6 +105,13 @@ typedef struct gpu_als {
     double *gram_partial;      /* gram_chunks + 1 matrices R x R */
     unsigned gram_chunks;
     int *info;
+    /* Page-locked: a copy to pageable memory would block the thread until
+     * the stream drains, where it could not see that a peer failed. */
+    struct host_scratch {
+        int info;
+        int potri[AMP_MAX_MODES];
+        double terms[2];
+    } *host;
     cudaEvent_t ev[AMP_MAX_MODES][EV_PER_MODE], fit0, fit1;
 } gpu_als;
 
@@ -149,6 +156,8 @@ static void gpu_als_free(gpu_als *w)
                  w->inv, w->inner, w->partial, w->totals, w->fit_terms, w->work, w->info};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         cudaFree(p[k]);
+    if (w->host)
+        cudaFreeHost(w->host);
     if (w->blas)
         cublasDestroy(w->blas);
     if (w->solver)
@@ -270,6 +279,7 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->info, (1 + AMP_MAX_MODES) * sizeof(int)), err, rc,
                   fail);
     CUDA_TRY_GOTO(cudaMemset(w->info, 0, (1 + AMP_MAX_MODES) * sizeof(int)), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMallocHost((void **)&w->host, sizeof *w->host), err, rc, fail);
     {
         int l1 = 0, l2 = 0, l3 = 0;
         CUSOLVER_TRY_GOTO(cusolverDnDpotrf_bufferSize(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R,
@@ -347,9 +357,10 @@ static amp_status invert(gpu_als *w, unsigned mode, int *pinv, amp_error *err)
     CUDA_TRY_GOTO(cudaMemcpyAsync(w->L, w->V, rr, cudaMemcpyDeviceToDevice, w->s), err, rc, done);
     CUSOLVER_TRY_GOTO(cusolverDnDpotrf(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R, w->L, (int)R,
                                        w->work, w->lwork, w->info), err, rc, done);
-    CUDA_TRY_GOTO(cudaMemcpyAsync(&info, w->info, sizeof info, cudaMemcpyDeviceToHost, w->s),
-                  err, rc, done);
+    CUDA_TRY_GOTO(cudaMemcpyAsync(&w->host->info, w->info, sizeof info, cudaMemcpyDeviceToHost,
+                                  w->s), err, rc, done);
     AMP_CHECK_GOTO(wait_stream(w, err), rc, done);
+    info = w->host->info;
     if (info < 0)
         AMP_RAISE_GOTO(err, rc, done, AMP_ERR_INTERNAL, "cusolverDnDpotrf rejected argument %d",
                        -info);
@@ -367,9 +378,10 @@ static amp_status invert(gpu_als *w, unsigned mode, int *pinv, amp_error *err)
     CUSOLVER_TRY_GOTO(cusolverDnDsyevd(w->solver, CUSOLVER_EIG_MODE_VECTOR,
                                        CUBLAS_FILL_MODE_LOWER, (int)R, w->L, (int)R, w->w,
                                        w->work, w->lwork, w->info), err, rc, done);
-    CUDA_TRY_GOTO(cudaMemcpyAsync(&info, w->info, sizeof info, cudaMemcpyDeviceToHost, w->s),
-                  err, rc, done);
+    CUDA_TRY_GOTO(cudaMemcpyAsync(&w->host->info, w->info, sizeof info, cudaMemcpyDeviceToHost,
+                                  w->s), err, rc, done);
     AMP_CHECK_GOTO(wait_stream(w, err), rc, done);
+    info = w->host->info;
     if (info != 0)
         AMP_RAISE_GOTO(err, rc, done, AMP_ERR_INTERNAL, "the eigensolver (cusolverDnDsyevd) "
                        "failed on the %ux%u Gram product (info %d)", R, R, info);
@@ -531,6 +543,22 @@ done:
     return rc;
 }
 
+/* This GPU failed: say so first (so the report names it, not a peer that
+ * stopped because of it), then cancel its collectives so that no peer
+ * waits for it forever. */
+static void fail_rank(als_run *run, unsigned rank)
+{
+    {
+        std::lock_guard<std::mutex> hold(run->lock);
+        if (run->first_failed < 0)
+            run->first_failed = (int)rank;
+    }
+    if (run->n > 1) {
+        run->failed.store(1);
+        amp_comm_abort(run->comms[rank]);
+    }
+}
+
 /* One GPU's whole run. */
 static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
 {
@@ -542,7 +570,11 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
     const unsigned N = g->nmodes, R = c->rank;
     double *seconds = run->seconds[rank];
     int pinv_used = 0;
-    AMP_CHECK(gpu_als_new(g, o, run, rank, &w, err));
+    rc = gpu_als_new(g, o, run, rank, &w, err);   /* frees what it made on failure */
+    if (rc != AMP_OK) {
+        fail_rank(run, rank);
+        return rc;
+    }
     for (unsigned m = 0; m < N; m++) {
         size_t n = (size_t)g->rows[m] * R;
         /* On w.s itself: a pageable cudaMemcpy may return before its data
@@ -570,11 +602,11 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
             amp_gram_set gs = gram_set(&w);
             CUDA_TRY_GOTO(amp_gpu_fit_terms(&gs, R, w.lambda, w.inner, w.fit_terms, w.s), err, rc,
                           done);
-            double terms[2];
-            int potri[AMP_MAX_MODES];
-            CUDA_TRY_GOTO(cudaMemcpyAsync(terms, w.fit_terms, sizeof terms,
+            const double *terms = w.host->terms;
+            const int *potri = w.host->potri;
+            CUDA_TRY_GOTO(cudaMemcpyAsync(w.host->terms, w.fit_terms, sizeof w.host->terms,
                                           cudaMemcpyDeviceToHost, w.s), err, rc, done);
-            CUDA_TRY_GOTO(cudaMemcpyAsync(potri, w.info + 1, N * sizeof(int),
+            CUDA_TRY_GOTO(cudaMemcpyAsync(w.host->potri, w.info + 1, N * sizeof(int),
                                           cudaMemcpyDeviceToHost, w.s), err, rc, done);
             CUDA_TRY_GOTO(cudaEventRecord(w.fit1, w.s), err, rc, done);
             AMP_CHECK_GOTO(wait_stream(&w, err), rc, done);
@@ -624,25 +656,15 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
         AMP_CHECK_GOTO(wait_stream(&w, err), rc, done);
     }
 done:
-    if (rc != AMP_OK && run->n > 1) {
-        /* Peers may wait in collectives this GPU will never join: stop
-         * ours before freeing (cudaFree waits for the device). */
-        run->failed.store(1);
-        amp_comm_abort(run->comms[rank]);
-    }
+    if (rc != AMP_OK)   /* before freeing: cudaFree waits for the device */
+        fail_rank(run, rank);
     gpu_als_free(&w);
     return rc;
 }
 
 static void rank_main(als_run *run, unsigned rank)
 {
-    amp_status rc = als_rank(run, rank, &run->err[rank]);
-    run->rc[rank] = rc;
-    if (rc != AMP_OK) {
-        std::lock_guard<std::mutex> hold(run->lock);
-        if (run->first_failed < 0)
-            run->first_failed = (int)rank;
-    }
+    run->rc[rank] = als_rank(run, rank, &run->err[rank]);
 }
 
 extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comms,

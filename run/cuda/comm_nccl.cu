@@ -106,8 +106,10 @@ extern "C" amp_status amp_comm_init_all(unsigned n, const int *devices, amp_comm
     for (unsigned r = 0; r < n; r++) {
         comms[r] = (amp_comm *)calloc(1, sizeof **comms);
         if (comms[r] == NULL) {
-            for (unsigned q = 0; q < r; q++)
+            for (unsigned q = 0; q < r; q++) {
                 free(comms[q]);
+                comms[q] = NULL;   /* the caller may free what it holds */
+            }
             return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
         }
         comms[r]->rank = r;
@@ -120,8 +122,10 @@ extern "C" amp_status amp_comm_init_all(unsigned n, const int *devices, amp_comm
         ncclResult_t r = nc ? ncclCommInitAll(nc, (int)n, devices) : ncclSystemError;
         if (r != ncclSuccess) {
             free(nc);
-            for (unsigned q = 0; q < n; q++)
+            for (unsigned q = 0; q < n; q++) {
                 free(comms[q]);
+                comms[q] = NULL;
+            }
             return AMP_FAIL(err, AMP_ERR_CUDA, "NCCL could not join %u GPUs: %s", n,
                             ncclGetErrorString(r));
         }
@@ -130,8 +134,12 @@ extern "C" amp_status amp_comm_init_all(unsigned n, const int *devices, amp_comm
         free(nc);
         amp_status rc = warm_up(comms, n, err);
         if (rc != AMP_OK) {
-            for (unsigned q = 0; q < n; q++)
+            /* Its collectives may still be queued: abort, not destroy. */
+            for (unsigned q = 0; q < n; q++) {
+                amp_comm_abort(comms[q]);
                 amp_comm_free(comms[q]);
+                comms[q] = NULL;
+            }
             return rc;
         }
     }
@@ -201,17 +209,23 @@ extern "C" amp_status amp_comm_allgatherv(amp_comm *c, void *buf, int f32,
     const size_t es = f32 ? 4 : 8;
     char *b = (char *)buf;
     NCCL_TRY(ncclGroupStart(), err);
-    for (unsigned peer = 0; peer < c->size; peer++) {
+    /* Close the group whatever happens inside it, so that the calls
+     * after a failure are not swallowed by an open group. */
+    ncclResult_t r = ncclSuccess;
+    for (unsigned peer = 0; peer < c->size && r == ncclSuccess; peer++) {
         if (peer == c->rank)
             continue;
         if (count[c->rank] > 0)
-            NCCL_TRY(ncclSend(b + offset[c->rank] * es, count[c->rank], type, (int)peer, c->nccl,
-                              s), err);
-        if (count[peer] > 0)
-            NCCL_TRY(ncclRecv(b + offset[peer] * es, count[peer], type, (int)peer, c->nccl, s),
-                     err);
+            r = ncclSend(b + offset[c->rank] * es, count[c->rank], type, (int)peer, c->nccl, s);
+        if (r == ncclSuccess && count[peer] > 0)
+            r = ncclRecv(b + offset[peer] * es, count[peer], type, (int)peer, c->nccl, s);
     }
-    NCCL_TRY(ncclGroupEnd(), err);
+    ncclResult_t end = ncclGroupEnd();
+    if (r == ncclSuccess)
+        r = end;
+    if (r != ncclSuccess)
+        return AMP_FAIL(err, AMP_ERR_CUDA, "sending rows to the other GPUs (NCCL): %s",
+                        ncclGetErrorString(r));
     return AMP_OK;
 #else
     (void)buf, (void)f32, (void)offset, (void)count, (void)stream;
