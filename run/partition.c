@@ -427,8 +427,9 @@ amp_status amp_partition_tensor(const amp_tensor *t, const amp_partition *p, uns
     return AMP_OK;
 }
 
-void amp_partition_rows_to_run(const amp_partition *p, unsigned m, unsigned rank,
-                               const double *src, double *dst)
+/* Row i of the file's order is row run[i] of the run's. */
+static void move_rows(const amp_partition *p, unsigned m, unsigned rank, const double *src,
+                      double *dst, int to_run)
 {
     const uint64_t *run = p->modes[m].run_row;
     const int64_t rows = (int64_t)p->rows[m];
@@ -437,20 +438,20 @@ void amp_partition_rows_to_run(const amp_partition *p, unsigned m, unsigned rank
         return;
     }
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < rows; i++)
-        memcpy(dst + run[i] * rank, src + (uint64_t)i * rank, rank * sizeof *dst);
+    for (int64_t i = 0; i < rows; i++) {
+        const uint64_t file = (uint64_t)i * rank, there = run[i] * rank;
+        memcpy(dst + (to_run ? there : file), src + (to_run ? file : there), rank * sizeof *dst);
+    }
+}
+
+void amp_partition_rows_to_run(const amp_partition *p, unsigned m, unsigned rank,
+                               const double *src, double *dst)
+{
+    move_rows(p, m, rank, src, dst, 1);
 }
 
 void amp_partition_rows_to_file(const amp_partition *p, unsigned m, unsigned rank,
                                 const double *src, double *dst)
 {
-    const uint64_t *run = p->modes[m].run_row;
-    const int64_t rows = (int64_t)p->rows[m];
-    if (run == NULL) {
-        memcpy(dst, src, (size_t)rows * rank * sizeof *dst);
-        return;
-    }
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < rows; i++)
-        memcpy(dst + (uint64_t)i * rank, src + run[i] * rank, rank * sizeof *dst);
+    move_rows(p, m, rank, src, dst, 0);
 }
