@@ -90,6 +90,27 @@ static inline int prepare(const amp_coo *t, const char *name, uint32_t shards, u
     return prepare_open(t, name, shards, chunk_nnz, out, NULL);
 }
 
+/* A tensor of $AMP_TEST_DATA read from path and prepared as amp_name in
+ * 16 shards and chunks of 4096 (rows cross chunk boundaries); with keep,
+ * the file stays open there. x and t are the caller's to free on success;
+ * on failure nothing is left and a diag line says why. */
+static inline int read_prepared(const char *path, const char *amp_name, amp_coo *x,
+                                amp_tensor *t, amp_file **keep)
+{
+    amp_read_opts ro;
+    amp_read_opts_init(&ro);
+    amp_error err = {0};
+    if (amp_read_tensor(path, &ro, x, NULL, &err) != AMP_OK) {
+        diag("%s: %s", path, amp_error_message(&err));
+        return 0;
+    }
+    if (!prepare_open(x, amp_name, 16, 4096, t, keep)) {
+        amp_coo_free(x);
+        return 0;
+    }
+    return 1;
+}
+
 static inline double rel_diff(const double *a, const double *b, uint64_t n)
 {
     double diff = 0, scale = 0;

@@ -155,20 +155,13 @@ typedef struct real_check {
 static void with_real(const char *path, const char *name, void *ctx)
 {
     const real_check *rc = ctx;
-    amp_read_opts ro;
-    amp_read_opts_init(&ro);
     amp_coo x;
     amp_tensor t;
-    amp_error err = {0};
-    if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK) {
-        ok(0, "%s: reads (%s)", name, amp_error_message(&err));
-        return;
-    }
-    if (ok(prepare(&x, "real.amp", 16, 4096, &t), "%s: prepares and loads", name)) {
+    if (ok(read_prepared(path, "real.amp", &x, &t, NULL), "%s: prepares and loads", name)) {
         rc->fn(name, &t, &x);
         amp_tensor_free(&t);
+        amp_coo_free(&x);
     }
-    amp_coo_free(&x);
 }
 
 static void real_mttkrp(const char *name, const amp_tensor *t, const amp_coo *x)

@@ -187,18 +187,10 @@ static void one_real(const char *path, const char *name, void *ctx)
 {
     (void)ctx;
     static const unsigned ranks[] = {7, 32, 33};
-    amp_read_opts ro;
-    amp_read_opts_init(&ro);
     amp_coo x;
     amp_tensor t;
-    amp_error err = {0};
-    if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK) {
-        skip(1 + 2 * 3 + 2 * ALS_CHECKS + STREAM_CHECKS, "unreadable");
-        return;
-    }
-    if (!prepare(&x, "real.amp", 16, 4096, &t)) {
-        skip(1 + 2 * 3 + 2 * ALS_CHECKS + STREAM_CHECKS, "does not prepare");
-        amp_coo_free(&x);
+    if (!read_prepared(path, "real.amp", &x, &t, NULL)) {
+        skip(1 + 2 * 3 + 2 * ALS_CHECKS + STREAM_CHECKS, "does not read or prepare");
         return;
     }
     check_gpu_mttkrp(name, &t, ranks, 3, 0);

@@ -217,21 +217,15 @@ static void test_random(void)
 static void one_real(const char *path, const char *name, void *ctx)
 {
     (void)ctx;
-    amp_read_opts ro;
-    amp_read_opts_init(&ro);
     amp_coo x;
     amp_tensor t;
     amp_file *f = NULL;
-    amp_error err = {0};
-    if (!ok(amp_read_tensor(path, &ro, &x, NULL, &err) == AMP_OK, "%s: reads (%s)", name,
-            amp_error_message(&err)))
-        return;
-    if (ok(prepare_open(&x, "multi_real.amp", 16, 4096, &t, &f), "%s: prepares", name)) {
+    if (ok(read_prepared(path, "multi_real.amp", &x, &t, &f), "%s: prepares", name)) {
         check_tensor(name, &t, STREAM_CHUNK * 8);
         amp_tensor_free(&t);
         amp_file_close(f);
+        amp_coo_free(&x);
     }
-    amp_coo_free(&x);
 }
 #endif
 

@@ -240,24 +240,17 @@ static void test_one_shard(void)
 static void one_real(const char *path, const char *name, void *ctx)
 {
     (void)ctx;
-    amp_read_opts ro;
-    amp_read_opts_init(&ro);
     amp_coo x;
     amp_tensor t;
-    amp_error err = {0};
     amp_file *f = NULL;
-    if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK) {
-        ok(0, "%s: reads (%s)", name, amp_error_message(&err));
-        return;
-    }
-    if (ok(prepare_open(&x, "partition_real.amp", 16, 4096, &t, &f), "%s: prepares", name)) {
+    if (ok(read_prepared(path, "partition_real.amp", &x, &t, &f), "%s: prepares", name)) {
         check_partition(name, &t, 2, AMP_PARTITION_OWNER, 0, 8);
         check_partition(name, &t, 2, AMP_PARTITION_OWNER, 1, 8);
         check_partition(name, &t, 2, AMP_PARTITION_EQUAL_NNZ, 0, 8);
         amp_tensor_free(&t);
         amp_file_close(f);
+        amp_coo_free(&x);
     }
-    amp_coo_free(&x);
 }
 
 int main(void)
