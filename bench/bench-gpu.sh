@@ -32,15 +32,12 @@ done
 command -v python3 >/dev/null 2>&1 || { echo "bench: needs python3 to read the JSON reports" >&2; exit 1; }
 "$run" --list-devices >/dev/null 2>&1 || { echo "bench: no usable GPU (amped-run --list-devices)" >&2; exit 1; }
 
-tns="$data/$name.tns"
-if [ ! -f "$tns" ]; then
-    ${CC:-cc} -O2 -fopenmp -o "$data/powerlaw-gen" "$baselines/powerlaw-gen.c" -lm
-    case $name in
-    rd100m) (cd "$data" && ./powerlaw-gen rd100m 130000000 1.2 8211298 176962 8116559) ;;
-    cpu20m) (cd "$data" && ./powerlaw-gen cpu20m 38000000 1.2 200000 100000 50000) ;;
-    *) echo "bench: unknown tensor $name" >&2; exit 1 ;;
-    esac
-fi
+. "$here/lib.sh"
+case $name in
+rd100m) need_rd100m ;;
+cpu20m) need_cpu20m ;;
+*) echo "bench: unknown tensor $name" >&2; exit 1 ;;
+esac
 # Its values have 6 decimals: f64 keeps them, f32 rounds them (on purpose).
 for v in f64 f32; do
     [ -f "$data/$name-$v.amp" ] || "$prep" -q --values "$v" -o "$data/$name-$v.amp" "$tns" 2>/dev/null

@@ -26,12 +26,9 @@ command -v python3 >/dev/null 2>&1 || { echo "bench: needs python3 to read the J
 have=$("$run" --list-devices 2>/dev/null | grep -c '^GPU ' || true)
 [ "$have" -ge "$gpus" ] || { echo "bench: needs $gpus GPUs, found $have" >&2; exit 1; }
 
-tns="$data/rd100m.tns"
+. "$here/lib.sh"
 if [ ! -f "$data/rd100m-f64.amp" ] || [ ! -f "$data/rd100m-f32.amp" ]; then
-    if [ ! -f "$tns" ]; then
-        ${CC:-cc} -O2 -fopenmp -o "$data/powerlaw-gen" "$baselines/powerlaw-gen.c" -lm
-        (cd "$data" && ./powerlaw-gen rd100m 130000000 1.2 8211298 176962 8116559)
-    fi
+    need_rd100m
     for v in f64 f32; do
         [ -f "$data/rd100m-$v.amp" ] || "$prep" -q --values "$v" -o "$data/rd100m-$v.amp" "$tns"
     done

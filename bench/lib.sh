@@ -11,6 +11,16 @@ need_cpu20m() {
     (cd "$data" && ./powerlaw-gen cpu20m 38000000 1.2 200000 100000 50000)
 }
 
+# rd100m, Reddit-2015's shape (68.8 M distinct nonzeros, Zipf 1.2), made
+# as the baselines' README makes it.
+need_rd100m() {
+    tns="$data/rd100m.tns"
+    [ -f "$tns" ] && return 0
+    [ -f "$baselines/powerlaw-gen.c" ] || { echo "bench: need $baselines/powerlaw-gen.c" >&2; exit 1; }
+    ${CC:-cc} -O2 -fopenmp -o "$data/powerlaw-gen" "$baselines/powerlaw-gen.c" -lm
+    (cd "$data" && ./powerlaw-gen rd100m 130000000 1.2 8211298 176962 8116559)
+}
+
 # $threads: AMP_THREADS, or 1 2 4 ... up to and including nproc.
 sweep_threads() {
     ncpu=$(nproc)
