@@ -348,6 +348,7 @@ typedef struct mode_copy {
     unsigned char *vals;  /* n values, f32 or f64 */
     size_t vsize;
     uint64_t n;
+    uint64_t rows_reordered; /* rows sort_rows_by_key had to reorder */
 } mode_copy;
 
 static void copy_free(mode_copy *c)
@@ -393,20 +394,41 @@ static int by_key(const void *a, const void *b)
     return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
+/* Copy 0 leaves every row of a later copy in key order already: copy 0
+ * is ordered by its whole linearized index, whose top key_bits are mode 1,
+ * then the following modes, and the key of copy d is mode d, then the top
+ * bits of the same sequence without d, no longer than copy 0's key; within
+ * a row (mode d fixed) one order implies the other. So only copy 0, built
+ * from the tensor, is ever reordered here; rows already in order are
+ * found in parallel and left alone. */
+static int row_in_key_order(const mode_copy *c, uint64_t a, uint64_t len)
+{
+    for (uint64_t i = 1; i < len; i++)
+        if (c->keys[a + i] < c->keys[a + i - 1])
+            return 0;
+    return 1;
+}
+
 static amp_status sort_rows_by_key(mode_copy *c, const uint64_t *rowptr, uint64_t rows,
                                    amp_error *err)
 {
     uint64_t longest = 0;
-    for (uint64_t r = 0; r < rows; r++)
-        if (rowptr[r + 1] - rowptr[r] > longest)
-            longest = rowptr[r + 1] - rowptr[r];
-    keyed *tmp = malloc((size_t)(longest ? longest : 1) * sizeof *tmp);
+#pragma omp parallel for schedule(dynamic, 4096) reduction(max : longest)
+    for (uint64_t r = 0; r < rows; r++) {
+        uint64_t len = rowptr[r + 1] - rowptr[r];
+        if (len > 1 && !row_in_key_order(c, rowptr[r], len) && len > longest)
+            longest = len;
+    }
+    if (longest == 0)
+        return AMP_OK;
+    keyed *tmp = malloc((size_t)longest * sizeof *tmp);
     if (tmp == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     for (uint64_t r = 0; r < rows; r++) {
         uint64_t a = rowptr[r], len = rowptr[r + 1] - a;
-        if (len < 2)
+        if (len < 2 || row_in_key_order(c, a, len))
             continue;
+        c->rows_reordered++;
         for (uint64_t i = 0; i < len; i++) {
             tmp[i] = (keyed){c->keys[a + i], c->words[a + i], 0, i};
             memcpy(&tmp[i].val, c->vals + c->vsize * (a + i), c->vsize);
@@ -711,6 +733,12 @@ static amp_status write_copy(amp_writer *w, amp_coo *t, mode_copy *copy0, amp_mo
     copy_source src = {d == 0 ? t : NULL, copy0, l0, t->nmodes, t->nnz};
     AMP_CHECK_GOTO(build_copy(&src, d, &l, rowptr, c, vt, d == 0 ? t : NULL, copy, NULL, err),
                    rc, fail);
+    /* The remap positions come from the scatter alone (see
+     * sort_rows_by_key): a later copy that needed reordering is a bug. */
+    if (d > 0 && P != NULL && copy->rows_reordered > 0)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_INTERNAL, "mode %u copy: %llu rows were not in "
+                       "block-key order after the scatter; the remap streams would not follow "
+                       "them", d + 1, (unsigned long long)copy->rows_reordered);
     if (d == 0)
         *l0 = l;
     if (d == 0 && P != NULL)
@@ -899,12 +927,6 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
         /* Positions in each later copy, 4 bytes each below 2^32 nonzeros. */
         unsigned width = t->nnz <= UINT32_MAX ? 4 : 8;
         for (unsigned d = 1; d < t->nmodes; d++) {
-            amp_mode_layout l;
-            AMP_CHECK_GOTO(amp_blco_layout(&l, t->nmodes, t->dims, d, err), rc, fail);
-            if (l.key_bits > 0 && l.shift[d] > 64)
-                AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "remap streams are not "
-                               "written for indices of more than 64 bits whose block keys mix "
-                               "modes (mode %u); drop --remap-streams", d + 1);
             remap_pos[d].width = width;
             remap_pos[d].p = amp_huge_alloc(t->nnz * width, "remap positions", err);
             if (remap_pos[d].p == NULL)

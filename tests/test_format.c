@@ -782,7 +782,7 @@ int main(void)
     };
     size_t nshapes = sizeof shapes / sizeof shapes[0];
     int nreal = test_real_tensors(0);
-    plan(7 + 2 + 11 * (int)nshapes + 11 * nreal + 3 * 4 + 7 + 4 + 1 + 6);
+    plan(7 + 2 + 11 * (int)nshapes + 11 * nreal + 3 * 6 + 7 + 4 + 1 + 6);
     test_blco_fields();
     test_isp();
     for (size_t i = 0; i < nshapes; i++)
@@ -792,6 +792,15 @@ int main(void)
     test_real_tensors(1);
     for (size_t i = 0; i < 4; i++)
         test_remap_streams(&shapes[i], 200 + i);
+    /* Block keys holding input modes (78 and 120 index bits): copy 1's
+     * rows are reordered by key, and the later copies must not need it. */
+    static const shape wide = {"8 modes, 120 index bits", 8,
+                               {UINT64_C(1) << 30, UINT64_C(1) << 30, UINT64_C(1) << 30,
+                                UINT64_C(1) << 30, UINT64_C(1) << 30, UINT64_C(1) << 30,
+                                UINT64_C(1) << 30, UINT64_C(1) << 30},
+                               20000, 1, 0};
+    test_remap_streams(&shapes[nshapes - 1], 210);
+    test_remap_streams(&wide, 211);
     test_writer_misuse();
     test_small_buffer();
     test_concurrent_reads();
