@@ -138,7 +138,7 @@ void amp_outfile_flush_behind(amp_outfile *of)
 amp_status amp_outfile_commit(amp_outfile *of, amp_error *err)
 {
     amp_status rc = AMP_OK;
-    if (fsync(of->fd) != 0 && errno != EINVAL) {
+    if (!of->no_sync && fsync(of->fd) != 0 && errno != EINVAL) {
         rc = AMP_FAIL(err, AMP_ERR_IO, "%s: cannot flush to disk: %s", of->final_path,
                       strerror(errno));
         goto fail;
@@ -159,7 +159,7 @@ amp_status amp_outfile_commit(amp_outfile *of, amp_error *err)
     free(of->tmp_path);
     of->tmp_path = NULL;
     /* The rename is durable only once the directory entry is on disk. */
-    char *copy = strdup(of->final_path);
+    char *copy = of->no_sync ? NULL : strdup(of->final_path);
     if (copy != NULL) {
         int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
         if (dfd >= 0) {

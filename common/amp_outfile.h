@@ -18,6 +18,7 @@ typedef struct amp_outfile {
     int fd;
     uint64_t written;
     uint64_t flushing;   /* bytes already handed to the kernel's writeback */
+    int no_sync;         /* commit without fsync (see amp_outfile_commit) */
 } amp_outfile;
 
 amp_status amp_outfile_open(amp_outfile *of, const char *path, amp_error *err);
@@ -30,6 +31,10 @@ amp_status amp_outfile_pwrite(amp_outfile *of, const void *buf, size_t n, uint64
 /* Start writeback of what has been written so far (in 64 MiB steps), so
  * that commit's fsync finds most of it on its way to disk. */
 void amp_outfile_flush_behind(amp_outfile *of);
+/* fsync (unless no_sync is set), close, rename into place, then fsync the
+ * directory. no_sync skips both fsyncs: other processes still see the file
+ * complete or not at all, but a system crash soon after may leave it
+ * damaged on disk (a reader's checksums catch that). */
 amp_status amp_outfile_commit(amp_outfile *of, amp_error *err);
 /* Remove the temporary file; safe after a failed open or a commit. */
 void amp_outfile_abort(amp_outfile *of);

@@ -184,6 +184,7 @@ typedef struct amp_write_opts {
                          * up to 1, literals are left raw: chunks decompress at
                          * several GB/s per core */
     int threads;        /* compression threads; 0: the OpenMP default */
+    int no_sync;        /* commit without fsync: faster, not crash-safe */
     /* Optional, NULL for none: called by amp_writer_chunks once per chunk,
      * in file order, when the chunk takes its place in the file, with its
      * nonzeros. It runs on whichever writer thread holds that chunk, but

@@ -106,6 +106,7 @@ amp_status amp_writer_open(amp_writer **wp, const char *path, const amp_write_op
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a compression context");
     }
     amp_status rc = amp_outfile_open(&w->out, path, err);
+    w->out.no_sync = w->opts.no_sync;
     if (rc == AMP_OK) {
         unsigned char zero[AMP_HEADER_SIZE] = {0};
         rc = amp_outfile_write(&w->out, zero, sizeof zero, err);

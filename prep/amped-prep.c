@@ -42,6 +42,7 @@ enum {
     OPT_CHUNK_NNZ,
     OPT_STATS,
     OPT_REMAP_STREAMS,
+    OPT_NO_SYNC,
 };
 
 static const struct option long_options[] = {
@@ -54,6 +55,7 @@ static const struct option long_options[] = {
     {"output", required_argument, NULL, 'o'},
     {"stats", no_argument, NULL, OPT_STATS},
     {"force", no_argument, NULL, 'f'},
+    {"no-sync", no_argument, NULL, OPT_NO_SYNC},
     /* .amp layout */
     {"shards", required_argument, NULL, OPT_SHARDS},
     {"values", required_argument, NULL, OPT_VALUES},
@@ -102,6 +104,10 @@ static void usage(void)
            "                           .tns/.bin and .gz/.zst suffixes replaced by .amp)\n"
            "      --stats              only read INPUT and report; write nothing\n"
            "  -f, --force              overwrite an existing output file\n"
+           "      --no-sync            .amp output: finish without waiting for the file to\n"
+           "                           reach the disk (no fsync): faster, but a system crash\n"
+           "                           soon after may leave it damaged, which\n"
+           "                           amped-run --verify detects (default: sync)\n"
            "\n"
            ".amp layout:\n"
            "      --shards=N           shards per mode, each owning a disjoint set of output\n"
@@ -370,6 +376,10 @@ int main(int argc, char **argv)
             break;
         case 'f':
             force = 1;
+            break;
+        case OPT_NO_SYNC:
+            build.write.no_sync = 1;
+            amp_only = "--no-sync";
             break;
         case OPT_SHARDS:
             if (amp_parse_u64(optarg, 1, UINT32_C(1) << 20, "--shards", &u, &err))

@@ -195,6 +195,15 @@ check_contains "which says to give -o or --stats" "$RUN_ERR" "name the output wi
 run "$AMPED_PREP" --stats -o "$T/dflt/x.amp" "$T/small.tns"
 check_status "--stats with -o is a usage error" 2
 
+# --no-sync: the same file, without waiting for the disk; .amp only.
+run "$AMPED_PREP" -q -o "$T/dflt/s.amp" "$T/small.tns"
+run "$AMPED_PREP" -q --no-sync -o "$T/dflt/ns.amp" "$T/small.tns"
+check_status "--no-sync exits 0" 0
+check_same "--no-sync writes the same file" "$T/dflt/s.amp" "$T/dflt/ns.amp"
+run "$AMPED_PREP" -q --no-sync -o "$T/dflt/ns.tns" "$T/small.tns"
+check_status "--no-sync with .tns output is a usage error" 2
+check_contains "which names the option" "$RUN_ERR" "--no-sync applies to .amp output only"
+
 # ---- -o on a failing input leaves nothing behind --------------------------
 mkdir "$T/fail"
 for ext in tns bin; do
