@@ -214,7 +214,7 @@ int main(void)
     amp_status rc = amp_cuda_list_devices(dev, 16, &count, &err);
     if (rc == AMP_ERR_NO_DEVICE)
         plan_skip_all("no CUDA device");
-    plan(2 + 2 * (count < 16 ? count : 16) +
+    plan(2 + 2 * (count < 16 ? count : 16) + 3 +
          3 * (1 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS) +
          for_each_shared_tensor(NULL, NULL) * (7 + 2 * ALS_CHECKS + STREAM_CHECKS));
     is_int(rc, AMP_OK, "device query succeeds");
@@ -226,6 +226,16 @@ int main(void)
         rc = amp_cuda_selftest(i, &e);
         if (!ok(rc == AMP_OK, "GPU %d runs this build's kernel image", i))
             diag("%s", e.msg);
+    }
+    /* Staged uploads: below the staging size, one piece and a bit, and
+     * several rounds of every worker ending in a partial piece. */
+    static const size_t upload_sizes[] = {(4 << 20) - 1, (4 << 20) + 4099,
+                                          (200 << 20) + 12345};
+    for (int i = 0; i < 3; i++) {
+        amp_error e = {0};
+        if (!ok(amp_gpu_upload_check(0, upload_sizes[i], &e) == AMP_OK,
+                "%zu bytes through the staged upload arrive intact", upload_sizes[i]))
+            diag("%s", amp_error_message(&e));
     }
     test_random();
     for_each_shared_tensor(one_real, NULL);

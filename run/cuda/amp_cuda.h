@@ -55,6 +55,10 @@ double amp_gpu_stream_bytes(const amp_gpu_tensor *g);
 size_t amp_gpu_ring_bytes(const amp_tensor *t, uint64_t chunk_nnz);
 void amp_gpu_tensor_free(amp_gpu_tensor *g);
 size_t amp_gpu_tensor_bytes(const amp_gpu_tensor *g);
+/* For the tests: `bytes` of a pattern copied to the device through the
+ * page-locked staging that amp_gpu_tensor_upload uses, then back and
+ * compared. */
+amp_status amp_gpu_upload_check(int device, size_t bytes, amp_error *err);
 
 /* The largest rank the GPU kernels take. */
 #define AMP_GPU_MAX_RANK 512

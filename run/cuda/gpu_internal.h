@@ -87,4 +87,14 @@ struct amp_gpu_tensor {
     unsigned nregistered;
 };
 
+/* Host-to-device copies from pageable memory through page-locked buffers
+ * filled by several threads (upload.cu). A NULL uploader, or a small copy,
+ * goes through cudaMemcpy. amp_gpu_upload returns when the bytes are on
+ * the device. */
+struct amp_gpu_uploader;
+extern "C" amp_status amp_gpu_uploader_new(int device, amp_gpu_uploader **u, amp_error *err);
+extern "C" amp_status amp_gpu_upload(amp_gpu_uploader *u, void *dst, const void *src,
+                                     size_t bytes, amp_error *err);
+extern "C" void amp_gpu_uploader_free(amp_gpu_uploader *u);
+
 #endif

@@ -630,6 +630,7 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
                                             amp_gpu_tensor **out, amp_error *err)
 {
     amp_status rc = AMP_OK;
+    amp_gpu_uploader *up = NULL;
     amp_gpu_tensor *g = (amp_gpu_tensor *)calloc(1, sizeof *g);
     if (g == NULL)
         return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
@@ -646,6 +647,11 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
     CUDA_TRY_GOTO(cudaSetDevice(device), err, rc, fail);
     CUDA_TRY_GOTO(cudaDeviceGetAttribute(&g->sm_count, cudaDevAttrMultiProcessorCount, device),
                   err, rc, fail);
+    /* Without page-locked staging (none to be had), plain copies. */
+    if (amp_gpu_uploader_new(device, &up, err) != AMP_OK) {
+        up = NULL;
+        amp_error_clear(err);
+    }
     for (unsigned m = 0; m < t->nmodes; m++) {
         const amp_copy *c = &t->copies[m];
         gpu_copy *d = &g->copies[m];
@@ -683,10 +689,9 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
                            "key, more than the GPU kernels index", m + 1, nblocks);
         CUDA_TRY_GOTO(cudaMalloc((void **)&d->block_start, (nblocks + 1) * 8), err, rc, fail);
         CUDA_TRY_GOTO(cudaMalloc((void **)&d->block_key, nblocks * 8 + 8), err, rc, fail);
-        CUDA_TRY_GOTO(cudaMemcpy(d->block_start, bstart, (nblocks + 1) * 8,
-                                 cudaMemcpyHostToDevice), err, rc, fail);
-        CUDA_TRY_GOTO(cudaMemcpy(d->block_key, bkey, nblocks * 8, cudaMemcpyHostToDevice), err,
-                      rc, fail);
+        AMP_CHECK_GOTO(amp_gpu_upload(up, d->block_start, bstart, (nblocks + 1) * 8, err), rc,
+                       fail);
+        AMP_CHECK_GOTO(amp_gpu_upload(up, d->block_key, bkey, nblocks * 8, err), rc, fail);
         g->bytes += (nblocks * 2 + 1) * 8;
         if (g->streamed && d->packed) {
             d->host_words = d->stream.words;
@@ -705,10 +710,10 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
         size_t nw = (size_t)c->nnz * 8 + 8, nv = (size_t)c->nnz * vsize + 8;
         CUDA_TRY_GOTO(cudaMalloc((void **)&d->words, nw), err, rc, fail);
         CUDA_TRY_GOTO(cudaMalloc(&d->vals, nv), err, rc, fail);
-        CUDA_TRY_GOTO(cudaMemcpy(d->words, c->words, (size_t)c->nnz * 8, cudaMemcpyHostToDevice),
-                      err, rc, fail);
-        CUDA_TRY_GOTO(cudaMemcpy(d->vals, c->vals, (size_t)c->nnz * vsize, cudaMemcpyHostToDevice),
-                      err, rc, fail);
+        AMP_CHECK_GOTO(amp_gpu_upload(up, d->words, c->words, (size_t)c->nnz * 8, err), rc,
+                       fail);
+        AMP_CHECK_GOTO(amp_gpu_upload(up, d->vals, c->vals, (size_t)c->nnz * vsize, err), rc,
+                       fail);
         g->bytes += nw + nv;
     }
     if (g->streamed) {
@@ -733,9 +738,11 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
     /* The copies above are from pageable memory: make them complete
      * before kernels on any (non-blocking) stream read the tensor. */
     CUDA_TRY_GOTO(cudaDeviceSynchronize(), err, rc, fail);
+    amp_gpu_uploader_free(up);
     *out = g;
     return AMP_OK;
 fail:
+    amp_gpu_uploader_free(up);
     amp_gpu_tensor_free(g);
     return rc;
 }

@@ -1,0 +1,190 @@
+/* Host-to-device copies of pageable memory at link speed.
+ *
+ * cudaMemcpy from pageable memory goes through a driver staging buffer one
+ * piece at a time: about 9 GB/s on the H200 hosts (a 62 GB resident tensor
+ * took 6.7 s), a sixth of the link. Here W worker threads each own two
+ * page-locked buffers and a stream: a worker copies the next piece of its
+ * share into one buffer while the other buffer's piece is on the link, so
+ * the rate is the smaller of the link's and W memcpy streams' (a few GB/s
+ * each).
+ *
+ * Bytes moved: each byte is read from pageable memory once, written to and
+ * read from a pinned buffer once (by the CPU, then the DMA engine), and
+ * written to the device once. */
+#include <config.h>
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "amp_cuda.h"
+#include "gpu_internal.h"
+
+/* Measured on the H100 host (16 cores), 3 GiB copies: 16 workers with
+ * 2 MiB buffers 49.8 GB/s, 0.036 s to page-lock the 64 MiB of buffers;
+ * 8 x 8 MiB 42-48 GB/s, 0.070 s; 16 x 8 MiB 42-45 GB/s, 0.131 s; 8 x
+ * 32 MiB 28-32 GB/s, 0.243 s. cudaMemcpy from pageable memory 7.6-8.4
+ * GB/s, from pinned memory 55 GB/s. */
+enum {
+    UPLOAD_WORKERS_MAX = 16,       /* memcpy streams to fill one link */
+    UPLOAD_PIECE = 2 << 20,        /* bytes per pinned buffer */
+    UPLOAD_DIRECT_BELOW = 4 << 20  /* smaller copies go through cudaMemcpy */
+};
+
+struct upload_worker {
+    void *pin[2];
+    cudaEvent_t free_again[2];  /* the link has finished reading pin[b] */
+    cudaStream_t stream;
+};
+
+struct amp_gpu_uploader {
+    int device;
+    int nworkers;
+    upload_worker w[UPLOAD_WORKERS_MAX];
+};
+
+extern "C" void amp_gpu_uploader_free(amp_gpu_uploader *u)
+{
+    if (u == NULL)
+        return;
+    cudaSetDevice(u->device);
+    for (int i = 0; i < u->nworkers; i++) {
+        upload_worker *w = &u->w[i];
+        if (w->stream)
+            cudaStreamSynchronize(w->stream);
+        for (int b = 0; b < 2; b++) {
+            if (w->pin[b])
+                cudaFreeHost(w->pin[b]);
+            if (w->free_again[b])
+                cudaEventDestroy(w->free_again[b]);
+        }
+        if (w->stream)
+            cudaStreamDestroy(w->stream);
+    }
+    free(u);
+}
+
+extern "C" amp_status amp_gpu_uploader_new(int device, amp_gpu_uploader **out, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    amp_gpu_uploader *u = (amp_gpu_uploader *)calloc(1, sizeof *u);
+    if (u == NULL)
+        return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
+    u->device = device;
+    unsigned hw = std::thread::hardware_concurrency();
+    u->nworkers = (int)std::min<unsigned>(UPLOAD_WORKERS_MAX, hw > 0 ? hw : 1);
+    CUDA_TRY_GOTO(cudaSetDevice(device), err, rc, fail);
+    for (int i = 0; i < u->nworkers; i++) {
+        upload_worker *w = &u->w[i];
+        CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking), err, rc,
+                      fail);
+        for (int b = 0; b < 2; b++) {
+            CUDA_TRY_GOTO(cudaMallocHost(&w->pin[b], UPLOAD_PIECE), err, rc, fail);
+            CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->free_again[b], cudaEventDisableTiming),
+                          err, rc, fail);
+        }
+    }
+    *out = u;
+    return AMP_OK;
+fail:
+    amp_gpu_uploader_free(u);
+    return rc;
+}
+
+/* Worker i's share: pieces i, i + W, i + 2W, ... of the copy. Interleaved
+ * pieces keep every worker busy to the end, whatever the size. */
+static amp_status upload_share(amp_gpu_uploader *u, int i, char *dst, const char *src,
+                               size_t bytes, amp_error *err)
+{
+    upload_worker *w = &u->w[i];
+    CUDA_TRY(cudaSetDevice(u->device), err);
+    size_t npieces = (bytes + UPLOAD_PIECE - 1) / UPLOAD_PIECE;
+    int b = 0;
+    for (size_t p = (size_t)i; p < npieces; p += (size_t)u->nworkers, b ^= 1) {
+        size_t at = p * UPLOAD_PIECE, n = std::min<size_t>(UPLOAD_PIECE, bytes - at);
+        CUDA_TRY(cudaEventSynchronize(w->free_again[b]), err);
+        memcpy(w->pin[b], src + at, n);
+        CUDA_TRY(cudaMemcpyAsync(dst + at, w->pin[b], n, cudaMemcpyHostToDevice, w->stream),
+                 err);
+        CUDA_TRY(cudaEventRecord(w->free_again[b], w->stream), err);
+    }
+    CUDA_TRY(cudaStreamSynchronize(w->stream), err);
+    return AMP_OK;
+}
+
+extern "C" amp_status amp_gpu_upload(amp_gpu_uploader *u, void *dst, const void *src,
+                                     size_t bytes, amp_error *err)
+{
+    if (u == NULL || bytes < UPLOAD_DIRECT_BELOW) {
+        CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), err);
+        return AMP_OK;
+    }
+    int n = u->nworkers;
+    std::vector<amp_status> rcs((size_t)n, AMP_OK);
+    std::vector<amp_error> errs((size_t)n);
+    std::vector<std::thread> threads;
+    int started = 1;
+    try {
+        for (; started < n; started++) {
+            int i = started;
+            threads.emplace_back([&, i] {
+                rcs[(size_t)i] = upload_share(u, i, (char *)dst, (const char *)src, bytes,
+                                              &errs[(size_t)i]);
+            });
+        }
+    } catch (...) {
+        /* No thread to be had: the shares not started run here. */
+    }
+    for (int i = started; i < n; i++)
+        rcs[(size_t)i] = upload_share(u, i, (char *)dst, (const char *)src, bytes,
+                                      &errs[(size_t)i]);
+    rcs[0] = upload_share(u, 0, (char *)dst, (const char *)src, bytes, &errs[0]);
+    for (std::thread &t : threads)
+        t.join();
+    for (int i = 0; i < n; i++)
+        if (rcs[(size_t)i] != AMP_OK) {
+            *err = errs[(size_t)i];
+            return rcs[(size_t)i];
+        }
+    return AMP_OK;
+}
+
+/* For the tests: bytes of a pattern through the uploader and back. */
+extern "C" amp_status amp_gpu_upload_check(int device, size_t bytes, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    amp_gpu_uploader *u = NULL;
+    unsigned char *host = (unsigned char *)malloc(bytes ? bytes : 1);
+    unsigned char *back = (unsigned char *)malloc(bytes ? bytes : 1);
+    void *dev = NULL;
+    if (host == NULL || back == NULL) {
+        rc = amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < bytes; i++)
+        host[i] = (unsigned char)((i * UINT64_C(0x9E3779B97F4A7C15)) >> 56);
+    memset(back, 0, bytes);
+    AMP_CHECK_GOTO(amp_gpu_uploader_new(device, &u, err), rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc(&dev, bytes ? bytes : 1), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMemset(dev, 0, bytes), err, rc, fail);
+    AMP_CHECK_GOTO(amp_gpu_upload(u, dev, host, bytes, err), rc, fail);
+    CUDA_TRY_GOTO(cudaMemcpy(back, dev, bytes, cudaMemcpyDeviceToHost), err, rc, fail);
+    for (size_t i = 0; i < bytes; i++)
+        if (back[i] != host[i]) {
+            rc = amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "byte %zu of %zu "
+                               "arrived as %u, not %u", i, bytes, back[i], host[i]);
+            break;
+        }
+fail:
+    if (dev)
+        cudaFree(dev);
+    amp_gpu_uploader_free(u);
+    free(host);
+    free(back);
+    return rc;
+}
