@@ -108,26 +108,50 @@ amp_status amp_stream_pack(const amp_tensor *t, unsigned d, int threads, amp_str
     memset(s, 0, sizeof *s);
     *packed = 0;
 
-    /* The fewest decimals that hold every value, and the largest |q|. */
+    /* A word must keep the other modes' indices and at least one bit. */
+    unsigned other_bits = 0;
+    for (unsigned m = 0; m < t->nmodes; m++)
+        if (m != d)
+            other_bits += l->width[m];
+    if (nnz == 0 || other_bits >= 64 || l->width[d] > 64)
+        return AMP_OK;
+
+    /* The fewest decimals that hold every value: the largest of each
+     * value's fewest. A value that decodes at the most seen so far needs
+     * no more, so most values cost one try, not one per decimal. */
     unsigned decimals = 0;
     int fails = 0;
-#pragma omp parallel for num_threads(T) reduction(max : decimals) reduction(| : fails)
-    for (int64_t k = 0; k < (int64_t)nnz; k++) {
-        double v = value_at(c, f32, (uint64_t)k);
-        int ok = 0;
-        unsigned dk = 0;
-        for (; dk <= MAX_DECIMALS; dk++) {
-            quantize(v, dk, f32, &ok);
+#pragma omp parallel num_threads(T) reduction(max : decimals) reduction(| : fails)
+    {
+        unsigned most = 0;
+#pragma omp for schedule(static)
+        for (int64_t k = 0; k < (int64_t)nnz; k++) {
+            double v = value_at(c, f32, (uint64_t)k);
+            int ok = 0;
+            quantize(v, most, f32, &ok);
             if (ok)
-                break;
+                continue;
+            unsigned dk = 0;
+            for (; dk <= MAX_DECIMALS; dk++) {
+                quantize(v, dk, f32, &ok);
+                if (ok)
+                    break;
+            }
+            if (!ok)
+                fails = 1;
+            else if (dk > most)
+                most = dk;
         }
-        if (!ok)
-            fails = 1;
-        else if (dk > decimals)
-            decimals = dk;
+        decimals = most;
     }
-    if (fails || nnz == 0)
+    if (fails)
         return AMP_OK;
+    /* Each value's integer at those decimals, kept in the words until the
+     * indices join it below; the largest |q| decides the bits. */
+    s->words = amp_huge_alloc((size_t)nnz * 8 + 8, "the stream layout", err);
+    if (s->words == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the stream layout");
+    s->nnz = nnz;   /* what amp_stream_copy_free frees by */
     uint64_t qmax = 0;
     int negative = 0;
 #pragma omp parallel for num_threads(T) reduction(max : qmax) reduction(| : fails, negative)
@@ -140,9 +164,8 @@ amp_status amp_stream_pack(const amp_tensor *t, unsigned d, int threads, amp_str
         uint64_t a = q < 0 ? (uint64_t)(-q) : (uint64_t)q;
         if (a > qmax)
             qmax = a;
+        s->words[k] = (uint64_t)q;
     }
-    if (fails)
-        return AMP_OK;
     /* A sign bit only when a value is negative: rd100m's mode-2 copy has
      * 44 bits of other indices and values of 20 bits. */
     unsigned qneed = 1;
@@ -150,14 +173,11 @@ amp_status amp_stream_pack(const amp_tensor *t, unsigned d, int threads, amp_str
         qneed++;
     if (negative)
         qneed++;
-    unsigned other_bits = 0;
-    for (unsigned m = 0; m < t->nmodes; m++)
-        if (m != d)
-            other_bits += l->width[m];
-    if (other_bits + qneed > 64 || l->width[d] > 64)
+    if (fails || other_bits + qneed > 64) {
+        amp_stream_copy_free(s);
         return AMP_OK;
+    }
 
-    s->nnz = nnz;
     s->decimals = decimals;
     s->qshift = other_bits;
     s->qbits = 64 - other_bits;
@@ -172,10 +192,8 @@ amp_status amp_stream_pack(const amp_tensor *t, unsigned d, int threads, amp_str
         s->width[m] = l->width[m];
         at += l->width[m];
     }
-    s->words = amp_huge_alloc((size_t)nnz * 8 + 8, "the stream layout", err);
     uint64_t *counts = calloc((size_t)T + 1, sizeof *counts);
-    if (s->words == NULL || counts == NULL) {
-        free(counts);
+    if (counts == NULL) {
         amp_stream_copy_free(s);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the stream layout");
     }
@@ -199,10 +217,7 @@ amp_status amp_stream_pack(const amp_tensor *t, unsigned d, int threads, amp_str
                 for (unsigned m = 0; m < t->nmodes; m++)
                     if (m != d)
                         out |= amp_blco_field(key, w, l->shift[m], l->width[m]) << s->shift[m];
-                int ok;
-                int64_t q = quantize(value_at(c, f32, k), decimals, f32, &ok);
-                if (s->qshift < 64)
-                    out |= ((uint64_t)q & qmask) << s->qshift;
+                out |= (s->words[k] & qmask) << s->qshift;   /* q, from above */
                 s->words[k] = out;
                 uint64_t row = amp_blco_field(key, w, dshift, dwidth);
                 runs += row != prev;

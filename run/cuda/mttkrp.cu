@@ -672,6 +672,12 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
         if (g->streamed) {
             int packed = 0;
             AMP_CHECK_GOTO(amp_stream_pack(t, m, 0, &d->stream, &packed, err), rc, fail);
+            /* Runs are indexed in 32 bits by the kernels; a copy with more
+             * (hypersparse outputs, 2^32 rows or more) streams as stored. */
+            if (packed && d->stream.nruns >= UINT32_MAX) {
+                amp_stream_copy_free(&d->stream);
+                packed = 0;
+            }
             if (packed) {
                 d->packed = 1;
                 bstart = d->stream.run_start;
