@@ -74,6 +74,14 @@ double amp_partition_imbalance(const amp_partition *p, unsigned m, double *best)
 amp_status amp_partition_tensor(const amp_tensor *t, const amp_partition *p, unsigned gpu,
                                 int threads, amp_tensor *part, amp_error *err);
 
+/* Every GPU's part at once (parts[0 .. p->ngpus - 1]), built mode by mode.
+ * With release, each mode copy's words and values are freed (set NULL) as
+ * soon as every part of that mode exists, so the peak is t plus one mode's
+ * parts; t keeps its dimensions, rows, block tables and relabellings but
+ * can no longer be read for nonzeros. The parts equal amp_partition_tensor's. */
+amp_status amp_partition_tensors(amp_tensor *t, const amp_partition *p, int threads,
+                                 int release, amp_tensor *parts, amp_error *err);
+
 /* Factor rows (rows[m] x rank, row-major) from the file's order to the
  * run's and back; src and dst must not overlap. */
 void amp_partition_rows_to_run(const amp_partition *p, unsigned m, unsigned rank,

@@ -482,6 +482,8 @@ static int run(run_args *a)
         a->gpu.rank = a->opts.rank;
         a->gpu.f32 = a->opts.precision == AMP_PRECISION_F32;
         a->gpu.threads = a->opts.threads;
+        /* Only --check reads the nonzeros again (its CPU reference). */
+        a->gpu.release = a->check ? NULL : &t;
         if (amp_gpu_run_open(&a->gpu, &t, &gr, &err) != AMP_OK)
             goto fail;
     }

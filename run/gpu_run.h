@@ -31,6 +31,12 @@ typedef struct amp_gpu_opts {
     unsigned rank;
     int f32;
     int threads;                 /* CPU threads for splitting the tensor */
+    /* NULL, or the tensor given to amp_gpu_run_open itself: then, on
+     * several GPUs, each mode copy's nonzeros are freed once every GPU's
+     * part of it is built (amp_partition_tensors), so the host holds the
+     * tensor plus one mode's parts at most. Only for callers that read
+     * nothing of the tensor's nonzeros afterward (not --check). */
+    amp_tensor *release;
 } amp_gpu_opts;
 
 typedef struct amp_gpu_run amp_gpu_run;

@@ -427,6 +427,55 @@ amp_status amp_partition_tensor(const amp_tensor *t, const amp_partition *p, uns
     return AMP_OK;
 }
 
+amp_status amp_partition_tensors(amp_tensor *t, const amp_partition *p, int threads,
+                                 int release, amp_tensor *parts, amp_error *err)
+{
+    if (p->nmodes != t->nmodes || p->ngpus < 1 || p->ngpus > AMP_MAX_GPUS)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "a partition for %u GPUs and %u modes", p->ngpus,
+                        p->nmodes);
+    const size_t vsize = amp_value_size(t->value_type);
+    for (unsigned g = 0; g < p->ngpus; g++) {
+        amp_tensor *part = &parts[g];
+        memset(part, 0, sizeof *part);
+        part->nmodes = t->nmodes;
+        part->value_type = t->value_type;
+        part->norm_sq = t->norm_sq;
+        for (unsigned m = 0; m < t->nmodes; m++) {
+            part->dims[m] = t->dims[m];
+            part->rows[m] = t->rows[m];
+        }
+    }
+    /* Mode by mode, every GPU's part, then (release) the mode's words and
+     * values: the peak is t plus one mode's parts, not t plus all, and
+     * the pages freed are the next mode's to fill. */
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        amp_copy *c = &t->copies[d];
+        if (c->nnz > 0 && (c->words == NULL || c->vals == NULL)) {
+            for (unsigned g = 0; g < p->ngpus; g++)
+                amp_tensor_free(&parts[g]);
+            return AMP_FAIL(err, AMP_ERR_USAGE, "mode %u's copy was released already", d + 1);
+        }
+        for (unsigned g = 0; g < p->ngpus; g++) {
+            amp_tensor *part = &parts[g];
+            amp_status rc = part_copy(t, p, g, d, threads, &part->copies[d], err);
+            if (rc != AMP_OK) {
+                for (unsigned h = 0; h < p->ngpus; h++)
+                    amp_tensor_free(&parts[h]);
+                return rc;
+            }
+            part->nnz = part->copies[d].nnz > part->nnz ? part->copies[d].nnz : part->nnz;
+            part->bytes += part->copies[d].nnz * (8 + vsize);
+        }
+        if (release) {
+            amp_huge_free(c->words, (size_t)c->nnz * 8);
+            amp_huge_free(c->vals, (size_t)c->nnz * vsize);
+            c->words = NULL;
+            c->vals = NULL;
+        }
+    }
+    return AMP_OK;
+}
+
 /* Row i of the file's order is row run[i] of the run's. */
 static void move_rows(const amp_partition *p, unsigned m, unsigned rank, const double *src,
                       double *dst, int to_run)

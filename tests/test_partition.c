@@ -175,6 +175,65 @@ static int check_partition(const char *name, const amp_tensor *t, unsigned N,
     return bad;
 }
 
+static int same_copy(const amp_copy *a, const amp_copy *b, size_t vsize)
+{
+    return a->nnz == b->nnz && a->early_nnz == b->early_nnz && a->row_begin == b->row_begin &&
+           a->row_count == b->row_count && a->nblocks == b->nblocks &&
+           (a->nnz == 0 || (memcmp(a->words, b->words, a->nnz * 8) == 0 &&
+                            memcmp(a->vals, b->vals, a->nnz * vsize) == 0)) &&
+           memcmp(a->block_start, b->block_start, (a->nblocks + 1) * 8) == 0 &&
+           memcmp(a->block_key, b->block_key, a->nblocks * 8) == 0;
+}
+
+/* Every part at once, releasing the tensor's copies mode by mode: the same
+ * parts as one at a time from an untouched tensor, and the copies gone. */
+static void check_release(const char *name, amp_file *f, const amp_tensor *t, unsigned N,
+                          amp_partition_kind kind, int overlap)
+{
+    amp_partition p;
+    amp_tensor t2, ref[AMP_MAX_GPUS], all[AMP_MAX_GPUS];
+    amp_error err = {0};
+    int good = amp_partition_new(t, N, kind, &p, &err) == AMP_OK;
+    p.overlap = overlap;
+    unsigned built = 0;
+    for (; good && built < N; built++)
+        good = amp_partition_tensor(t, &p, built, 2, &ref[built], &err) == AMP_OK;
+    if (!good)
+        built--;
+    int loaded = good && amp_tensor_load(f, 2, NULL, NULL, &t2, &err) == AMP_OK;
+    good = loaded && amp_partition_tensors(&t2, &p, 3, 1, all, &err) == AMP_OK;
+    size_t vsize = amp_value_size(t->value_type);
+    for (unsigned g = 0; good && g < N; g++) {
+        for (unsigned d = 0; d < t->nmodes; d++)
+            good &= same_copy(&ref[g].copies[d], &all[g].copies[d], vsize);
+        good &= all[g].nnz == ref[g].nnz && all[g].bytes == ref[g].bytes;
+    }
+    for (unsigned d = 0; good && d < t->nmodes; d++)
+        good &= t2.copies[d].words == NULL && t2.copies[d].vals == NULL &&
+                t2.copies[d].nnz == t->copies[d].nnz;
+    if (good) {
+        amp_partition part2;
+        /* A second split of the released tensor is refused, not a crash. */
+        good = amp_partition_new(&t2, N, kind, &part2, &err) == AMP_OK;
+        amp_tensor again[AMP_MAX_GPUS];
+        amp_error e2 = {0};
+        good = good && amp_partition_tensors(&t2, &part2, 1, 1, again, &e2) == AMP_ERR_USAGE;
+        amp_partition_free(&part2);
+    }
+    ok(good, "%s, %u GPUs, %s%s: all parts at once, each mode's copy released after its "
+       "parts, equal the parts one at a time (%s)", name, N,
+       kind == AMP_PARTITION_OWNER ? "owner" : "equal-nnz", overlap ? ", two groups" : "",
+       amp_error_message(&err));
+    for (unsigned g = 0; g < built; g++)
+        amp_tensor_free(&ref[g]);
+    if (loaded && good)
+        for (unsigned g = 0; g < N; g++)
+            amp_tensor_free(&all[g]);
+    if (loaded)
+        amp_tensor_free(&t2);
+    amp_partition_free(&p);
+}
+
 static void test_random(void)
 {
     static const shape shapes[] = {
@@ -204,6 +263,9 @@ static void test_random(void)
                 check_partition(shapes[i].name, &t, gpus[k], AMP_PARTITION_EQUAL_NNZ, 1, 5);
             }
         }
+        check_release(shapes[i].name, f, &t, 2, AMP_PARTITION_OWNER, 0);
+        check_release(shapes[i].name, f, &t, 3, AMP_PARTITION_OWNER, 1);
+        check_release(shapes[i].name, f, &t, 2, AMP_PARTITION_EQUAL_NNZ, 0);
         amp_tensor_free(&t);
         amp_file_close(f);
         amp_coo_free(&x);
