@@ -394,13 +394,16 @@ static int by_key(const void *a, const void *b)
     return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-/* Copy 0 leaves every row of a later copy in key order already: copy 0
- * is ordered by its whole linearized index, whose top key_bits are mode 1,
- * then the following modes, and the key of copy d is mode d, then the top
- * bits of the same sequence without d, no longer than copy 0's key; within
- * a row (mode d fixed) one order implies the other. So only copy 0, built
- * from the tensor, is ever reordered here; rows already in order are
- * found in parallel and left alone. */
+/* A row's nonzeros must be in block-key order when the key holds bits of
+ * other modes than the row's (key_bits > the row mode's width). Copy 0 is
+ * scattered from the tensor in input order, so its rows are sorted here,
+ * stably. That leaves copy 0 ordered by the top max(width, key_bits) bits
+ * of the sequence of fields mode 1, mode 2, ... . The key of copy d is
+ * mode d, then the top bits of the same sequence without d; within a row
+ * of mode d those bits are a prefix of copy 0's order with d held fixed,
+ * so the stable scatter from copy 0 leaves every later copy's rows in key
+ * order already (write_copy checks it when remap streams depend on it).
+ * Rows already in order are found in parallel and left alone. */
 static int row_in_key_order(const mode_copy *c, uint64_t a, uint64_t len)
 {
     for (uint64_t i = 1; i < len; i++)
@@ -412,23 +415,31 @@ static int row_in_key_order(const mode_copy *c, uint64_t a, uint64_t len)
 static amp_status sort_rows_by_key(mode_copy *c, const uint64_t *rowptr, uint64_t rows,
                                    amp_error *err)
 {
-    uint64_t longest = 0;
-#pragma omp parallel for schedule(dynamic, 4096) reduction(max : longest)
+    uint64_t longest = 0, unsorted = 0;
+    unsigned char *out_of_order = calloc(rows ? rows : 1, 1);
+    if (out_of_order == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+#pragma omp parallel for schedule(dynamic, 4096) reduction(max : longest) \
+    reduction(+ : unsorted)
     for (uint64_t r = 0; r < rows; r++) {
         uint64_t len = rowptr[r + 1] - rowptr[r];
-        if (len > 1 && !row_in_key_order(c, rowptr[r], len) && len > longest)
-            longest = len;
+        if (len > 1 && !row_in_key_order(c, rowptr[r], len)) {
+            out_of_order[r] = 1;
+            unsorted++;
+            if (len > longest)
+                longest = len;
+        }
     }
-    if (longest == 0)
-        return AMP_OK;
-    keyed *tmp = malloc((size_t)longest * sizeof *tmp);
-    if (tmp == NULL)
+    keyed *tmp = unsorted ? malloc((size_t)longest * sizeof *tmp) : NULL;
+    if (unsorted && tmp == NULL) {
+        free(out_of_order);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    for (uint64_t r = 0; r < rows; r++) {
-        uint64_t a = rowptr[r], len = rowptr[r + 1] - a;
-        if (len < 2 || row_in_key_order(c, a, len))
+    }
+    c->rows_reordered = unsorted;
+    for (uint64_t r = 0; unsorted > 0 && r < rows; r++) {
+        if (!out_of_order[r])
             continue;
-        c->rows_reordered++;
+        uint64_t a = rowptr[r], len = rowptr[r + 1] - a;
         for (uint64_t i = 0; i < len; i++) {
             tmp[i] = (keyed){c->keys[a + i], c->words[a + i], 0, i};
             memcpy(&tmp[i].val, c->vals + c->vsize * (a + i), c->vsize);
@@ -441,6 +452,7 @@ static amp_status sort_rows_by_key(mode_copy *c, const uint64_t *rowptr, uint64_
         }
     }
     free(tmp);
+    free(out_of_order);
     return AMP_OK;
 }
 
@@ -539,8 +551,13 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
     if (c == NULL) {
         c = &none;
         (void)none;
+    } else if (c->words != NULL && c->n == n && c->vsize == amp_value_size(vt) &&
+               (c->keys != NULL) == (l->key_bits > 0)) {
+        /* The arrays of the copy before, reused: every entry is written
+         * below, and fresh pages would cost the kernel a zeroing each. */
+        c->rows_reordered = 0;
     } else {
-        memset(c, 0, sizeof *c);
+        copy_free(c);
         c->n = n;
         c->vsize = amp_value_size(vt);
         c->words = amp_huge_alloc(n * 8, "the mode copy's indices", err);
@@ -633,7 +650,7 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
     free(pos);
     if (release != NULL)
         amp_coo_release(release);
-    if (write && l->key_bits > 0 && l->shift[d] > 64) {
+    if (write && l->key_bits > l->width[d]) {
         amp_status rc = sort_rows_by_key(c, rowptr, rows, err);
         if (rc != AMP_OK)
             copy_free(c);
@@ -705,7 +722,8 @@ static amp_status write_remap(amp_writer *w, const amp_coo *t, unsigned d, const
 }
 
 static amp_status write_copy(amp_writer *w, amp_coo *t, mode_copy *copy0, amp_mode_layout *l0,
-                             unsigned d, mode_plan *p, const mode_plan *plans, positions *P,
+                             mode_copy *later, unsigned d, mode_plan *p, const mode_plan *plans,
+                             positions *P,
                              uint64_t chunk_nnz, amp_value_type vt, amp_build_mode_report *rep,
                              amp_build_report *times, build_progress *bp, amp_error *err)
 {
@@ -715,7 +733,7 @@ static amp_status write_copy(amp_writer *w, amp_coo *t, mode_copy *copy0, amp_mo
     amp_mode_layout l;
     uint64_t *rowptr = NULL, *start = NULL;
     amp_chunk_job *jobs = NULL;
-    mode_copy local = {0}, *copy = d == 0 ? copy0 : &local;
+    mode_copy *copy = d == 0 ? copy0 : later;   /* later copies share one set of arrays */
     amp_status rc = AMP_OK;
     /* t->dims are the compact dimensions while the copies are written. */
     AMP_CHECK(amp_blco_layout(&l, t->nmodes, t->dims, d, err));
@@ -800,7 +818,6 @@ static amp_status write_copy(amp_writer *w, amp_coo *t, mode_copy *copy0, amp_mo
         if (p->row_nnz[r] > rep->max_degree)
             rep->max_degree = p->row_nnz[r];
 fail:
-    copy_free(&local);
     free(rowptr);
     free(jobs);
     free(start);
@@ -871,7 +888,7 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
     memset(&rep, 0, sizeof rep);
     mode_plan plans[AMP_MAX_MODES];
     memset(plans, 0, sizeof plans);
-    mode_copy copy0 = {0};
+    mode_copy copy0 = {0}, later = {0};
     positions remap_pos[AMP_MAX_MODES];
     memset(remap_pos, 0, sizeof remap_pos);
     amp_mode_layout layout0;
@@ -935,7 +952,7 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
         remap_pos[0].width = width;
     }
     for (unsigned d = 0; d < t->nmodes; d++)
-        AMP_CHECK_GOTO(write_copy(w, t, &copy0, &layout0, d, &plans[d], plans,
+        AMP_CHECK_GOTO(write_copy(w, t, &copy0, &layout0, &later, d, &plans[d], plans,
                                   o.remap_streams && t->nmodes > 1 ? remap_pos : NULL,
                                   o.chunk_nnz, meta.value_type, &rep.modes[d], &rep, &bp,
                                   err),
@@ -952,6 +969,7 @@ fail:
     for (unsigned d = 0; d < AMP_MAX_MODES; d++)
         amp_huge_free(remap_pos[d].p, meta.nnz * remap_pos[d].width);
     copy_free(&copy0);
+    copy_free(&later);
     amp_writer_abort(w);
     /* Put the original dimensions back for the caller's reports. */
     for (unsigned d = 0; d < t->nmodes; d++) {

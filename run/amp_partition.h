@@ -78,7 +78,9 @@ amp_status amp_partition_tensor(const amp_tensor *t, const amp_partition *p, uns
  * With release, each mode copy's words and values are freed (set NULL) as
  * soon as every part of that mode exists, so the peak is t plus one mode's
  * parts; t keeps its dimensions, rows, block tables and relabellings but
- * can no longer be read for nonzeros. The parts equal amp_partition_tensor's. */
+ * can no longer be read for nonzeros (t->bytes counts what is left). The
+ * parts equal amp_partition_tensor's. On failure no part is left, and the
+ * modes released before it stay released. */
 amp_status amp_partition_tensors(amp_tensor *t, const amp_partition *p, int threads,
                                  int release, amp_tensor *parts, amp_error *err);
 

@@ -471,6 +471,8 @@ amp_status amp_partition_tensors(amp_tensor *t, const amp_partition *p, int thre
             amp_huge_free(c->vals, (size_t)c->nnz * vsize);
             c->words = NULL;
             c->vals = NULL;
+            uint64_t freed = c->nnz * (8 + vsize);
+            t->bytes = t->bytes > freed ? t->bytes - freed : 0;
         }
     }
     return AMP_OK;

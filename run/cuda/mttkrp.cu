@@ -647,10 +647,13 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
     CUDA_TRY_GOTO(cudaSetDevice(device), err, rc, fail);
     CUDA_TRY_GOTO(cudaDeviceGetAttribute(&g->sm_count, cudaDevAttrMultiProcessorCount, device),
                   err, rc, fail);
-    /* Without page-locked staging (none to be had), plain copies. */
-    if (amp_gpu_uploader_new(device, &up, err) != AMP_OK) {
+    /* Staging for the resident copies (a streamed tensor uploads only its
+     * block tables); without page-locked memory to be had, plain copies,
+     * and the failed call's error is not left for the next check to find. */
+    if (!g->streamed && amp_gpu_uploader_new(device, &up, err) != AMP_OK) {
         up = NULL;
         amp_error_clear(err);
+        (void)cudaGetLastError();
     }
     for (unsigned m = 0; m < t->nmodes; m++) {
         const amp_copy *c = &t->copies[m];

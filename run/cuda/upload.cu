@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <thread>
-#include <vector>
 
 #include "amp_cuda.h"
 #include "gpu_internal.h"
@@ -125,31 +124,30 @@ extern "C" amp_status amp_gpu_upload(amp_gpu_uploader *u, void *dst, const void 
         return AMP_OK;
     }
     int n = u->nworkers;
-    std::vector<amp_status> rcs((size_t)n, AMP_OK);
-    std::vector<amp_error> errs((size_t)n);
-    std::vector<std::thread> threads;
+    amp_status rcs[UPLOAD_WORKERS_MAX];
+    amp_error errs[UPLOAD_WORKERS_MAX];
+    std::thread threads[UPLOAD_WORKERS_MAX];
+    memset(errs, 0, sizeof errs);
     int started = 1;
     try {
         for (; started < n; started++) {
             int i = started;
-            threads.emplace_back([&, i] {
-                rcs[(size_t)i] = upload_share(u, i, (char *)dst, (const char *)src, bytes,
-                                              &errs[(size_t)i]);
+            threads[i] = std::thread([=, &rcs, &errs] {
+                rcs[i] = upload_share(u, i, (char *)dst, (const char *)src, bytes, &errs[i]);
             });
         }
     } catch (...) {
         /* No thread to be had: the shares not started run here. */
     }
     for (int i = started; i < n; i++)
-        rcs[(size_t)i] = upload_share(u, i, (char *)dst, (const char *)src, bytes,
-                                      &errs[(size_t)i]);
+        rcs[i] = upload_share(u, i, (char *)dst, (const char *)src, bytes, &errs[i]);
     rcs[0] = upload_share(u, 0, (char *)dst, (const char *)src, bytes, &errs[0]);
-    for (std::thread &t : threads)
-        t.join();
+    for (int i = 1; i < started; i++)
+        threads[i].join();
     for (int i = 0; i < n; i++)
-        if (rcs[(size_t)i] != AMP_OK) {
-            *err = errs[(size_t)i];
-            return rcs[(size_t)i];
+        if (rcs[i] != AMP_OK) {
+            *err = errs[i];
+            return rcs[i];
         }
     return AMP_OK;
 }
@@ -172,6 +170,8 @@ extern "C" amp_status amp_gpu_upload_check(int device, size_t bytes, amp_error *
     AMP_CHECK_GOTO(amp_gpu_uploader_new(device, &u, err), rc, fail);
     CUDA_TRY_GOTO(cudaMalloc(&dev, bytes ? bytes : 1), err, rc, fail);
     CUDA_TRY_GOTO(cudaMemset(dev, 0, bytes), err, rc, fail);
+    /* The workers' streams do not wait for the legacy stream's memset. */
+    CUDA_TRY_GOTO(cudaDeviceSynchronize(), err, rc, fail);
     AMP_CHECK_GOTO(amp_gpu_upload(u, dev, host, bytes, err), rc, fail);
     CUDA_TRY_GOTO(cudaMemcpy(back, dev, bytes, cudaMemcpyDeviceToHost), err, rc, fail);
     for (size_t i = 0; i < bytes; i++)
