@@ -214,10 +214,10 @@ amp_status amp_writer_mode(amp_writer *w, const amp_mode_layout *layout, amp_err
 amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_to_orig,
                               amp_error *err);
 
-/* Chunks are produced by a callback so that they are built, compressed and
- * hashed in parallel on the writer's threads, each in a per-thread buffer,
- * and written in the order given. fill writes the chunk's raw bytes: count
- * little-endian u64 words, then count values (f32 or f64 per META). */
+/* Chunks are found through a callback so that they are compressed and
+ * hashed in parallel on the writer's threads and written in the order
+ * given. Stored uncompressed, a chunk is its count little-endian u64
+ * words, then its count values (f32 or f64 per META). */
 typedef struct amp_chunk_job {
     uint32_t mode;
     uint32_t shard;
@@ -226,11 +226,14 @@ typedef struct amp_chunk_job {
     uint64_t key;       /* BLCO block key */
 } amp_chunk_job;
 
-typedef amp_status (*amp_chunk_fill_fn)(void *ctx, size_t job, void *raw, size_t raw_size,
-                                        amp_error *err);
+/* view sets *words to the job's count words and *vals to its count values
+ * (in the file's value type), which the writer reads in place from
+ * several threads while the call lasts, without copying them first. */
+typedef amp_status (*amp_chunk_view_fn)(void *ctx, size_t job, const uint64_t **words,
+                                        const void **vals, amp_error *err);
 
 amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t njobs,
-                             amp_chunk_fill_fn fill, void *ctx, amp_error *err);
+                             amp_chunk_view_fn view, void *ctx, amp_error *err);
 
 /* Any section, e.g. an optional one of a later minor version; compressed
  * when flags has AMP_SECTION_ZSTD and compression gains. */

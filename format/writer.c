@@ -30,10 +30,11 @@
  * life: each mode copy reuses the buffers instead of faulting in fresh
  * ones (64 MiB a thread at the default chunk size). */
 typedef struct chunk_worker {
-    void *raw;
-    size_t raw_cap;       /* of raw and planar */
+    void *raw;            /* a chunk as stored uncompressed: words, then values */
+    size_t raw_cap;
     unsigned char *planar;
-    void *out, *out2;
+    size_t planar_cap;
+    void *out, *out2;     /* compressed forms; out2 only while both are tried */
     size_t out_cap, out2_cap;
     ZSTD_CCtx *cctx;
     amp_error err;
@@ -315,48 +316,78 @@ amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_
  * words (better when whole values repeat). */
 enum { FORM_ALL_PLANES = 1, FORM_WORD_PLANES = 2 };
 
-/* Compress one chunk's raw bytes in the forms asked for and keep the
- * smallest; when none gains, the raw bytes are stored. */
-static amp_status compress_chunk(chunk_worker *wk, int level, size_t n, size_t vsize, int forms,
-                                 const void **stored, size_t *stored_size, uint16_t *flags)
+/* Grow a worker buffer to at least n bytes (its contents are not kept). */
+static amp_status reserve(void **buf, size_t *cap, size_t n, amp_error *err)
 {
-    const unsigned char *raw = wk->raw;
-    size_t raw_size = n * (8 + vsize);
-    *stored = raw;
-    *stored_size = raw_size;
-    *flags = 0;
-    if (level == 0)
+    if (*cap >= n)
         return AMP_OK;
-    amp_words_to_planes(wk->raw, n, wk->planar);
-    if (vsize == 8)
-        amp_words_to_planes((const uint64_t *)(raw + 8 * n), n, wk->planar + 8 * n);
-    else
-        amp_u32_to_planes((const uint32_t *)(raw + 8 * n), n, wk->planar + 8 * n);
-    const void *a = NULL, *b = NULL;
-    size_t a_size = SIZE_MAX, b_size = SIZE_MAX;
-    uint16_t a_flags = 0, b_flags = 0;
-    if (forms & FORM_ALL_PLANES)
-        AMP_CHECK(compress(wk->cctx, level, wk->planar, raw_size, &wk->out, &wk->out_cap, &a,
-                           &a_size, &a_flags, &wk->err));
-    if (forms & FORM_WORD_PLANES) {
-        memcpy(wk->planar + 8 * n, raw + 8 * n, vsize * n);
-        AMP_CHECK(compress(wk->cctx, level, wk->planar, raw_size, &wk->out2, &wk->out2_cap, &b,
-                           &b_size, &b_flags, &wk->err));
-    }
-    if ((a_flags & AMP_SECTION_ZSTD) && a_size <= b_size) {
-        *stored = a;
-        *stored_size = a_size;
-        *flags = AMP_SECTION_ZSTD | AMP_SECTION_PLANAR_WORDS | AMP_SECTION_PLANAR_VALUES;
-    } else if (b_flags & AMP_SECTION_ZSTD) {
-        *stored = b;
-        *stored_size = b_size;
-        *flags = AMP_SECTION_ZSTD | AMP_SECTION_PLANAR_WORDS;
-    }
+    free(*buf);
+    *buf = malloc(n ? n : 1);
+    *cap = 0;
+    if (*buf == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a %zu-byte chunk buffer", n);
+    *cap = n;
     return AMP_OK;
 }
 
-/* Workers for n threads, each with buffers for max_raw bytes. */
-static amp_status ensure_workers(amp_writer *w, int n, size_t max_raw, amp_error *err)
+/* Compress one chunk, its n words and n values read where they lie, in
+ * the forms asked for and keep the smallest; when none gains (or level
+ * 0), the words and values are stored as they are, one after the other. */
+static amp_status compress_chunk(chunk_worker *wk, int level, size_t n, size_t vsize, int forms,
+                                 const uint64_t *words, const void *vals, const void **stored,
+                                 size_t *stored_size, uint16_t *flags)
+{
+    size_t raw_size = n * (8 + vsize);
+    *flags = 0;
+    if (level != 0) {
+        AMP_CHECK(reserve((void **)&wk->planar, &wk->planar_cap, raw_size, &wk->err));
+        amp_words_to_planes(words, n, wk->planar);
+        if (vsize == 8)
+            amp_words_to_planes((const uint64_t *)vals, n, wk->planar + 8 * n);
+        else
+            amp_u32_to_planes((const uint32_t *)vals, n, wk->planar + 8 * n);
+        const void *a = NULL, *b = NULL;
+        size_t a_size = SIZE_MAX, b_size = SIZE_MAX;
+        uint16_t a_flags = 0, b_flags = 0;
+        if (forms & FORM_ALL_PLANES)
+            AMP_CHECK(compress(wk->cctx, level, wk->planar, raw_size, &wk->out, &wk->out_cap,
+                               &a, &a_size, &a_flags, &wk->err));
+        if (forms & FORM_WORD_PLANES) {
+            /* The second output buffer only when both forms are kept. */
+            int both = forms & FORM_ALL_PLANES;
+            memcpy(wk->planar + 8 * n, vals, vsize * n);
+            AMP_CHECK(compress(wk->cctx, level, wk->planar, raw_size, both ? &wk->out2 : &wk->out,
+                               both ? &wk->out2_cap : &wk->out_cap, &b, &b_size, &b_flags,
+                               &wk->err));
+        }
+        if ((a_flags & AMP_SECTION_ZSTD) && a_size <= b_size) {
+            *stored = a;
+            *stored_size = a_size;
+            *flags = AMP_SECTION_ZSTD | AMP_SECTION_PLANAR_WORDS | AMP_SECTION_PLANAR_VALUES;
+            return AMP_OK;
+        }
+        if (b_flags & AMP_SECTION_ZSTD) {
+            *stored = b;
+            *stored_size = b_size;
+            *flags = AMP_SECTION_ZSTD | AMP_SECTION_PLANAR_WORDS;
+            return AMP_OK;
+        }
+    }
+    *stored_size = raw_size;
+    if ((const unsigned char *)vals == (const unsigned char *)words + 8 * n) {
+        *stored = words;   /* already one piece */
+        return AMP_OK;
+    }
+    AMP_CHECK(reserve(&wk->raw, &wk->raw_cap, raw_size, &wk->err));
+    memcpy(wk->raw, words, 8 * n);
+    memcpy((unsigned char *)wk->raw + 8 * n, vals, vsize * n);
+    *stored = wk->raw;
+    return AMP_OK;
+}
+
+/* Workers for n threads, each with a compression context; their buffers
+ * grow when first needed (chunks are read where they lie). */
+static amp_status ensure_workers(amp_writer *w, int n, amp_error *err)
 {
     if (w->nworkers < n) {
         chunk_worker *p = realloc(w->workers, (size_t)n * sizeof *p);
@@ -370,17 +401,6 @@ static amp_status ensure_workers(amp_writer *w, int n, size_t max_raw, amp_error
         chunk_worker *wk = &w->workers[i];
         if (wk->cctx == NULL && (wk->cctx = ZSTD_createCCtx()) == NULL)
             return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a compression context");
-        if (wk->raw_cap >= max_raw)
-            continue;
-        free(wk->raw);
-        free(wk->planar);
-        wk->raw = malloc(max_raw);
-        wk->planar = w->opts.level != 0 ? malloc(max_raw) : NULL;
-        wk->raw_cap = 0;
-        if (wk->raw == NULL || (w->opts.level != 0 && wk->planar == NULL))
-            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a %zu-byte chunk buffer",
-                            max_raw);
-        wk->raw_cap = max_raw;
     }
     return AMP_OK;
 }
@@ -409,11 +429,13 @@ static void batch_add(place_batch *b, size_t i)
 }
 
 amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t njobs,
-                             amp_chunk_fill_fn fill, void *ctx, amp_error *err)
+                             amp_chunk_view_fn view, void *ctx, amp_error *err)
 {
     const char *path = w->out.final_path;
     if (!w->have_meta)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%s: chunks before the metadata", path);
+    if (view == NULL)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: no function to find the chunks", path);
     size_t vsize = amp_value_size(w->meta.value_type), max_raw = 0;
     for (size_t i = 0; i < njobs; i++) {
         if (jobs[i].count < 1 || jobs[i].count > AMP_CHUNK_NNZ_MAX ||
@@ -432,7 +454,7 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
 #endif
     if ((size_t)nthreads > njobs)
         nthreads = njobs > 0 ? (int)njobs : 1;
-    amp_status rc = ensure_workers(w, nthreads, max_raw ? max_raw : 1, err);
+    amp_status rc = ensure_workers(w, nthreads, err);
     if (rc != AMP_OK)
         return rc;
     int failed = 0;
@@ -446,22 +468,20 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
             if (jobs[i].count > jobs[big].count)
                 big = i;
         chunk_worker *probe = &w->workers[0];
-        size_t raw_size = (size_t)jobs[big].count * (8 + vsize);
-        const void *st;
+        const void *st, *vals = NULL;
+        const uint64_t *words = NULL;
         size_t st_size;
         uint16_t fl = 0;
         amp_error_clear(&probe->err);
-        rc = fill(ctx, big, probe->raw, raw_size, err);
+        size_t count = (size_t)jobs[big].count, sample = count < 65536 ? count : 65536;
+        rc = view(ctx, big, &words, &vals, err);
         /* A sample decides as well as the whole chunk and costs a sixteenth
          * of the time (this runs on one thread while the others wait): its
-         * first 2^16 nonzeros, values moved up behind their words. */
-        size_t count = (size_t)jobs[big].count, sample = count < 65536 ? count : 65536;
-        if (rc == AMP_OK && sample < count)
-            memmove((unsigned char *)probe->raw + 8 * sample,
-                    (unsigned char *)probe->raw + 8 * count, sample * vsize);
+         * first 2^16 nonzeros. */
         if (rc == AMP_OK)
             rc = compress_chunk(probe, w->opts.level, sample, vsize,
-                                FORM_ALL_PLANES | FORM_WORD_PLANES, &st, &st_size, &fl);
+                                FORM_ALL_PLANES | FORM_WORD_PLANES, words, vals, &st, &st_size,
+                                &fl);
         if (rc != AMP_OK && probe->err.status != AMP_OK)
             amp_error_set(err, probe->err.status, probe->err.src_file, probe->err.src_line,
                           "%s", probe->err.msg);
@@ -509,10 +529,12 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
                 sched_yield();
             }
             if (!skip && wk->rc == AMP_OK) {
-                wk->rc = fill(ctx, i, wk->raw, raw_size, &wk->err);
+                const uint64_t *words = NULL;
+                const void *vals = NULL;
+                wk->rc = view(ctx, i, &words, &vals, &wk->err);
                 if (wk->rc == AMP_OK)
                     wk->rc = compress_chunk(wk, w->opts.level, (size_t)jobs[i].count, vsize,
-                                           forms, &stored, &stored_size, &flags);
+                                           forms, words, vals, &stored, &stored_size, &flags);
                 if (wk->rc == AMP_OK)
                     hash = XXH3_64bits(stored, stored_size);
             }
