@@ -203,6 +203,19 @@ check_same "--no-sync writes the same file" "$T/dflt/s.amp" "$T/dflt/ns.amp"
 run "$AMPED_PREP" -q --no-sync -o "$T/dflt/ns.tns" "$T/small.tns"
 check_status "--no-sync with .tns output is a usage error" 2
 check_contains "which names the option" "$RUN_ERR" "--no-sync applies to .amp output only"
+# Whether the file is flushed shows only in the system calls.
+if command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true 2>/dev/null; then
+    strace -f -e trace=fsync,fdatasync -o "$T/sync.trace" \
+        "$AMPED_PREP" -q -f -o "$T/dflt/s.amp" "$T/small.tns" >/dev/null 2>&1
+    check "by default the .amp file is flushed (fsync)" grep -q fsync "$T/sync.trace"
+    strace -f -e trace=fsync,fdatasync -o "$T/nosync.trace" \
+        "$AMPED_PREP" -q -f --no-sync -o "$T/dflt/ns.amp" "$T/small.tns" >/dev/null 2>&1
+    lacks() { ! grep -q "$@"; }
+    check "--no-sync: no fsync at all" lacks fsync "$T/nosync.trace"
+else
+    skip "by default the .amp file is flushed (fsync)" "no strace, or it may not trace here"
+    skip "--no-sync: no fsync at all" "no strace, or it may not trace here"
+fi
 
 # ---- -o on a failing input leaves nothing behind --------------------------
 mkdir "$T/fail"
