@@ -378,7 +378,7 @@ static amp_status view_chunk(void *ctxp, size_t job, const uint64_t **words, con
 }
 
 /* Within a row, nonzeros of one block key together: needed only when the
- * key holds bits of input modes (the output field starts above bit 64). */
+ * key holds bits of input modes (more key bits than the output field's). */
 typedef struct keyed {
     uint64_t key, word;
     double val;
