@@ -77,6 +77,57 @@ static amp_status sort_heaviest_first(slice *order, uint64_t c, amp_error *err)
     return AMP_OK;
 }
 
+/* Indices below 2^bits in ascending order: an LSD radix sort, 11 bits a
+ * pass, each pass a count per thread over fixed slices and a stable
+ * scatter, the buckets laid out digit by digit and thread by thread. tmp
+ * holds n more. For hypersparse modes, where a table over the dimension
+ * would not fit: 20 M 40-bit indices took 1.2-1.7 s in qsort on 2 cores. */
+#define RADIX_BITS 11
+static amp_status radix_sort_u64(uint64_t *a, uint64_t *tmp, uint64_t n, unsigned bits,
+                                 amp_error *err)
+{
+    const size_t B = (size_t)1 << RADIX_BITS;
+    int T = amp_max_threads();
+    if ((uint64_t)T > n / 65536 + 1)
+        T = (int)(n / 65536 + 1);
+    size_t *count = calloc((size_t)T * B, sizeof *count);
+    if (count == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for sorting indices");
+    uint64_t *src = a, *dst = tmp;
+    for (unsigned shift = 0; shift < bits; shift += RADIX_BITS) {
+#pragma omp parallel num_threads(T)
+        {
+            int tid, nt;
+            uint64_t lo, hi;
+            amp_thread_range(n, &tid, &nt, &lo, &hi);
+            size_t *mine = count + (size_t)tid * B;
+            memset(mine, 0, B * sizeof *mine);
+            for (uint64_t k = lo; k < hi; k++)
+                mine[(src[k] >> shift) & (B - 1)]++;
+#pragma omp barrier
+#pragma omp single
+            {
+                size_t at = 0;
+                for (size_t b = 0; b < B; b++)
+                    for (int q = 0; q < nt; q++) {
+                        size_t c = count[(size_t)q * B + b];
+                        count[(size_t)q * B + b] = at;
+                        at += c;
+                    }
+            }
+            for (uint64_t k = lo; k < hi; k++)
+                dst[mine[(src[k] >> shift) & (B - 1)]++] = src[k];
+        }
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, (size_t)n * sizeof *a);
+    free(count);
+    return AMP_OK;
+}
+
 /* Nonzeros per slice. Power-law modes put millions of nonzeros on one
  * slice, where atomic increments from every thread would serialize, so
  * threads count into private tables when the tables are affordable (4-byte
@@ -211,7 +262,22 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
         if (sorted == NULL)
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
         memcpy(sorted, ind, n * sizeof *sorted);
-        qsort(sorted, (size_t)n, sizeof *sorted, cmp_u64);
+        /* The radix sort's second array when there is memory for it. */
+        uint64_t *tmp = amp_huge_alloc(n * sizeof *tmp, "sorting indices", err);
+        if (tmp != NULL) {
+            unsigned bits = 1;
+            while (bits < 64 && ((dim - 1) >> bits) != 0)
+                bits++;
+            rc = radix_sort_u64(sorted, tmp, n, bits, err);
+            amp_huge_free(tmp, n * sizeof *tmp);
+            if (rc != AMP_OK) {
+                amp_huge_free(sorted, n * sizeof *sorted);
+                goto fail;
+            }
+        } else {
+            amp_error_clear(err);
+            qsort(sorted, (size_t)n, sizeof *sorted, cmp_u64);
+        }
         for (uint64_t k = 0; k < n; k++)
             c += k == 0 || sorted[k] != sorted[k - 1];
         order = malloc((size_t)c * sizeof *order);

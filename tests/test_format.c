@@ -782,6 +782,9 @@ int main(void)
         {"5 modes", 5, {10, 20, 30, 40, 50}, 1500, 0, 0},
         {"2 modes", 2, {1000, 3}, 800, 1, 1},
         {"hypersparse mode", 3, {UINT64_C(1) << 40, 50, 60}, 1200, 0, 0},
+        /* Enough nonzeros for the hypersparse mode's radix sort to split
+         * among threads (one per 65536). */
+        {"hypersparse mode, 200k nonzeros", 3, {UINT64_C(1) << 44, 300, 200}, 200000, 1, 1},
         {"6 modes, 78 index bits", 6, {1000000, 1000000, 1000000, 1000000, 1000000, 1000000},
          5000, 0, 1},
     };
