@@ -86,11 +86,11 @@ static amp_status sort_heaviest_first(slice *order, uint64_t c, amp_error *err)
 static amp_status radix_sort_u64(uint64_t *a, uint64_t *tmp, uint64_t n, unsigned bits,
                                  amp_error *err)
 {
-    const size_t B = (size_t)1 << RADIX_BITS;
+    const uint64_t B = UINT64_C(1) << RADIX_BITS;
     int T = amp_max_threads();
     if ((uint64_t)T > n / 65536 + 1)
         T = (int)(n / 65536 + 1);
-    size_t *count = calloc((size_t)T * B, sizeof *count);
+    uint64_t *count = calloc((size_t)T * B, sizeof *count);
     if (count == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for sorting indices");
     uint64_t *src = a, *dst = tmp;
@@ -100,21 +100,13 @@ static amp_status radix_sort_u64(uint64_t *a, uint64_t *tmp, uint64_t n, unsigne
             int tid, nt;
             uint64_t lo, hi;
             amp_thread_range(n, &tid, &nt, &lo, &hi);
-            size_t *mine = count + (size_t)tid * B;
+            uint64_t *mine = count + (size_t)tid * B;
             memset(mine, 0, B * sizeof *mine);
             for (uint64_t k = lo; k < hi; k++)
                 mine[(src[k] >> shift) & (B - 1)]++;
 #pragma omp barrier
 #pragma omp single
-            {
-                size_t at = 0;
-                for (size_t b = 0; b < B; b++)
-                    for (int q = 0; q < nt; q++) {
-                        size_t c = count[(size_t)q * B + b];
-                        count[(size_t)q * B + b] = at;
-                        at += c;
-                    }
-            }
+            amp_bucket_offsets(count, nt, B);
             for (uint64_t k = lo; k < hi; k++)
                 dst[mine[(src[k] >> shift) & (B - 1)]++] = src[k];
         }

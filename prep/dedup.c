@@ -154,16 +154,7 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
         }
         #pragma omp barrier
         #pragma omp single
-        {
-            /* Bucket-major, thread-minor: the scatter stays stable. */
-            uint64_t sum = 0;
-            for (uint64_t b = 0; b < nbuckets; b++)
-                for (int th = 0; th < nt; th++) {
-                    uint64_t c = offs[(uint64_t)th * nbuckets + b];
-                    offs[(uint64_t)th * nbuckets + b] = sum;
-                    sum += c;
-                }
-        }
+        amp_bucket_offsets(offs, nt, nbuckets);
         for (uint64_t k = lo; k < hi; k++) {
             uint64_t h = coord_hash(t, k);
             entry_set(pairs, mine[bits ? h >> shift : 0]++, pairs.packed ? h & 0xffffffffu : h,

@@ -65,4 +65,19 @@ static inline void amp_thread_range(uint64_t n, int *tid, int *nt, uint64_t *lo,
     *hi = n * (uint64_t)(*tid + 1) / (uint64_t)*nt;
 }
 
+/* Per-thread counts, counts[q * nbuckets + b] for thread q of nt, turned
+ * into where each thread's entries of each bucket start: bucket by bucket,
+ * threads in order within a bucket, so that a scatter over the threads'
+ * amp_thread_range slices is stable. */
+static inline void amp_bucket_offsets(uint64_t *counts, int nt, uint64_t nbuckets)
+{
+    uint64_t at = 0;
+    for (uint64_t b = 0; b < nbuckets; b++)
+        for (int q = 0; q < nt; q++) {
+            uint64_t c = counts[(uint64_t)q * nbuckets + b];
+            counts[(uint64_t)q * nbuckets + b] = at;
+            at += c;
+        }
+}
+
 #endif
