@@ -74,15 +74,15 @@ double amp_partition_imbalance(const amp_partition *p, unsigned m, double *best)
 amp_status amp_partition_tensor(const amp_tensor *t, const amp_partition *p, unsigned gpu,
                                 int threads, amp_tensor *part, amp_error *err);
 
-/* Every GPU's part at once (parts[0 .. p->ngpus - 1]), built mode by mode.
- * With release, each mode copy's words and values are freed (set NULL) as
- * soon as every part of that mode exists, so the peak is t plus one mode's
- * parts; t keeps its dimensions, rows, block tables and relabellings but
- * can no longer be read for nonzeros (t->bytes counts what is left). The
- * parts equal amp_partition_tensor's. On failure no part is left, and the
- * modes released before it stay released. */
-amp_status amp_partition_tensors(amp_tensor *t, const amp_partition *p, int threads,
-                                 int release, amp_tensor *parts, amp_error *err);
+/* Every GPU's part at once (parts[0 .. p->ngpus - 1]), built mode by mode;
+ * the parts equal amp_partition_tensor's. release is NULL or t itself:
+ * then each mode copy's words and values are freed (set NULL) as soon as
+ * every part of that mode exists, so the peak is t plus one mode's parts;
+ * t keeps its dimensions, rows, block tables and relabellings but can no
+ * longer be read for nonzeros (t->bytes counts what is left). On failure
+ * no part is left, and the modes released before it stay released. */
+amp_status amp_partition_tensors(const amp_tensor *t, const amp_partition *p, int threads,
+                                 amp_tensor *release, amp_tensor *parts, amp_error *err);
 
 /* Factor rows (rows[m] x rank, row-major) from the file's order to the
  * run's and back; src and dst must not overlap. */

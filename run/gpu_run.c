@@ -253,16 +253,8 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
         AMP_CHECK_GOTO(amp_partition_new(t, r->n, o->partition, &r->part, err), rc, fail);
         r->have_part = 1;
         r->part.overlap = o->overlap;
-        if (o->release != NULL && o->release != t)
-            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_USAGE, "the tensor to release is not the "
-                           "one being split");
-        if (o->release != NULL)
-            AMP_CHECK_GOTO(amp_partition_tensors(o->release, &r->part, o->threads, 1, r->parts,
-                                                 err), rc, fail);
-        else
-            for (unsigned k = 0; k < r->n; k++)
-                AMP_CHECK_GOTO(amp_partition_tensor(t, &r->part, k, o->threads, &r->parts[k],
-                                                    err), rc, fail);
+        AMP_CHECK_GOTO(amp_partition_tensors(t, &r->part, o->threads, o->release, r->parts,
+                                             err), rc, fail);
     }
     r->nmodes = t->nmodes;
     for (unsigned k = 0; k < r->n; k++) {

@@ -402,12 +402,10 @@ fail:
     return rc;
 }
 
-amp_status amp_partition_tensor(const amp_tensor *t, const amp_partition *p, unsigned gpu,
-                                int threads, amp_tensor *part, amp_error *err)
+/* An empty part with t's shape; part_add fills it mode by mode. */
+static void part_begin(const amp_tensor *t, amp_tensor *part)
 {
     memset(part, 0, sizeof *part);
-    if (gpu >= p->ngpus || p->nmodes != t->nmodes)
-        return AMP_FAIL(err, AMP_ERR_USAGE, "GPU %u of a partition for %u", gpu, p->ngpus);
     part->nmodes = t->nmodes;
     part->value_type = t->value_type;
     part->norm_sq = t->norm_sq;
@@ -415,64 +413,68 @@ amp_status amp_partition_tensor(const amp_tensor *t, const amp_partition *p, uns
         part->dims[m] = t->dims[m];
         part->rows[m] = t->rows[m];
     }
+}
+
+static amp_status part_add(const amp_tensor *t, const amp_partition *p, unsigned gpu,
+                           unsigned d, int threads, amp_tensor *part, amp_error *err)
+{
+    AMP_CHECK(part_copy(t, p, gpu, d, threads, &part->copies[d], err));
+    part->nnz = part->copies[d].nnz > part->nnz ? part->copies[d].nnz : part->nnz;
+    part->bytes += part->copies[d].nnz * (8 + amp_value_size(t->value_type));
+    return AMP_OK;
+}
+
+amp_status amp_partition_tensor(const amp_tensor *t, const amp_partition *p, unsigned gpu,
+                                int threads, amp_tensor *part, amp_error *err)
+{
+    memset(part, 0, sizeof *part);
+    if (gpu >= p->ngpus || p->nmodes != t->nmodes)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "GPU %u of a partition for %u", gpu, p->ngpus);
+    part_begin(t, part);
     for (unsigned d = 0; d < t->nmodes; d++) {
-        amp_status rc = part_copy(t, p, gpu, d, threads, &part->copies[d], err);
+        amp_status rc = part_add(t, p, gpu, d, threads, part, err);
         if (rc != AMP_OK) {
             amp_tensor_free(part);
             return rc;
         }
-        part->nnz = part->copies[d].nnz > part->nnz ? part->copies[d].nnz : part->nnz;
-        part->bytes += part->copies[d].nnz * (8 + amp_value_size(t->value_type));
     }
     return AMP_OK;
 }
 
-amp_status amp_partition_tensors(amp_tensor *t, const amp_partition *p, int threads,
-                                 int release, amp_tensor *parts, amp_error *err)
+amp_status amp_partition_tensors(const amp_tensor *t, const amp_partition *p, int threads,
+                                 amp_tensor *release, amp_tensor *parts, amp_error *err)
 {
     if (p->nmodes != t->nmodes || p->ngpus < 1 || p->ngpus > AMP_MAX_GPUS)
         return AMP_FAIL(err, AMP_ERR_USAGE, "a partition for %u GPUs and %u modes", p->ngpus,
                         p->nmodes);
-    const size_t vsize = amp_value_size(t->value_type);
-    for (unsigned g = 0; g < p->ngpus; g++) {
-        amp_tensor *part = &parts[g];
-        memset(part, 0, sizeof *part);
-        part->nmodes = t->nmodes;
-        part->value_type = t->value_type;
-        part->norm_sq = t->norm_sq;
-        for (unsigned m = 0; m < t->nmodes; m++) {
-            part->dims[m] = t->dims[m];
-            part->rows[m] = t->rows[m];
-        }
-    }
+    if (release != NULL && release != t)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the tensor to release is not the one split");
+    for (unsigned g = 0; g < p->ngpus; g++)
+        part_begin(t, &parts[g]);
     /* Mode by mode, every GPU's part, then (release) the mode's words and
      * values: the peak is t plus one mode's parts, not t plus all, and
      * the pages freed are the next mode's to fill. */
+    const size_t vsize = amp_value_size(t->value_type);
     for (unsigned d = 0; d < t->nmodes; d++) {
-        amp_copy *c = &t->copies[d];
-        if (c->nnz > 0 && (c->words == NULL || c->vals == NULL)) {
+        const amp_copy *c = &t->copies[d];
+        amp_status rc = AMP_OK;
+        if (c->nnz > 0 && (c->words == NULL || c->vals == NULL))
+            rc = AMP_FAIL(err, AMP_ERR_USAGE, "mode %u's copy was released already", d + 1);
+        for (unsigned g = 0; g < p->ngpus && rc == AMP_OK; g++)
+            rc = part_add(t, p, g, d, threads, &parts[g], err);
+        if (rc != AMP_OK) {
             for (unsigned g = 0; g < p->ngpus; g++)
                 amp_tensor_free(&parts[g]);
-            return AMP_FAIL(err, AMP_ERR_USAGE, "mode %u's copy was released already", d + 1);
+            return rc;
         }
-        for (unsigned g = 0; g < p->ngpus; g++) {
-            amp_tensor *part = &parts[g];
-            amp_status rc = part_copy(t, p, g, d, threads, &part->copies[d], err);
-            if (rc != AMP_OK) {
-                for (unsigned h = 0; h < p->ngpus; h++)
-                    amp_tensor_free(&parts[h]);
-                return rc;
-            }
-            part->nnz = part->copies[d].nnz > part->nnz ? part->copies[d].nnz : part->nnz;
-            part->bytes += part->copies[d].nnz * (8 + vsize);
-        }
-        if (release) {
-            amp_huge_free(c->words, (size_t)c->nnz * 8);
-            amp_huge_free(c->vals, (size_t)c->nnz * vsize);
-            c->words = NULL;
-            c->vals = NULL;
-            uint64_t freed = c->nnz * (8 + vsize);
-            t->bytes = t->bytes > freed ? t->bytes - freed : 0;
+        if (release != NULL) {
+            amp_copy *r = &release->copies[d];
+            amp_huge_free(r->words, (size_t)r->nnz * 8);
+            amp_huge_free(r->vals, (size_t)r->nnz * vsize);
+            r->words = NULL;
+            r->vals = NULL;
+            uint64_t freed = r->nnz * (8 + vsize);
+            release->bytes = release->bytes > freed ? release->bytes - freed : 0;
         }
     }
     return AMP_OK;

@@ -201,7 +201,7 @@ static void check_release(const char *name, amp_file *f, const amp_tensor *t, un
         built += good;
     }
     int loaded = good && amp_tensor_load(f, 2, NULL, NULL, &t2, &err) == AMP_OK;
-    int have_all = loaded && amp_partition_tensors(&t2, &p, 3, 1, all, &err) == AMP_OK;
+    int have_all = loaded && amp_partition_tensors(&t2, &p, 3, &t2, all, &err) == AMP_OK;
     good = have_all;
     size_t vsize = amp_value_size(t->value_type);
     for (unsigned g = 0; good && g < N; g++) {
@@ -219,7 +219,7 @@ static void check_release(const char *name, amp_file *f, const amp_tensor *t, un
         good = amp_partition_new(&t2, N, kind, &part2, &err) == AMP_OK;
         amp_tensor again[AMP_MAX_GPUS];
         amp_error e2 = {0};
-        good = good && amp_partition_tensors(&t2, &part2, 1, 1, again, &e2) == AMP_ERR_USAGE;
+        good = good && amp_partition_tensors(&t2, &part2, 1, &t2, again, &e2) == AMP_ERR_USAGE;
         amp_partition_free(&part2);
     }
     ok(good, "%s, %u GPUs, %s%s: all parts at once, each mode's copy released after its "
