@@ -12,22 +12,13 @@
 #        AMP_THREADS     thread counts for the read sweep (default: 1 2 4 ... nproc)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/.." && pwd)
-build=$(pwd)
-prep="$build/amped-prep"
-run="$build/amped-run"
+. "$here/lib.sh"
 readb="$build/bench/amp-read-bench"
-data=${AMP_BENCH_DIR:-$build/bench/data}
-baselines=${AMP_BASELINES:-$src/../shared/baselines}
 real=${AMP_TEST_DATA:-$src/../shared/data}
 levels=${AMP_LEVELS:-0 1 3}
 chunks=${AMP_CHUNK_NNZ:-262144 4194304}
-mkdir -p "$data"
-for b in "$prep" "$run" "$readb"; do
-    [ -x "$b" ] || { echo "bench: build first: $b missing" >&2; exit 1; }
-done
+need_built "$prep" "$run" "$readb"
 
-. "$here/lib.sh"
 need_cpu20m
 sweep_threads
 

@@ -12,23 +12,14 @@
 #        AMP_REPEAT      runs per thread count (default: 2)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/.." && pwd)
-build=$(pwd)
-prep="$build/amped-prep"
-run="$build/amped-run"
+. "$here/lib.sh"
 membw="$build/bench/membw"
-data=${AMP_BENCH_DIR:-$build/bench/data}
-baselines=${AMP_BASELINES:-$src/../shared/baselines}
 rank=${AMP_RANK:-32}
 iters=${AMP_ITERS:-10}
 repeat=${AMP_REPEAT:-2}
-mkdir -p "$data"
-for b in "$prep" "$run" "$membw"; do
-    [ -x "$b" ] || { echo "bench: build first: $b missing" >&2; exit 1; }
-done
-command -v python3 >/dev/null 2>&1 || { echo "bench: needs python3 to read the JSON reports" >&2; exit 1; }
+need_built "$prep" "$run" "$membw"
+need_python3
 
-. "$here/lib.sh"
 need_cpu20m
 sweep_threads
 amp="$data/cpu20m.amp"

@@ -14,25 +14,16 @@
 #        AMP_PEERS       0 to skip coo-mttkrp and torch-mttkrp
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/.." && pwd)
-build=$(pwd)
-prep="$build/amped-prep"
-run="$build/amped-run"
-data=${AMP_BENCH_DIR:-$build/bench/data}
-baselines=${AMP_BASELINES:-$src/../shared/baselines}
+. "$here/lib.sh"
 rank=${AMP_RANK:-32}
 rounds=${AMP_ROUNDS:-20}
 iters=${AMP_ITERS:-10}
 name=${AMP_TENSOR:-rd100m}
 peers=${AMP_PEERS:-1}
-mkdir -p "$data"
-for b in "$prep" "$run"; do
-    [ -x "$b" ] || { echo "bench: build first: $b missing" >&2; exit 1; }
-done
-command -v python3 >/dev/null 2>&1 || { echo "bench: needs python3 to read the JSON reports" >&2; exit 1; }
+need_built "$prep" "$run"
+need_python3
 "$run" --list-devices >/dev/null 2>&1 || { echo "bench: no usable GPU (amped-run --list-devices)" >&2; exit 1; }
 
-. "$here/lib.sh"
 case $name in
 rd100m) need_rd100m ;;
 cpu20m) need_cpu20m ;;

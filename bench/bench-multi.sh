@@ -12,21 +12,14 @@
 #        AMP_RANK (32), AMP_ITERS (10), AMP_GPUS (2)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/.." && pwd)
-build=$(pwd)
-prep="$build/amped-prep"
-run="$build/amped-run"
-data=${AMP_BENCH_DIR:-$build/bench/data}
-baselines=${AMP_BASELINES:-$src/../shared/baselines}
+. "$here/lib.sh"
 rank=${AMP_RANK:-32}
 iters=${AMP_ITERS:-10}
 gpus=${AMP_GPUS:-2}
-mkdir -p "$data"
-command -v python3 >/dev/null 2>&1 || { echo "bench: needs python3 to read the JSON reports" >&2; exit 1; }
+need_python3
 have=$("$run" --list-devices 2>/dev/null | grep -c '^GPU ' || true)
 [ "$have" -ge "$gpus" ] || { echo "bench: needs $gpus GPUs, found $have" >&2; exit 1; }
 
-. "$here/lib.sh"
 if [ ! -f "$data/rd100m-f64.amp" ] || [ ! -f "$data/rd100m-f32.amp" ]; then
     need_rd100m
     for v in f64 f32; do

@@ -10,15 +10,9 @@
 set -eu
 reps=${1:-5}
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/.." && pwd)
-build=$(pwd)
-prep="$build/amped-prep"
-data=${AMP_BENCH_DIR:-$build/bench/data}
-baselines=${AMP_BASELINES:-$src/../shared/baselines}
-mkdir -p "$data"
-[ -x "$prep" ] || { echo "bench: build first: $prep missing" >&2; exit 1; }
-
 . "$here/lib.sh"
+need_built "$prep"
+
 need_cpu20m
 bytes=$(wc -c <"$tns")
 sweep_threads

@@ -1,25 +1,41 @@
-# Shared by the bench scripts: sourced after $data and $baselines are set.
+# Shared by the bench scripts, sourced right after they set $here (this
+# folder). Run from the build tree: $build is the working directory.
+src=$(cd "$here/.." && pwd)
+build=$(pwd)
+prep="$build/amped-prep"
+run="$build/amped-run"
+data=${AMP_BENCH_DIR:-$build/bench/data}
+baselines=${AMP_BASELINES:-$src/../shared/baselines}
+mkdir -p "$data"
 
-# The cpu20m tensor, made exactly as the peers' baseline figures were: the
-# baselines' own generator, 38 M samples (19.9 M distinct nonzeros), Zipf
-# exponent 1.2, dims 200000 x 100000 x 50000.
-need_cpu20m() {
-    tns="$data/cpu20m.tns"
+# need_built FILE...: stop unless every program was built.
+need_built() {
+    for b in "$@"; do
+        [ -x "$b" ] || { echo "bench: build first: $b missing" >&2; exit 1; }
+    done
+}
+
+need_python3() {
+    command -v python3 >/dev/null 2>&1 || { echo "bench: needs python3 to read the JSON reports" >&2; exit 1; }
+}
+
+# A tensor made by the baselines' own generator, as the peers' baseline
+# figures were: need_powerlaw NAME SAMPLES EXPONENT DIM..., sets $tns.
+need_powerlaw() {
+    tns="$data/$1.tns"
     [ -f "$tns" ] && return 0
     [ -f "$baselines/powerlaw-gen.c" ] || { echo "bench: need $baselines/powerlaw-gen.c" >&2; exit 1; }
     ${CC:-cc} -O2 -fopenmp -o "$data/powerlaw-gen" "$baselines/powerlaw-gen.c" -lm
-    (cd "$data" && ./powerlaw-gen cpu20m 38000000 1.2 200000 100000 50000)
+    (cd "$data" && ./powerlaw-gen "$@")
 }
 
-# rd100m, Reddit-2015's shape (68.8 M distinct nonzeros, Zipf 1.2), made
-# as the baselines' README makes it.
-need_rd100m() {
-    tns="$data/rd100m.tns"
-    [ -f "$tns" ] && return 0
-    [ -f "$baselines/powerlaw-gen.c" ] || { echo "bench: need $baselines/powerlaw-gen.c" >&2; exit 1; }
-    ${CC:-cc} -O2 -fopenmp -o "$data/powerlaw-gen" "$baselines/powerlaw-gen.c" -lm
-    (cd "$data" && ./powerlaw-gen rd100m 130000000 1.2 8211298 176962 8116559)
-}
+# cpu20m: 38 M samples (19.9 M distinct nonzeros), Zipf exponent 1.2, dims
+# 200000 x 100000 x 50000.
+need_cpu20m() { need_powerlaw cpu20m 38000000 1.2 200000 100000 50000; }
+
+# rd100m, Reddit-2015's shape (68.8 M distinct nonzeros, Zipf 1.2), as the
+# baselines' README makes it.
+need_rd100m() { need_powerlaw rd100m 130000000 1.2 8211298 176962 8116559; }
 
 # $threads: AMP_THREADS, or 1 2 4 ... up to and including nproc.
 sweep_threads() {
