@@ -143,6 +143,20 @@ void amp_writer_abort(amp_writer *w)
     free(w);
 }
 
+/* Grow a buffer to at least n bytes (its contents are not kept). */
+static amp_status reserve(void **buf, size_t *cap, size_t n, const char *what, amp_error *err)
+{
+    if (*cap >= n)
+        return AMP_OK;
+    free(*buf);
+    *buf = malloc(n ? n : 1);
+    *cap = 0;
+    if (*buf == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a %zu-byte %s", n, what);
+    *cap = n;
+    return AMP_OK;
+}
+
 /* Compress raw into *out (a buffer of *out_cap bytes, grown as needed);
  * *stored is what goes to the file: the frame, or raw itself when
  * compression is off or gains nothing. */
@@ -155,15 +169,7 @@ static amp_status compress(ZSTD_CCtx *cctx, int level, const void *raw, size_t n
     *flags &= (uint16_t)~AMP_SECTION_ZSTD;
     if (level == 0 || n == 0)
         return AMP_OK;
-    size_t bound = ZSTD_compressBound(n);
-    if (*out_cap < bound) {
-        void *p = realloc(*out, bound);
-        if (p == NULL)
-            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a %zu-byte compression "
-                            "buffer", bound);
-        *out = p;
-        *out_cap = bound;
-    }
+    AMP_CHECK(reserve(out, out_cap, ZSTD_compressBound(n), "compression buffer", err));
     ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
     /* Raw literals at the fast levels: chunk bytes are mostly indices and
@@ -316,20 +322,6 @@ amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_
  * words (better when whole values repeat). */
 enum { FORM_ALL_PLANES = 1, FORM_WORD_PLANES = 2 };
 
-/* Grow a worker buffer to at least n bytes (its contents are not kept). */
-static amp_status reserve(void **buf, size_t *cap, size_t n, amp_error *err)
-{
-    if (*cap >= n)
-        return AMP_OK;
-    free(*buf);
-    *buf = malloc(n ? n : 1);
-    *cap = 0;
-    if (*buf == NULL)
-        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a %zu-byte chunk buffer", n);
-    *cap = n;
-    return AMP_OK;
-}
-
 /* Compress one chunk, its n words and n values read where they lie, in
  * the forms asked for and keep the smallest; when none gains (or level
  * 0), the words and values are stored as they are, one after the other. */
@@ -340,7 +332,8 @@ static amp_status compress_chunk(chunk_worker *wk, int level, size_t n, size_t v
     size_t raw_size = n * (8 + vsize);
     *flags = 0;
     if (level != 0) {
-        AMP_CHECK(reserve((void **)&wk->planar, &wk->planar_cap, raw_size, &wk->err));
+        AMP_CHECK(reserve((void **)&wk->planar, &wk->planar_cap, raw_size, "chunk buffer",
+                          &wk->err));
         amp_words_to_planes(words, n, wk->planar);
         if (vsize == 8)
             amp_words_to_planes((const uint64_t *)vals, n, wk->planar + 8 * n);
@@ -378,7 +371,7 @@ static amp_status compress_chunk(chunk_worker *wk, int level, size_t n, size_t v
         *stored = words;   /* already one piece */
         return AMP_OK;
     }
-    AMP_CHECK(reserve(&wk->raw, &wk->raw_cap, raw_size, &wk->err));
+    AMP_CHECK(reserve(&wk->raw, &wk->raw_cap, raw_size, "chunk buffer", &wk->err));
     memcpy(wk->raw, words, 8 * n);
     memcpy((unsigned char *)wk->raw + 8 * n, vals, vsize * n);
     *stored = wk->raw;
