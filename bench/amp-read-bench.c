@@ -4,9 +4,10 @@
  * total and per thread, and the compression ratio. The page cache should
  * be warm: this measures the CPU side, not the disk.
  *
- * Usage: amp-read-bench [--planes] FILE.amp [THREADS...]
+ * Usage: amp-read-bench [--planes | --check] FILE.amp [THREADS...]
  * --planes leaves byte planes as stored (amp_section_read_planes): the rate
- * a loader that rebuilds words on the GPU would see. */
+ * a loader that rebuilds words on the GPU would see. --check also checks
+ * every chunk (amp_chunk_check), as amped-run's loader does. */
 #include <config.h>
 
 #include <stdio.h>
@@ -20,7 +21,7 @@
 #include "amp_timer.h"
 #include "amped_format.h"
 
-static int keep_planes;
+static int keep_planes, check;
 
 static double read_all(const amp_file *f, int threads, int *failed)
 {
@@ -45,6 +46,8 @@ static double read_all(const amp_file *f, int threads, int *failed)
                 continue;
             amp_status rc = keep_planes ? amp_section_read_planes(r, s, buf, max_raw, &err)
                                         : amp_section_read(r, s, buf, max_raw, &err);
+            if (rc == AMP_OK && check)
+                rc = amp_chunk_check(f, s, buf, &err);
             if (rc != AMP_OK) {
                 amp_log_error(&err);
                 *failed = 1;
@@ -58,13 +61,14 @@ static double read_all(const amp_file *f, int threads, int *failed)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--planes") == 0) {
-        keep_planes = 1;
+    if (argc > 1 && (strcmp(argv[1], "--planes") == 0 || strcmp(argv[1], "--check") == 0)) {
+        keep_planes = argv[1][2] == 'p';
+        check = !keep_planes;
         argv++;
         argc--;
     }
     if (argc < 2) {
-        fprintf(stderr, "usage: amp-read-bench [--planes] FILE.amp [THREADS...]\n");
+        fprintf(stderr, "usage: amp-read-bench [--planes | --check] FILE.amp [THREADS...]\n");
         return 2;
     }
     amp_log_init("amp-read-bench", AMP_LOG_INFO);
@@ -83,8 +87,8 @@ int main(int argc, char **argv)
             chunks++;
         }
     }
-    printf("%s%s: %llu chunks, raw %.3f GB, stored %.3f GB, ratio %.2fx\n",
-           keep_planes ? "(planes kept) " : "", argv[1],
+    printf("%s%s%s: %llu chunks, raw %.3f GB, stored %.3f GB, ratio %.2fx\n",
+           keep_planes ? "(planes kept) " : "", check ? "(chunks checked) " : "", argv[1],
            (unsigned long long)chunks, raw / 1e9, stored / 1e9, (double)raw / (double)stored);
     int failed = 0;
     read_all(f, 1, &failed);   /* warm the page cache */

@@ -6,6 +6,7 @@
 #include <config.h>
 
 #include <dirent.h>
+#include <math.h>
 #include <sys/stat.h>
 
 #include "amp_build.h"
@@ -773,6 +774,108 @@ static void test_concurrent_reads(void)
     amp_coo_free(&t);
 }
 
+/* amp_chunk_check's fast path folds every test of a block into one flag:
+ * a single bad nonzero anywhere, at the edges of its blocks of 2048 too,
+ * must still fail the chunk, with the exact message naming it. */
+static void test_chunk_check(int f64)
+{
+    static const shape sh = {"chunk check", 3, {3000, 200, 100}, 12000, 0, 0};
+    shape s = sh;
+    s.f64 = f64;
+    amp_coo t;
+    amp_error err = {0};
+    random_tensor(&s, 77 + f64, &t);
+    uint64_t dup = 0;
+    amp_coo_dedup(&t, AMP_DUP_SUM, s.name, 1, &dup, &err);
+    amp_build_opts o;
+    amp_build_opts_init(&o);
+    o.shards = 1;
+    o.chunk_nnz = 7000;
+    const char *path = test_path("check.amp");
+    amp_file *f = NULL;
+    amp_section_reader *r = NULL;
+    if (!ok(amp_build_write(&t, path, &o, NULL, &err) == AMP_OK &&
+                amp_file_open(path, &f, &err) == AMP_OK &&
+                amp_section_reader_new(f, &r, &err) == AMP_OK,
+            "chunk check (%s): a file to mutate (%s)", f64 ? "f64" : "f32",
+            amp_error_message(&err))) {
+        skip(1, "no file");
+        amp_coo_free(&t);
+        return;
+    }
+    const amp_meta *m = amp_file_meta(f);
+    const amp_mode_layout *l = amp_file_mode(f, 0);
+    const amp_section *sec = amp_file_chunk(f, 0, 0, 0);
+    const uint64_t n = sec->count;
+    size_t vsize = amp_value_size(m->value_type);
+    unsigned char *raw = malloc(sec->raw_size), *bad = malloc(sec->raw_size);
+    int pristine = amp_section_read(r, sec, raw, sec->raw_size, &err) == AMP_OK &&
+                   amp_chunk_check(f, sec, raw, &err) == AMP_OK && n > 2100;
+    const uint64_t at[] = {0, 1, 2047, 2048, 2049, n / 2, n - 2, n - 1};
+    int tried = 0, caught = 0, named = 0;
+    for (size_t i = 0; pristine && i < sizeof at / sizeof at[0]; i++) {
+        uint64_t p = at[i];
+        for (int kind = 0; kind < 6; kind++) {
+            memcpy(bad, raw, sec->raw_size);
+            uint64_t *w = (uint64_t *)(void *)bad;
+            unsigned char *v = bad + 8 * n + vsize * p;
+            unsigned so = l->shift[0], s1 = l->shift[1];
+            uint64_t expect = p;   /* the nonzero the message names */
+            if (kind == 0) {        /* a bit above every field */
+                w[p] |= UINT64_C(1) << 63;
+            } else if (kind == 1) { /* mode 2's index one past its end */
+                w[p] = (w[p] & ~(((UINT64_C(1) << l->width[1]) - 1) << s1)) |
+                       (m->compact_dims[1] << s1);
+            } else if (kind == 2) { /* a row above the next one's */
+                if (p == n - 1)
+                    continue;
+                uint64_t next = (w[p + 1] >> so) & ((UINT64_C(1) << l->width[0]) - 1);
+                if (next + 1 >= m->compact_dims[0])
+                    continue;
+                w[p] = (w[p] & ~(((UINT64_C(1) << l->width[0]) - 1) << so)) | ((next + 1) << so);
+                expect = p + 1;
+                if (p > 0 && ((w[p - 1] >> so) & ((UINT64_C(1) << l->width[0]) - 1)) > next + 1)
+                    expect = p;
+            } else if (kind == 3) { /* the last row one past the shard's */
+                if (p != n - 1)
+                    continue;
+                w[p] = (w[p] & ~(((UINT64_C(1) << l->width[0]) - 1) << so)) |
+                       (l->shards[0].index_end << so);
+            } else {                /* NaN, infinity */
+                if (f64) {
+                    double x = kind == 4 ? NAN : INFINITY;
+                    memcpy(v, &x, 8);
+                } else {
+                    float x = kind == 4 ? NAN : INFINITY;
+                    memcpy(v, &x, 4);
+                }
+            }
+            tried++;
+            amp_error_clear(&err);
+            if (amp_chunk_check(f, sec, bad, &err) != AMP_OK) {
+                caught++;
+                char want[64];
+                snprintf(want, sizeof want, "nonzero %llu ", (unsigned long long)expect);
+                if (strstr(amp_error_message(&err), want))
+                    named++;
+                else
+                    diag("kind %d at %llu: %s", kind, (unsigned long long)p,
+                         amp_error_message(&err));
+            } else {
+                diag("kind %d at %llu: not caught", kind, (unsigned long long)p);
+            }
+        }
+    }
+    ok(pristine && tried > 30 && caught == tried && named == tried,
+       "chunk check (%s): %d of %d single bad nonzeros caught, %d named, in a chunk of %llu",
+       f64 ? "f64" : "f32", caught, tried, named, (unsigned long long)n);
+    free(raw);
+    free(bad);
+    amp_section_reader_free(r);
+    amp_file_close(f);
+    amp_coo_free(&t);
+}
+
 int main(void)
 {
     static const shape shapes[] = {
@@ -790,7 +893,7 @@ int main(void)
     };
     size_t nshapes = sizeof shapes / sizeof shapes[0];
     int nreal = test_real_tensors(0);
-    plan(7 + 2 + 11 * (int)nshapes + 11 * nreal + 3 * 7 + 7 + 4 + 1 + 6);
+    plan(7 + 2 + 11 * (int)nshapes + 11 * nreal + 3 * 7 + 7 + 4 + 1 + 6 + 4);
     test_blco_fields();
     test_isp();
     for (size_t i = 0; i < nshapes; i++)
@@ -821,5 +924,7 @@ int main(void)
     test_small_buffer();
     test_concurrent_reads();
     test_progress();
+    test_chunk_check(0);
+    test_chunk_check(1);
     return done_testing();
 }
