@@ -49,6 +49,9 @@ typedef struct amp_tensor {
     amp_copy copies[AMP_MAX_MODES];
     uint64_t *new_to_orig[AMP_MAX_MODES];
     uint64_t bytes;                        /* held in memory */
+    /* Only what the file's tables say (amp_tensor_load_layout): every
+     * copy's words and vals are NULL. */
+    int layout_only;
 } amp_tensor;
 
 typedef void (*amp_load_progress_fn)(void *ctx, uint64_t done, uint64_t total);
@@ -58,6 +61,29 @@ typedef void (*amp_load_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 amp_status amp_tensor_load(const amp_file *f, int threads, amp_load_progress_fn progress,
                            void *progress_ctx, amp_tensor *t, amp_error *err);
 void amp_tensor_free(amp_tensor *t);
+
+/* amp_tensor_load in two steps. The layout: sizes, relabelling, each
+ * copy's layout and block table, no nonzeros (t->layout_only). Then the
+ * nonzeros into host memory (nothing to do when t has them already). */
+amp_status amp_tensor_load_layout(const amp_file *f, amp_tensor *t, amp_error *err);
+amp_status amp_tensor_load_nonzeros(const amp_file *f, int threads,
+                                    amp_load_progress_fn progress, void *progress_ctx,
+                                    amp_tensor *t, amp_error *err);
+
+/* Where amp_tensor_read_chunks puts a checked chunk: count nonzeros of
+ * copy `mode` from position `at`, words and values (t's value type) in a
+ * buffer of calling thread `thread` (0 to threads - 1) that is reused once
+ * the sink returns. Called from several threads at once. */
+typedef amp_status (*amp_chunk_sink_fn)(void *ctx, int thread, unsigned mode, uint64_t at,
+                                        uint64_t count, const uint64_t *words,
+                                        const void *vals, amp_error *err);
+/* Every chunk of f, read, checked and decompressed on exactly `threads`
+ * threads (at least 1), to sink; then the rows are checked to ascend
+ * across chunks. t: f's layout (amp_tensor_load_layout) or more. */
+amp_status amp_tensor_read_chunks(const amp_file *f, const amp_tensor *t, int threads,
+                                  amp_chunk_sink_fn sink, void *sink_ctx,
+                                  amp_load_progress_fn progress, void *progress_ctx,
+                                  amp_error *err);
 
 /* ---- MTTKRP -------------------------------------------------------------- */
 

@@ -231,8 +231,12 @@ static void print_tensor(const run_args *a, const amp_tensor *t, int threads, in
     printf(" (nonempty ");
     for (unsigned m = 0; m < t->nmodes; m++)
         printf("%s%" PRIu64, m ? "x" : "", t->rows[m]);
-    printf("), values %s, %s in memory\n", t->value_type == AMP_VALUES_F32 ? "f32" : "f64",
-           amp_format_bytes(mem, sizeof mem, t->bytes));
+    if (t->layout_only)
+        printf("), values %s, not held in host memory\n",
+               t->value_type == AMP_VALUES_F32 ? "f32" : "f64");
+    else
+        printf("), values %s, %s in memory\n", t->value_type == AMP_VALUES_F32 ? "f32" : "f64",
+               amp_format_bytes(mem, sizeof mem, t->bytes));
     if (!on_gpu)
         printf("backend:   cpu, %d thread%s, precision %s\n", threads, threads == 1 ? "" : "s",
                a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64");
@@ -463,13 +467,21 @@ static int run(run_args *a)
 #endif
     if (amp_file_open(a->path, &f, &err) != AMP_OK)
         goto fail;
-    amp_progress bar;
-    amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
-    amp_status rc = amp_tensor_load(f, threads, amp_progress_callback, &bar, &t, &err);
-    amp_progress_end(&bar);
+    /* The nonzeros are read once the backend is known: a resident GPU
+     * run reads them from the file straight to the GPU. Only --check
+     * needs them in host memory whatever the backend (its reference). */
+    amp_status rc = amp_tensor_load_layout(f, &t, &err);
     if (rc != AMP_OK)
         goto fail;
     have_t = 1;
+    amp_progress bar;
+    if (a->gpus == 0 || a->check) {
+        amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
+        rc = amp_tensor_load_nonzeros(f, threads, amp_progress_callback, &bar, &t, &err);
+        amp_progress_end(&bar);
+        if (rc != AMP_OK)
+            goto fail;
+    }
     a->report.path = a->path;
     a->report.t = &t;
     a->report.opts = &a->opts;
@@ -484,7 +496,13 @@ static int run(run_args *a)
         a->gpu.threads = a->opts.threads;
         /* Only --check reads the nonzeros again (its CPU reference). */
         a->gpu.release = a->check ? NULL : &t;
-        if (amp_gpu_run_open(&a->gpu, &t, &gr, &err) != AMP_OK)
+        a->gpu.file = f;
+        a->gpu.progress = amp_progress_callback;
+        a->gpu.progress_ctx = &bar;
+        amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
+        rc = amp_gpu_run_open(&a->gpu, &t, &gr, &err);
+        amp_progress_end(&bar);
+        if (rc != AMP_OK)
             goto fail;
     }
     if (gr) {
@@ -492,15 +510,28 @@ static int run(run_args *a)
         amp_gpu_run_info(gr, 0, &in);
         a->report.backend = "gpu";
         a->report.device = in.name;
+        a->report.seconds_load += amp_gpu_run_load_seconds(gr);
         a->report.seconds_upload = amp_gpu_run_upload_seconds(gr);
+        a->report.direct_upload = amp_gpu_run_direct(gr);
         a->report.stream_bytes_per_nnz = amp_gpu_run_stream_bytes_per_nnz(gr, &t);
+    } else if (t.layout_only) {   /* no GPU after all: the CPU backend */
+        double t0 = amp_now();
+        amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
+        rc = amp_tensor_load_nonzeros(f, threads, amp_progress_callback, &bar, &t, &err);
+        amp_progress_end(&bar);
+        if (rc != AMP_OK)
+            goto fail;
+        a->report.seconds_load += amp_now() - t0;
     }
     if (!a->quiet) {
         print_tensor(a, &t, threads, gr != NULL);
         if (gr)
             print_gpus(a, &t, gr);
         printf("loaded:    %.3f s", a->report.seconds_load);
-        if (gr)
+        if (gr && a->report.direct_upload)
+            printf(" (the tables), the nonzeros from the file straight to the GPU %.3f s",
+                   a->report.seconds_upload);
+        else if (gr)
             printf(", to the GPU%s %.3f s", amp_gpu_run_count(gr) > 1 ? "s" : "",
                    a->report.seconds_upload);
         printf("\n");

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "amp_alloc.h"
 #include "amp_cli.h"
@@ -42,6 +45,18 @@ unsigned amp_gpu_run_count(const amp_gpu_run *run)
 }
 
 double amp_gpu_run_upload_seconds(const amp_gpu_run *run)
+{
+    (void)run;
+    return 0;
+}
+
+double amp_gpu_run_load_seconds(const amp_gpu_run *run)
+{
+    (void)run;
+    return 0;
+}
+
+int amp_gpu_run_direct(const amp_gpu_run *run)
 {
     (void)run;
     return 0;
@@ -115,13 +130,27 @@ struct amp_gpu_run {
     uint64_t nnz[AMP_MAX_GPUS][AMP_MAX_MODES], rows[AMP_MAX_GPUS][AMP_MAX_MODES];
     uint64_t chunk[AMP_MAX_GPUS];     /* 0: resident */
     size_t need[AMP_MAX_GPUS];
-    double upload_seconds;
+    double upload_seconds, load_seconds;
+    int direct;                       /* from the file straight to the GPU */
     amp_gpu_run_stats stats;
 };
 
 static const amp_tensor *part_of(const amp_gpu_run *r, const amp_tensor *t, unsigned k)
 {
     return r->have_part ? &r->parts[k] : t;
+}
+
+/* The nonzeros of a tensor given with its layout only into host memory
+ * (o->release is that tensor). */
+static amp_status load_nonzeros(const amp_gpu_opts *o, amp_gpu_run *r, amp_error *err)
+{
+    if (!o->release->layout_only)
+        return AMP_OK;
+    double t0 = amp_now();
+    amp_status rc = amp_tensor_load_nonzeros(o->file, o->threads, o->progress, o->progress_ctx,
+                                             o->release, err);
+    r->load_seconds += amp_now() - t0;
+    return rc;
 }
 
 void amp_gpu_run_close(amp_gpu_run *r)
@@ -248,6 +277,11 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "%u GPUs need NCCL, and this build "
                        "has none (configure --with-nccl); --gpus 1 runs on one", r->n);
 
+    if (t->layout_only && (o->file == NULL || o->release != t))
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_INTERNAL, "a tensor without its nonzeros, and "
+                       "no file to read them from");
+    if (r->n > 1)
+        AMP_CHECK_GOTO(load_nonzeros(o, r, err), rc, fail);
     double t0 = amp_now();
     if (r->n > 1) {
         AMP_CHECK_GOTO(amp_partition_new(t, r->n, o->partition, &r->part, err), rc, fail);
@@ -265,7 +299,23 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
         }
         AMP_CHECK_GOTO(plan(o, pt, &r->dev[k], &r->chunk[k], &r->need[k], err), rc, fail);
     }
-    {
+    r->direct = r->n == 1 && r->chunk[0] == 0 && t->layout_only;
+    if (r->direct) {
+        int threads = o->threads;
+#ifdef _OPENMP
+        threads = threads > 0 ? threads : omp_get_max_threads();
+#else
+        threads = 1;
+#endif
+        AMP_CHECK_GOTO(amp_gpu_tensor_upload_file(r->dev[0].ordinal, o->file, t, threads,
+                                                  o->progress, o->progress_ctx, &r->g[0], err),
+                       rc, fail);
+    } else {
+        if (t->layout_only) {   /* streamed: its host memory is the source */
+            double before = r->load_seconds;
+            AMP_CHECK_GOTO(load_nonzeros(o, r, err), rc, fail);
+            t0 += r->load_seconds - before;
+        }
         /* Resident parts go to their GPUs at once (a copy from pageable
          * memory is bound by one CPU thread); streamed ones one after the
          * other, since packing them takes every thread already. */
@@ -308,6 +358,16 @@ unsigned amp_gpu_run_count(const amp_gpu_run *r)
 double amp_gpu_run_upload_seconds(const amp_gpu_run *r)
 {
     return r->upload_seconds;
+}
+
+double amp_gpu_run_load_seconds(const amp_gpu_run *r)
+{
+    return r->load_seconds;
+}
+
+int amp_gpu_run_direct(const amp_gpu_run *r)
+{
+    return r->direct;
 }
 
 double amp_gpu_run_stream_bytes_per_nnz(const amp_gpu_run *r, const amp_tensor *t)

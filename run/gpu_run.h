@@ -37,6 +37,14 @@ typedef struct amp_gpu_opts {
      * tensor plus one mode's parts at most. Only for callers that read
      * nothing of the tensor's nonzeros afterward (not --check). */
     amp_tensor *release;
+    /* The open file the tensor comes from. A tensor given with its layout
+     * only (amp_tensor_load_layout; release must then be that tensor)
+     * goes from the file straight to one GPU when it is resident there;
+     * otherwise its nonzeros are read into host memory first, with
+     * progress (may be NULL) called as amp_tensor_load does. */
+    const amp_file *file;
+    amp_load_progress_fn progress;
+    void *progress_ctx;
 } amp_gpu_opts;
 
 typedef struct amp_gpu_run amp_gpu_run;
@@ -50,6 +58,12 @@ void amp_gpu_run_close(amp_gpu_run *run);
 
 unsigned amp_gpu_run_count(const amp_gpu_run *run);
 double amp_gpu_run_upload_seconds(const amp_gpu_run *run);   /* split and upload */
+/* Seconds spent reading the file's nonzeros into host memory inside
+ * amp_gpu_run_open (not in the upload's), and whether the tensor went
+ * from the file straight to the GPU (then the upload's seconds include
+ * reading it). */
+double amp_gpu_run_load_seconds(const amp_gpu_run *run);
+int amp_gpu_run_direct(const amp_gpu_run *run);
 /* Host-to-device bytes per nonzero per mode of an iteration; 0 when
  * every GPU holds its part resident. */
 double amp_gpu_run_stream_bytes_per_nnz(const amp_gpu_run *run, const amp_tensor *t);

@@ -180,6 +180,7 @@ amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_
     put_number(&b, r->seconds_total);
     put(&b, "}");
     if (r->ngpus > 0) {
+        put(&b, ",\n  \"direct_upload\": %s", r->direct_upload ? "true" : "false");
         put(&b, ",\n  \"partition\": ");
         put_string(&b, r->partition);
         put(&b, ",\n  \"imbalance\": ");

@@ -31,6 +31,7 @@ typedef struct amp_run_report {
     const char *backend;       /* "cpu" or "gpu" */
     const char *device;        /* the GPU's name, or NULL */
     double stream_bytes_per_nnz;   /* streamed GPU runs: host-to-device bytes per nonzero per mode */
+    int direct_upload;         /* the nonzeros went from the file straight to the GPU */
     int threads;
     amp_iter_record *iters;
     unsigned niters, cap;

@@ -1,9 +1,10 @@
-/* Every mode copy of an .amp file into memory, checked.
+/* Every mode copy of an .amp file, checked: into host memory, or handed
+ * chunk by chunk to a sink (the GPU's upload reads the file this way).
  *
  * Chunks are independent, so all chunks of all modes go to the threads at
  * once (dynamic schedule: sizes vary by shard). Each thread reads into its
  * own buffer, checks the chunk (indices address factor rows later, so none
- * is trusted unchecked) and copies words and values to their place. */
+ * is trusted unchecked) and gives words and values to the sink. */
 #include <config.h>
 
 #include <stdlib.h>
@@ -26,8 +27,10 @@ void amp_tensor_free(amp_tensor *t)
     size_t vsize = amp_value_size(t->value_type);
     for (unsigned d = 0; d < t->nmodes; d++) {
         amp_copy *c = &t->copies[d];
-        amp_huge_free(c->words, (size_t)c->nnz * 8);
-        amp_huge_free(c->vals, (size_t)c->nnz * vsize);
+        if (c->words)
+            amp_huge_free(c->words, (size_t)c->nnz * 8);
+        if (c->vals)
+            amp_huge_free(c->vals, (size_t)c->nnz * vsize);
         free(c->block_start);
         free(c->block_key);
         free(t->new_to_orig[d]);
@@ -35,107 +38,170 @@ void amp_tensor_free(amp_tensor *t)
     memset(t, 0, sizeof *t);
 }
 
-/* The output row of position k of a copy. */
-static uint64_t copy_row(const amp_copy *c, size_t block, uint64_t k)
-{
-    const amp_mode_layout *l = &c->layout;
-    return amp_blco_field(c->block_key[block], c->words[k], l->shift[l->mode],
-                          l->width[l->mode]);
-}
-
-/* Chunks are checked one by one; the kernels also rely on rows ascending
- * across chunk boundaries (a row may continue in the next chunk). */
-static amp_status check_order(const amp_file *f, const amp_copy *c, const load_job *jobs,
-                              size_t n, amp_error *err)
-{
-    int keyed = c->nblocks > 1;
-    for (size_t b = 1; b < n; b++) {
-        uint64_t k = jobs[b].at;
-        if (copy_row(c, keyed ? b - 1 : 0, k - 1) > copy_row(c, keyed ? b : 0, k)) {
-            char name[96];
-            return AMP_FAIL(err, AMP_ERR_FORMAT, "%s: %s: its rows go back below the "
-                            "previous chunk's", amp_file_path(f),
-                            amp_section_name(jobs[b].sec, name, sizeof name));
-        }
-    }
-    return AMP_OK;
-}
-
-amp_status amp_tensor_load(const amp_file *f, int threads, amp_load_progress_fn progress,
-                           void *progress_ctx, amp_tensor *t, amp_error *err)
+/* Every chunk of every mode, in file order (so a mode's jobs double as its
+ * block list), mode_first[d] the first of mode d's; *max_raw the largest
+ * decompressed chunk and *total the stored bytes. */
+static amp_status list_jobs(const amp_file *f, load_job **out, size_t *njobs_out,
+                            size_t *mode_first, size_t *max_raw, uint64_t *total,
+                            amp_error *err)
 {
     const amp_meta *meta = amp_file_meta(f);
-    const char *path = amp_file_path(f);
-    amp_status rc = AMP_OK;
-    load_job *jobs = NULL;
-    size_t njobs = 0, max_raw = 1;
-    uint64_t total = 0;
-    memset(t, 0, sizeof *t);
-    t->nmodes = meta->nmodes;
-    t->nnz = meta->nnz;
-    t->value_type = meta->value_type;
-    t->norm_sq = meta->norm_sq;
-    size_t vsize = amp_value_size(t->value_type);
-    for (unsigned d = 0; d < t->nmodes; d++) {
-        t->dims[d] = meta->dims[d];
-        t->rows[d] = meta->compact_dims[d];
+    size_t njobs = 0, j = 0;
+    *max_raw = 1;
+    *total = 0;
+    for (unsigned d = 0; d < meta->nmodes; d++) {
         const amp_mode_layout *l = amp_file_mode(f, d);
         for (uint32_t q = 0; q < l->nshards; q++)
             njobs += l->shards[q].nchunks;
     }
-    jobs = malloc((njobs ? njobs : 1) * sizeof *jobs);
+    load_job *jobs = malloc((njobs ? njobs : 1) * sizeof *jobs);
     if (jobs == NULL)
-        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
-
-    /* Jobs of one mode are consecutive and in file order, so a mode's
-     * jobs double as its block list. */
-    size_t j = 0;
-    size_t mode_first[AMP_MAX_MODES + 1];
-    for (unsigned d = 0; d < t->nmodes; d++) {
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    for (unsigned d = 0; d < meta->nmodes; d++) {
         const amp_mode_layout *l = amp_file_mode(f, d);
-        amp_copy *c = &t->copies[d];
-        c->layout = *l;
-        c->nnz = t->nnz;
-        c->row_begin = 0;
-        c->row_count = t->rows[d];
-        c->early_nnz = t->nnz;
-        mode_first[d] = j;
         uint64_t at = 0;
+        mode_first[d] = j;
         for (uint32_t s = 0; s < l->nshards; s++)
             for (uint32_t q = 0; q < l->shards[s].nchunks; q++) {
                 const amp_section *sec = amp_file_chunk(f, d, s, q);
                 jobs[j++] = (load_job){sec, d, at};
                 at += sec->count;
-                total += sec->stored_size;
-                if (sec->raw_size > max_raw)
-                    max_raw = sec->raw_size;
+                *total += sec->stored_size;
+                if (sec->raw_size > *max_raw)
+                    *max_raw = sec->raw_size;
             }
-        if (at != t->nnz)
-            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_FORMAT, "%s: mode %u's chunks hold %llu "
-                           "nonzeros, not %llu", path, d + 1, (unsigned long long)at,
-                           (unsigned long long)t->nnz);
-        c->words = amp_huge_alloc((size_t)t->nnz * 8, "a mode copy's indices", err);
-        c->vals = amp_huge_alloc((size_t)t->nnz * vsize, "a mode copy's values", err);
-        if (c->words == NULL || c->vals == NULL)
-            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for mode %u", d + 1);
-        t->bytes += t->nnz * (8 + vsize);
+        if (at != meta->nnz) {
+            free(jobs);
+            return AMP_FAIL(err, AMP_ERR_FORMAT, "%s: mode %u's chunks hold %llu nonzeros, "
+                            "not %llu", amp_file_path(f), d + 1, (unsigned long long)at,
+                            (unsigned long long)meta->nnz);
+        }
+    }
+    mode_first[meta->nmodes] = j;
+    *out = jobs;
+    *njobs_out = njobs;
+    return AMP_OK;
+}
+
+amp_status amp_tensor_load_layout(const amp_file *f, amp_tensor *t, amp_error *err)
+{
+    const amp_meta *meta = amp_file_meta(f);
+    amp_status rc = AMP_OK;
+    load_job *jobs = NULL;
+    size_t njobs, max_raw, mode_first[AMP_MAX_MODES + 1];
+    uint64_t total;
+    memset(t, 0, sizeof *t);
+    t->nmodes = meta->nmodes;
+    t->nnz = meta->nnz;
+    t->value_type = meta->value_type;
+    t->norm_sq = meta->norm_sq;
+    t->layout_only = 1;
+    AMP_CHECK_GOTO(list_jobs(f, &jobs, &njobs, mode_first, &max_raw, &total, err), rc, fail);
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        amp_copy *c = &t->copies[d];
+        t->dims[d] = meta->dims[d];
+        t->rows[d] = meta->compact_dims[d];
+        c->layout = *amp_file_mode(f, d);
+        c->nnz = t->nnz;
+        c->row_begin = 0;
+        c->row_count = t->rows[d];
+        c->early_nnz = t->nnz;
         t->new_to_orig[d] = malloc((size_t)(t->rows[d] ? t->rows[d] : 1) * 8);
         if (t->new_to_orig[d] == NULL)
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
-        AMP_CHECK_GOTO(amp_file_read_relabel(f, d, t->new_to_orig[d], err), rc, fail);
+        /* A keyed copy has one block per chunk (a chunk never spans two
+         * keys), so the block table is known before any chunk is read. */
+        size_t first = mode_first[d], n = mode_first[d + 1] - first;
+        int keyed = c->layout.key_bits > 0;
+        c->nblocks = keyed ? n : 1;
+        c->block_start = malloc((c->nblocks + 1) * sizeof *c->block_start);
+        c->block_key = malloc(c->nblocks * sizeof *c->block_key);
+        if (c->block_start == NULL || c->block_key == NULL)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+        for (size_t b = 0; b < c->nblocks; b++) {
+            c->block_start[b] = keyed ? jobs[first + b].at : 0;
+            c->block_key[b] = keyed ? jobs[first + b].sec->aux : 0;
+        }
+        c->block_start[c->nblocks] = c->nnz;
     }
-    mode_first[t->nmodes] = j;
+    {
+        /* The relabellings, one mode a thread: each is read and checked
+         * one-to-one in one pass that would otherwise run mode after mode. */
+        amp_status rcs[AMP_MAX_MODES];
+        amp_error errs[AMP_MAX_MODES];
+        memset(errs, 0, sizeof errs);
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int d = 0; d < (int)t->nmodes; d++)
+            rcs[d] = amp_file_read_relabel(f, (unsigned)d, t->new_to_orig[d], &errs[d]);
+        for (unsigned d = 0; d < t->nmodes; d++)
+            if (rcs[d] != AMP_OK) {
+                rc = amp_error_set(err, rcs[d], errs[d].src_file, errs[d].src_line, "%s",
+                                   amp_error_message(&errs[d]));
+                goto fail;
+            }
+    }
+    free(jobs);
+    return AMP_OK;
+fail:
+    free(jobs);
+    amp_tensor_free(t);
+    return rc;
+}
 
-    int nt = 1;
-#ifdef _OPENMP
-    nt = threads > 0 ? threads : omp_get_max_threads();
-#else
-    (void)threads;
+/* The output row of a chunk's word (key: the chunk's block key, or 0). */
+static uint64_t word_row(const amp_mode_layout *l, uint64_t key, uint64_t word)
+{
+    return amp_blco_field(key, word, l->shift[l->mode], l->width[l->mode]);
+}
+
+/* Chunks are checked one by one; the kernels also rely on rows ascending
+ * across chunk boundaries (a row may continue in the next chunk), which
+ * the first and last row of every chunk are enough to check. */
+static amp_status check_order(const amp_file *f, const load_job *jobs, const uint64_t *edge,
+                              size_t n, amp_error *err)
+{
+    size_t prev = SIZE_MAX;
+    for (size_t b = 0; b < n; b++) {
+        if (jobs[b].sec->count == 0)
+            continue;
+        if (prev != SIZE_MAX && edge[2 * prev + 1] > edge[2 * b]) {
+            char name[96];
+            return AMP_FAIL(err, AMP_ERR_FORMAT, "%s: %s: its rows go back below the "
+                            "previous chunk's", amp_file_path(f),
+                            amp_section_name(jobs[b].sec, name, sizeof name));
+        }
+        prev = b;
+    }
+    return AMP_OK;
+}
+
+amp_status amp_tensor_read_chunks(const amp_file *f, const amp_tensor *t, int threads,
+                                  amp_chunk_sink_fn sink, void *sink_ctx,
+                                  amp_load_progress_fn progress, void *progress_ctx,
+                                  amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    load_job *jobs = NULL;
+    uint64_t *edge = NULL;
+    size_t njobs, max_raw, mode_first[AMP_MAX_MODES + 1];
+    uint64_t total;
+    AMP_CHECK_GOTO(list_jobs(f, &jobs, &njobs, mode_first, &max_raw, &total, err), rc, done);
+    edge = malloc((njobs ? njobs : 1) * 2 * sizeof *edge);
+    if (edge == NULL)
+        AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory");
+
+    int nt = threads > 0 ? threads : 1;
+#ifndef _OPENMP
+    nt = 1;
 #endif
-    uint64_t done = 0;
+    uint64_t progressed = 0;
     int failed = 0;
 #pragma omp parallel num_threads(nt)
     {
+        int me = 0;
+#ifdef _OPENMP
+        me = omp_get_thread_num();
+#endif
         amp_error my = {0};
         amp_section_reader *r = NULL;
         amp_status mrc = amp_section_reader_new(f, &r, &my);
@@ -154,24 +220,23 @@ amp_status amp_tensor_load(const amp_file *f, int threads, amp_load_progress_fn 
             mrc = amp_section_read(r, s, buf, max_raw, &my);
             if (mrc == AMP_OK)
                 mrc = amp_chunk_check(f, s, buf, &my);
-            if (mrc == AMP_OK) {
-                amp_copy *c = &t->copies[jb->mode];
-                memcpy(c->words + jb->at, buf, (size_t)s->count * 8);
-                memcpy((char *)c->vals + jb->at * vsize, (char *)buf + s->count * 8,
-                       (size_t)s->count * vsize);
+            if (mrc == AMP_OK && s->count > 0) {
+                const amp_mode_layout *l = &t->copies[jb->mode].layout;
+                uint64_t key = l->key_bits > 0 ? s->aux : 0;
+                const uint64_t *w = buf;
+                edge[2 * i] = word_row(l, key, w[0]);
+                edge[2 * i + 1] = word_row(l, key, w[s->count - 1]);
+                mrc = sink(sink_ctx, me, jb->mode, jb->at, s->count, buf,
+                           (const char *)buf + s->count * 8, &my);
             }
             uint64_t now;
 #pragma omp atomic capture
-            now = done += s->stored_size;
-#ifdef _OPENMP
-            if (progress != NULL && omp_get_thread_num() == 0)
-#else
-            if (progress != NULL)
-#endif
+            now = progressed += s->stored_size;
+            if (progress != NULL && me == 0)
                 progress(progress_ctx, now, total);
         }
         if (mrc != AMP_OK) {
-#pragma omp critical(amp_tensor_load_error)
+#pragma omp critical(amp_tensor_read_error)
             {
                 if (!failed)
                     amp_error_set(err, mrc, my.src_file, my.src_line, "%s",
@@ -184,30 +249,61 @@ amp_status amp_tensor_load(const amp_file *f, int threads, amp_load_progress_fn 
     }
     if (failed) {
         rc = err ? err->status : AMP_ERR_FORMAT;
-        goto fail;
+        goto done;
     }
+    for (unsigned d = 0; d < t->nmodes; d++)
+        AMP_CHECK_GOTO(check_order(f, jobs + mode_first[d], edge + 2 * mode_first[d],
+                                   mode_first[d + 1] - mode_first[d], err), rc, done);
+done:
+    free(edge);
+    free(jobs);
+    return rc;
+}
 
+/* The host's sink: each chunk's words and values to their place. */
+static amp_status to_host(void *ctx, int thread, unsigned mode, uint64_t at, uint64_t count,
+                          const uint64_t *words, const void *vals, amp_error *err)
+{
+    amp_tensor *t = ctx;
+    amp_copy *c = &t->copies[mode];
+    size_t vsize = amp_value_size(t->value_type);
+    (void)thread, (void)err;
+    memcpy(c->words + at, words, (size_t)count * 8);
+    memcpy((char *)c->vals + at * vsize, vals, (size_t)count * vsize);
+    return AMP_OK;
+}
+
+amp_status amp_tensor_load_nonzeros(const amp_file *f, int threads,
+                                    amp_load_progress_fn progress, void *progress_ctx,
+                                    amp_tensor *t, amp_error *err)
+{
+    size_t vsize = amp_value_size(t->value_type);
+    if (!t->layout_only)
+        return AMP_OK;
+#ifdef _OPENMP
+    if (threads <= 0)
+        threads = omp_get_max_threads();
+#endif
     for (unsigned d = 0; d < t->nmodes; d++) {
         amp_copy *c = &t->copies[d];
-        size_t first = mode_first[d], n = mode_first[d + 1] - first;
-        int keyed = c->layout.key_bits > 0;
-        c->nblocks = keyed ? n : 1;
-        c->block_start = malloc((c->nblocks + 1) * sizeof *c->block_start);
-        c->block_key = malloc(c->nblocks * sizeof *c->block_key);
-        if (c->block_start == NULL || c->block_key == NULL)
-            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
-        for (size_t b = 0; b < c->nblocks; b++) {
-            c->block_start[b] = keyed ? jobs[first + b].at : 0;
-            c->block_key[b] = keyed ? jobs[first + b].sec->aux : 0;
-        }
-        c->block_start[c->nblocks] = c->nnz;
-        AMP_CHECK_GOTO(check_order(f, c, jobs + first, n, err), rc, fail);
+        c->words = amp_huge_alloc((size_t)t->nnz * 8, "a mode copy's indices", err);
+        c->vals = c->words ? amp_huge_alloc((size_t)t->nnz * vsize, "a mode copy's values",
+                                            err) : NULL;
+        if (c->vals == NULL)
+            return AMP_ERR_NOMEM;   /* amp_tensor_free frees what there is */
+        t->bytes += t->nnz * (8 + vsize);
     }
-    free(jobs);
+    AMP_CHECK(amp_tensor_read_chunks(f, t, threads, to_host, t, progress, progress_ctx, err));
+    t->layout_only = 0;
     return AMP_OK;
+}
 
-fail:
-    free(jobs);
-    amp_tensor_free(t);
+amp_status amp_tensor_load(const amp_file *f, int threads, amp_load_progress_fn progress,
+                           void *progress_ctx, amp_tensor *t, amp_error *err)
+{
+    AMP_CHECK(amp_tensor_load_layout(f, t, err));
+    amp_status rc = amp_tensor_load_nonzeros(f, threads, progress, progress_ctx, t, err);
+    if (rc != AMP_OK)
+        amp_tensor_free(t);
     return rc;
 }

@@ -126,6 +126,12 @@ run "$AMPED_RUN" --gpus 0 -r 4 -o "$T/bad" --json "$T/bad.json" "$T/bad.amp"
 check_status "a corrupt file exits 1" 1
 check_contains "the corrupt file is named" "$RUN_ERR" "$T/bad.amp"
 check "a corrupt file leaves no factor or JSON output" test -z "$(ls -a "$T" | grep '^bad\.' | grep -v '^bad\.amp$')"
+# The same without --gpus: a GPU run reads the nonzeros straight to the
+# GPU, a machine without one falls back to the CPU after the tables.
+run "$AMPED_RUN" -r 4 -o "$T/bad" --json "$T/bad.json" "$T/bad.amp"
+check_status "a corrupt file, backend chosen at run time, exits 1" 1
+check_contains "... naming the file" "$RUN_ERR" "$T/bad.amp"
+check "... leaving no factor or JSON output" test -z "$(ls -a "$T" | grep '^bad\.' | grep -v '^bad\.amp$')"
 run "$AMPED_RUN" --gpus 0 -r 4 "$T/missing.amp"
 check_status "a missing file exits 1" 1
 
@@ -164,6 +170,9 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
     check_contains "--gpus 1: the header names the GPU" "$RUN_OUT" "backend:   gpu 0 ("
     check_contains "--gpus 1: GPU phase times" "$RUN_OUT" "GPU time: mttkrp"
     check_contains "--gpus 1: the JSON names the backend" "$T/gpu.json" '"backend": "gpu"'
+    check_contains "--gpus 1, resident: the nonzeros go from the file straight to the GPU" "$RUN_OUT" "the nonzeros from the file straight to the GPU"
+    check_contains "... and are not held in host memory" "$RUN_OUT" "not held in host memory"
+    check_contains "... which the JSON says" "$T/gpu.json" '"direct_upload": true'
     run "$AMPED_RUN" --gpus 0 -r 4 --iters 8 --tol 0 "$T/sample.amp"
     cpu_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
     run "$AMPED_RUN" --gpus 1 -r 4 --iters 8 --tol 0 "$T/sample.amp"
@@ -186,6 +195,7 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
     run "$AMPED_RUN" --gpus 1 --memory stream --stream-chunk 4099 -r 4 --iters 8 --tol 0 "$T/sample.amp"
     check_status "--memory stream: exit 0" 0
     check_contains "--memory stream: the header says so" "$RUN_OUT" "tensor streamed from pinned host memory in chunks of 4099 nonzeros"
+    check_not_contains "... and the nonzeros are read into host memory first" "$RUN_OUT" "straight to the GPU"
     stream_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
     check "streamed fit $stream_fit equals CPU fit $cpu_fit within 1e-6" \
         awk -v a="$stream_fit" -v b="$cpu_fit" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'

@@ -22,23 +22,12 @@
 #endif
 
 #ifdef AMP_HAVE_CUDA
-/* Every mode, f64 and f32, each rank, against amp_mttkrp_reference. */
-static void check_gpu_mttkrp(const char *name, const amp_tensor *t, const unsigned *ranks,
-                             int nranks, uint64_t chunk)
+/* g's MTTKRP of every mode, f64 and f32, each rank, against
+ * amp_mttkrp_reference on t. */
+static void check_mttkrp_of(const char *name, const amp_tensor *t, const amp_gpu_tensor *g,
+                            const unsigned *ranks, int nranks)
 {
-    amp_gpu_tensor *g = NULL;
     amp_error err = {0};
-    char label[256];
-    if (chunk)
-        snprintf(label, sizeof label, "%s streamed in chunks of %" PRIu64, name, chunk);
-    else
-        snprintf(label, sizeof label, "%s", name);
-    name = label;
-    if (!ok(amp_gpu_tensor_upload(0, t, chunk, &g, &err) == AMP_OK, "%s: uploads (%s)", name,
-            amp_error_message(&err))) {
-        skip(2 * nranks, "no upload");
-        return;
-    }
     uint64_t maxr = 1;
     for (unsigned m = 0; m < t->nmodes; m++)
         maxr = t->rows[m] > maxr ? t->rows[m] : maxr;
@@ -72,7 +61,51 @@ static void check_gpu_mttkrp(const char *name, const amp_tensor *t, const unsign
         free(ref);
         free(M);
     }
+}
+
+static void check_gpu_mttkrp(const char *name, const amp_tensor *t, const unsigned *ranks,
+                             int nranks, uint64_t chunk)
+{
+    amp_gpu_tensor *g = NULL;
+    amp_error err = {0};
+    char label[256];
+    if (chunk)
+        snprintf(label, sizeof label, "%s streamed in chunks of %" PRIu64, name, chunk);
+    else
+        snprintf(label, sizeof label, "%s", name);
+    if (!ok(amp_gpu_tensor_upload(0, t, chunk, &g, &err) == AMP_OK, "%s: uploads (%s)", label,
+            amp_error_message(&err))) {
+        skip(2 * nranks, "no upload");
+        return;
+    }
+    check_mttkrp_of(label, t, g, ranks, nranks);
     amp_gpu_tensor_free(g);
+}
+
+/* Resident straight from the file (its layout only in host memory), on 3
+ * threads so that chunks of every mode interleave: the same MTTKRP as the
+ * reference on the loaded tensor t. */
+#define DIRECT_RANKS 2
+#define DIRECT_CHECKS (1 + 2 * DIRECT_RANKS)
+static void check_direct(const char *name, const amp_tensor *t, const amp_file *f)
+{
+    static const unsigned ranks[DIRECT_RANKS] = {7, 33};
+    amp_tensor layout;
+    amp_gpu_tensor *g = NULL;
+    amp_error err = {0};
+    char label[256];
+    snprintf(label, sizeof label, "%s straight from the file", name);
+    int up = amp_tensor_load_layout(f, &layout, &err) == AMP_OK;
+    if (up && !layout.layout_only)
+        up = 0, diag("the layout holds nonzeros");
+    if (up)
+        up = amp_gpu_tensor_upload_file(0, f, &layout, 3, NULL, NULL, &g, &err) == AMP_OK;
+    if (!ok(up, "%s: uploads (%s)", label, up ? "ok" : amp_error_message(&err)))
+        skip(2 * DIRECT_RANKS, "no upload");
+    else
+        check_mttkrp_of(label, t, g, ranks, DIRECT_RANKS);
+    amp_gpu_tensor_free(g);
+    amp_tensor_free(&layout);   /* zeroed when its load failed */
 }
 
 #define ALS_CHECKS 4
@@ -187,12 +220,15 @@ static void test_random(void)
         if (i == 0)
             for (uint64_t k = 0; k < x.nnz; k++)
                 x.val[k] = round(x.val[k] * 1000) / 1000;
-        if (!prepare(&x, "gpu.amp", 8, 997, &t)) {
-            skip(2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS, "no file");
+        amp_file *f = NULL;
+        if (!prepare_open(&x, "gpu.amp", 8, 997, &t, &f)) {
+            skip(2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + DIRECT_CHECKS, "no file");
             amp_coo_free(&x);
             continue;
         }
         check_gpu_mttkrp(shapes[i].name, &t, all_ranks, NRANKS, 0);
+        check_direct(shapes[i].name, &t, f);
+        amp_file_close(f);
         check_gpu_als(shapes[i].name, &t, 7, 0);
         check_gpu_als(shapes[i].name, &t, 64, 0);   /* above the 4-mode one's dims */
         amp_gpu_tensor *g = NULL;
@@ -235,11 +271,15 @@ static void one_real(const char *path, const char *name, void *ctx)
     static const unsigned ranks[] = {7, 32, 33};
     amp_coo x;
     amp_tensor t;
-    if (!read_prepared(path, "real.amp", &x, &t, NULL)) {
-        skip(1 + 2 * 3 + 2 * ALS_CHECKS + STREAM_CHECKS, "does not read or prepare");
+    amp_file *f = NULL;
+    if (!read_prepared(path, "real.amp", &x, &t, &f)) {
+        skip(1 + 2 * 3 + 2 * ALS_CHECKS + STREAM_CHECKS + DIRECT_CHECKS,
+             "does not read or prepare");
         return;
     }
     check_gpu_mttkrp(name, &t, ranks, 3, 0);
+    check_direct(name, &t, f);
+    amp_file_close(f);
     check_gpu_als(name, &t, 7, 0);
     check_gpu_als(name, &t, 32, 0);
     check_gpu_mttkrp(name, &t, stream_ranks, STREAM_RANKS, STREAM_CHUNK * 8);
@@ -261,8 +301,9 @@ int main(void)
     if (rc == AMP_ERR_NO_DEVICE)
         plan_skip_all("no CUDA device");
     plan(2 + 2 * (count < 16 ? count : 16) + 3 +
-         3 * (2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS) + ALS_CHECKS + 1 +
-         for_each_shared_tensor(NULL, NULL) * (7 + 2 * ALS_CHECKS + STREAM_CHECKS));
+         3 * (2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + DIRECT_CHECKS) + ALS_CHECKS +
+         1 + for_each_shared_tensor(NULL, NULL) * (7 + 2 * ALS_CHECKS + STREAM_CHECKS +
+                                                   DIRECT_CHECKS));
     is_int(rc, AMP_OK, "device query succeeds");
     ok(count > 0, "%d device%s found", count, count == 1 ? "" : "s");
     for (int i = 0; i < count && i < 16; i++) {

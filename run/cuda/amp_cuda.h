@@ -47,6 +47,13 @@ typedef struct amp_gpu_tensor amp_gpu_tensor;
  * device buffers while it computes. */
 amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
                                  amp_gpu_tensor **g, amp_error *err);
+/* Resident, straight from the file: `threads` threads (at least 1) read,
+ * check and decompress the chunks and stage them to the device while
+ * the link carries the ones before, so the tensor is never whole in host
+ * memory. t: f's layout (amp_tensor_load_layout) or more. */
+amp_status amp_gpu_tensor_upload_file(int device, const amp_file *f, const amp_tensor *t,
+                                      int threads, amp_load_progress_fn progress,
+                                      void *progress_ctx, amp_gpu_tensor **g, amp_error *err);
 int amp_gpu_tensor_streamed(const amp_gpu_tensor *g);
 /* Bytes a streamed tensor moves to the device per MTTKRP of every mode:
  * 8 per nonzero for copies in the stream layout, 12 or 16 for the rest. */

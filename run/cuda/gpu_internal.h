@@ -88,13 +88,22 @@ struct amp_gpu_tensor {
 };
 
 /* Host-to-device copies from pageable memory through page-locked buffers
- * filled by several threads (upload.cu). A NULL uploader, or a small copy,
- * goes through cudaMemcpy. amp_gpu_upload returns when the bytes are on
- * the device. */
+ * filled by several threads (upload.cu): `workers` of them, each with two
+ * buffers and a stream (0: up to 16, one per core). A NULL uploader, or a
+ * small copy, goes through cudaMemcpy. amp_gpu_upload returns when the
+ * bytes are on the device. amp_gpu_upload_async, called by the caller's
+ * thread number `worker` (one thread per worker at a time), returns once
+ * src may be reused; amp_gpu_uploader_wait returns when every such copy
+ * is on the device. */
 struct amp_gpu_uploader;
-extern "C" amp_status amp_gpu_uploader_new(int device, amp_gpu_uploader **u, amp_error *err);
+extern "C" amp_status amp_gpu_uploader_new(int device, int workers, amp_gpu_uploader **u,
+                                           amp_error *err);
 extern "C" amp_status amp_gpu_upload(amp_gpu_uploader *u, void *dst, const void *src,
                                      size_t bytes, amp_error *err);
+extern "C" amp_status amp_gpu_upload_async(amp_gpu_uploader *u, int worker, void *dst,
+                                           const void *src, size_t bytes, amp_error *err);
+extern "C" int amp_gpu_uploader_workers(const amp_gpu_uploader *u);
+extern "C" amp_status amp_gpu_uploader_wait(amp_gpu_uploader *u, amp_error *err);
 extern "C" void amp_gpu_uploader_free(amp_gpu_uploader *u);
 
 #endif

@@ -626,8 +626,34 @@ extern "C" size_t amp_gpu_ring_bytes(const amp_tensor *t, uint64_t chunk_nnz)
     return (size_t)AMP_GPU_RING * (size_t)chunk_nnz * (8 + amp_value_size(t->value_type));
 }
 
-extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
-                                            amp_gpu_tensor **out, amp_error *err)
+/* Where a resident tensor's nonzeros come from when t holds none: the
+ * file, read by `threads` threads that each stage their own chunks. */
+struct file_source {
+    const amp_file *f;
+    int threads;
+    amp_load_progress_fn progress;
+    void *progress_ctx;
+};
+
+struct file_sink {
+    amp_gpu_tensor *g;
+    amp_gpu_uploader *up;
+    size_t vsize;
+};
+
+static amp_status to_device(void *ctx, int thread, unsigned mode, uint64_t at, uint64_t count,
+                            const uint64_t *words, const void *vals, amp_error *err)
+{
+    const file_sink *k = (const file_sink *)ctx;
+    gpu_copy *d = &k->g->copies[mode];
+    AMP_CHECK(amp_gpu_upload_async(k->up, thread, d->words + at, words, (size_t)count * 8,
+                                   err));
+    return amp_gpu_upload_async(k->up, thread, (char *)d->vals + at * k->vsize, vals,
+                                (size_t)count * k->vsize, err);
+}
+
+static amp_status tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
+                                const file_source *src, amp_gpu_tensor **out, amp_error *err)
 {
     amp_status rc = AMP_OK;
     amp_gpu_uploader *up = NULL;
@@ -650,7 +676,9 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
     /* Staging for the resident copies (a streamed tensor uploads only its
      * block tables); without page-locked memory to be had, plain copies,
      * and the failed call's error is not left for the next check to find. */
-    if (!g->streamed && amp_gpu_uploader_new(device, &up, err) != AMP_OK) {
+    if (src != NULL)   /* no fallback: the readers' threads need their buffers */
+        AMP_CHECK_GOTO(amp_gpu_uploader_new(device, src->threads, &up, err), rc, fail);
+    else if (!g->streamed && amp_gpu_uploader_new(device, 0, &up, err) != AMP_OK) {
         up = NULL;
         amp_error_clear(err);
         (void)cudaGetLastError();
@@ -719,11 +747,19 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
         size_t nw = (size_t)c->nnz * 8 + 8, nv = (size_t)c->nnz * vsize + 8;
         CUDA_TRY_GOTO(cudaMalloc((void **)&d->words, nw), err, rc, fail);
         CUDA_TRY_GOTO(cudaMalloc(&d->vals, nv), err, rc, fail);
+        g->bytes += nw + nv;
+        if (src != NULL)
+            continue;
         AMP_CHECK_GOTO(amp_gpu_upload(up, d->words, c->words, (size_t)c->nnz * 8, err), rc,
                        fail);
         AMP_CHECK_GOTO(amp_gpu_upload(up, d->vals, c->vals, (size_t)c->nnz * vsize, err), rc,
                        fail);
-        g->bytes += nw + nv;
+    }
+    if (src != NULL) {
+        file_sink sink = {g, up, vsize};
+        AMP_CHECK_GOTO(amp_tensor_read_chunks(src->f, t, src->threads, to_device, &sink,
+                                              src->progress, src->progress_ctx, err), rc, fail);
+        AMP_CHECK_GOTO(amp_gpu_uploader_wait(up, err), rc, fail);
     }
     if (g->streamed) {
         int any_plain = 0;
@@ -754,6 +790,27 @@ fail:
     amp_gpu_uploader_free(up);
     amp_gpu_tensor_free(g);
     return rc;
+}
+
+extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
+                                            amp_gpu_tensor **out, amp_error *err)
+{
+    if (t->layout_only)
+        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "a tensor without "
+                             "its nonzeros to upload");
+    return tensor_upload(device, t, chunk_nnz, NULL, out, err);
+}
+
+extern "C" amp_status amp_gpu_tensor_upload_file(int device, const amp_file *f,
+                                                 const amp_tensor *t, int threads,
+                                                 amp_load_progress_fn progress,
+                                                 void *progress_ctx, amp_gpu_tensor **out,
+                                                 amp_error *err)
+{
+    if (threads < 1)
+        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "%d threads", threads);
+    file_source src = {f, threads, progress, progress_ctx};
+    return tensor_upload(device, t, 0, &src, out, err);
 }
 
 extern "C" int amp_gpu_tensor_streamed(const amp_gpu_tensor *g)

@@ -10,7 +10,11 @@
  *
  * Bytes moved: each byte is read from pageable memory once, written to and
  * read from a pinned buffer once (by the CPU, then the DMA engine), and
- * written to the device once. */
+ * written to the device once.
+ *
+ * amp_gpu_upload_async lets the threads that read the file stage their
+ * own chunks (worker = thread), so reading, decompressing and the link
+ * overlap and the tensor is never whole in host memory. */
 #include <config.h>
 
 #include <cuda_runtime.h>
@@ -30,7 +34,8 @@
  * 32 MiB 28-32 GB/s, 0.243 s. cudaMemcpy from pageable memory 7.6-8.4
  * GB/s, from pinned memory 55 GB/s. */
 enum {
-    UPLOAD_WORKERS_MAX = 16,       /* memcpy streams to fill one link */
+    UPLOAD_WORKERS_DEFAULT = 16,   /* memcpy streams to fill one link */
+    UPLOAD_WORKERS_MAX = 256,      /* one per thread reading the file */
     UPLOAD_PIECE = 2 << 20,        /* bytes per pinned buffer */
     UPLOAD_DIRECT_BELOW = 4 << 20  /* smaller copies go through cudaMemcpy */
 };
@@ -39,6 +44,7 @@ struct upload_worker {
     void *pin[2];
     cudaEvent_t free_again[2];  /* the link has finished reading pin[b] */
     cudaStream_t stream;
+    int next;                   /* the buffer amp_gpu_upload_async fills next */
 };
 
 struct amp_gpu_uploader {
@@ -68,15 +74,20 @@ extern "C" void amp_gpu_uploader_free(amp_gpu_uploader *u)
     free(u);
 }
 
-extern "C" amp_status amp_gpu_uploader_new(int device, amp_gpu_uploader **out, amp_error *err)
+extern "C" amp_status amp_gpu_uploader_new(int device, int workers, amp_gpu_uploader **out,
+                                           amp_error *err)
 {
     amp_status rc = AMP_OK;
+    if (workers > UPLOAD_WORKERS_MAX)
+        return amp_error_set(err, AMP_ERR_USAGE, __FILE__, __LINE__, "%d upload workers: at "
+                             "most %d", workers, (int)UPLOAD_WORKERS_MAX);
     amp_gpu_uploader *u = (amp_gpu_uploader *)calloc(1, sizeof *u);
     if (u == NULL)
         return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
     u->device = device;
     unsigned hw = std::thread::hardware_concurrency();
-    u->nworkers = (int)std::min<unsigned>(UPLOAD_WORKERS_MAX, hw > 0 ? hw : 1);
+    u->nworkers = workers > 0 ? workers
+                              : (int)std::min<unsigned>(UPLOAD_WORKERS_DEFAULT, hw > 0 ? hw : 1);
     CUDA_TRY_GOTO(cudaSetDevice(device), err, rc, fail);
     for (int i = 0; i < u->nworkers; i++) {
         upload_worker *w = &u->w[i];
@@ -95,24 +106,57 @@ fail:
     return rc;
 }
 
-/* Worker i's share: pieces i, i + W, i + 2W, ... of the copy. Interleaved
+/* One piece (at most UPLOAD_PIECE bytes) through worker w's next buffer,
+ * once the link is done with what that buffer held before. */
+static amp_status stage_piece(upload_worker *w, char *dst, const char *src, size_t n,
+                              amp_error *err)
+{
+    int b = w->next;
+    CUDA_TRY(cudaEventSynchronize(w->free_again[b]), err);
+    memcpy(w->pin[b], src, n);
+    CUDA_TRY(cudaMemcpyAsync(dst, w->pin[b], n, cudaMemcpyHostToDevice, w->stream), err);
+    CUDA_TRY(cudaEventRecord(w->free_again[b], w->stream), err);
+    w->next ^= 1;
+    return AMP_OK;
+}
+
+/* Worker i's share of n: pieces i, i + n, i + 2n, ... of the copy. Interleaved
  * pieces keep every worker busy to the end, whatever the size. */
-static amp_status upload_share(amp_gpu_uploader *u, int i, char *dst, const char *src,
+static amp_status upload_share(amp_gpu_uploader *u, int i, int n, char *dst, const char *src,
                                size_t bytes, amp_error *err)
 {
     upload_worker *w = &u->w[i];
     CUDA_TRY(cudaSetDevice(u->device), err);
     size_t npieces = (bytes + UPLOAD_PIECE - 1) / UPLOAD_PIECE;
-    int b = 0;
-    for (size_t p = (size_t)i; p < npieces; p += (size_t)u->nworkers, b ^= 1) {
+    for (size_t p = (size_t)i; p < npieces; p += (size_t)n) {
         size_t at = p * UPLOAD_PIECE, n = std::min<size_t>(UPLOAD_PIECE, bytes - at);
-        CUDA_TRY(cudaEventSynchronize(w->free_again[b]), err);
-        memcpy(w->pin[b], src + at, n);
-        CUDA_TRY(cudaMemcpyAsync(dst + at, w->pin[b], n, cudaMemcpyHostToDevice, w->stream),
-                 err);
-        CUDA_TRY(cudaEventRecord(w->free_again[b], w->stream), err);
+        AMP_CHECK(stage_piece(w, dst + at, src + at, n, err));
     }
     CUDA_TRY(cudaStreamSynchronize(w->stream), err);
+    return AMP_OK;
+}
+
+extern "C" amp_status amp_gpu_upload_async(amp_gpu_uploader *u, int worker, void *dst,
+                                           const void *src, size_t bytes, amp_error *err)
+{
+    upload_worker *w = &u->w[worker];
+    CUDA_TRY(cudaSetDevice(u->device), err);
+    for (size_t at = 0; at < bytes; at += UPLOAD_PIECE)
+        AMP_CHECK(stage_piece(w, (char *)dst + at, (const char *)src + at,
+                              std::min<size_t>(UPLOAD_PIECE, bytes - at), err));
+    return AMP_OK;
+}
+
+extern "C" int amp_gpu_uploader_workers(const amp_gpu_uploader *u)
+{
+    return u->nworkers;
+}
+
+extern "C" amp_status amp_gpu_uploader_wait(amp_gpu_uploader *u, amp_error *err)
+{
+    CUDA_TRY(cudaSetDevice(u->device), err);
+    for (int i = 0; i < u->nworkers; i++)
+        CUDA_TRY(cudaStreamSynchronize(u->w[i].stream), err);
     return AMP_OK;
 }
 
@@ -123,25 +167,26 @@ extern "C" amp_status amp_gpu_upload(amp_gpu_uploader *u, void *dst, const void 
         CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), err);
         return AMP_OK;
     }
-    int n = u->nworkers;
-    amp_status rcs[UPLOAD_WORKERS_MAX];
-    amp_error errs[UPLOAD_WORKERS_MAX];
-    std::thread threads[UPLOAD_WORKERS_MAX];
+    /* 16 workers fill the link (more, made for amp_gpu_upload_async, idle). */
+    int n = std::min<int>(u->nworkers, UPLOAD_WORKERS_DEFAULT);
+    amp_status rcs[UPLOAD_WORKERS_DEFAULT];
+    amp_error errs[UPLOAD_WORKERS_DEFAULT];
+    std::thread threads[UPLOAD_WORKERS_DEFAULT];
     memset(errs, 0, sizeof errs);
     int started = 1;
     try {
         for (; started < n; started++) {
             int i = started;
             threads[i] = std::thread([=, &rcs, &errs] {
-                rcs[i] = upload_share(u, i, (char *)dst, (const char *)src, bytes, &errs[i]);
+                rcs[i] = upload_share(u, i, n, (char *)dst, (const char *)src, bytes, &errs[i]);
             });
         }
     } catch (...) {
         /* No thread to be had: the shares not started run here. */
     }
     for (int i = started; i < n; i++)
-        rcs[i] = upload_share(u, i, (char *)dst, (const char *)src, bytes, &errs[i]);
-    rcs[0] = upload_share(u, 0, (char *)dst, (const char *)src, bytes, &errs[0]);
+        rcs[i] = upload_share(u, i, n, (char *)dst, (const char *)src, bytes, &errs[i]);
+    rcs[0] = upload_share(u, 0, n, (char *)dst, (const char *)src, bytes, &errs[0]);
     for (int i = 1; i < started; i++)
         threads[i].join();
     for (int i = 0; i < n; i++)
@@ -167,7 +212,7 @@ extern "C" amp_status amp_gpu_upload_check(int device, size_t bytes, amp_error *
     for (size_t i = 0; i < bytes; i++)
         host[i] = (unsigned char)((i * UINT64_C(0x9E3779B97F4A7C15)) >> 56);
     memset(back, 0, bytes);
-    AMP_CHECK_GOTO(amp_gpu_uploader_new(device, &u, err), rc, fail);
+    AMP_CHECK_GOTO(amp_gpu_uploader_new(device, 0, &u, err), rc, fail);
     CUDA_TRY_GOTO(cudaMalloc(&dev, bytes ? bytes : 1), err, rc, fail);
     CUDA_TRY_GOTO(cudaMemset(dev, 0, bytes), err, rc, fail);
     /* The workers' streams do not wait for the legacy stream's memset. */
