@@ -312,6 +312,19 @@ amp_status amp_section_read(amp_section_reader *r, const amp_section *s, void *d
 amp_status amp_section_read_planes(amp_section_reader *r, const amp_section *s, void *dst,
                                    size_t dst_size, amp_error *err);
 
+/* amp_section_read in two halves, for a consumer that keeps sections
+ * compressed in memory and decodes them again and again (amped-run
+ * streaming from compressed chunks). amp_section_read_stored reads s's
+ * stored bytes and verifies their checksum: *stored points into the
+ * reader, valid until its next call. amp_section_decode turns stored
+ * bytes that were verified so into the raw form in dst (dst_size at least
+ * s->raw_size), as amp_section_read does; the reader's buffer is not
+ * touched, so stored may point into it. */
+amp_status amp_section_read_stored(amp_section_reader *r, const amp_section *s,
+                                   const void **stored, amp_error *err);
+amp_status amp_section_decode(amp_section_reader *r, const amp_section *s, const void *stored,
+                              void *dst, size_t dst_size, amp_error *err);
+
 /* Check a chunk's decoded content: every index within its mode's range,
  * the output index within the shard's rows and ascending. The checks a
  * consumer needs before it trusts the indices enough to address memory. */

@@ -57,19 +57,11 @@ static amp_status check_hash(const amp_file *f, const amp_section *s, const void
     return AMP_OK;
 }
 
-static amp_status read_section(amp_section_reader *r, const amp_section *s, void *dst,
-                               size_t dst_size, int keep_planes, amp_error *err)
+/* The stored bytes of s into the reader's buffer, checksum verified. */
+static amp_status load_stored(amp_section_reader *r, const amp_section *s, const char *name,
+                              amp_error *err)
 {
     const amp_file *f = r->f;
-    char name[96];
-    amp_section_name(s, name, sizeof name);
-    if (dst_size < s->raw_size)
-        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: %s: %llu bytes do not fit a %zu-byte buffer",
-                        f->path, name, (unsigned long long)s->raw_size, dst_size);
-    if (!(s->flags & AMP_SECTION_ZSTD)) {
-        AMP_CHECK(amp_pread_full(f, dst, (size_t)s->stored_size, s->offset, name, err));
-        return check_hash(f, s, dst, name, err);
-    }
     if (r->cap < s->stored_size) {
         void *p = realloc(r->buf, (size_t)s->stored_size);
         if (p == NULL)
@@ -79,7 +71,22 @@ static amp_status read_section(amp_section_reader *r, const amp_section *s, void
         r->cap = (size_t)s->stored_size;
     }
     AMP_CHECK(amp_pread_full(f, r->buf, (size_t)s->stored_size, s->offset, name, err));
-    AMP_CHECK(check_hash(f, s, r->buf, name, err));
+    return check_hash(f, s, r->buf, name, err);
+}
+
+/* Stored bytes (checksum verified) to the raw form in dst. */
+static amp_status decode(amp_section_reader *r, const amp_section *s, const void *stored,
+                         void *dst, size_t dst_size, int keep_planes, const char *name,
+                         amp_error *err)
+{
+    const amp_file *f = r->f;
+    if (dst_size < s->raw_size)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: %s: %llu bytes do not fit a %zu-byte buffer",
+                        f->path, name, (unsigned long long)s->raw_size, dst_size);
+    if (!(s->flags & AMP_SECTION_ZSTD)) {
+        memcpy(dst, stored, (size_t)s->stored_size);
+        return AMP_OK;
+    }
     int planar = !keep_planes &&
                  (s->flags & (AMP_SECTION_PLANAR_WORDS | AMP_SECTION_PLANAR_VALUES)) != 0;
     if (planar && r->planar_cap < s->raw_size) {
@@ -92,7 +99,7 @@ static amp_status read_section(amp_section_reader *r, const amp_section *s, void
         r->planar_cap = (size_t)s->raw_size;
     }
     void *out = planar ? (void *)r->planar : dst;
-    size_t got = ZSTD_decompressDCtx(r->dctx, out, (size_t)s->raw_size, r->buf,
+    size_t got = ZSTD_decompressDCtx(r->dctx, out, (size_t)s->raw_size, stored,
                                      (size_t)s->stored_size);
     if (ZSTD_isError(got))
         return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: cannot be decompressed (%s) although "
@@ -117,6 +124,41 @@ static amp_status read_section(amp_section_reader *r, const amp_section *s, void
             amp_planes_to_u32(r->planar + 8 * n, n, (uint32_t *)(void *)vals);
     }
     return AMP_OK;
+}
+
+static amp_status read_section(amp_section_reader *r, const amp_section *s, void *dst,
+                               size_t dst_size, int keep_planes, amp_error *err)
+{
+    const amp_file *f = r->f;
+    char name[96];
+    amp_section_name(s, name, sizeof name);
+    if (dst_size < s->raw_size)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: %s: %llu bytes do not fit a %zu-byte buffer",
+                        f->path, name, (unsigned long long)s->raw_size, dst_size);
+    if (!(s->flags & AMP_SECTION_ZSTD)) {   /* straight into dst */
+        AMP_CHECK(amp_pread_full(f, dst, (size_t)s->stored_size, s->offset, name, err));
+        return check_hash(f, s, dst, name, err);
+    }
+    AMP_CHECK(load_stored(r, s, name, err));
+    return decode(r, s, r->buf, dst, dst_size, keep_planes, name, err);
+}
+
+amp_status amp_section_read_stored(amp_section_reader *r, const amp_section *s,
+                                   const void **stored, amp_error *err)
+{
+    char name[96];
+    amp_section_name(s, name, sizeof name);
+    AMP_CHECK(load_stored(r, s, name, err));
+    *stored = r->buf;
+    return AMP_OK;
+}
+
+amp_status amp_section_decode(amp_section_reader *r, const amp_section *s, const void *stored,
+                              void *dst, size_t dst_size, amp_error *err)
+{
+    char name[96];
+    amp_section_name(s, name, sizeof name);
+    return decode(r, s, stored, dst, dst_size, 0, name, err);
 }
 
 amp_status amp_section_read(amp_section_reader *r, const amp_section *s, void *dst,

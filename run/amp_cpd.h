@@ -70,18 +70,29 @@ amp_status amp_tensor_load_nonzeros(const amp_file *f, int threads,
                                     amp_load_progress_fn progress, void *progress_ctx,
                                     amp_tensor *t, amp_error *err);
 
-/* Where amp_tensor_read_chunks puts a checked chunk: count nonzeros of
- * copy `mode` from position `at`, words and values (t's value type) in a
- * buffer of calling thread `thread` (0 to threads - 1) that is reused once
- * the sink returns. Called from several threads at once. */
-typedef amp_status (*amp_chunk_sink_fn)(void *ctx, int thread, unsigned mode, uint64_t at,
-                                        uint64_t count, const uint64_t *words,
-                                        const void *vals, amp_error *err);
+/* A checked chunk as amp_tensor_read_chunks hands it over: count
+ * nonzeros of copy `mode` from position `at`, the chunk `index`-th of its
+ * mode in file order; words and values (the tensor's value type) in a
+ * buffer of the calling thread that is reused once the sink returns; and,
+ * when asked for, its stored (compressed, checksum-verified) bytes. */
+typedef struct amp_chunk_data {
+    const amp_section *section;
+    unsigned mode;
+    size_t index;
+    uint64_t at, count;
+    const uint64_t *words;
+    const void *vals;
+    const void *stored;   /* NULL unless asked for */
+} amp_chunk_data;
+/* Called from several threads at once; thread: 0 to threads - 1. */
+typedef amp_status (*amp_chunk_sink_fn)(void *ctx, int thread, const amp_chunk_data *c,
+                                        amp_error *err);
 /* Every chunk of f, read, checked and decompressed on exactly `threads`
- * threads (at least 1), to sink; then the rows are checked to ascend
- * across chunks. t: f's layout (amp_tensor_load_layout) or more. */
+ * threads (at least 1), to sink (with the stored bytes when with_stored);
+ * then the rows are checked to ascend across chunks. t: f's layout
+ * (amp_tensor_load_layout) or more. */
 amp_status amp_tensor_read_chunks(const amp_file *f, const amp_tensor *t, int threads,
-                                  amp_chunk_sink_fn sink, void *sink_ctx,
+                                  int with_stored, amp_chunk_sink_fn sink, void *sink_ctx,
                                   amp_load_progress_fn progress, void *progress_ctx,
                                   amp_error *err);
 

@@ -41,7 +41,7 @@
 enum {
     OPT_LIST_DEVICES = 256, OPT_INFO, OPT_VERIFY, OPT_ITERS, OPT_TOL, OPT_SEED, OPT_INIT,
     OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK, OPT_GPUS, OPT_DEVICE_MEMORY,
-    OPT_MEMORY, OPT_STREAM_CHUNK, OPT_DEVICES, OPT_PARTITION, OPT_OVERLAP
+    OPT_MEMORY, OPT_STREAM_CHUNK, OPT_DEVICES, OPT_PARTITION, OPT_OVERLAP, OPT_HOST_MEMORY
 };
 
 static const struct option long_options[] = {
@@ -68,6 +68,7 @@ static const struct option long_options[] = {
     {"overlap", no_argument, NULL, OPT_OVERLAP},
     {"memory", required_argument, NULL, OPT_MEMORY},
     {"device-memory", required_argument, NULL, OPT_DEVICE_MEMORY},
+    {"host-memory", required_argument, NULL, OPT_HOST_MEMORY},
     {"stream-chunk", required_argument, NULL, OPT_STREAM_CHUNK},
     {"list-devices", no_argument, NULL, OPT_LIST_DEVICES},
     {"threads", required_argument, NULL, 't'},
@@ -127,9 +128,14 @@ static void usage(void)
            "                       them (default: send, then compute; see amped-run(1))\n"
            "      --memory=MODE    auto: keep each GPU's part of the tensor in its memory\n"
            "                       when it fits, else stream it from host memory every\n"
-           "                       iteration; resident; stream (default auto)\n"
+           "                       iteration (on one GPU from the file's compressed\n"
+           "                       chunks when host memory is short too); resident;\n"
+           "                       stream; compressed (default auto)\n"
            "      --device-memory=BYTES  use at most BYTES of each GPU's memory (K, M, G\n"
            "                       suffixes; default: all that is free)\n"
+           "      --host-memory=BYTES  host memory a streamed tensor may take before one\n"
+           "                       GPU streams compressed chunks instead (default: what\n"
+           "                       the system reports available)\n"
            "      --stream-chunk=N nonzeros per host-to-device copy when streaming\n"
            "                       (default: what fits, at most %" PRIu64 ")\n"
            "      --list-devices   list the CUDA devices this build can use, run a\n"
@@ -357,7 +363,17 @@ static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run
         amp_format_bytes(nb, sizeof nb, in.need_bytes);
         amp_format_bytes(cb, sizeof cb, in.streamed ? in.tensor_bytes : 0);
         if (n == 1) {
-            if (in.streamed)
+            char hb[32];
+            if (in.compressed)
+                printf("backend:   gpu %d (%s, %d SMs), tensor streamed from its compressed "
+                       "chunks in host memory (%s with the page-locked slots), decoded on %d "
+                       "thread%s, chunks of up to %" PRIu64 " nonzeros (%s on the device), "
+                       "%.1f bytes per nonzero on the link, %s of device memory in all, "
+                       "precision %s\n", in.device, in.name, in.sm_count,
+                       amp_format_bytes(hb, sizeof hb, in.host_bytes), a->report.threads,
+                       a->report.threads == 1 ? "" : "s", in.chunk_nnz, cb,
+                       in.stream_bytes_per_nnz, nb, prec);
+            else if (in.streamed)
                 printf("backend:   gpu %d (%s, %d SMs), tensor streamed from pinned host memory "
                        "in chunks of %" PRIu64 " nonzeros (%s on the device), %.1f bytes per "
                        "nonzero on the link, %s of device memory in all, precision %s\n",
@@ -414,6 +430,7 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
         rg[k].device = in.device;
         rg[k].name = in.name;
         rg[k].streamed = in.streamed;
+        rg[k].compressed = in.compressed;
         rg[k].memory_bytes = (double)in.need_bytes;
         for (unsigned m = 0; m < t->nmodes; m++) {
             rg[k].nnz[m] = in.nnz[m];
@@ -642,7 +659,7 @@ int main(int argc, char **argv)
     amp_cpd_opts_init(&a.opts);
     static const char *const precisions[] = {"f64", "f32", NULL};
     static const char *const formats[] = {"text", "npy", NULL};
-    static const char *const memories[] = {"auto", "resident", "stream", NULL};
+    static const char *const memories[] = {"auto", "resident", "stream", "compressed", NULL};
     static const char *const partitions[] = {"shards", "equal-nnz", NULL};
     int choice;
     argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
@@ -733,6 +750,11 @@ int main(int argc, char **argv)
             break;
         case OPT_DEVICE_MEMORY:
             if (amp_parse_size(optarg, 1, UINT64_MAX, "--device-memory", &a.gpu.device_memory,
+                               &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            break;
+        case OPT_HOST_MEMORY:
+            if (amp_parse_size(optarg, 1, UINT64_MAX, "--host-memory", &a.gpu.host_memory,
                                &err))
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             break;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -132,6 +133,7 @@ struct amp_gpu_run {
     size_t need[AMP_MAX_GPUS];
     double upload_seconds, load_seconds;
     int direct;                       /* from the file straight to the GPU */
+    int compressed;                   /* streamed from compressed chunks */
     amp_gpu_run_stats stats;
 };
 
@@ -192,7 +194,8 @@ static amp_status plan(const amp_gpu_opts *o, const amp_tensor *part, const amp_
     amp_format_bytes(ab, sizeof ab, avail);
     for (unsigned m = 0; m < part->nmodes; m++)
         max_nnz = part->copies[m].nnz > max_nnz ? part->copies[m].nnz : max_nnz;
-    if (o->memory == AMP_MEMORY_STREAM || (o->memory == AMP_MEMORY_AUTO && need > avail)) {
+    if (o->memory == AMP_MEMORY_STREAM || o->memory == AMP_MEMORY_COMPRESSED ||
+        (o->memory == AMP_MEMORY_AUTO && need > avail)) {
         /* What is left after the factors and work space goes to the ring
          * of chunk buffers. */
         size_t base = amp_gpu_als_bytes(part, o->rank, o->f32, 1) - amp_gpu_ring_bytes(part, 1);
@@ -225,6 +228,38 @@ static amp_status plan(const amp_gpu_opts *o, const amp_tensor *part, const amp_
     *chunk_out = chunk;
     *need_out = need;
     return AMP_OK;
+}
+
+/* Bytes of host memory available: MemAvailable (free plus what the page
+ * cache would give back), or the free pages where there is no /proc. */
+static uint64_t host_available(void)
+{
+    FILE *fp = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long long kib = 0;
+    while (fp != NULL && fgets(line, sizeof line, fp) != NULL)
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+            break;
+    if (fp != NULL)
+        fclose(fp);
+    if (kib > 0)
+        return (uint64_t)kib << 10;
+    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : UINT64_MAX;
+}
+
+/* A streamed run on one GPU takes the tensor into host memory (and its
+ * copies repacked for the link, 8 bytes a nonzero each) unless host
+ * memory cannot hold that: then the compressed chunks stream instead. */
+static int want_compressed(const amp_gpu_opts *o, const amp_tensor *t)
+{
+    if (o->memory == AMP_MEMORY_COMPRESSED)
+        return 1;
+    if (o->memory == AMP_MEMORY_RESIDENT || o->file == NULL)
+        return 0;
+    double need = (double)t->nnz * t->nmodes * (16 + amp_value_size(t->value_type));
+    double have = (double)(o->host_memory ? o->host_memory : host_available());
+    return need > have;
 }
 
 amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run **out,
@@ -277,6 +312,9 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "%u GPUs need NCCL, and this build "
                        "has none (configure --with-nccl); --gpus 1 runs on one", r->n);
 
+    if (o->memory == AMP_MEMORY_COMPRESSED && (r->n > 1 || o->file == NULL))
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_USAGE, "--memory compressed streams to one GPU, "
+                       "not %u", r->n);
     if (t->layout_only && (o->file == NULL || o->release != t))
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_INTERNAL, "a tensor without its nonzeros, and "
                        "no file to read them from");
@@ -299,17 +337,41 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
         }
         AMP_CHECK_GOTO(plan(o, pt, &r->dev[k], &r->chunk[k], &r->need[k], err), rc, fail);
     }
+    if (r->n == 1 && r->chunk[0] != 0 && want_compressed(o, t)) {
+        /* The ring holds the file's chunks as they are. */
+        r->compressed = 1;
+        r->chunk[0] = amp_gpu_file_chunk_nnz(o->file);
+        r->need[0] = amp_gpu_als_bytes(t, o->rank, o->f32, r->chunk[0]);
+        size_t avail = r->dev[0].free_memory;
+        if (o->device_memory && o->device_memory < avail)
+            avail = (size_t)o->device_memory;
+        if (r->need[0] > avail) {
+            char nb[32], ab[32];
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory "
+                           "streamed from compressed chunks (the file's chunks hold up to "
+                           "%" PRIu64 " nonzeros), and GPU %d (%s) offers %s", o->path,
+                           o->rank, amp_format_bytes(nb, sizeof nb, r->need[0]), r->chunk[0],
+                           r->dev[0].ordinal, r->dev[0].name,
+                           amp_format_bytes(ab, sizeof ab, avail));
+        }
+    }
     r->direct = r->n == 1 && r->chunk[0] == 0 && t->layout_only;
-    if (r->direct) {
+    if (r->compressed || r->direct) {
         int threads = o->threads;
 #ifdef _OPENMP
         threads = threads > 0 ? threads : omp_get_max_threads();
 #else
         threads = 1;
 #endif
-        AMP_CHECK_GOTO(amp_gpu_tensor_upload_file(r->dev[0].ordinal, o->file, t, threads,
-                                                  o->progress, o->progress_ctx, &r->g[0], err),
-                       rc, fail);
+        if (r->compressed)
+            AMP_CHECK_GOTO(amp_gpu_tensor_upload_compressed(r->dev[0].ordinal, o->file, t,
+                                                            threads, o->progress,
+                                                            o->progress_ctx, &r->g[0], err),
+                           rc, fail);
+        else
+            AMP_CHECK_GOTO(amp_gpu_tensor_upload_file(r->dev[0].ordinal, o->file, t, threads,
+                                                      o->progress, o->progress_ctx, &r->g[0],
+                                                      err), rc, fail);
     } else {
         if (t->layout_only) {   /* streamed: its host memory is the source */
             double before = r->load_seconds;
@@ -386,6 +448,8 @@ void amp_gpu_run_info(const amp_gpu_run *r, unsigned k, amp_gpu_info *info)
     info->sm_count = r->dev[k].sm_count;
     info->name = r->dev[k].name;
     info->streamed = amp_gpu_tensor_streamed(r->g[k]);
+    info->compressed = amp_gpu_tensor_compressed(r->g[k]);
+    info->host_bytes = amp_gpu_tensor_host_bytes(r->g[k]);
     info->chunk_nnz = r->chunk[k];
     info->tensor_bytes = amp_gpu_tensor_bytes(r->g[k]);
     info->need_bytes = r->need[k];

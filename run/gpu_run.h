@@ -12,7 +12,9 @@
 
 #define AMP_GPUS_AUTO (-1)   /* every visible GPU, or the CPU when there is none */
 
-enum { AMP_MEMORY_AUTO, AMP_MEMORY_RESIDENT, AMP_MEMORY_STREAM };
+/* AMP_MEMORY_COMPRESSED: streamed from the file's compressed chunks kept
+ * in host memory, decoded as they stream (one GPU). */
+enum { AMP_MEMORY_AUTO, AMP_MEMORY_RESIDENT, AMP_MEMORY_STREAM, AMP_MEMORY_COMPRESSED };
 
 /* Streaming: the largest chunk by default, and the smallest worth a copy. */
 #define AMP_STREAM_CHUNK_DEFAULT (UINT64_C(16) << 20)
@@ -27,6 +29,9 @@ typedef struct amp_gpu_opts {
     int overlap;                 /* send rows behind the next MTTKRP (amp_partition) */
     int memory;                  /* AMP_MEMORY_* */
     uint64_t device_memory;      /* cap per GPU in bytes; 0: what is free */
+    /* Host memory a streamed tensor may take: above it, one GPU streams
+     * from compressed chunks. 0: what the system reports available. */
+    uint64_t host_memory;
     uint64_t stream_chunk;       /* 0: chosen from the memory left */
     unsigned rank;
     int f32;
@@ -73,6 +78,8 @@ typedef struct amp_gpu_info {
     int device, sm_count;
     const char *name;
     int streamed;
+    int compressed;              /* streamed from compressed chunks */
+    size_t host_bytes;           /* compressed: the chunks and page-locked slots */
     uint64_t chunk_nnz;          /* streamed: nonzeros a copy */
     size_t tensor_bytes, ring_bytes, need_bytes;
     double stream_bytes_per_nnz;

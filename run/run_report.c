@@ -193,7 +193,7 @@ amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_
             put(&b, "%s\n    {\"device\": %d, \"name\": ", k ? "," : "", g->device);
             put_string(&b, g->name);
             put(&b, ", \"memory\": \"%s\", \"device_bytes\": ",
-                g->streamed ? "stream" : "resident");
+                g->compressed ? "compressed" : g->streamed ? "stream" : "resident");
             put_number(&b, g->memory_bytes);
             put(&b, ",\n     \"nnz\": ");
             put_u64_array(&b, g->nnz, t->nmodes);

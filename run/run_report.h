@@ -16,7 +16,7 @@ typedef struct amp_iter_record {
 typedef struct amp_report_gpu {
     int device;
     const char *name;
-    int streamed;
+    int streamed, compressed;
     double memory_bytes;
     uint64_t nnz[AMP_MAX_MODES], rows[AMP_MAX_MODES];
     double mttkrp[AMP_MAX_MODES], busy[AMP_MAX_MODES], comm[AMP_MAX_MODES], idle[AMP_MAX_MODES];

@@ -176,7 +176,7 @@ static amp_status check_order(const amp_file *f, const load_job *jobs, const uin
 }
 
 amp_status amp_tensor_read_chunks(const amp_file *f, const amp_tensor *t, int threads,
-                                  amp_chunk_sink_fn sink, void *sink_ctx,
+                                  int with_stored, amp_chunk_sink_fn sink, void *sink_ctx,
                                   amp_load_progress_fn progress, void *progress_ctx,
                                   amp_error *err)
 {
@@ -217,7 +217,14 @@ amp_status amp_tensor_read_chunks(const amp_file *f, const amp_tensor *t, int th
                 continue;
             const load_job *jb = &jobs[i];
             const amp_section *s = jb->sec;
-            mrc = amp_section_read(r, s, buf, max_raw, &my);
+            const void *stored = NULL;
+            if (with_stored) {
+                mrc = amp_section_read_stored(r, s, &stored, &my);
+                if (mrc == AMP_OK)
+                    mrc = amp_section_decode(r, s, stored, buf, max_raw, &my);
+            } else {
+                mrc = amp_section_read(r, s, buf, max_raw, &my);
+            }
             if (mrc == AMP_OK)
                 mrc = amp_chunk_check(f, s, buf, &my);
             if (mrc == AMP_OK && s->count > 0) {
@@ -226,8 +233,9 @@ amp_status amp_tensor_read_chunks(const amp_file *f, const amp_tensor *t, int th
                 const uint64_t *w = buf;
                 edge[2 * i] = word_row(l, key, w[0]);
                 edge[2 * i + 1] = word_row(l, key, w[s->count - 1]);
-                mrc = sink(sink_ctx, me, jb->mode, jb->at, s->count, buf,
-                           (const char *)buf + s->count * 8, &my);
+                amp_chunk_data c = {s, jb->mode, i - mode_first[jb->mode], jb->at, s->count,
+                                    buf, (const char *)buf + s->count * 8, stored};
+                mrc = sink(sink_ctx, me, &c, &my);
             }
             uint64_t now;
 #pragma omp atomic capture
@@ -261,15 +269,14 @@ done:
 }
 
 /* The host's sink: each chunk's words and values to their place. */
-static amp_status to_host(void *ctx, int thread, unsigned mode, uint64_t at, uint64_t count,
-                          const uint64_t *words, const void *vals, amp_error *err)
+static amp_status to_host(void *ctx, int thread, const amp_chunk_data *k, amp_error *err)
 {
     amp_tensor *t = ctx;
-    amp_copy *c = &t->copies[mode];
+    amp_copy *c = &t->copies[k->mode];
     size_t vsize = amp_value_size(t->value_type);
     (void)thread, (void)err;
-    memcpy(c->words + at, words, (size_t)count * 8);
-    memcpy((char *)c->vals + at * vsize, vals, (size_t)count * vsize);
+    memcpy(c->words + k->at, k->words, (size_t)k->count * 8);
+    memcpy((char *)c->vals + k->at * vsize, k->vals, (size_t)k->count * vsize);
     return AMP_OK;
 }
 
@@ -293,7 +300,8 @@ amp_status amp_tensor_load_nonzeros(const amp_file *f, int threads,
             return AMP_ERR_NOMEM;   /* amp_tensor_free frees what there is */
         t->bytes += t->nnz * (8 + vsize);
     }
-    AMP_CHECK(amp_tensor_read_chunks(f, t, threads, to_host, t, progress, progress_ctx, err));
+    AMP_CHECK(amp_tensor_read_chunks(f, t, threads, 0, to_host, t, progress, progress_ctx,
+                                     err));
     t->layout_only = 0;
     return AMP_OK;
 }

@@ -160,6 +160,8 @@ run "$AMPED_RUN" --partition rows "$T/sample.amp"
 check_status "an unknown --partition is a usage error" 2
 run "$AMPED_RUN" --gpus 0 --device-memory 0 "$T/sample.amp"
 check_status "--device-memory 0 is a usage error" 2
+run "$AMPED_RUN" --gpus 0 --host-memory 12Q "$T/sample.amp"
+check_status "--host-memory with a bad suffix is a usage error" 2
 run "$AMPED_RUN" --gpus 0 --memory disk "$T/sample.amp"
 check_status "an unknown --memory is a usage error" 2
 run "$AMPED_RUN" --gpus 0 --stream-chunk 10 "$T/sample.amp"
@@ -201,6 +203,21 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
         awk -v a="$stream_fit" -v b="$cpu_fit" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
     run "$AMPED_RUN" --gpus 1 --memory stream --stream-chunk 4099 --check -r 32 "$T/sample.amp"
     check_status "--memory stream --check: the streamed MTTKRP matches the reference" 0
+    run "$AMPED_RUN" --gpus 1 --memory compressed -r 4 --iters 8 --tol 0 --json "$T/z.json" "$T/sample.amp"
+    check_status "--memory compressed: exit 0" 0
+    check_contains "--memory compressed: the header says so" "$RUN_OUT" "tensor streamed from its compressed chunks in host memory"
+    check_contains "... and the JSON" "$T/z.json" '"memory": "compressed"'
+    z_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
+    check "compressed-stream fit $z_fit equals CPU fit $cpu_fit within 1e-6" \
+        awk -v a="$z_fit" -v b="$cpu_fit" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
+    run "$AMPED_RUN" --gpus 1 --memory compressed --check -r 32 "$T/sample.amp"
+    check_status "--memory compressed --check: the MTTKRP matches the reference" 0
+    run "$AMPED_RUN" --gpus 1 --memory stream --host-memory 1M -r 4 --iters 2 "$T/sample.amp"
+    check_contains "--memory stream with --host-memory too small: compressed chunks" "$RUN_OUT" "streamed from its compressed chunks"
+    run "$AMPED_RUN" --gpus 1 --memory compressed -r 4 -o "$T/bad" "$T/bad.amp"
+    check_status "--memory compressed on a corrupt file exits 1" 1
+    check_contains "... naming the file" "$RUN_ERR" "$T/bad.amp"
+    check "... leaving no factors" test ! -e "$T/bad.mode1.mat"
     run "$AMPED_RUN" --gpus 1 --memory stream -r 2 --iters 2 "$T/tiny.amp"
     check_status "--memory stream on a 5-nonzero tensor: exit 0" 0
     run "$AMPED_RUN" --gpus 1 -r 600 --iters 1 "$T/tiny.amp"
@@ -244,6 +261,9 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
             run "$AMPED_RUN" --gpus 2 --check $v "$T/sample.amp"
             check_status "--gpus 2 --check $v: the GPUs' MTTKRP matches the reference" 0
         done
+        run "$AMPED_RUN" --gpus 2 --memory compressed -r 4 "$T/sample.amp"
+        check_status "--gpus 2 --memory compressed is refused" 1
+        check_contains "... saying it streams to one GPU" "$RUN_ERR" "--memory compressed streams to one GPU"
         run "$AMPED_RUN" --gpus 2 --mttkrp-only --iters 3 -r 16 "$T/sample.amp"
         check_contains "--gpus 2 --mttkrp-only: on both GPUs" "$RUN_OUT" "modes, on 2 GPUs"
         # (Its own CPU fit: the starting factors follow the file's relabelling.)

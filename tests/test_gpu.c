@@ -82,28 +82,38 @@ static void check_gpu_mttkrp(const char *name, const amp_tensor *t, const unsign
     amp_gpu_tensor_free(g);
 }
 
-/* Resident straight from the file (its layout only in host memory), on 3
- * threads so that chunks of every mode interleave: the same MTTKRP as the
- * reference on the loaded tensor t. */
-#define DIRECT_RANKS 2
-#define DIRECT_CHECKS (1 + 2 * DIRECT_RANKS)
-static void check_direct(const char *name, const amp_tensor *t, const amp_file *f)
+/* Straight from the file (its layout only in host memory), on 3 threads
+ * so that chunks of every mode interleave: resident, or streamed from its
+ * compressed chunks (decoded again for every MTTKRP, through more slots
+ * than chunks on some tensors and fewer on others). The same MTTKRP as
+ * the reference on the loaded tensor t. */
+#define FROM_FILE_RANKS 2
+#define FROM_FILE_CHECKS (1 + 2 * FROM_FILE_RANKS)
+static void check_from_file(const char *name, const amp_tensor *t, const amp_file *f,
+                            int compressed)
 {
-    static const unsigned ranks[DIRECT_RANKS] = {7, 33};
+    static const unsigned ranks[FROM_FILE_RANKS] = {7, 33};
     amp_tensor layout;
     amp_gpu_tensor *g = NULL;
     amp_error err = {0};
     char label[256];
-    snprintf(label, sizeof label, "%s straight from the file", name);
+    snprintf(label, sizeof label, "%s %s", name,
+             compressed ? "streamed from compressed chunks" : "straight from the file");
     int up = amp_tensor_load_layout(f, &layout, &err) == AMP_OK;
     if (up && !layout.layout_only)
         up = 0, diag("the layout holds nonzeros");
     if (up)
-        up = amp_gpu_tensor_upload_file(0, f, &layout, 3, NULL, NULL, &g, &err) == AMP_OK;
+        up = (compressed ? amp_gpu_tensor_upload_compressed(0, f, &layout, 3, NULL, NULL, &g,
+                                                            &err)
+                         : amp_gpu_tensor_upload_file(0, f, &layout, 3, NULL, NULL, &g, &err)) ==
+             AMP_OK;
+    if (up && compressed && !(amp_gpu_tensor_streamed(g) && amp_gpu_tensor_compressed(g) &&
+                              amp_gpu_tensor_host_bytes(g) > 0))
+        up = 0, diag("not streamed from compressed chunks");
     if (!ok(up, "%s: uploads (%s)", label, up ? "ok" : amp_error_message(&err)))
-        skip(2 * DIRECT_RANKS, "no upload");
+        skip(2 * FROM_FILE_RANKS, "no upload");
     else
-        check_mttkrp_of(label, t, g, ranks, DIRECT_RANKS);
+        check_mttkrp_of(label, t, g, ranks, FROM_FILE_RANKS);
     amp_gpu_tensor_free(g);
     amp_tensor_free(&layout);   /* zeroed when its load failed */
 }
@@ -222,12 +232,13 @@ static void test_random(void)
                 x.val[k] = round(x.val[k] * 1000) / 1000;
         amp_file *f = NULL;
         if (!prepare_open(&x, "gpu.amp", 8, 997, &t, &f)) {
-            skip(2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + DIRECT_CHECKS, "no file");
+            skip(2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS, "no file");
             amp_coo_free(&x);
             continue;
         }
         check_gpu_mttkrp(shapes[i].name, &t, all_ranks, NRANKS, 0);
-        check_direct(shapes[i].name, &t, f);
+        check_from_file(shapes[i].name, &t, f, 0);
+        check_from_file(shapes[i].name, &t, f, 1);
         amp_file_close(f);
         check_gpu_als(shapes[i].name, &t, 7, 0);
         check_gpu_als(shapes[i].name, &t, 64, 0);   /* above the 4-mode one's dims */
@@ -273,12 +284,13 @@ static void one_real(const char *path, const char *name, void *ctx)
     amp_tensor t;
     amp_file *f = NULL;
     if (!read_prepared(path, "real.amp", &x, &t, &f)) {
-        skip(1 + 2 * 3 + 2 * ALS_CHECKS + STREAM_CHECKS + DIRECT_CHECKS,
+        skip(1 + 2 * 3 + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS,
              "does not read or prepare");
         return;
     }
     check_gpu_mttkrp(name, &t, ranks, 3, 0);
-    check_direct(name, &t, f);
+    check_from_file(name, &t, f, 0);
+    check_from_file(name, &t, f, 1);
     amp_file_close(f);
     check_gpu_als(name, &t, 7, 0);
     check_gpu_als(name, &t, 32, 0);
@@ -301,9 +313,9 @@ int main(void)
     if (rc == AMP_ERR_NO_DEVICE)
         plan_skip_all("no CUDA device");
     plan(2 + 2 * (count < 16 ? count : 16) + 3 +
-         3 * (2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + DIRECT_CHECKS) + ALS_CHECKS +
+         3 * (2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS) + ALS_CHECKS +
          1 + for_each_shared_tensor(NULL, NULL) * (7 + 2 * ALS_CHECKS + STREAM_CHECKS +
-                                                   DIRECT_CHECKS));
+                                                   2 * FROM_FILE_CHECKS));
     is_int(rc, AMP_OK, "device query succeeds");
     ok(count > 0, "%d device%s found", count, count == 1 ? "" : "s");
     for (int i = 0; i < count && i < 16; i++) {

@@ -54,6 +54,21 @@ amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uint64_t chunk
 amp_status amp_gpu_tensor_upload_file(int device, const amp_file *f, const amp_tensor *t,
                                       int threads, amp_load_progress_fn progress,
                                       void *progress_ctx, amp_gpu_tensor **g, amp_error *err);
+/* Streamed from compressed chunks: the file's chunks of every copy are
+ * read, checked and kept as stored (compressed) in host memory, and each
+ * MTTKRP decodes them on `threads` CPU threads into page-locked slots on
+ * their way to the device ring (chunks of up to amp_gpu_file_chunk_nnz
+ * nonzeros, the file's largest). For a host that cannot hold the tensor
+ * decompressed. t: f's layout or more. */
+amp_status amp_gpu_tensor_upload_compressed(int device, const amp_file *f, const amp_tensor *t,
+                                            int threads, amp_load_progress_fn progress,
+                                            void *progress_ctx, amp_gpu_tensor **g,
+                                            amp_error *err);
+uint64_t amp_gpu_file_chunk_nnz(const amp_file *f);
+int amp_gpu_tensor_compressed(const amp_gpu_tensor *g);
+/* Host bytes the tensor holds for its device: the compressed chunks and
+ * the slots (0 unless streamed from compressed chunks). */
+size_t amp_gpu_tensor_host_bytes(const amp_gpu_tensor *g);
 int amp_gpu_tensor_streamed(const amp_gpu_tensor *g);
 /* Bytes a streamed tensor moves to the device per MTTKRP of every mode:
  * 8 per nonzero for copies in the stream layout, 12 or 16 for the rest. */

@@ -64,6 +64,8 @@ struct gpu_copy {
     uint64_t early_nnz;              /* the first group (see amp_copy) */
 };
 
+struct gpu_zstream;
+
 /* Every mode copy of a tensor, resident on one device. */
 struct amp_gpu_tensor {
     int device, sm_count;
@@ -85,7 +87,25 @@ struct amp_gpu_tensor {
     cudaEvent_t copied[AMP_GPU_RING], consumed[AMP_GPU_RING];
     void *registered[2 * AMP_MAX_MODES];   /* host ranges to unregister */
     unsigned nregistered;
+    /* Streamed from compressed chunks in host memory (zstream.cu), not
+     * from host_words and host_vals; NULL otherwise. */
+    gpu_zstream *zstream;
 };
+
+/* Streaming from compressed chunks (zstream.cu). gpu_zstream_new reads
+ * every chunk of f on `threads` threads, checks it and keeps its stored
+ * bytes; gpu_zstream_run feeds copy d's chunks through g's ring: for each,
+ * once its copy into ring buffer b is queued on g->copy_stream and stream
+ * s waits for it, launch(ctx, b, at, count) queues its kernel on s. */
+typedef amp_status (*gpu_zstream_launch_fn)(void *ctx, int b, uint64_t at, uint64_t count,
+                                            amp_error *err);
+amp_status gpu_zstream_new(int device, const amp_file *f, const amp_tensor *t, int threads,
+                           amp_load_progress_fn progress, void *progress_ctx, gpu_zstream **z,
+                           amp_error *err);
+amp_status gpu_zstream_run(const amp_gpu_tensor *g, unsigned d, gpu_zstream_launch_fn launch,
+                           void *launch_ctx, cudaStream_t s, amp_error *err);
+size_t gpu_zstream_host_bytes(const gpu_zstream *z);
+void gpu_zstream_free(gpu_zstream *z);
 
 /* Host-to-device copies from pageable memory through page-locked buffers
  * filled by several threads (upload.cu): `workers` of them, each with two

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
+
 #include "amp_cuda.h"
 #include "gpu_internal.h"
 
@@ -590,6 +592,8 @@ extern "C" void amp_gpu_tensor_free(amp_gpu_tensor *g)
     cudaSetDevice(g->device);
     if (g->copy_stream)
         cudaStreamSynchronize(g->copy_stream);
+    gpu_zstream_free(g->zstream);
+    g->zstream = NULL;
     for (unsigned k = 0; k < g->nregistered; k++)
         cudaHostUnregister(g->registered[k]);
     g->nregistered = 0;
@@ -633,6 +637,7 @@ struct file_source {
     int threads;
     amp_load_progress_fn progress;
     void *progress_ctx;
+    int compressed;   /* streamed from its compressed chunks, not resident */
 };
 
 struct file_sink {
@@ -641,15 +646,14 @@ struct file_sink {
     size_t vsize;
 };
 
-static amp_status to_device(void *ctx, int thread, unsigned mode, uint64_t at, uint64_t count,
-                            const uint64_t *words, const void *vals, amp_error *err)
+static amp_status to_device(void *ctx, int thread, const amp_chunk_data *c, amp_error *err)
 {
     const file_sink *k = (const file_sink *)ctx;
-    gpu_copy *d = &k->g->copies[mode];
-    AMP_CHECK(amp_gpu_upload_async(k->up, thread, d->words + at, words, (size_t)count * 8,
-                                   err));
-    return amp_gpu_upload_async(k->up, thread, (char *)d->vals + at * k->vsize, vals,
-                                (size_t)count * k->vsize, err);
+    gpu_copy *d = &k->g->copies[c->mode];
+    AMP_CHECK(amp_gpu_upload_async(k->up, thread, d->words + c->at, c->words,
+                                   (size_t)c->count * 8, err));
+    return amp_gpu_upload_async(k->up, thread, (char *)d->vals + c->at * k->vsize, c->vals,
+                                (size_t)c->count * k->vsize, err);
 }
 
 static amp_status tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
@@ -676,7 +680,7 @@ static amp_status tensor_upload(int device, const amp_tensor *t, uint64_t chunk_
     /* Staging for the resident copies (a streamed tensor uploads only its
      * block tables); without page-locked memory to be had, plain copies,
      * and the failed call's error is not left for the next check to find. */
-    if (src != NULL)   /* no fallback: the readers' threads need their buffers */
+    if (src != NULL && !src->compressed)   /* no fallback: every reader needs its buffers */
         AMP_CHECK_GOTO(amp_gpu_uploader_new(device, src->threads, &up, err), rc, fail);
     else if (!g->streamed && amp_gpu_uploader_new(device, 0, &up, err) != AMP_OK) {
         up = NULL;
@@ -700,7 +704,7 @@ static amp_status tensor_upload(int device, const amp_tensor *t, uint64_t chunk_
          * allow (stream_pack.c); its row runs become the block keys. */
         const uint64_t *bstart = c->block_start, *bkey = c->block_key;
         size_t nblocks = c->nblocks;
-        if (g->streamed) {
+        if (g->streamed && src == NULL) {
             int packed = 0;
             AMP_CHECK_GOTO(amp_stream_pack(t, m, 0, &d->stream, &packed, err), rc, fail);
             /* Runs are indexed in 32 bits by the kernels; a copy with more
@@ -730,6 +734,10 @@ static amp_status tensor_upload(int device, const amp_tensor *t, uint64_t chunk_
                        fail);
         AMP_CHECK_GOTO(amp_gpu_upload(up, d->block_key, bkey, nblocks * 8, err), rc, fail);
         g->bytes += (nblocks * 2 + 1) * 8;
+        if (g->streamed && src != NULL) {   /* compressed chunks, decoded as it streams */
+            g->stream_bytes += (double)c->nnz * (8 + vsize);
+            continue;
+        }
         if (g->streamed && d->packed) {
             d->host_words = d->stream.words;
             AMP_CHECK_GOTO(pin(g, d->stream.words, (size_t)c->nnz * 8, err), rc, fail);
@@ -755,10 +763,11 @@ static amp_status tensor_upload(int device, const amp_tensor *t, uint64_t chunk_
         AMP_CHECK_GOTO(amp_gpu_upload(up, d->vals, c->vals, (size_t)c->nnz * vsize, err), rc,
                        fail);
     }
-    if (src != NULL) {
+    if (src != NULL && !src->compressed) {
         file_sink sink = {g, up, vsize};
-        AMP_CHECK_GOTO(amp_tensor_read_chunks(src->f, t, src->threads, to_device, &sink,
-                                              src->progress, src->progress_ctx, err), rc, fail);
+        AMP_CHECK_GOTO(amp_tensor_read_chunks(src->f, t, src->threads, 0, to_device, &sink,
+                                              src->progress, src->progress_ctx, err),
+                       rc, fail);
         AMP_CHECK_GOTO(amp_gpu_uploader_wait(up, err), rc, fail);
     }
     if (g->streamed) {
@@ -779,6 +788,9 @@ static amp_status tensor_upload(int device, const amp_tensor *t, uint64_t chunk_
                           rc, fail);
         }
         g->bytes += (size_t)AMP_GPU_RING * chunk_nnz * (any_plain ? 8 + vsize : 8);
+        if (src != NULL)
+            AMP_CHECK_GOTO(gpu_zstream_new(device, src->f, t, src->threads, src->progress,
+                                           src->progress_ctx, &g->zstream, err), rc, fail);
     }
     /* The copies above are from pageable memory: make them complete
      * before kernels on any (non-blocking) stream read the tensor. */
@@ -809,8 +821,43 @@ extern "C" amp_status amp_gpu_tensor_upload_file(int device, const amp_file *f,
 {
     if (threads < 1)
         return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "%d threads", threads);
-    file_source src = {f, threads, progress, progress_ctx};
+    file_source src = {f, threads, progress, progress_ctx, 0};
     return tensor_upload(device, t, 0, &src, out, err);
+}
+
+extern "C" uint64_t amp_gpu_file_chunk_nnz(const amp_file *f)
+{
+    uint64_t most = 1;
+    const amp_meta *m = amp_file_meta(f);
+    for (unsigned d = 0; d < m->nmodes; d++) {
+        const amp_mode_layout *l = amp_file_mode(f, d);
+        for (uint32_t s = 0; s < l->nshards; s++)
+            for (uint32_t q = 0; q < l->shards[s].nchunks; q++)
+                most = std::max<uint64_t>(most, amp_file_chunk(f, d, s, q)->count);
+    }
+    return most;
+}
+
+extern "C" amp_status amp_gpu_tensor_upload_compressed(int device, const amp_file *f,
+                                                       const amp_tensor *t, int threads,
+                                                       amp_load_progress_fn progress,
+                                                       void *progress_ctx, amp_gpu_tensor **out,
+                                                       amp_error *err)
+{
+    if (threads < 1)
+        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "%d threads", threads);
+    file_source src = {f, threads, progress, progress_ctx, 1};
+    return tensor_upload(device, t, amp_gpu_file_chunk_nnz(f), &src, out, err);
+}
+
+extern "C" int amp_gpu_tensor_compressed(const amp_gpu_tensor *g)
+{
+    return g->zstream != NULL;
+}
+
+extern "C" size_t amp_gpu_tensor_host_bytes(const amp_gpu_tensor *g)
+{
+    return g->zstream ? gpu_zstream_host_bytes(g->zstream) : 0;
 }
 
 extern "C" int amp_gpu_tensor_streamed(const amp_gpu_tensor *g)
@@ -846,6 +893,26 @@ static amp_status launch(mttkrp_fn fn, const mttkrp_args &a, int sm_count, int p
     return AMP_OK;
 }
 
+/* One chunk streamed from compressed chunks (gpu_zstream_run's launch). */
+struct zlaunch {
+    const amp_gpu_tensor *g;
+    mttkrp_args a;
+    mttkrp_fn fn;
+    int per_sm;
+    unsigned lanes;
+    cudaStream_t s;
+};
+
+static amp_status launch_zchunk(void *ctx, int b, uint64_t at, uint64_t count, amp_error *err)
+{
+    zlaunch *z = (zlaunch *)ctx;
+    z->a.words = z->g->ring_words[b];
+    z->a.vals = z->g->ring_vals[b];
+    z->a.nnz = count;
+    z->a.offset = at;
+    return launch(z->fn, z->a, z->g->sm_count, z->per_sm, z->lanes, z->s, err);
+}
+
 /* Nonzeros [begin, end) of copy c into M: one launch when resident; when
  * streamed, chunk i is copied into ring buffer i mod RING on the copy
  * stream once the kernel that read that buffer last is done, and its
@@ -859,6 +926,13 @@ static amp_status run_range(const amp_gpu_tensor *g, const gpu_copy *c, mttkrp_a
     a.add = add;
     if (end <= begin)
         return AMP_OK;
+    if (g->zstream) {   /* one GPU: the whole copy */
+        if (begin != 0 || end != c->nnz)
+            return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "part of a copy "
+                                 "streamed from compressed chunks");
+        zlaunch z = {g, a, fn, per_sm, lanes, s};
+        return gpu_zstream_run(g, (unsigned)(c - g->copies), launch_zchunk, &z, s, err);
+    }
     if (!g->streamed) {
         a.words = c->words + begin;
         a.vals = c->vals ? (const char *)c->vals + begin * vsize : NULL;
