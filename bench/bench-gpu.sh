@@ -1,8 +1,8 @@
 #!/bin/sh
 # amped-run on one GPU against the peers, in one job on one machine:
 # rd100m (Reddit's shape, 68.8 M nonzeros, Zipf 1.2) at rank 32. Prints
-# all-mode MTTKRP (tensor resident) and CP-ALS seconds per iteration, f64
-# and f32, the same for coo-mttkrp and torch-mttkrp, and the ratios; and
+# all-mode MTTKRP (tensor resident, streamed, and streamed from compressed
+# chunks) and CP-ALS seconds per iteration, f64 and f32, the same for coo-mttkrp and torch-mttkrp, and the ratios; and
 # the MTTKRP's rate against its bytes floor (the copy streamed once, each
 # factor read once, the output written once) and the 4.0 TB/s device link.
 #
@@ -65,6 +65,14 @@ for p in f64 f32; do
     eval "sals_$p=\$(json \"\$data/gpu-als-stream-$p.json\" \"'%.3f' % (sorted(i['seconds'] for i in d['iterations'])[len(d['iterations']) // 2] * 1e3)\")"
 done
 
+# Streamed from the file's compressed chunks, decoded on the CPU threads
+# every round (--memory compressed): for hosts that cannot hold the tensor.
+for p in f64 f32; do
+    "$run" --gpus 1 -q --memory compressed --mttkrp-only --iters 3 -r "$rank" --precision "$p" \
+        --json "$data/gpu-z-$p.json" "$data/$name-$p.amp"
+    eval "z_$p=\$(json \"\$data/gpu-z-$p.json\" \"'%.3f' % (d['mttkrp']['seconds'] / d['mttkrp']['rounds'] * 1e3)\")"
+done
+
 # The bytes floor per all-mode round, f64 and f32 factors.
 floor=$(python3 - "$data/gpu-mttkrp-f64.json" "$data/gpu-mttkrp-f32.json" <<'EOF'
 import json, sys
@@ -111,7 +119,8 @@ echo "| fit after $iters iterations | $fit_f64 | $fit_f32 |"
 echo "| amped all-mode MTTKRP, streamed (ms, mean of 5) | $stream_f64 | $stream_f32 |"
 echo "| ... host-to-device rate while streaming (of 55 GB/s) | $wire_f64 | $wire_f32 |"
 echo "| amped CP-ALS iteration, streamed (ms, median of 5) | $sals_f64 | $sals_f32 |"
-echo "| host-to-device upload (s) | $upload_f64 | $upload_f32 |"
+echo "| amped all-mode MTTKRP, from compressed chunks (ms, mean of 3) | $z_f64 | $z_f32 |"
+echo "| to the GPU, resident: read from the file and uploaded (s) | $upload_f64 | $upload_f32 |"
 echo "| coo-mttkrp all modes (ms) | $coo64 | $coo32 |"
 echo "| torch-mttkrp all modes (ms) | - | $torch32 |"
 echo "| speedup over coo-mttkrp | $(ratio "$coo64" "$mttkrp_f64") | $(ratio "$coo32" "$mttkrp_f32") |"

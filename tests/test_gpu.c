@@ -118,6 +118,24 @@ static void check_from_file(const char *name, const amp_tensor *t, const amp_fil
     amp_tensor_free(&layout);   /* zeroed when its load failed */
 }
 
+/* Each copy cut in two groups as a GPU's part of a multi-GPU run is (the
+ * second launch adds into what the first wrote, every row atomically), at
+ * a position no row boundary need fall on: resident and streamed. */
+#define GROUP_RANKS 2
+#define GROUP_CHECKS (2 * (1 + 2 * GROUP_RANKS))
+static void check_two_groups(const char *name, amp_tensor *t)
+{
+    static const unsigned ranks[GROUP_RANKS] = {7, 32};
+    char label[256];
+    snprintf(label, sizeof label, "%s in two groups", name);
+    for (unsigned m = 0; m < t->nmodes; m++)
+        t->copies[m].early_nnz = t->nnz / 2 + 1;
+    check_gpu_mttkrp(label, t, ranks, GROUP_RANKS, 0);
+    check_gpu_mttkrp(label, t, ranks, GROUP_RANKS, 997);
+    for (unsigned m = 0; m < t->nmodes; m++)
+        t->copies[m].early_nnz = t->nnz;
+}
+
 #define ALS_CHECKS 4
 
 /* Returns whether the GPU run took the pseudo-inverse (f64). With a rank
@@ -232,7 +250,8 @@ static void test_random(void)
                 x.val[k] = round(x.val[k] * 1000) / 1000;
         amp_file *f = NULL;
         if (!prepare_open(&x, "gpu.amp", 8, 997, &t, &f)) {
-            skip(2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS, "no file");
+            skip(2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS +
+                     GROUP_CHECKS, "no file");
             amp_coo_free(&x);
             continue;
         }
@@ -252,6 +271,7 @@ static void test_random(void)
         amp_gpu_tensor_free(g);
         check_gpu_mttkrp(shapes[i].name, &t, stream_ranks, STREAM_RANKS, STREAM_CHUNK);
         check_gpu_als(shapes[i].name, &t, 7, STREAM_CHUNK);
+        check_two_groups(shapes[i].name, &t);
         amp_tensor_free(&t);
         amp_coo_free(&x);
     }
@@ -313,7 +333,8 @@ int main(void)
     if (rc == AMP_ERR_NO_DEVICE)
         plan_skip_all("no CUDA device");
     plan(2 + 2 * (count < 16 ? count : 16) + 3 +
-         3 * (2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS) + ALS_CHECKS +
+         3 * (2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS +
+              GROUP_CHECKS) + ALS_CHECKS +
          1 + for_each_shared_tensor(NULL, NULL) * (7 + 2 * ALS_CHECKS + STREAM_CHECKS +
                                                    2 * FROM_FILE_CHECKS));
     is_int(rc, AMP_OK, "device query succeeds");

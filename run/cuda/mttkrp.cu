@@ -37,7 +37,10 @@ struct mttkrp_args {
     uint64_t nnz;
     uint64_t offset;   /* position of words[0] in the copy (streamed chunks) */
     int packed;        /* the value is inside the word: q / 10^decimals */
-    int add;           /* rows a team owns are added to M, not stored (a second launch) */
+    /* A second launch into what the first wrote: every row is added
+     * atomically, not only a team's first and last (kept off the store
+     * path, which it slowed by 1-6% on rd100m when it was a branch there). */
+    int add;
     int qsigned;
     unsigned qshift, qbits;
     double p10;
@@ -86,7 +89,7 @@ __device__ __forceinline__ void atomic_add(float *p, float v) { atomicAdd(p, v);
 
 template <typename real, int RPL>
 __device__ __forceinline__ void flush(real *M, unsigned R, uint64_t row, const real *acc,
-                                      int shared, unsigned lane, int add)
+                                      int shared, unsigned lane)
 {
     real *dst = M + row * R;
 #pragma unroll
@@ -96,7 +99,7 @@ __device__ __forceinline__ void flush(real *M, unsigned R, uint64_t row, const r
             if (shared)
                 atomic_add(dst + r, acc[j]);
             else
-                dst[r] = add ? dst[r] + acc[j] : acc[j];
+                dst[r] = acc[j];
         }
     }
 }
@@ -125,8 +128,8 @@ __device__ __forceinline__ void accumulate(real *M, unsigned R, unsigned lane, u
 {
     if (row != cur) {
         if (cur != ~0ull) {
-            flush<real, RPL>(M, R, cur, acc, first, lane, add);
-            first = 0;
+            flush<real, RPL>(M, R, cur, acc, first, lane);
+            first = add;
         }
         cur = row;
 #pragma unroll
@@ -224,7 +227,7 @@ __global__ void __launch_bounds__(256) mttkrp_lanes(const mttkrp_args a)
         }
     }
     if (cur != ~0ull)
-        flush<real, RPL>(M, R, cur, acc, 1, lane, a.add);
+        flush<real, RPL>(M, R, cur, acc, 1, lane);
 }
 
 /* 16-byte vectors of factor entries: the widest load a lane can issue. */
@@ -361,18 +364,13 @@ __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
 #pragma unroll
                         for (int j = 0; j < RPT; j++)
                             if (active[j]) {
-                                if (first) {
+                                if (first)
                                     vatomic(dst + j * L * VN, acc[j]);
-                                } else if (a.add) {
-                                    vec old = *(vec *)(dst + j * L * VN);
-                                    vadd(old, acc[j]);
-                                    *(vec *)(dst + j * L * VN) = old;
-                                } else {
+                                else
                                     *(vec *)(dst + j * L * VN) = acc[j];
-                                }
                             }
                     }
-                    first = cur == ~0ull;
+                    first = cur == ~0ull || a.add;
                     cur = rows[u];
 #pragma unroll
                     for (int j = 0; j < RPT; j++)
@@ -446,7 +444,7 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
                                   acc, first, a.add);
         }
     }
-    flush<real, RPL>(M, R, cur, acc, 1, lane, a.add);
+    flush<real, RPL>(M, R, cur, acc, 1, lane);
 }
 
 typedef void (*mttkrp_fn)(const mttkrp_args);
