@@ -146,7 +146,7 @@ static const amp_tensor *part_of(const amp_gpu_run *r, const amp_tensor *t, unsi
  * (o->release is that tensor). */
 static amp_status load_nonzeros(const amp_gpu_opts *o, amp_gpu_run *r, amp_error *err)
 {
-    if (!o->release->layout_only)
+    if (o->release == NULL || !o->release->layout_only)   /* t has its nonzeros */
         return AMP_OK;
     double t0 = amp_now();
     amp_status rc = amp_tensor_load_nonzeros(o->file, o->threads, o->progress, o->progress_ctx,

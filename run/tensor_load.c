@@ -291,19 +291,35 @@ amp_status amp_tensor_load_nonzeros(const amp_file *f, int threads,
     if (threads <= 0)
         threads = omp_get_max_threads();
 #endif
-    for (unsigned d = 0; d < t->nmodes; d++) {
+    amp_status rc = AMP_OK;
+    for (unsigned d = 0; d < t->nmodes && rc == AMP_OK; d++) {
         amp_copy *c = &t->copies[d];
         c->words = amp_huge_alloc((size_t)t->nnz * 8, "a mode copy's indices", err);
         c->vals = c->words ? amp_huge_alloc((size_t)t->nnz * vsize, "a mode copy's values",
                                             err) : NULL;
         if (c->vals == NULL)
-            return AMP_ERR_NOMEM;   /* amp_tensor_free frees what there is */
-        t->bytes += t->nnz * (8 + vsize);
+            rc = AMP_ERR_NOMEM;
+        else
+            t->bytes += t->nnz * (8 + vsize);
     }
-    AMP_CHECK(amp_tensor_read_chunks(f, t, threads, 0, to_host, t, progress, progress_ctx,
-                                     err));
-    t->layout_only = 0;
-    return AMP_OK;
+    if (rc == AMP_OK)
+        rc = amp_tensor_read_chunks(f, t, threads, 0, to_host, t, progress, progress_ctx, err);
+    if (rc == AMP_OK) {
+        t->layout_only = 0;
+        return AMP_OK;
+    }
+    /* Back to the layout alone, so a later call starts afresh. */
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        amp_copy *c = &t->copies[d];
+        if (c->words)
+            amp_huge_free(c->words, (size_t)c->nnz * 8);
+        if (c->vals)
+            amp_huge_free(c->vals, (size_t)c->nnz * vsize);
+        c->words = NULL;
+        c->vals = NULL;
+    }
+    t->bytes = 0;
+    return rc;
 }
 
 amp_status amp_tensor_load(const amp_file *f, int threads, amp_load_progress_fn progress,

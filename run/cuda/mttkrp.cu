@@ -819,6 +819,9 @@ extern "C" amp_status amp_gpu_tensor_upload_file(int device, const amp_file *f,
 {
     if (threads < 1)
         return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "%d threads", threads);
+    /* Each reading thread page-locks 4 MiB of staging; 64 feed the link
+     * many times over. */
+    threads = std::min(threads, 64);
     file_source src = {f, threads, progress, progress_ctx, 0};
     return tensor_upload(device, t, 0, &src, out, err);
 }
@@ -844,6 +847,7 @@ extern "C" amp_status amp_gpu_tensor_upload_compressed(int device, const amp_fil
 {
     if (threads < 1)
         return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "%d threads", threads);
+    threads = std::min(threads, 64);   /* as many decoders as zstream.cu keeps */
     file_source src = {f, threads, progress, progress_ctx, 1};
     return tensor_upload(device, t, amp_gpu_file_chunk_nnz(f), &src, out, err);
 }
