@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -28,6 +29,7 @@ struct amp_mttkrp_ws {
     size_t thread_bytes;    /* acc, tmp and two boundary rows, per thread */
     void *scratch;
     uint64_t *slot_rows;    /* two per thread */
+    size_t l2_bytes;        /* a core's L2: the kernel prefetches factors larger than half */
 };
 
 amp_status amp_mttkrp_ws_new(int threads, unsigned rank, amp_mttkrp_ws **out, amp_error *err)
@@ -43,6 +45,11 @@ amp_status amp_mttkrp_ws_new(int threads, unsigned rank, amp_mttkrp_ws **out, am
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     ws->nthreads = T;
     ws->rank = rank;
+    long l2 = -1;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    ws->l2_bytes = l2 > 0 ? (size_t)l2 : (size_t)1 << 20;
     ws->stride = ((size_t)rank + 15) / 16 * 16;
     ws->thread_bytes = 4 * ws->stride * sizeof(double);
     ws->scratch = amp_alloc((size_t)T * ws->thread_bytes, "MTTKRP scratch", err);

@@ -15,7 +15,14 @@
  * heavy ones of power-law data do). FLOPs: N R per nonzero. The gathers
  * are latency-bound, so the rows of the nonzero PREFETCH_AHEAD places on
  * are prefetched: 0.66 -> 0.44 s per round of three modes on cpu20m, rank
- * 32, 2 threads (8 ahead: 0.51; 64: no better than 32). */
+ * 32, 2 threads (8 ahead: 0.51; 64: no better than 32). But when the
+ * factors read are small enough to stay in a core's L2 the prefetches are
+ * only instructions: a tensor of cpu20m's nonzeros with dims 2000 x 1000
+ * x 500 took 0.233 s per round on one thread with them, 0.142 without
+ * (Xeon VM, 2 MiB L2), so the caller turns them off there (pf). Their
+ * loop over a row's cache lines is unrolled: 0.233 -> 0.186 s where they
+ * run on that tensor; prefetching fewer lines than the row's cost cpu20m
+ * 20-30%. */
 
 #ifndef PREFETCH_AHEAD
 #define PREFETCH_AHEAD 32
@@ -39,7 +46,7 @@ static inline __attribute__((always_inline)) void CAT(flush_row, SFX)(
 static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
     const amp_copy *c, unsigned d, unsigned nmodes, const REAL *const *A, unsigned R_run,
     REAL *restrict M, uint64_t a, uint64_t b, REAL *restrict acc, REAL *restrict tmp,
-    REAL *restrict slots, uint64_t *slot_rows, const int vf32, const int three,
+    REAL *restrict slots, uint64_t *slot_rows, const int pf, const int vf32, const int three,
     const int keyed, const unsigned Rc)
 {
     const unsigned R = Rc ? Rc : R_run;
@@ -89,13 +96,14 @@ static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
                     acc[r] = 0;
             }
             const REAL v = vf32 ? (REAL)v32[k] : (REAL)v64[k];
-            if (!keyed && k + PREFETCH_AHEAD < hi) {
+            if (!keyed && pf && k + PREFETCH_AHEAD < hi) {
                 /* The factor rows of a nonzero further on: the gathers are
                  * latency-bound, and the words say where they will be. */
                 const uint64_t wa = words[k + PREFETCH_AHEAD];
                 const unsigned np = three ? 2 : nother;
                 for (unsigned j = 0; j < np; j++) {
                     const char *pj = (const char *)(F[j] + ((wa >> sh[j]) & mask[j]) * R);
+#pragma GCC unroll 16
                     for (size_t off = 0; off < R * sizeof(REAL); off += 64)
                         __builtin_prefetch(pj + off);
                 }
@@ -136,7 +144,7 @@ static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
 }
 
 #define RANGE(VF, THREE, KEYED, RC)                                                       \
-    CAT(range_kernel, SFX)(c, d, nmodes, A, R, M, a, b, acc, tmp, slots, slot_rows, VF,   \
+    CAT(range_kernel, SFX)(c, d, nmodes, A, R, M, a, b, acc, tmp, slots, slot_rows, pf, VF, \
                            THREE, KEYED, RC)
 #define BY_RANK(VF, THREE)                 \
     do {                                   \
@@ -154,7 +162,7 @@ static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
 AMP_KERNEL_CLONES static void CAT(thread_range, SFX)(
     const amp_copy *c, unsigned d, unsigned nmodes, const REAL *const *A, unsigned R,
     REAL *M, uint64_t a, uint64_t b, REAL *acc, REAL *tmp, REAL *slots, uint64_t *slot_rows,
-    int f32)
+    int f32, int pf)
 {
     if (c->layout.key_bits > 0) {
         if (f32)
@@ -185,6 +193,11 @@ static void CAT(mttkrp, SFX)(const amp_tensor *t, unsigned d, const REAL *const 
     const unsigned nmodes = t->nmodes;
     const uint64_t nnz = c->nnz;
     const size_t stride = ws->stride;
+    size_t gathered = 0;   /* bytes of the factors the nonzeros read */
+    for (unsigned m = 0; m < nmodes; m++)
+        if (m != d)
+            gathered += (size_t)t->rows[m] * R * sizeof(REAL);
+    const int pf = gathered > ws->l2_bytes / 2;
 #pragma omp parallel num_threads(T)
     {
         int me = 0;
@@ -198,7 +211,7 @@ static void CAT(mttkrp, SFX)(const amp_tensor *t, unsigned d, const REAL *const 
         if (a < b)
             CAT(thread_range, SFX)(c, d, nmodes, A, R, M, a, b, base, base + stride,
                                    base + 2 * stride, rows,
-                                   t->value_type == AMP_VALUES_F32);
+                                   t->value_type == AMP_VALUES_F32, pf);
     }
     /* The shared rows, in thread order: the first time a row is seen it is
      * stored, after that added to. */
