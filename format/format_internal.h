@@ -150,6 +150,12 @@ int amp_section_type_known(uint16_t type);
 /* Chunk words to and from byte planes (AMP_SECTION_PLANAR_WORDS): plane b
  * holds byte b of every word. */
 void amp_words_to_planes(const uint64_t *words, size_t n, unsigned char *planes);
+/* Planes first .. first + count - 1 only, one after the other (count n
+ * bytes): a chunk's planes a few at a time. */
+void amp_word_planes(const uint64_t *words, size_t n, unsigned first, unsigned count,
+                     unsigned char *planes);
+void amp_u32_planes(const uint32_t *v, size_t n, unsigned first, unsigned count,
+                    unsigned char *planes);
 void amp_planes_to_words(const unsigned char *planes, size_t n, uint64_t *words);
 /* The same for 4-byte values (f32). 8-byte values use the word functions. */
 void amp_u32_to_planes(const uint32_t *v, size_t n, unsigned char *planes);

@@ -28,6 +28,26 @@ void amp_words_to_planes(const uint64_t *words, size_t n, unsigned char *planes)
     }
 }
 
+void amp_word_planes(const uint64_t *words, size_t n, unsigned first, unsigned count,
+                     unsigned char *planes)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t w = words[i] >> (8 * first);
+        for (unsigned b = 0; b < count; b++)
+            planes[b * n + i] = (unsigned char)(w >> (8 * b));
+    }
+}
+
+void amp_u32_planes(const uint32_t *v, size_t n, unsigned first, unsigned count,
+                    unsigned char *planes)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t w = v[i] >> (8 * first);
+        for (unsigned b = 0; b < count; b++)
+            planes[b * n + i] = (unsigned char)(w >> (8 * b));
+    }
+}
+
 void amp_planes_to_words(const unsigned char *planes, size_t n, uint64_t *words)
 {
     size_t i = 0;

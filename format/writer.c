@@ -32,7 +32,7 @@
 typedef struct chunk_worker {
     void *raw;            /* a chunk as stored uncompressed: words, then values */
     size_t raw_cap;
-    unsigned char *planar;
+    unsigned char *planar;   /* two byte planes of a chunk at a time */
     size_t planar_cap;
     void *out, *out2;     /* compressed forms; out2 only while both are tried */
     size_t out_cap, out2_cap;
@@ -157,6 +157,19 @@ static amp_status reserve(void **buf, size_t *cap, size_t n, const char *what, a
     return AMP_OK;
 }
 
+/* A fresh frame at this level. Raw literals at the fast levels: chunk
+ * bytes are mostly indices and values whose low bytes Huffman coding
+ * barely shrinks, and skipping it makes decompression several times faster
+ * (bench/RESULTS.md). An old library that lacks the parameter just keeps
+ * Huffman coding. */
+static void set_level(ZSTD_CCtx *cctx, int level)
+{
+    ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+    if (level <= 1)
+        (void)ZSTD_CCtx_setParameter(cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_disable);
+}
+
 /* Compress raw into *out (a buffer of *out_cap bytes, grown as needed);
  * *stored is what goes to the file: the frame, or raw itself when
  * compression is off or gains nothing. */
@@ -170,14 +183,7 @@ static amp_status compress(ZSTD_CCtx *cctx, int level, const void *raw, size_t n
     if (level == 0 || n == 0)
         return AMP_OK;
     AMP_CHECK(reserve(out, out_cap, ZSTD_compressBound(n), "compression buffer", err));
-    ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
-    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
-    /* Raw literals at the fast levels: chunk bytes are mostly indices and
-     * values whose low bytes Huffman coding barely shrinks, and skipping it
-     * makes decompression several times faster (bench/RESULTS.md). An old
-     * library that lacks the parameter just keeps Huffman coding. */
-    if (level <= 1)
-        (void)ZSTD_CCtx_setParameter(cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_disable);
+    set_level(cctx, level);
     size_t z = ZSTD_compress2(cctx, *out, *out_cap, raw, n);
     if (ZSTD_isError(z))
         return AMP_FAIL(err, AMP_ERR_INTERNAL, "compression failed: %s",
@@ -322,6 +328,67 @@ amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_
  * words (better when whole values repeat). */
 enum { FORM_ALL_PLANES = 1, FORM_WORD_PLANES = 2 };
 
+static amp_status feed(ZSTD_CCtx *cctx, ZSTD_outBuffer *out, const void *p, size_t n,
+                       amp_error *err)
+{
+    ZSTD_inBuffer in = {p, n, 0};
+    while (in.pos < in.size) {
+        size_t r = ZSTD_compressStream2(cctx, out, &in, ZSTD_e_continue);
+        if (ZSTD_isError(r))
+            return AMP_FAIL(err, AMP_ERR_INTERNAL, "compression failed: %s",
+                            ZSTD_getErrorName(r));
+    }
+    return AMP_OK;
+}
+
+/* One chunk in planar form, compressed as one frame without the whole
+ * planar chunk in memory: its byte planes are made two at a time (2 n
+ * bytes) and fed to the compressor, which keeps only its window. The
+ * words go in planes; the values too when values_planar, else as they
+ * are. A whole planar copy per compressing thread (16 MiB at the default
+ * chunk size with f64 values) was the largest part of the peak memory at
+ * 16 threads. *size is SIZE_MAX when the frame gains nothing. */
+static amp_status compress_planar(chunk_worker *wk, int level, size_t n, size_t vsize,
+                                  const uint64_t *words, const void *vals, int values_planar,
+                                  void **out, size_t *out_cap, size_t *size)
+{
+    size_t raw_size = n * (8 + vsize);
+    *size = SIZE_MAX;
+    AMP_CHECK(reserve((void **)&wk->planar, &wk->planar_cap, 2 * n, "chunk buffer",
+                      &wk->err));
+    AMP_CHECK(reserve(out, out_cap, ZSTD_compressBound(raw_size), "compression buffer",
+                      &wk->err));
+    set_level(wk->cctx, level);
+    ZSTD_CCtx_setPledgedSrcSize(wk->cctx, raw_size);
+    ZSTD_outBuffer o = {*out, *out_cap, 0};
+    for (unsigned b = 0; b < 8; b += 2) {
+        amp_word_planes(words, n, b, 2, wk->planar);
+        AMP_CHECK(feed(wk->cctx, &o, wk->planar, 2 * n, &wk->err));
+    }
+    if (!values_planar) {
+        AMP_CHECK(feed(wk->cctx, &o, vals, vsize * n, &wk->err));
+    } else {
+        for (unsigned b = 0; b < vsize; b += 2) {
+            if (vsize == 8)
+                amp_word_planes((const uint64_t *)vals, n, b, 2, wk->planar);
+            else
+                amp_u32_planes((const uint32_t *)vals, n, b, 2, wk->planar);
+            AMP_CHECK(feed(wk->cctx, &o, wk->planar, 2 * n, &wk->err));
+        }
+    }
+    ZSTD_inBuffer none = {NULL, 0, 0};
+    size_t left;
+    do {
+        left = ZSTD_compressStream2(wk->cctx, &o, &none, ZSTD_e_end);
+        if (ZSTD_isError(left))
+            return AMP_FAIL(&wk->err, AMP_ERR_INTERNAL, "compression failed: %s",
+                            ZSTD_getErrorName(left));
+    } while (left != 0);
+    if (o.pos < raw_size)
+        *size = o.pos;
+    return AMP_OK;
+}
+
 /* Compress one chunk, its n words and n values read where they lie, in
  * the forms asked for and keep the smallest; when none gains (or level
  * 0), the words and values are stored as they are, one after the other. */
@@ -332,35 +399,25 @@ static amp_status compress_chunk(chunk_worker *wk, int level, size_t n, size_t v
     size_t raw_size = n * (8 + vsize);
     *flags = 0;
     if (level != 0) {
-        AMP_CHECK(reserve((void **)&wk->planar, &wk->planar_cap, raw_size, "chunk buffer",
-                          &wk->err));
-        amp_words_to_planes(words, n, wk->planar);
-        if (vsize == 8)
-            amp_words_to_planes((const uint64_t *)vals, n, wk->planar + 8 * n);
-        else
-            amp_u32_to_planes((const uint32_t *)vals, n, wk->planar + 8 * n);
-        const void *a = NULL, *b = NULL;
         size_t a_size = SIZE_MAX, b_size = SIZE_MAX;
-        uint16_t a_flags = 0, b_flags = 0;
         if (forms & FORM_ALL_PLANES)
-            AMP_CHECK(compress(wk->cctx, level, wk->planar, raw_size, &wk->out, &wk->out_cap,
-                               &a, &a_size, &a_flags, &wk->err));
+            AMP_CHECK(compress_planar(wk, level, n, vsize, words, vals, 1, &wk->out,
+                                      &wk->out_cap, &a_size));
         if (forms & FORM_WORD_PLANES) {
             /* The second output buffer only when both forms are kept. */
             int both = forms & FORM_ALL_PLANES;
-            memcpy(wk->planar + 8 * n, vals, vsize * n);
-            AMP_CHECK(compress(wk->cctx, level, wk->planar, raw_size, both ? &wk->out2 : &wk->out,
-                               both ? &wk->out2_cap : &wk->out_cap, &b, &b_size, &b_flags,
-                               &wk->err));
+            AMP_CHECK(compress_planar(wk, level, n, vsize, words, vals, 0,
+                                      both ? &wk->out2 : &wk->out,
+                                      both ? &wk->out2_cap : &wk->out_cap, &b_size));
         }
-        if ((a_flags & AMP_SECTION_ZSTD) && a_size <= b_size) {
-            *stored = a;
+        if (a_size != SIZE_MAX && a_size <= b_size) {
+            *stored = wk->out;
             *stored_size = a_size;
             *flags = AMP_SECTION_ZSTD | AMP_SECTION_PLANAR_WORDS | AMP_SECTION_PLANAR_VALUES;
             return AMP_OK;
         }
-        if (b_flags & AMP_SECTION_ZSTD) {
-            *stored = b;
+        if (b_size != SIZE_MAX) {
+            *stored = (forms & FORM_ALL_PLANES) ? wk->out2 : wk->out;
             *stored_size = b_size;
             *flags = AMP_SECTION_ZSTD | AMP_SECTION_PLANAR_WORDS;
             return AMP_OK;

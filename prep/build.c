@@ -818,6 +818,11 @@ static amp_status write_copy(amp_writer *w, amp_coo *t, mode_copy *copy0, amp_mo
         *l0 = l;
     if (d == 0 && P != NULL)
         AMP_CHECK_GOTO(remap_positions(t, copy0, l0, plans, vt, P, err), rc, fail);
+    /* The last copy is the last one built from copy 0: without it the
+     * chunks of that copy are written beside one copy, not two (with 16
+     * compressing threads this was where the peak was). */
+    if (d > 0 && d + 1 == t->nmodes)
+        copy_free(copy0);
 
     /* Chunks: at most chunk_nnz nonzeros, never across shards or keys. */
     size_t njobs = 0, cap = 0;
