@@ -148,17 +148,15 @@ uint64_t amp_mode_nchunks(const amp_mode_layout *l);
 int amp_section_type_known(uint16_t type);
 
 /* Chunk words to and from byte planes (AMP_SECTION_PLANAR_WORDS): plane b
- * holds byte b of every word. */
-void amp_words_to_planes(const uint64_t *words, size_t n, unsigned char *planes);
-/* Planes first .. first + count - 1 only, one after the other (count n
- * bytes): a chunk's planes a few at a time. */
+ * holds byte b of every word. amp_word_planes makes planes first .. first
+ * + count - 1 of n words (or u32 values), one after the other (count n
+ * bytes): the writer makes a chunk's planes a few at a time. */
 void amp_word_planes(const uint64_t *words, size_t n, unsigned first, unsigned count,
                      unsigned char *planes);
 void amp_u32_planes(const uint32_t *v, size_t n, unsigned first, unsigned count,
                     unsigned char *planes);
 void amp_planes_to_words(const unsigned char *planes, size_t n, uint64_t *words);
 /* The same for 4-byte values (f32). 8-byte values use the word functions. */
-void amp_u32_to_planes(const uint32_t *v, size_t n, unsigned char *planes);
 void amp_planes_to_u32(const unsigned char *planes, size_t n, uint32_t *v);
 
 #endif

@@ -19,15 +19,6 @@
 
 #include "format_internal.h"
 
-void amp_words_to_planes(const uint64_t *words, size_t n, unsigned char *planes)
-{
-    for (size_t i = 0; i < n; i++) {
-        uint64_t w = words[i];
-        for (unsigned b = 0; b < 8; b++)
-            planes[b * n + i] = (unsigned char)(w >> (8 * b));
-    }
-}
-
 void amp_word_planes(const uint64_t *words, size_t n, unsigned first, unsigned count,
                      unsigned char *planes)
 {
@@ -84,13 +75,6 @@ void amp_planes_to_words(const unsigned char *planes, size_t n, uint64_t *words)
             w |= (uint64_t)planes[b * n + i] << (8 * b);
         words[i] = w;
     }
-}
-
-void amp_u32_to_planes(const uint32_t *v, size_t n, unsigned char *planes)
-{
-    for (size_t i = 0; i < n; i++)
-        for (unsigned b = 0; b < 4; b++)
-            planes[b * n + i] = (unsigned char)(v[i] >> (8 * b));
 }
 
 void amp_planes_to_u32(const unsigned char *planes, size_t n, uint32_t *v)
