@@ -328,15 +328,18 @@ amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_
  * words (better when whole values repeat). */
 enum { FORM_ALL_PLANES = 1, FORM_WORD_PLANES = 2 };
 
+/* n bytes into the frame; *full when the output buffer filled first (the
+ * stream takes no more input then, and would never end). */
 static amp_status feed(ZSTD_CCtx *cctx, ZSTD_outBuffer *out, const void *p, size_t n,
-                       amp_error *err)
+                       int *full, amp_error *err)
 {
     ZSTD_inBuffer in = {p, n, 0};
-    while (in.pos < in.size) {
+    while (in.pos < in.size && !*full) {
         size_t r = ZSTD_compressStream2(cctx, out, &in, ZSTD_e_continue);
         if (ZSTD_isError(r))
             return AMP_FAIL(err, AMP_ERR_INTERNAL, "compression failed: %s",
                             ZSTD_getErrorName(r));
+        *full = out->pos == out->size && in.pos < in.size;
     }
     return AMP_OK;
 }
@@ -361,30 +364,32 @@ static amp_status compress_planar(chunk_worker *wk, int level, size_t n, size_t 
     set_level(wk->cctx, level);
     ZSTD_CCtx_setPledgedSrcSize(wk->cctx, raw_size);
     ZSTD_outBuffer o = {*out, *out_cap, 0};
-    for (unsigned b = 0; b < 8; b += 2) {
+    int full = 0;
+    for (unsigned b = 0; b < 8 && !full; b += 2) {
         amp_word_planes(words, n, b, 2, wk->planar);
-        AMP_CHECK(feed(wk->cctx, &o, wk->planar, 2 * n, &wk->err));
+        AMP_CHECK(feed(wk->cctx, &o, wk->planar, 2 * n, &full, &wk->err));
     }
     if (!values_planar) {
-        AMP_CHECK(feed(wk->cctx, &o, vals, vsize * n, &wk->err));
+        AMP_CHECK(feed(wk->cctx, &o, vals, vsize * n, &full, &wk->err));
     } else {
-        for (unsigned b = 0; b < vsize; b += 2) {
+        for (unsigned b = 0; b < vsize && !full; b += 2) {
             if (vsize == 8)
                 amp_word_planes((const uint64_t *)vals, n, b, 2, wk->planar);
             else
                 amp_u32_planes((const uint32_t *)vals, n, b, 2, wk->planar);
-            AMP_CHECK(feed(wk->cctx, &o, wk->planar, 2 * n, &wk->err));
+            AMP_CHECK(feed(wk->cctx, &o, wk->planar, 2 * n, &full, &wk->err));
         }
     }
     ZSTD_inBuffer none = {NULL, 0, 0};
-    size_t left;
-    do {
+    size_t left = 1;   /* until the frame has ended */
+    while (left != 0 && !full) {
         left = ZSTD_compressStream2(wk->cctx, &o, &none, ZSTD_e_end);
         if (ZSTD_isError(left))
             return AMP_FAIL(&wk->err, AMP_ERR_INTERNAL, "compression failed: %s",
                             ZSTD_getErrorName(left));
-    } while (left != 0);
-    if (o.pos < raw_size)
+        full = left != 0 && o.pos == o.size;
+    }
+    if (!full && o.pos < raw_size)
         *size = o.pos;
     return AMP_OK;
 }
