@@ -120,6 +120,43 @@ static amp_status radix_sort_u64(uint64_t *a, uint64_t *tmp, uint64_t n, unsigne
     return AMP_OK;
 }
 
+/* A hypersparse mode's indices are sorted in SORT_PIECES runs, each with
+ * a scratch array of its size, not one of n: the runs' scratch was what
+ * set the peak (a second 8 bytes per nonzero beside the tensor and the
+ * copy being sorted). The distinct indices and their degrees then come
+ * from a merge walk over the runs, once to count them and once to list
+ * them. */
+#define SORT_PIECES 4
+
+/* The distinct values of the sorted runs [at[r], at[r + 1]) and how often
+ * each appears, ascending; uniq and order NULL: only their number. */
+static uint64_t merge_distinct(const uint64_t *a, const uint64_t *at, unsigned runs,
+                               uint64_t *uniq, slice *order)
+{
+    uint64_t head[SORT_PIECES], c = 0, last = 0;
+    for (unsigned r = 0; r < runs; r++)
+        head[r] = at[r];
+    for (;;) {
+        unsigned best = runs;
+        for (unsigned r = 0; r < runs; r++)
+            if (head[r] < at[r + 1] && (best == runs || a[head[r]] < a[head[best]]))
+                best = r;
+        if (best == runs)
+            return c;
+        uint64_t v = a[head[best]++];
+        if (c == 0 || v != last) {
+            if (uniq != NULL) {
+                uniq[c] = v;
+                order[c] = (slice){0, c};
+            }
+            c++;
+            last = v;
+        }
+        if (order != NULL)
+            order[c - 1].degree++;
+    }
+}
+
 /* Nonzeros per slice. Power-law modes put millions of nonzeros on one
  * slice, where atomic increments from every thread would serialize, so
  * threads count into private tables when the tables are affordable (4-byte
@@ -254,14 +291,19 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
         if (sorted == NULL)
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
         memcpy(sorted, ind, n * sizeof *sorted);
-        /* The radix sort's second array when there is memory for it. */
-        uint64_t *tmp = amp_huge_alloc(n * sizeof *tmp, "sorting indices", err);
+        uint64_t at[SORT_PIECES + 1], piece = (n + SORT_PIECES - 1) / SORT_PIECES;
+        unsigned runs = SORT_PIECES;
+        for (unsigned r = 0; r <= SORT_PIECES; r++)
+            at[r] = (uint64_t)r * piece < n ? (uint64_t)r * piece : n;
+        /* The radix sort's scratch when there is memory for it. */
+        uint64_t *tmp = amp_huge_alloc(piece * sizeof *tmp, "sorting indices", err);
         if (tmp != NULL) {
             unsigned bits = 1;
             while (bits < 64 && ((dim - 1) >> bits) != 0)
                 bits++;
-            rc = radix_sort_u64(sorted, tmp, n, bits, err);
-            amp_huge_free(tmp, n * sizeof *tmp);
+            for (unsigned r = 0; r < SORT_PIECES && rc == AMP_OK; r++)
+                rc = radix_sort_u64(sorted + at[r], tmp, at[r + 1] - at[r], bits, err);
+            amp_huge_free(tmp, piece * sizeof *tmp);
             if (rc != AMP_OK) {
                 amp_huge_free(sorted, n * sizeof *sorted);
                 goto fail;
@@ -269,23 +311,17 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
         } else {
             amp_error_clear(err);
             qsort(sorted, (size_t)n, sizeof *sorted, cmp_u64);
+            runs = 1;
+            at[1] = n;
         }
-        for (uint64_t k = 0; k < n; k++)
-            c += k == 0 || sorted[k] != sorted[k - 1];
+        c = merge_distinct(sorted, at, runs, NULL, NULL);
         order = malloc((size_t)c * sizeof *order);
         uniq = malloc((size_t)c * sizeof *uniq);
         if (order == NULL || uniq == NULL) {
             amp_huge_free(sorted, n * sizeof *sorted);
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
         }
-        for (uint64_t k = 0, j = 0; k < n; k++) {
-            if (k == 0 || sorted[k] != sorted[k - 1]) {
-                uniq[j] = sorted[k];
-                order[j] = (slice){0, j};
-                j++;
-            }
-            order[j - 1].degree++;
-        }
+        merge_distinct(sorted, at, runs, uniq, order);
         amp_huge_free(sorted, n * sizeof *sorted);
     }
 
