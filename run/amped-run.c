@@ -364,14 +364,16 @@ static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run
         amp_format_bytes(cb, sizeof cb, in.streamed ? in.tensor_bytes : 0);
         if (n == 1) {
             char hb[32];
+            /* amp_gpu_tensor_upload_compressed decodes on at most 64. */
+            int decoders = a->report.threads < 64 ? a->report.threads : 64;
             if (in.compressed)
                 printf("backend:   gpu %d (%s, %d SMs), tensor streamed from its compressed "
                        "chunks in host memory (%s with the page-locked slots), decoded on %d "
                        "thread%s, chunks of up to %" PRIu64 " nonzeros (%s on the device), "
                        "%.1f bytes per nonzero on the link, %s of device memory in all, "
                        "precision %s\n", in.device, in.name, in.sm_count,
-                       amp_format_bytes(hb, sizeof hb, in.host_bytes), a->report.threads,
-                       a->report.threads == 1 ? "" : "s", in.chunk_nnz, cb,
+                       amp_format_bytes(hb, sizeof hb, in.host_bytes), decoders,
+                       decoders == 1 ? "" : "s", in.chunk_nnz, cb,
                        in.stream_bytes_per_nnz, nb, prec);
             else if (in.streamed)
                 printf("backend:   gpu %d (%s, %d SMs), tensor streamed from pinned host memory "
