@@ -142,6 +142,13 @@ check() {
     fi
 }
 
+# check_close DESCRIPTION A B: the numbers A and B (fits) within 1e-6 of
+# each other; an empty A (no fit printed) fails.
+check_close() {
+    check "$1" awk -v a="$2" -v b="$3" \
+        'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
+}
+
 # check_status DESCRIPTION EXPECTED: the last run's exit status.
 check_status() {
     if test "$RUN_RC" = "$2"; then

@@ -179,8 +179,8 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
     cpu_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
     run "$AMPED_RUN" --gpus 1 -r 4 --iters 8 --tol 0 "$T/sample.amp"
     gpu_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
-    check "GPU fit $gpu_fit equals CPU fit $cpu_fit within 1e-6" \
-        awk -v a="$gpu_fit" -v b="$cpu_fit" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
+    check_close "GPU fit $gpu_fit equals CPU fit $cpu_fit within 1e-6" \
+        "$gpu_fit" "$cpu_fit"
     run "$AMPED_RUN" --gpus 1 --check -r 33 "$T/sample.amp"
     check_status "--gpus 1 --check: the GPU MTTKRP matches the reference" 0
     run "$AMPED_RUN" --gpus 1 --check --precision f32 -r 7 "$T/sample.amp"
@@ -199,8 +199,8 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
     check_contains "--memory stream: the header says so" "$RUN_OUT" "tensor streamed from pinned host memory in chunks of 4099 nonzeros"
     check_not_contains "... and the nonzeros are read into host memory first" "$RUN_OUT" "straight to the GPU"
     stream_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
-    check "streamed fit $stream_fit equals CPU fit $cpu_fit within 1e-6" \
-        awk -v a="$stream_fit" -v b="$cpu_fit" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
+    check_close "streamed fit $stream_fit equals CPU fit $cpu_fit within 1e-6" \
+        "$stream_fit" "$cpu_fit"
     run "$AMPED_RUN" --gpus 1 --memory stream --stream-chunk 4099 --check -r 32 "$T/sample.amp"
     check_status "--memory stream --check: the streamed MTTKRP matches the reference" 0
     run "$AMPED_RUN" --gpus 1 --memory compressed -r 4 --iters 8 --tol 0 --json "$T/z.json" "$T/sample.amp"
@@ -208,8 +208,8 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
     check_contains "--memory compressed: the header says so" "$RUN_OUT" "tensor streamed from its compressed chunks in host memory"
     check_contains "... and the JSON" "$T/z.json" '"memory": "compressed"'
     z_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
-    check "compressed-stream fit $z_fit equals CPU fit $cpu_fit within 1e-6" \
-        awk -v a="$z_fit" -v b="$cpu_fit" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
+    check_close "compressed-stream fit $z_fit equals CPU fit $cpu_fit within 1e-6" \
+        "$z_fit" "$cpu_fit"
     run "$AMPED_RUN" --gpus 1 --memory compressed --check -r 32 "$T/sample.amp"
     check_status "--memory compressed --check: the MTTKRP matches the reference" 0
     run "$AMPED_RUN" --gpus 1 --memory stream --host-memory 1M -r 4 --iters 2 "$T/sample.amp"
@@ -241,8 +241,8 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
         check_contains "--gpus 2: the header says how the GPUs are joined" "$RUN_OUT" "backend:   2 GPUs joined with NCCL, partition shards"
         check_contains "--gpus 2: a table per GPU and mode" "$RUN_OUT" "  mode  gpu      nonzeros     mttkrp       busy       nccl   exchange       idle"
         two_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
-        check "2-GPU fit $two_fit equals CPU fit $cpu_fit within 1e-6" \
-            awk -v a="$two_fit" -v b="$cpu_fit" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
+        check_close "2-GPU fit $two_fit equals CPU fit $cpu_fit within 1e-6" \
+            "$two_fit" "$cpu_fit"
         for part in mode1 mode2 mode3 lambda; do
             check "2-GPU $part.mat equals the CPU's within 1e-6 (normwise)" \
                 awk 'FNR == 1 { f++ } { for (i = 1; i <= NF; i++) { k = FNR ":" i; if (f == 1) a[k] = $i; else { d = $i - a[k]; if (d < 0) d = -d; if (d > e) e = d; v = $i < 0 ? -$i : $i; if (v > s) s = v } } } END { exit !(s > 0 && e / s <= 1e-6) }' "$T/cpu.$part.mat" "$T/two.$part.mat"
@@ -254,8 +254,8 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
                  "--overlap" "--overlap --memory stream --stream-chunk 4099"; do
             run "$AMPED_RUN" --gpus 2 $v -r 4 --iters 8 --tol 0 "$T/sample.amp"
             v_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
-            check "2 GPUs, $v: fit $v_fit equals the CPU's within 1e-6" \
-                awk -v a="$v_fit" -v b="$cpu_fit" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
+            check_close "2 GPUs, $v: fit $v_fit equals the CPU's within 1e-6" \
+                "$v_fit" "$cpu_fit"
         done
         for v in "-r 33" "--memory stream --stream-chunk 4099 -r 32" "--partition equal-nnz -r 7 --precision f32"; do
             run "$AMPED_RUN" --gpus 2 --check $v "$T/sample.amp"
@@ -274,8 +274,8 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
         check_status "a file with one shard a mode runs on 2 GPUs" 0
         check_contains "... and says a GPU idles" "$RUN_OUT" "gpu 1 has no nonzeros of mode 1"
         one_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
-        check "... with the CPU's fit on that file ($one_fit, $one_cpu)" \
-            awk -v a="$one_fit" -v b="$one_cpu" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
+        check_close "... with the CPU's fit on that file ($one_fit, $one_cpu)" \
+            "$one_fit" "$one_cpu"
     else
         skip "two GPUs against the CPU" "fewer than two GPUs"
     fi

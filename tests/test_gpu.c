@@ -63,16 +63,23 @@ static void check_mttkrp_of(const char *name, const amp_tensor *t, const amp_gpu
     }
 }
 
+/* "NAME", or "NAME streamed in chunks of N" when chunk is not 0. */
+static const char *label_for(char *buf, size_t n, const char *name, uint64_t chunk)
+{
+    if (chunk)
+        snprintf(buf, n, "%s streamed in chunks of %" PRIu64, name, chunk);
+    else
+        snprintf(buf, n, "%s", name);
+    return buf;
+}
+
 static void check_gpu_mttkrp(const char *name, const amp_tensor *t, const unsigned *ranks,
                              int nranks, uint64_t chunk)
 {
     amp_gpu_tensor *g = NULL;
     amp_error err = {0};
     char label[256];
-    if (chunk)
-        snprintf(label, sizeof label, "%s streamed in chunks of %" PRIu64, name, chunk);
-    else
-        snprintf(label, sizeof label, "%s", name);
+    label_for(label, sizeof label, name, chunk);
     if (!ok(amp_gpu_tensor_upload(0, t, chunk, &g, &err) == AMP_OK, "%s: uploads (%s)", label,
             amp_error_message(&err))) {
         skip(2 * nranks, "no upload");
@@ -147,11 +154,7 @@ static int check_gpu_als_as(const char *name, const amp_tensor *t, unsigned R, u
     amp_gpu_tensor *g = NULL;
     amp_error err = {0};
     char label[256];
-    if (chunk)
-        snprintf(label, sizeof label, "%s streamed in chunks of %" PRIu64, name, chunk);
-    else
-        snprintf(label, sizeof label, "%s", name);
-    name = label;
+    name = label_for(label, sizeof label, name, chunk);
     if (amp_gpu_tensor_upload(0, t, chunk, &g, &err) != AMP_OK) {
         diag("%s", amp_error_message(&err));
         for (int i = 0; i < ALS_CHECKS; i++)

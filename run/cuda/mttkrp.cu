@@ -811,20 +811,6 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
     return tensor_upload(device, t, chunk_nnz, NULL, out, err);
 }
 
-extern "C" amp_status amp_gpu_tensor_upload_file(int device, const amp_file *f,
-                                                 const amp_tensor *t, int threads,
-                                                 amp_load_progress_fn progress,
-                                                 void *progress_ctx, amp_gpu_tensor **out,
-                                                 amp_error *err)
-{
-    if (threads < 1)
-        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "%d threads", threads);
-    /* Each reading thread page-locks 4 MiB of staging; 64 feed the link
-     * many times over. */
-    threads = std::min(threads, 64);
-    file_source src = {f, threads, progress, progress_ctx, 0};
-    return tensor_upload(device, t, 0, &src, out, err);
-}
 
 extern "C" uint64_t amp_gpu_file_chunk_nnz(const amp_file *f)
 {
@@ -839,17 +825,37 @@ extern "C" uint64_t amp_gpu_file_chunk_nnz(const amp_file *f)
     return most;
 }
 
+/* From the file: resident, or streamed from its compressed chunks. At
+ * most 64 reading threads: each page-locks its staging (4 MiB resident, a
+ * slot of the largest chunk compressed), and 64 feed the link many times
+ * over. */
+static amp_status upload_from_file(int device, const amp_file *f, const amp_tensor *t,
+                                   int threads, amp_load_progress_fn progress,
+                                   void *progress_ctx, int compressed, amp_gpu_tensor **out,
+                                   amp_error *err)
+{
+    if (threads < 1)
+        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "%d threads", threads);
+    file_source src = {f, std::min(threads, 64), progress, progress_ctx, compressed};
+    return tensor_upload(device, t, compressed ? amp_gpu_file_chunk_nnz(f) : 0, &src, out, err);
+}
+
+extern "C" amp_status amp_gpu_tensor_upload_file(int device, const amp_file *f,
+                                                 const amp_tensor *t, int threads,
+                                                 amp_load_progress_fn progress,
+                                                 void *progress_ctx, amp_gpu_tensor **out,
+                                                 amp_error *err)
+{
+    return upload_from_file(device, f, t, threads, progress, progress_ctx, 0, out, err);
+}
+
 extern "C" amp_status amp_gpu_tensor_upload_compressed(int device, const amp_file *f,
                                                        const amp_tensor *t, int threads,
                                                        amp_load_progress_fn progress,
                                                        void *progress_ctx, amp_gpu_tensor **out,
                                                        amp_error *err)
 {
-    if (threads < 1)
-        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "%d threads", threads);
-    threads = std::min(threads, 64);   /* as many decoders as zstream.cu keeps */
-    file_source src = {f, threads, progress, progress_ctx, 1};
-    return tensor_upload(device, t, amp_gpu_file_chunk_nnz(f), &src, out, err);
+    return upload_from_file(device, f, t, threads, progress, progress_ctx, 1, out, err);
 }
 
 extern "C" int amp_gpu_tensor_compressed(const amp_gpu_tensor *g)
