@@ -467,6 +467,17 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
     }
 }
 
+/* t's nonzeros into host memory (t has its layout), with a progress bar. */
+static amp_status load_nonzeros(const run_args *a, const amp_file *f, int threads, amp_tensor *t,
+                                amp_error *err)
+{
+    amp_progress bar;
+    amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
+    amp_status rc = amp_tensor_load_nonzeros(f, threads, amp_progress_callback, &bar, t, err);
+    amp_progress_end(&bar);
+    return rc;
+}
+
 static int run(run_args *a)
 {
     amp_error err = {0};
@@ -494,13 +505,8 @@ static int run(run_args *a)
         goto fail;
     have_t = 1;
     amp_progress bar;
-    if (a->gpus == 0 || a->check) {
-        amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
-        rc = amp_tensor_load_nonzeros(f, threads, amp_progress_callback, &bar, &t, &err);
-        amp_progress_end(&bar);
-        if (rc != AMP_OK)
-            goto fail;
-    }
+    if (a->check && load_nonzeros(a, f, threads, &t, &err) != AMP_OK)
+        goto fail;
     a->report.path = a->path;
     a->report.t = &t;
     a->report.opts = &a->opts;
@@ -533,12 +539,9 @@ static int run(run_args *a)
         a->report.seconds_upload = amp_gpu_run_upload_seconds(gr);
         a->report.direct_upload = amp_gpu_run_direct(gr);
         a->report.stream_bytes_per_nnz = amp_gpu_run_stream_bytes_per_nnz(gr, &t);
-    } else if (t.layout_only) {   /* no GPU after all: the CPU backend */
+    } else if (t.layout_only) {   /* the CPU backend, asked for or for want of a GPU */
         double t0 = amp_now();
-        amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
-        rc = amp_tensor_load_nonzeros(f, threads, amp_progress_callback, &bar, &t, &err);
-        amp_progress_end(&bar);
-        if (rc != AMP_OK)
+        if (load_nonzeros(a, f, threads, &t, &err) != AMP_OK)
             goto fail;
         a->report.seconds_load += amp_now() - t0;
     }

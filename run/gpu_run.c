@@ -180,14 +180,22 @@ static void list_names(const amp_cuda_device *dev, int count, char *buf, size_t 
                                dev[i].name);
 }
 
+/* What the run may take of GPU d's memory: what is free, or less with
+ * --device-memory. */
+static size_t device_budget(const amp_gpu_opts *o, const amp_cuda_device *d)
+{
+    size_t avail = d->free_memory;
+    if (o->device_memory && o->device_memory < avail)
+        avail = (size_t)o->device_memory;
+    return avail;
+}
+
 /* Resident when it fits (or forced), else streamed in chunks of what the
  * memory left allows: the decision for one GPU and its part. */
 static amp_status plan(const amp_gpu_opts *o, const amp_tensor *part, const amp_cuda_device *d,
                        uint64_t *chunk_out, size_t *need_out, amp_error *err)
 {
-    size_t avail = d->free_memory;
-    if (o->device_memory && o->device_memory < avail)
-        avail = (size_t)o->device_memory;
+    size_t avail = device_budget(o, d);
     size_t need = amp_gpu_als_bytes(part, o->rank, o->f32, 0);
     uint64_t chunk = 0, max_nnz = 1;
     char nb[32], ab[32];
@@ -318,10 +326,11 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
     if (t->layout_only && (o->file == NULL || o->release != t))
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_INTERNAL, "a tensor without its nonzeros, and "
                        "no file to read them from");
-    if (r->n > 1)
-        AMP_CHECK_GOTO(load_nonzeros(o, r, err), rc, fail);
+    /* Reading the nonzeros into host memory, where it happens here, is
+     * load time, not upload time. */
     double t0 = amp_now();
     if (r->n > 1) {
+        AMP_CHECK_GOTO(load_nonzeros(o, r, err), rc, fail);
         AMP_CHECK_GOTO(amp_partition_new(t, r->n, o->partition, &r->part, err), rc, fail);
         r->have_part = 1;
         r->part.overlap = o->overlap;
@@ -342,9 +351,7 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
         r->compressed = 1;
         r->chunk[0] = amp_gpu_file_chunk_nnz(o->file);
         r->need[0] = amp_gpu_als_bytes(t, o->rank, o->f32, r->chunk[0]);
-        size_t avail = r->dev[0].free_memory;
-        if (o->device_memory && o->device_memory < avail)
-            avail = (size_t)o->device_memory;
+        size_t avail = device_budget(o, &r->dev[0]);
         if (r->need[0] > avail) {
             char nb[32], ab[32];
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory "
@@ -373,11 +380,8 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
                                                       o->progress, o->progress_ctx, &r->g[0],
                                                       err), rc, fail);
     } else {
-        if (t->layout_only) {   /* streamed: its host memory is the source */
-            double before = r->load_seconds;
-            AMP_CHECK_GOTO(load_nonzeros(o, r, err), rc, fail);
-            t0 += r->load_seconds - before;
-        }
+        /* Streamed: its host memory is the source. */
+        AMP_CHECK_GOTO(load_nonzeros(o, r, err), rc, fail);
         /* Resident parts go to their GPUs at once (a copy from pageable
          * memory is bound by one CPU thread); streamed ones one after the
          * other, since packing them takes every thread already. */
@@ -404,7 +408,7 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
             ordinals[k] = r->dev[k].ordinal;
         AMP_CHECK_GOTO(amp_comm_init_all(r->n, ordinals, r->comm, err), rc, fail);
     }
-    r->upload_seconds = amp_now() - t0;
+    r->upload_seconds = amp_now() - t0 - r->load_seconds;
     *out = r;
     return AMP_OK;
 fail:

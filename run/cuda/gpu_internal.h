@@ -122,7 +122,6 @@ extern "C" amp_status amp_gpu_upload(amp_gpu_uploader *u, void *dst, const void 
                                      size_t bytes, amp_error *err);
 extern "C" amp_status amp_gpu_upload_async(amp_gpu_uploader *u, int worker, void *dst,
                                            const void *src, size_t bytes, amp_error *err);
-extern "C" int amp_gpu_uploader_workers(const amp_gpu_uploader *u);
 extern "C" amp_status amp_gpu_uploader_wait(amp_gpu_uploader *u, amp_error *err);
 extern "C" void amp_gpu_uploader_free(amp_gpu_uploader *u);
 

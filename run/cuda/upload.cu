@@ -147,11 +147,6 @@ extern "C" amp_status amp_gpu_upload_async(amp_gpu_uploader *u, int worker, void
     return AMP_OK;
 }
 
-extern "C" int amp_gpu_uploader_workers(const amp_gpu_uploader *u)
-{
-    return u->nworkers;
-}
-
 extern "C" amp_status amp_gpu_uploader_wait(amp_gpu_uploader *u, amp_error *err)
 {
     CUDA_TRY(cudaSetDevice(u->device), err);

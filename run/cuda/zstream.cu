@@ -50,7 +50,6 @@ struct zcopy {
 
 struct gpu_zstream {
     int device;
-    const amp_file *f;
     size_t vsize;
     zcopy copies[AMP_MAX_MODES];
     int nworkers, nslots;
@@ -110,7 +109,6 @@ amp_status gpu_zstream_new(int device, const amp_file *f, const amp_tensor *t, i
     if (z == NULL)
         return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
     z->device = device;
-    z->f = f;
     z->vsize = amp_value_size(t->value_type);
     z->nworkers = std::max(1, std::min(threads, (int)ZSTREAM_WORKERS_MAX));
     z->nslots = z->nworkers + 2;
