@@ -73,8 +73,10 @@ static const char *label_for(char *buf, size_t n, const char *name, uint64_t chu
     return buf;
 }
 
-static void check_gpu_mttkrp(const char *name, const amp_tensor *t, const unsigned *ranks,
-                             int nranks, uint64_t chunk)
+/* want_gapless: 1 or 0 to also check the copies' gapless flags (resident
+ * only: a streamed copy is never gapless), -1 not to. */
+static void check_gpu_mttkrp_as(const char *name, const amp_tensor *t, const unsigned *ranks,
+                                int nranks, uint64_t chunk, int want_gapless)
 {
     amp_gpu_tensor *g = NULL;
     amp_error err = {0};
@@ -82,11 +84,43 @@ static void check_gpu_mttkrp(const char *name, const amp_tensor *t, const unsign
     label_for(label, sizeof label, name, chunk);
     if (!ok(amp_gpu_tensor_upload(0, t, chunk, &g, &err) == AMP_OK, "%s: uploads (%s)", label,
             amp_error_message(&err))) {
-        skip(2 * nranks, "no upload");
+        skip(2 * nranks + (want_gapless >= 0), "no upload");
         return;
+    }
+    if (want_gapless >= 0) {
+        unsigned as_wanted = 0;
+        for (unsigned m = 0; m < t->nmodes; m++)
+            as_wanted += amp_gpu_tensor_gapless(g, m) == (chunk ? 0 : want_gapless);
+        ok(as_wanted == t->nmodes, "%s: %u of %u copies %s", label, as_wanted, t->nmodes,
+           chunk || !want_gapless ? "zeroed before their MTTKRP"
+                                  : "gapless (written without zeroing)");
     }
     check_mttkrp_of(label, t, g, ranks, nranks);
     amp_gpu_tensor_free(g);
+}
+
+static void check_gpu_mttkrp(const char *name, const amp_tensor *t, const unsigned *ranks,
+                             int nranks, uint64_t chunk)
+{
+    check_gpu_mttkrp_as(name, t, ranks, nranks, chunk, -1);
+}
+
+/* Every row of every mode one past the last nonzero's: the copies have a
+ * gap, so M must be zeroed before their MTTKRP (check_mttkrp_of starts
+ * from NaN, so a row left unwritten fails). */
+#define GAP_RANKS 2
+#define GAP_CHECKS (4 + 2 * GAP_RANKS)
+static void check_with_gap(const char *name, amp_tensor *t)
+{
+    static const unsigned ranks[GAP_RANKS] = {7, 32};
+    char label[256];
+    snprintf(label, sizeof label, "%s with an empty last row", name);
+    check_gpu_mttkrp_as(name, t, ranks, 0, 0, 1);
+    for (unsigned m = 0; m < t->nmodes; m++)
+        t->rows[m]++, t->copies[m].row_count++;
+    check_gpu_mttkrp_as(label, t, ranks, GAP_RANKS, 0, 0);
+    for (unsigned m = 0; m < t->nmodes; m++)
+        t->rows[m]--, t->copies[m].row_count--;
 }
 
 /* Straight from the file (its layout only in host memory), on 3 threads
@@ -254,7 +288,7 @@ static void test_random(void)
         amp_file *f = NULL;
         if (!prepare_open(&x, "gpu.amp", 8, 997, &t, &f)) {
             skip(2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS +
-                     GROUP_CHECKS, "no file");
+                     GROUP_CHECKS + GAP_CHECKS, "no file");
             amp_coo_free(&x);
             continue;
         }
@@ -275,6 +309,7 @@ static void test_random(void)
         check_gpu_mttkrp(shapes[i].name, &t, stream_ranks, STREAM_RANKS, STREAM_CHUNK);
         check_gpu_als(shapes[i].name, &t, 7, STREAM_CHUNK);
         check_two_groups(shapes[i].name, &t);
+        check_with_gap(shapes[i].name, &t);
         amp_tensor_free(&t);
         amp_coo_free(&x);
     }
@@ -307,11 +342,11 @@ static void one_real(const char *path, const char *name, void *ctx)
     amp_tensor t;
     amp_file *f = NULL;
     if (!read_prepared(path, "real.amp", &x, &t, &f)) {
-        skip(1 + 2 * 3 + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS,
+        skip(2 + 2 * 3 + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS,
              "does not read or prepare");
         return;
     }
-    check_gpu_mttkrp(name, &t, ranks, 3, 0);
+    check_gpu_mttkrp_as(name, &t, ranks, 3, 0, 1);
     check_from_file(name, &t, f, 0);
     check_from_file(name, &t, f, 1);
     amp_file_close(f);
@@ -337,8 +372,8 @@ int main(void)
         plan_skip_all("no CUDA device");
     plan(2 + 2 * (count < 16 ? count : 16) + 3 +
          3 * (2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS +
-              GROUP_CHECKS) + ALS_CHECKS +
-         1 + for_each_shared_tensor(NULL, NULL) * (7 + 2 * ALS_CHECKS + STREAM_CHECKS +
+              GROUP_CHECKS + GAP_CHECKS) + ALS_CHECKS +
+         1 + for_each_shared_tensor(NULL, NULL) * (8 + 2 * ALS_CHECKS + STREAM_CHECKS +
                                                    2 * FROM_FILE_CHECKS));
     is_int(rc, AMP_OK, "device query succeeds");
     ok(count > 0, "%d device%s found", count, count == 1 ? "" : "s");

@@ -77,6 +77,9 @@ double amp_gpu_stream_bytes(const amp_gpu_tensor *g);
 size_t amp_gpu_ring_bytes(const amp_tensor *t, uint64_t chunk_nnz);
 void amp_gpu_tensor_free(amp_gpu_tensor *g);
 size_t amp_gpu_tensor_bytes(const amp_gpu_tensor *g);
+/* Whether mode d's copy is resident with a nonzero in every row of its
+ * range, so that its MTTKRP writes M without zeroing it first. */
+int amp_gpu_tensor_gapless(const amp_gpu_tensor *g, unsigned d);
 /* For the tests: `bytes` of a pattern copied to the device through the
  * page-locked staging that amp_gpu_tensor_upload uses, then back and
  * compared. */

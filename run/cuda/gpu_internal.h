@@ -62,6 +62,7 @@ struct gpu_copy {
     uint8_t shift[AMP_MAX_MODES], width[AMP_MAX_MODES];
     uint64_t row_begin, row_count;   /* the output rows its nonzeros fall in */
     uint64_t early_nnz;              /* the first group (see amp_copy) */
+    int gapless;   /* resident, and every row of its range holds a nonzero */
 };
 
 struct gpu_zstream;
