@@ -337,16 +337,15 @@ static void test_rank_deficient(void)
 static void one_real(const char *path, const char *name, void *ctx)
 {
     (void)ctx;
-    static const unsigned ranks[] = {7, 32, 33};
     amp_coo x;
     amp_tensor t;
     amp_file *f = NULL;
     if (!read_prepared(path, "real.amp", &x, &t, &f)) {
-        skip(2 + 2 * 3 + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS,
+        skip(2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS,
              "does not read or prepare");
         return;
     }
-    check_gpu_mttkrp_as(name, &t, ranks, 3, 0, 1);
+    check_gpu_mttkrp_as(name, &t, all_ranks, NRANKS, 0, 1);
     check_from_file(name, &t, f, 0);
     check_from_file(name, &t, f, 1);
     amp_file_close(f);
@@ -373,7 +372,7 @@ int main(void)
     plan(2 + 2 * (count < 16 ? count : 16) + 3 +
          3 * (2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS +
               GROUP_CHECKS + GAP_CHECKS) + ALS_CHECKS +
-         1 + for_each_shared_tensor(NULL, NULL) * (8 + 2 * ALS_CHECKS + STREAM_CHECKS +
+         1 + for_each_shared_tensor(NULL, NULL) * (2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS +
                                                    2 * FROM_FILE_CHECKS));
     is_int(rc, AMP_OK, "device query succeeds");
     ok(count > 0, "%d device%s found", count, count == 1 ? "" : "s");
