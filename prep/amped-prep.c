@@ -8,6 +8,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,6 +339,15 @@ int main(int argc, char **argv)
     amp_build_opts_init(&build);
     const char *amp_only = NULL;   /* an option that means something only for .amp output */
     int stats_only = 0, force = 0;
+#ifdef M_MMAP_THRESHOLD
+    /* Buffers of 128 KiB and more straight from mmap, so that a freed one
+     * goes back to the system at once. glibc otherwise raises the threshold
+     * as big blocks are freed and keeps them in its per-thread arenas: on 16
+     * threads that held 30-50 MiB of chunk buffers above the parse's peak
+     * (cpu20m: 895-913 MiB against 865 MiB with a fixed threshold, the same
+     * as on 2 threads; no measurable time). */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
 
     program_start = amp_now();
     argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
