@@ -111,11 +111,16 @@ static inline int read_prepared(const char *path, const char *amp_name, amp_coo 
     return 1;
 }
 
+/* Largest entry error over largest reference entry; NaN when any entry of
+ * a or b is NaN (a plain max would skip it: every comparison with NaN is
+ * false). */
 static inline double rel_diff(const double *a, const double *b, uint64_t n)
 {
     double diff = 0, scale = 0;
     for (uint64_t i = 0; i < n; i++) {
         double e = fabs(a[i] - b[i]);
+        if (isnan(e))
+            return NAN;
         diff = e > diff ? e : diff;
         scale = fabs(b[i]) > scale ? fabs(b[i]) : scale;
     }

@@ -315,6 +315,69 @@ static void test_random(void)
     }
 }
 
+/* The fused solve and column statistics against a plain f64 product on
+ * the host: random M and symmetric P, ranks 1 to 32, row counts that end
+ * mid-warp and mid-block, M in f64 and rounded to f32 (the reference
+ * rounds it the same way). Tolerance 1e-12 normwise (the same f64 sums,
+ * in another order). Rank 33 is refused. */
+#define SOLVE_CHECKS (2 * 2 * 5 * 4 + 1)
+static void test_solve_stats(void)
+{
+    static const unsigned ranks[] = {1, 7, 16, 31, 32};
+    static const uint64_t row_counts[] = {1, 37, 5003, 200001};
+    for (size_t ri = 0; ri < sizeof ranks / sizeof *ranks; ri++)
+        for (size_t ni = 0; ni < sizeof row_counts / sizeof *row_counts; ni++)
+            for (int f32 = 0; f32 < 2; f32++) {
+                const unsigned R = ranks[ri];
+                const uint64_t rows = row_counts[ni];
+                double *M = random_matrix(rows, R, 77 + R + rows);
+                double *P = random_matrix(R, R, 5 + R);
+                for (unsigned i = 0; i < R; i++)   /* symmetric, as V^-1 is */
+                    for (unsigned j = 0; j < i; j++)
+                        P[j * R + i] = P[i * R + j];
+                if (f32)
+                    for (uint64_t k = 0; k < rows * R; k++)
+                        M[k] = (float)M[k];
+                double *A = malloc(rows * R * sizeof *A), *ref = calloc(rows * R, sizeof *ref);
+                double stats[96], want[96] = {0};
+                for (uint64_t i = 0; i < rows; i++)
+                    for (unsigned j = 0; j < R; j++) {
+                        double a = 0;
+                        for (unsigned k = 0; k < R; k++)
+                            a += M[i * R + k] * P[k * R + j];
+                        ref[i * R + j] = a;
+                        want[j] += a * a;
+                        want[R + j] += a * M[i * R + j];
+                        want[2 * R + j] = fmax(want[2 * R + j], fabs(a));
+                    }
+                amp_error err = {0};
+                int up = amp_gpu_solve_stats_host(0, M, f32, P, rows, R, A, stats, &err) ==
+                         AMP_OK;
+                if (!up)
+                    diag("%s", amp_error_message(&err));
+                double e = up ? rel_diff(A, ref, rows * R) : NAN;
+                ok(up && e <= 1e-12, "fused solve, rank %u, %" PRIu64 " rows, M %s: A (%.2e)", R,
+                   rows, f32 ? "f32" : "f64", e);
+                double es = 0;
+                for (int part = 0; part < 3 && up; part++) {
+                    double d = rel_diff(stats + part * R, want + part * R, R);
+                    es = d > es || isnan(d) ? d : es;
+                }
+                ok(up && es <= 1e-12, "fused solve, rank %u, %" PRIu64 " rows, M %s: column "
+                   "sums of squares, of a .* m, max |a| (%.2e)", R, rows, f32 ? "f32" : "f64",
+                   up ? es : NAN);
+                free(M);
+                free(P);
+                free(A);
+                free(ref);
+            }
+    double one = 1, a, st[3];
+    amp_error err = {0};
+    double big[33 * 33] = {0};
+    ok(amp_gpu_solve_stats_host(0, &one, 0, big, 1, 33, &a, st, &err) == AMP_ERR_USAGE,
+       "fused solve refuses rank 33");
+}
+
 /* A rank above a mode's dimension on a 2-mode tensor: the other mode's
  * Gram matrix is singular, so both backends take the pseudo-inverse, and
  * must still reach the same fit. */
@@ -369,7 +432,7 @@ int main(void)
     amp_status rc = amp_cuda_list_devices(dev, 16, &count, &err);
     if (rc == AMP_ERR_NO_DEVICE)
         plan_skip_all("no CUDA device");
-    plan(2 + 2 * (count < 16 ? count : 16) + 3 +
+    plan(2 + 2 * (count < 16 ? count : 16) + 3 + SOLVE_CHECKS +
          3 * (2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS +
               GROUP_CHECKS + GAP_CHECKS) + ALS_CHECKS +
          1 + for_each_shared_tensor(NULL, NULL) * (2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS +
@@ -394,6 +457,7 @@ int main(void)
                 "%zu bytes through the staged upload arrive intact", upload_sizes[i]))
             diag("%s", amp_error_message(&e));
     }
+    test_solve_stats();
     test_random();
     test_rank_deficient();
     for_each_shared_tensor(one_real, NULL);

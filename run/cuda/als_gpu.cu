@@ -9,6 +9,7 @@
  *       pseudo-inverse from syevd (eigenvalues under R eps max|w| dropped)
  *   A_d = M P                              cublasDgemm
  *   column sums of squares, of A .* M, max |A|; summed (max) across GPUs
+ *     (rank <= 32: A_d and the column sums in one pass, als_solve.cu)
  *   lambda; A_d scaled by 1/lambda (and its f32 shadow written)
  *   G_d = A_d^T A_d                        batched cublasDgemm, row chunks,
  *                                          summed across GPUs
@@ -431,6 +432,10 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
         F[m] = w->f32 ? (void *)w->A32[m] : (void *)w->A[m];
     void *Mk = w->f32 ? (void *)w->M32 : (void *)w->M;
     const unsigned prev = (d + w->N - 1) % w->N;
+    /* Ranks up to 32 solve and take the column statistics in one pass,
+     * from the f32 M as it is (als_solve.cu). */
+    const int fused = R <= AMP_GPU_SOLVE_MAX_RANK;
+    const void *Mk_own = w->f32 ? (const void *)(w->M32 + rb * R) : (const void *)Mown;
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_START], w->s), err, rc, done);
     if (w->nranks > 1 && !w->overlap)   /* every nonzero may need the rows in transit */
         CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err, rc, done);
@@ -450,7 +455,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
                                                w->reduce_block[d] * R, w->f32, w->s, err),
                        rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_REDUCE], w->s), err, rc, done);
-    if (w->f32 && nown > 0)
+    if (w->f32 && nown > 0 && !fused)
         CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32 + rb * R, Mown, nown * R, w->s), err, rc, done);
 
     CUDA_TRY_GOTO(amp_gpu_hadamard(&gs, d, R, w->V, w->s), err, rc, done);
@@ -459,14 +464,20 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     AMP_CHECK_GOTO(invert(w, d, &pinv, err), rc, done);
     if (pinv)
         *pinv_used = 1;
-    /* Row-major A = M P is, column-major, A^T = P M^T (P symmetric). */
-    if (nown > 0)
-        CUBLAS_TRY_GOTO(cublasDgemm_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, R, (int64_t)nown, R,
-                                       &one, w->P, R, Mown, R, &zero, Aown, R), err, rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
-
-    CUDA_TRY_GOTO(amp_gpu_column_stats(Aown, Mown, nown, R, blocks, w->partial, w->s), err, rc,
-                  done);
+    if (fused) {
+        CUDA_TRY_GOTO(amp_gpu_solve_stats(Mk_own, w->f32, w->P, nown, R, blocks, Aown,
+                                          w->partial, w->s), err, rc, done);
+        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
+    } else {
+        /* Row-major A = M P is, column-major, A^T = P M^T (P symmetric). */
+        if (nown > 0)
+            CUBLAS_TRY_GOTO(cublasDgemm_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, R, (int64_t)nown,
+                                           R, &one, w->P, R, Mown, R, &zero, Aown, R), err, rc,
+                            done);
+        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
+        CUDA_TRY_GOTO(amp_gpu_column_stats(Aown, Mown, nown, R, blocks, w->partial, w->s), err,
+                      rc, done);
+    }
     CUDA_TRY_GOTO(amp_gpu_column_totals(w->partial, blocks, R, w->totals, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_STATS], w->s), err, rc, done);
     AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->totals, 2 * R, 0, w->s, err), rc, done);

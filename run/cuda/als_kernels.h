@@ -29,6 +29,15 @@ cudaError_t amp_gpu_column_stats(const double *A, const double *M, uint64_t rows
  * theirs with one all-reduce and take the max with another). */
 cudaError_t amp_gpu_column_totals(const double *partial, unsigned blocks, unsigned R,
                                   double *totals, cudaStream_t s);
+/* The largest rank amp_gpu_solve_stats takes. */
+#define AMP_GPU_SOLVE_MAX_RANK 32
+/* A = M P (rows x R, row-major; P R x R symmetric) and the partials of
+ * amp_gpu_column_stats for A and M, in one pass (als_solve.cu); M is f32
+ * when m_f32 is set. R 1 to AMP_GPU_SOLVE_MAX_RANK, else
+ * cudaErrorInvalidValue. */
+cudaError_t amp_gpu_solve_stats(const void *M, int m_f32, const double *P, uint64_t rows,
+                                unsigned R, unsigned blocks, double *A, double *partial,
+                                cudaStream_t s);
 /* lambda (2-norm when first, else max-norm, at least 1), 1/lambda and the
  * column sums of a .* m, from the totals. */
 cudaError_t amp_gpu_lambda(const double *totals, unsigned R, int first, double *lambda,
