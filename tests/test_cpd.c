@@ -81,7 +81,7 @@ static void check_mttkrp(const char *name, const amp_coo *x, const amp_tensor *t
         amp_error err = {0};
         amp_mttkrp_reference(t, (d + 1) % t->nmodes, d, (const double *const *)A, R, M, &err);
         double e = rel_diff(M, ref, t->rows[d] * R);
-        worst_ref = e > worst_ref ? e : worst_ref;
+        worst_ref = e > worst_ref || isnan(e) ? e : worst_ref;
         for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
             amp_mttkrp_ws *ws;
             if (amp_mttkrp_ws_new(threads[i], R, &ws, &err) != AMP_OK)

@@ -251,10 +251,15 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&w->xs, cudaStreamNonBlocking), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreate(&w->fit0), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreate(&w->fit1), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->M, (size_t)m_rows * R * sizeof(double) + 8), err,
-                  rc, fail);
-    /* Rows past the tensor's (padding of the reduce-scatter) stay zero. */
-    CUDA_TRY_GOTO(cudaMemset(w->M, 0, (size_t)m_rows * R * sizeof(double)), err, rc, fail);
+    /* The f64 M: the MTTKRP's output in f64, and in f32 the solve's
+     * input where the fused solve does not take the f32 M as it is. */
+    if (!w->f32 || R > AMP_GPU_SOLVE_MAX_RANK) {
+        CUDA_TRY_GOTO(cudaMalloc((void **)&w->M, (size_t)m_rows * R * sizeof(double) + 8),
+                      err, rc, fail);
+        /* Rows past the tensor's (padding of the reduce-scatter) stay zero. */
+        CUDA_TRY_GOTO(cudaMemset(w->M, 0, (size_t)m_rows * R * sizeof(double)), err, rc,
+                      fail);
+    }
     if (w->f32) {
         CUDA_TRY_GOTO(cudaMalloc((void **)&w->M32, (size_t)m_rows * R * sizeof(float) + 8),
                       err, rc, fail);
@@ -425,7 +430,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     cudaEvent_t *ev = w->ev[d];
     const amp_gram_set gs = gram_set(w);
     const unsigned blocks = amp_gpu_stats_blocks(nown, g->sm_count);
-    double *Mown = w->M + rb * R, *Aown = w->A[d] + rb * R;
+    double *Mown = w->M ? w->M + rb * R : NULL, *Aown = w->A[d] + rb * R;
     int pinv = 0;
     void *F[AMP_MAX_MODES];
     for (unsigned m = 0; m < w->N; m++)
@@ -764,6 +769,9 @@ extern "C" size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32,
                                    uint64_t chunk_nnz)
 {
     size_t vsize = amp_value_size(t->value_type), bytes = 0, per = f32 ? 12 : 8;
+    /* M: f64, f32, or both when the f32 MTTKRP's output is converted for
+     * cuBLAS (above the fused solve's ranks). */
+    const size_t per_m = !f32 ? 8 : rank > AMP_GPU_SOLVE_MAX_RANK ? 12 : 4;
     uint64_t max_rows = 0;
     for (unsigned m = 0; m < t->nmodes; m++) {
         const amp_copy *c = &t->copies[m];
@@ -778,7 +786,7 @@ extern "C" size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32,
             bytes += (size_t)(t->rows[m] + 1) * 16;
     if (chunk_nnz > 0)
         bytes += amp_gpu_ring_bytes(t, chunk_nnz);
-    bytes += (size_t)max_rows * rank * per;
+    bytes += (size_t)max_rows * rank * per_m;
     /* R x R scratch, Gram partials, column partials, and a reserve for
      * the work spaces cuBLAS and cuSOLVER allocate themselves. */
     bytes += (size_t)rank * rank * 8 * 80 + ((size_t)1 << 26);

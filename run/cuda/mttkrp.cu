@@ -1051,7 +1051,9 @@ static amp_status run_range(const amp_gpu_tensor *g, const gpu_copy *c, mttkrp_a
         a.vals = c->vals ? (const char *)c->vals + begin * vsize : NULL;
         a.offset = begin;
         a.nnz = end - begin;
-        if (zero_row_words) {   /* the whole gapless copy, M not zeroed */
+        /* The whole gapless copy, M not zeroed: begin is 0 (writes_all
+         * asks early_nnz == nnz), so positions need no offset here. */
+        if (zero_row_words) {
             const int grid = team_grid(a.nnz, g->sm_count, per_sm, lanes);
             const uint64_t nteams = (uint64_t)grid * 256 / lanes;
             zero_team_rows<<<(unsigned)std::min<uint64_t>((nteams + 7) / 8, 65535), 256, 0, s>>>(
