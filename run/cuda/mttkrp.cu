@@ -9,7 +9,8 @@
  * registers while the output index repeats and written once when it
  * changes: rows strictly inside the warp's range are the warp's alone and
  * are stored; its first and last rows may be shared with neighbouring
- * warps and are added atomically into the zeroed output. Hot rows of
+ * warps and are added atomically, into rows zeroed first (zero_team_rows;
+ * the whole range by a memset when a copy has an empty row). Hot rows of
  * power-law data therefore cost one store per warp, never an atomic per
  * nonzero.
  *
