@@ -27,6 +27,7 @@
 #include <algorithm>
 
 #include "amp_cuda.h"
+#include "blco_decode.cuh"
 #include "gpu_internal.h"
 
 /* What one launch needs, passed by value (kernel parameter space). */
@@ -52,19 +53,6 @@ struct mttkrp_args {
     const void *F[AMP_MAX_MODES];
     void *M;
 };
-
-__device__ __forceinline__ uint64_t field(uint64_t key, uint64_t w, unsigned shift, unsigned width)
-{
-    if (width == 0)
-        return 0;
-    uint64_t mask = width >= 64 ? ~0ull : (1ull << width) - 1;
-    if (shift >= 64)
-        return (key >> (shift - 64)) & mask;
-    uint64_t v = w >> shift;
-    if (shift > 0 && shift + width > 64)
-        v |= key << (64 - shift);
-    return v & mask;
-}
 
 /* Nonzero k's value: from the values array, or from the packed word of
  * the stream layout, divided in the values' own type as the host checked. */
@@ -105,33 +93,9 @@ __device__ __forceinline__ void flush(real *M, unsigned R, uint64_t row, const r
     }
 }
 
-/* The block holding nonzero k: binary search over the block starts. */
-__device__ __forceinline__ uint32_t block_of(const uint64_t *block_start, uint32_t nblocks,
-                                             uint64_t k)
-{
-    uint32_t b0 = 0, b1 = nblocks;
-    while (b1 - b0 > 1) {
-        uint32_t mid = b0 + (b1 - b0) / 2;
-        if (block_start[mid] <= k)
-            b0 = mid;
-        else
-            b1 = mid;
-    }
-    return b0;
-}
-
 __device__ __forceinline__ uint32_t block_of(const mttkrp_args &a, uint64_t k)
 {
     return block_of(a.block_start, a.nblocks, k);
-}
-
-/* The output row of resident nonzero k. */
-__device__ __forceinline__ uint64_t row_at(const uint64_t *words, const uint64_t *block_start,
-                                           const uint64_t *block_key, uint32_t nblocks,
-                                           unsigned shift, unsigned width, uint64_t k)
-{
-    uint64_t key = block_key[nblocks > 1 ? block_of(block_start, nblocks, k) : 0];
-    return field(key, words[k], shift, width);
 }
 
 /* Adds the product rows of nonzero u of a group into the running row sum:
@@ -463,34 +427,6 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
     flush<real, RPL>(M, R, cur, acc, 1, lane);
 }
 
-/* Whether a resident copy's rows run without a gap: nonzero 0 in row
- * first, each next nonzero in the same row or the one after, the last in
- * row last. Then the MTTKRP writes every row of [first, last] and M needs
- * no zeroing before it (about 0.8 GB of stores a round on rd100m in f32,
- * 3% of its MTTKRP): only the rows a team shares with its neighbours
- * take atomic adds, and zero_team_rows clears those. The format promises
- * it (every row nonempty: amped(5)); a file that breaks the promise gets
- * the memset. */
-__global__ void rows_gapless(const uint64_t *words, const uint64_t *block_start,
-                             const uint64_t *block_key, uint32_t nblocks, uint64_t nnz,
-                             unsigned shift, unsigned width, uint64_t first, uint64_t last,
-                             unsigned *gaps)
-{
-    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < nnz; k += stride) {
-        uint64_t r = row_at(words, block_start, block_key, nblocks, shift, width, k);
-        bool gap = k == 0 && r != first;
-        if (k + 1 < nnz) {
-            uint64_t next = row_at(words, block_start, block_key, nblocks, shift, width, k + 1);
-            gap |= next != r && next != r + 1;
-        } else {
-            gap |= r != last;
-        }
-        if (gap)
-            atomicOr(gaps, 1u);
-    }
-}
-
 /* Before a launch of nteams teams over nnz gapless nonzeros: zeroes the
  * rows of each team's first and last nonzero, the only rows it adds
  * atomically (one warp a team; a row is row_words 4-byte words). */
@@ -638,352 +574,6 @@ static mttkrp_fn pick_kernel(int f32, int vals_f32, unsigned R, unsigned nother,
                     : pick_rpl<double, double>(R, nother, narrow);
 }
 
-static void gpu_copy_free(gpu_copy *c)
-{
-    if (c->host_words == NULL) {
-        cudaFree(c->words);
-        cudaFree(c->vals);
-    }
-    if (c->packed)
-        amp_stream_copy_free(&c->stream);
-    cudaFree(c->block_start);
-    cudaFree(c->block_key);
-    memset(c, 0, sizeof *c);
-}
-
-extern "C" void amp_gpu_tensor_free(amp_gpu_tensor *g)
-{
-    if (g == NULL)
-        return;
-    cudaSetDevice(g->device);
-    if (g->copy_stream)
-        cudaStreamSynchronize(g->copy_stream);
-    gpu_zstream_free(g->zstream);
-    g->zstream = NULL;
-    for (unsigned k = 0; k < g->nregistered; k++)
-        cudaHostUnregister(g->registered[k]);
-    g->nregistered = 0;
-    for (unsigned m = 0; m < g->nmodes; m++)
-        gpu_copy_free(&g->copies[m]);
-    for (int b = 0; b < AMP_GPU_RING; b++) {
-        cudaFree(g->ring_words[b]);
-        cudaFree(g->ring_vals[b]);
-        if (g->copied[b])
-            cudaEventDestroy(g->copied[b]);
-        if (g->consumed[b])
-            cudaEventDestroy(g->consumed[b]);
-    }
-    if (g->copy_stream)
-        cudaStreamDestroy(g->copy_stream);
-    for (unsigned k = 0; k < g->nregistered; k++)
-        cudaHostUnregister(g->registered[k]);
-    free(g);
-}
-
-/* Page-lock a host range for asynchronous copies at the link's speed
- * (pageable memory copies at about 8 GB/s, pinned at about 55). */
-static amp_status pin(amp_gpu_tensor *g, const void *p, size_t bytes, amp_error *err)
-{
-    if (bytes == 0)
-        return AMP_OK;
-    CUDA_TRY(cudaHostRegister((void *)p, bytes, cudaHostRegisterDefault), err);
-    g->registered[g->nregistered++] = (void *)p;
-    return AMP_OK;
-}
-
-extern "C" size_t amp_gpu_ring_bytes(const amp_tensor *t, uint64_t chunk_nnz)
-{
-    return (size_t)AMP_GPU_RING * (size_t)chunk_nnz * (8 + amp_value_size(t->value_type));
-}
-
-/* Where a resident tensor's nonzeros come from when t holds none: the
- * file, read by `threads` threads that each stage their own chunks. */
-struct file_source {
-    const amp_file *f;
-    int threads;
-    amp_load_progress_fn progress;
-    void *progress_ctx;
-    int compressed;   /* streamed from its compressed chunks, not resident */
-};
-
-struct file_sink {
-    amp_gpu_tensor *g;
-    amp_gpu_uploader *up;
-    size_t vsize;
-};
-
-static amp_status to_device(void *ctx, int thread, const amp_chunk_data *c, amp_error *err)
-{
-    const file_sink *k = (const file_sink *)ctx;
-    gpu_copy *d = &k->g->copies[c->mode];
-    AMP_CHECK(amp_gpu_upload_async(k->up, thread, d->words + c->at, c->words,
-                                   (size_t)c->count * 8, err));
-    return amp_gpu_upload_async(k->up, thread, (char *)d->vals + c->at * k->vsize, c->vals,
-                                (size_t)c->count * k->vsize, err);
-}
-
-/* Sets each resident copy's gapless flag (rows_gapless): one read of its
- * words, once, at load. */
-static amp_status find_gapless(amp_gpu_tensor *g, amp_error *err)
-{
-    amp_status rc = AMP_OK;
-    unsigned *gaps = NULL, host[AMP_MAX_MODES];
-    CUDA_TRY(cudaMalloc((void **)&gaps, sizeof host), err);
-    CUDA_TRY_GOTO(cudaMemset(gaps, 0, sizeof host), err, rc, done);
-    for (unsigned m = 0; m < g->nmodes; m++) {
-        const gpu_copy *c = &g->copies[m];
-        if (c->nnz == 0)
-            continue;
-        rows_gapless<<<(unsigned)std::min<uint64_t>((c->nnz + 255) / 256, 8u * g->sm_count),
-                       256>>>(c->words, c->block_start, c->block_key, c->nblocks, c->nnz,
-                              c->shift[m], c->width[m], c->row_begin,
-                              c->row_begin + c->row_count - 1, gaps + m);
-        CUDA_TRY_GOTO(cudaGetLastError(), err, rc, done);
-    }
-    CUDA_TRY_GOTO(cudaMemcpy(host, gaps, sizeof host, cudaMemcpyDeviceToHost), err, rc, done);
-    for (unsigned m = 0; m < g->nmodes; m++)
-        g->copies[m].gapless = g->copies[m].nnz > 0 && host[m] == 0;
-done:
-    cudaFree(gaps);
-    return rc;
-}
-
-static amp_status tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
-                                const file_source *src, amp_gpu_tensor **out, amp_error *err)
-{
-    amp_status rc = AMP_OK;
-    amp_gpu_uploader *up = NULL;
-    amp_gpu_tensor *g = (amp_gpu_tensor *)calloc(1, sizeof *g);
-    if (g == NULL)
-        return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
-    g->device = device;
-    g->nmodes = t->nmodes;
-    g->vals_f32 = t->value_type == AMP_VALUES_F32;
-    g->narrow_rows = 1;
-    g->streamed = chunk_nnz > 0;
-    g->chunk_nnz = chunk_nnz;
-    for (unsigned m = 0; m < t->nmodes; m++)
-        if (t->rows[m] >= UINT32_MAX)
-            g->narrow_rows = 0;
-    size_t vsize = amp_value_size(t->value_type);
-    CUDA_TRY_GOTO(cudaSetDevice(device), err, rc, fail);
-    CUDA_TRY_GOTO(cudaDeviceGetAttribute(&g->sm_count, cudaDevAttrMultiProcessorCount, device),
-                  err, rc, fail);
-    /* Staging for the resident copies (a streamed tensor uploads only its
-     * block tables); without page-locked memory to be had, plain copies,
-     * and the failed call's error is not left for the next check to find. */
-    if (src != NULL && !src->compressed)   /* no fallback: every reader needs its buffers */
-        AMP_CHECK_GOTO(amp_gpu_uploader_new(device, src->threads, &up, err), rc, fail);
-    else if (!g->streamed && amp_gpu_uploader_new(device, 0, &up, err) != AMP_OK) {
-        up = NULL;
-        amp_error_clear(err);
-        (void)cudaGetLastError();
-    }
-    for (unsigned m = 0; m < t->nmodes; m++) {
-        const amp_copy *c = &t->copies[m];
-        gpu_copy *d = &g->copies[m];
-        g->rows[m] = t->rows[m];
-        d->nnz = c->nnz;
-        d->nblocks = (uint32_t)c->nblocks;
-        d->row_begin = c->row_begin;
-        d->row_count = c->row_count;
-        d->early_nnz = c->early_nnz;
-        for (unsigned k = 0; k < t->nmodes; k++) {
-            d->shift[k] = c->layout.shift[k];
-            d->width[k] = c->layout.width[k];
-        }
-        /* Streamed, a copy goes as one word per nonzero when its values
-         * allow (stream_pack.c); its row runs become the block keys. */
-        const uint64_t *bstart = c->block_start, *bkey = c->block_key;
-        size_t nblocks = c->nblocks;
-        if (g->streamed && src == NULL) {
-            int packed = 0;
-            AMP_CHECK_GOTO(amp_stream_pack(t, m, 0, &d->stream, &packed, err), rc, fail);
-            /* Runs are indexed in 32 bits by the kernels; a copy with more
-             * (hypersparse outputs, 2^32 rows or more) streams as stored. */
-            if (packed && d->stream.nruns >= UINT32_MAX) {
-                amp_stream_copy_free(&d->stream);
-                packed = 0;
-            }
-            if (packed) {
-                d->packed = 1;
-                bstart = d->stream.run_start;
-                bkey = d->stream.run_row;
-                nblocks = d->stream.nruns;
-                d->nblocks = (uint32_t)nblocks;
-                for (unsigned k = 0; k < t->nmodes; k++) {
-                    d->shift[k] = d->stream.shift[k];
-                    d->width[k] = d->stream.width[k];
-                }
-            }
-        }
-        if (nblocks >= UINT32_MAX)
-            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "mode %u has %zu blocks of one "
-                           "key, more than the GPU kernels index", m + 1, nblocks);
-        CUDA_TRY_GOTO(cudaMalloc((void **)&d->block_start, (nblocks + 1) * 8), err, rc, fail);
-        CUDA_TRY_GOTO(cudaMalloc((void **)&d->block_key, nblocks * 8 + 8), err, rc, fail);
-        AMP_CHECK_GOTO(amp_gpu_upload(up, d->block_start, bstart, (nblocks + 1) * 8, err), rc,
-                       fail);
-        AMP_CHECK_GOTO(amp_gpu_upload(up, d->block_key, bkey, nblocks * 8, err), rc, fail);
-        g->bytes += (nblocks * 2 + 1) * 8;
-        if (g->streamed && src != NULL) {   /* compressed chunks, decoded as it streams */
-            g->stream_bytes += (double)c->nnz * (8 + vsize);
-            continue;
-        }
-        if (g->streamed && d->packed) {
-            d->host_words = d->stream.words;
-            AMP_CHECK_GOTO(pin(g, d->stream.words, (size_t)c->nnz * 8, err), rc, fail);
-            g->stream_bytes += (double)c->nnz * 8;
-            continue;
-        }
-        if (g->streamed) {
-            d->host_words = c->words;
-            d->host_vals = c->vals;
-            AMP_CHECK_GOTO(pin(g, c->words, (size_t)c->nnz * 8, err), rc, fail);
-            AMP_CHECK_GOTO(pin(g, c->vals, (size_t)c->nnz * vsize, err), rc, fail);
-            g->stream_bytes += (double)c->nnz * (8 + vsize);
-            continue;
-        }
-        size_t nw = (size_t)c->nnz * 8 + 8, nv = (size_t)c->nnz * vsize + 8;
-        CUDA_TRY_GOTO(cudaMalloc((void **)&d->words, nw), err, rc, fail);
-        CUDA_TRY_GOTO(cudaMalloc(&d->vals, nv), err, rc, fail);
-        g->bytes += nw + nv;
-        if (src != NULL)
-            continue;
-        AMP_CHECK_GOTO(amp_gpu_upload(up, d->words, c->words, (size_t)c->nnz * 8, err), rc,
-                       fail);
-        AMP_CHECK_GOTO(amp_gpu_upload(up, d->vals, c->vals, (size_t)c->nnz * vsize, err), rc,
-                       fail);
-    }
-    if (src != NULL && !src->compressed) {
-        file_sink sink = {g, up, vsize};
-        AMP_CHECK_GOTO(amp_tensor_read_chunks(src->f, t, src->threads, 0, to_device, &sink,
-                                              src->progress, src->progress_ctx, err),
-                       rc, fail);
-        AMP_CHECK_GOTO(amp_gpu_uploader_wait(up, err), rc, fail);
-    }
-    if (g->streamed) {
-        int any_plain = 0;
-        for (unsigned m = 0; m < t->nmodes; m++)
-            any_plain |= !g->copies[m].packed;
-        CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&g->copy_stream, cudaStreamNonBlocking), err, rc,
-                      fail);
-        for (int b = 0; b < AMP_GPU_RING; b++) {
-            CUDA_TRY_GOTO(cudaMalloc((void **)&g->ring_words[b], chunk_nnz * 8 + 8), err, rc,
-                          fail);
-            if (any_plain)   /* packed copies carry their values in the words */
-                CUDA_TRY_GOTO(cudaMalloc(&g->ring_vals[b], chunk_nnz * vsize + 8), err, rc,
-                              fail);
-            CUDA_TRY_GOTO(cudaEventCreateWithFlags(&g->copied[b], cudaEventDisableTiming), err,
-                          rc, fail);
-            CUDA_TRY_GOTO(cudaEventCreateWithFlags(&g->consumed[b], cudaEventDisableTiming), err,
-                          rc, fail);
-        }
-        g->bytes += (size_t)AMP_GPU_RING * chunk_nnz * (any_plain ? 8 + vsize : 8);
-        if (src != NULL)
-            AMP_CHECK_GOTO(gpu_zstream_new(device, src->f, t, src->threads, src->progress,
-                                           src->progress_ctx, &g->zstream, err), rc, fail);
-    }
-    /* The copies above are from pageable memory: make them complete
-     * before kernels on any (non-blocking) stream read the tensor. */
-    CUDA_TRY_GOTO(cudaDeviceSynchronize(), err, rc, fail);
-    if (!g->streamed)
-        AMP_CHECK_GOTO(find_gapless(g, err), rc, fail);
-    amp_gpu_uploader_free(up);
-    *out = g;
-    return AMP_OK;
-fail:
-    amp_gpu_uploader_free(up);
-    amp_gpu_tensor_free(g);
-    return rc;
-}
-
-extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
-                                            amp_gpu_tensor **out, amp_error *err)
-{
-    if (t->layout_only)
-        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "a tensor without "
-                             "its nonzeros to upload");
-    return tensor_upload(device, t, chunk_nnz, NULL, out, err);
-}
-
-
-extern "C" uint64_t amp_gpu_file_chunk_nnz(const amp_file *f)
-{
-    uint64_t most = 1;
-    const amp_meta *m = amp_file_meta(f);
-    for (unsigned d = 0; d < m->nmodes; d++) {
-        const amp_mode_layout *l = amp_file_mode(f, d);
-        for (uint32_t s = 0; s < l->nshards; s++)
-            for (uint32_t q = 0; q < l->shards[s].nchunks; q++)
-                most = std::max<uint64_t>(most, amp_file_chunk(f, d, s, q)->count);
-    }
-    return most;
-}
-
-/* From the file: resident, or streamed from its compressed chunks. At
- * most 64 reading threads: each page-locks its staging (4 MiB resident, a
- * slot of the largest chunk compressed), and 64 feed the link many times
- * over. */
-static amp_status upload_from_file(int device, const amp_file *f, const amp_tensor *t,
-                                   int threads, amp_load_progress_fn progress,
-                                   void *progress_ctx, int compressed, amp_gpu_tensor **out,
-                                   amp_error *err)
-{
-    if (threads < 1)
-        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "%d threads", threads);
-    file_source src = {f, std::min(threads, 64), progress, progress_ctx, compressed};
-    return tensor_upload(device, t, compressed ? amp_gpu_file_chunk_nnz(f) : 0, &src, out, err);
-}
-
-extern "C" amp_status amp_gpu_tensor_upload_file(int device, const amp_file *f,
-                                                 const amp_tensor *t, int threads,
-                                                 amp_load_progress_fn progress,
-                                                 void *progress_ctx, amp_gpu_tensor **out,
-                                                 amp_error *err)
-{
-    return upload_from_file(device, f, t, threads, progress, progress_ctx, 0, out, err);
-}
-
-extern "C" amp_status amp_gpu_tensor_upload_compressed(int device, const amp_file *f,
-                                                       const amp_tensor *t, int threads,
-                                                       amp_load_progress_fn progress,
-                                                       void *progress_ctx, amp_gpu_tensor **out,
-                                                       amp_error *err)
-{
-    return upload_from_file(device, f, t, threads, progress, progress_ctx, 1, out, err);
-}
-
-extern "C" int amp_gpu_tensor_compressed(const amp_gpu_tensor *g)
-{
-    return g->zstream != NULL;
-}
-
-extern "C" size_t amp_gpu_tensor_host_bytes(const amp_gpu_tensor *g)
-{
-    return g->zstream ? gpu_zstream_host_bytes(g->zstream) : 0;
-}
-
-extern "C" int amp_gpu_tensor_streamed(const amp_gpu_tensor *g)
-{
-    return g->streamed;
-}
-
-extern "C" double amp_gpu_stream_bytes(const amp_gpu_tensor *g)
-{
-    return g->stream_bytes;
-}
-
-extern "C" size_t amp_gpu_tensor_bytes(const amp_gpu_tensor *g)
-{
-    return g->bytes;
-}
-
-extern "C" int amp_gpu_tensor_gapless(const amp_gpu_tensor *g, unsigned d)
-{
-    return d < g->nmodes && g->copies[d].gapless;
-}
-
 /* A persistent grid over a.nnz nonzeros: as many blocks as fit on the
  * device at once, but never fewer than ~64 nonzeros a team (each pays for
  * two shared rows). */
@@ -1121,9 +711,9 @@ extern "C" amp_status amp_gpu_mttkrp_group(const amp_gpu_tensor *g, unsigned d, 
     }
     size_t real_size = f32 ? 4 : 8;
     /* A resident gapless copy in one group writes every row of its range
-     * (rows_gapless); else the range is zeroed first: only the rows this
-     * copy's nonzeros fall in, as a GPU's part of a multi-GPU run owns a
-     * range, and the rest of M is not its to touch. */
+     * (rows_gapless, gpu_tensor.cu); else the range is zeroed first: only
+     * the rows this copy's nonzeros fall in, as a GPU's part of a
+     * multi-GPU run owns a range, and the rest of M is not its to touch. */
     const int writes_all = c->gapless && c->early_nnz == c->nnz && group != AMP_GPU_LATE;
     if (group != AMP_GPU_LATE && !writes_all)
         CUDA_TRY(cudaMemsetAsync((char *)M + (size_t)c->row_begin * R * real_size, 0,
