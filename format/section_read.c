@@ -200,7 +200,7 @@ static int chunk_clean(const amp_meta *m, const amp_mode_layout *l, const amp_sh
         }
         if (sh_i + w_i > 64 || w_i >= 64)
             return 0;
-        uint64_t mk = w_i >= 64 ? UINT64_MAX : (UINT64_C(1) << w_i) - 1;
+        uint64_t mk = (UINT64_C(1) << w_i) - 1;
         if (i == out) {   /* ascending from the shard's first row: bounded below */
             out_in_word = 1;
             out_shift = sh_i;

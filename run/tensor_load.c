@@ -22,15 +22,25 @@ typedef struct load_job {
     uint64_t at;      /* position of the chunk's first nonzero in its copy */
 } load_job;
 
-void amp_tensor_free(amp_tensor *t)
+/* Every copy's words and values freed, and t back to its layout alone. */
+static void free_nonzeros(amp_tensor *t)
 {
     size_t vsize = amp_value_size(t->value_type);
     for (unsigned d = 0; d < t->nmodes; d++) {
         amp_copy *c = &t->copies[d];
-        if (c->words)
-            amp_huge_free(c->words, (size_t)c->nnz * 8);
-        if (c->vals)
-            amp_huge_free(c->vals, (size_t)c->nnz * vsize);
+        amp_huge_free(c->words, (size_t)c->nnz * 8);
+        amp_huge_free(c->vals, (size_t)c->nnz * vsize);
+        c->words = NULL;
+        c->vals = NULL;
+    }
+    t->bytes = 0;
+}
+
+void amp_tensor_free(amp_tensor *t)
+{
+    free_nonzeros(t);
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        amp_copy *c = &t->copies[d];
         free(c->block_start);
         free(c->block_key);
         free(t->new_to_orig[d]);
@@ -308,17 +318,7 @@ amp_status amp_tensor_load_nonzeros(const amp_file *f, int threads,
         t->layout_only = 0;
         return AMP_OK;
     }
-    /* Back to the layout alone, so a later call starts afresh. */
-    for (unsigned d = 0; d < t->nmodes; d++) {
-        amp_copy *c = &t->copies[d];
-        if (c->words)
-            amp_huge_free(c->words, (size_t)c->nnz * 8);
-        if (c->vals)
-            amp_huge_free(c->vals, (size_t)c->nnz * vsize);
-        c->words = NULL;
-        c->vals = NULL;
-    }
-    t->bytes = 0;
+    free_nonzeros(t);   /* back to the layout alone, so a later call starts afresh */
     return rc;
 }
 

@@ -80,8 +80,6 @@ extern "C" void amp_gpu_tensor_free(amp_gpu_tensor *g)
     }
     if (g->copy_stream)
         cudaStreamDestroy(g->copy_stream);
-    for (unsigned k = 0; k < g->nregistered; k++)
-        cudaHostUnregister(g->registered[k]);
     free(g);
 }
 
@@ -311,7 +309,6 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
                              "its nonzeros to upload");
     return tensor_upload(device, t, chunk_nnz, NULL, out, err);
 }
-
 
 extern "C" uint64_t amp_gpu_file_chunk_nnz(const amp_file *f)
 {

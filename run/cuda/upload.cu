@@ -120,15 +120,16 @@ static amp_status stage_piece(upload_worker *w, char *dst, const char *src, size
     return AMP_OK;
 }
 
-/* Worker i's share of n: pieces i, i + n, i + 2n, ... of the copy. Interleaved
- * pieces keep every worker busy to the end, whatever the size. */
-static amp_status upload_share(amp_gpu_uploader *u, int i, int n, char *dst, const char *src,
-                               size_t bytes, amp_error *err)
+/* Worker i's share among nshares: pieces i, i + nshares, i + 2 nshares,
+ * ... of the copy. Interleaved pieces keep every worker busy to the end,
+ * whatever the size. */
+static amp_status upload_share(amp_gpu_uploader *u, int i, int nshares, char *dst,
+                               const char *src, size_t bytes, amp_error *err)
 {
     upload_worker *w = &u->w[i];
     CUDA_TRY(cudaSetDevice(u->device), err);
     size_t npieces = (bytes + UPLOAD_PIECE - 1) / UPLOAD_PIECE;
-    for (size_t p = (size_t)i; p < npieces; p += (size_t)n) {
+    for (size_t p = (size_t)i; p < npieces; p += (size_t)nshares) {
         size_t at = p * UPLOAD_PIECE, n = std::min<size_t>(UPLOAD_PIECE, bytes - at);
         AMP_CHECK(stage_piece(w, dst + at, src + at, n, err));
     }
