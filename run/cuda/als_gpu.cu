@@ -7,12 +7,17 @@
  *   V = Hadamard product of the other Grams    als_kernels.cu
  *   P = V^-1: cuSOLVER potrf + potri; if V is not positive definite, the
  *       pseudo-inverse from syevd (eigenvalues under R eps max|w| dropped)
+ *   P scaled: rows by the other modes' column scales (the MTTKRP read
+ *       unnormalized factors), columns by the scale A_d is stored at
  *   A_d = M P                              cublasDgemm
  *   column sums of squares, of A .* M, max |A|; summed (max) across GPUs
- *     (rank <= 32: A_d and the column sums in one pass, als_solve.cu)
- *   lambda; A_d scaled by 1/lambda (and its f32 shadow written)
+ *     (rank <= 32: A_d, its f32 shadow and the column sums in one pass,
+ *     als_solve.cu)
+ *   lambda, and A_d's new column scale (A_d is never rescaled in place:
+ *       that pass over its rows cost 1.3-1.5 ms of a 10.9-14.3 ms
+ *       iteration on rd100m)
  *   G_d = A_d^T A_d                        batched cublasDgemm, row chunks,
- *                                          summed across GPUs
+ *                                          summed across GPUs, scaled
  *   A_d's rows sent to every other GPU     amp_comm (NCCL)
  *
  * Several GPUs run one host thread each; the R x R work is repeated on
@@ -100,7 +105,12 @@ typedef struct gpu_als {
     double *G[AMP_MAX_MODES];
     double *M;
     float *M32;
-    double *V, *L, *P, *Qs, *w, *lambda, *inv, *inner, *partial, *totals, *fit_terms;
+    double *V, *L, *P, *Qs, *w, *lambda, *inner, *partial, *totals, *fit_terms;
+    /* The factors are stored unnormalized (als_kernels.cu, lambda_kernel):
+     * mode m's normalized factor is A[m] sig[m] (column-wise), and pre[m]
+     * is the scale its next update writes at; c the other modes' sig
+     * product of the mode being updated. All in `scales`. */
+    double *scales, *sig[AMP_MAX_MODES], *pre[AMP_MAX_MODES], *c;
     double *work;
     int lwork;
     double *gram_partial;      /* gram_chunks + 1 matrices R x R */
@@ -154,7 +164,7 @@ static void gpu_als_free(gpu_als *w)
     if (w->fit1)
         cudaEventDestroy(w->fit1);
     void *p[] = {w->gram_partial, w->M, w->M32, w->V, w->L, w->P, w->Qs, w->w, w->lambda,
-                 w->inv, w->inner, w->partial, w->totals, w->fit_terms, w->work, w->info};
+                 w->scales, w->inner, w->partial, w->totals, w->fit_terms, w->work, w->info};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         cudaFree(p[k]);
     if (w->host)
@@ -273,7 +283,15 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->Qs, rr), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->w, R * sizeof(double)), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->lambda, R * sizeof(double)), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->inv, R * sizeof(double)), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->scales, (2 * w->N + 1) * R * sizeof(double)), err,
+                  rc, fail);
+    for (unsigned m = 0; m < w->N; m++) {
+        w->sig[m] = w->scales + (size_t)m * R;
+        w->pre[m] = w->scales + (size_t)(w->N + m) * R;
+    }
+    w->c = w->scales + (size_t)2 * w->N * R;
+    /* The starting factors are taken as they are. */
+    CUDA_TRY_GOTO(amp_gpu_fill(w->scales, (size_t)2 * w->N * R, 1.0, w->s), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->inner, R * sizeof(double)), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->totals, 3 * R * sizeof(double)), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->partial, (size_t)amp_gpu_stats_blocks(w->max_rows,
@@ -306,14 +324,24 @@ fail:
     return rc;
 }
 
-static amp_gram_set gram_set(const gpu_als *w)
+static amp_mode_set gram_set(const gpu_als *w)
 {
-    amp_gram_set gs;
+    amp_mode_set gs;
     memset(&gs, 0, sizeof gs);
     gs.n = w->N;
     for (unsigned m = 0; m < w->N; m++)
-        gs.G[m] = w->G[m];
+        gs.a[m] = w->G[m];
     return gs;
+}
+
+static amp_mode_set sig_set(const gpu_als *w)
+{
+    amp_mode_set ss;
+    memset(&ss, 0, sizeof ss);
+    ss.n = w->N;
+    for (unsigned m = 0; m < w->N; m++)
+        ss.a[m] = w->sig[m];
+    return ss;
 }
 
 /* G = A^T A over rows [begin, begin + rows) of A[m]. With A row-major
@@ -428,7 +456,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     const uint64_t rb = w->own_begin[d], nown = w->own_rows[d];
     const double one = 1, zero = 0;
     cudaEvent_t *ev = w->ev[d];
-    const amp_gram_set gs = gram_set(w);
+    const amp_mode_set gs = gram_set(w), ss = sig_set(w);
     const unsigned blocks = amp_gpu_stats_blocks(nown, g->sm_count);
     double *Mown = w->M ? w->M + rb * R : NULL, *Aown = w->A[d] + rb * R;
     int pinv = 0;
@@ -469,12 +497,17 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     AMP_CHECK_GOTO(invert(w, d, &pinv, err), rc, done);
     if (pinv)
         *pinv_used = 1;
+    /* The MTTKRP's inputs lacked their scales and the stored factor is to
+     * be written at pre: both go into P, so no pass over rows does it. */
+    CUDA_TRY_GOTO(amp_gpu_fold_scales(&ss, d, R, w->pre[d], w->P, w->c, w->s), err, rc, done);
     if (fused) {
         CUDA_TRY_GOTO(amp_gpu_solve_stats(Mk_own, w->f32, w->P, nown, R, blocks, Aown,
-                                          w->partial, w->s), err, rc, done);
+                                          w->f32 ? w->A32[d] + rb * R : NULL, w->partial,
+                                          w->s), err, rc, done);
         CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
     } else {
-        /* Row-major A = M P is, column-major, A^T = P M^T (P symmetric). */
+        /* Row-major A = M P is, column-major, A^T = P^T M^T, and cuBLAS
+         * reads the row-major P as P^T. */
         if (nown > 0)
             CUBLAS_TRY_GOTO(cublasDgemm_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, R, (int64_t)nown,
                                            R, &one, w->P, R, Mown, R, &zero, Aown, R), err, rc,
@@ -482,22 +515,24 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
         CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
         CUDA_TRY_GOTO(amp_gpu_column_stats(Aown, Mown, nown, R, blocks, w->partial, w->s), err,
                       rc, done);
+        if (w->f32 && nown > 0)
+            CUDA_TRY_GOTO(amp_gpu_to_f32(Aown, w->A32[d] + rb * R, nown * R, w->s), err, rc,
+                          done);
     }
     CUDA_TRY_GOTO(amp_gpu_column_totals(w->partial, blocks, R, w->totals, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_STATS], w->s), err, rc, done);
     AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->totals, 2 * R, 0, w->s, err), rc, done);
     AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->totals + 2 * R, R, 1, w->s, err), rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_STATS_COMM], w->s), err, rc, done);
-    CUDA_TRY_GOTO(amp_gpu_lambda(w->totals, R, first, w->lambda, w->inv, w->inner, w->s), err,
-                  rc, done);
-    if (nown > 0)
-        CUDA_TRY_GOTO(amp_gpu_scale_columns(Aown, w->f32 ? w->A32[d] + rb * R : NULL, nown, R,
-                                            w->inv, w->s), err, rc, done);
+    CUDA_TRY_GOTO(amp_gpu_lambda(w->totals, R, first, w->c, w->pre[d], w->lambda, w->sig[d],
+                                 w->inner, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_NORMALIZE], w->s), err, rc, done);
 
     AMP_CHECK_GOTO(gram(w, d, rb, nown, err), rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_GRAM], w->s), err, rc, done);
     AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->G[d], (size_t)R * R, 0, w->s, err), rc, done);
+    /* The Gram of the stored rows, made the normalized factor's. */
+    CUDA_TRY_GOTO(amp_gpu_scale_gram(w->G[d], w->sig[d], R, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_GRAM_COMM], w->s), err, rc, done);
     if (w->nranks > 1) {
         /* The exchange, behind the next mode's first group. ex0/ex1 of
@@ -615,7 +650,7 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
             /* <X, model> from the last mode's update: the column sums of
              * A .* M taken before scaling are lambda .* A_normalized .* M. */
             CUDA_TRY_GOTO(cudaEventRecord(w.fit0, w.s), err, rc, done);
-            amp_gram_set gs = gram_set(&w);
+            amp_mode_set gs = gram_set(&w);
             CUDA_TRY_GOTO(amp_gpu_fit_terms(&gs, R, w.lambda, w.inner, w.fit_terms, w.s), err, rc,
                           done);
             const double *terms = w.host->terms;
@@ -663,9 +698,12 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
         AMP_CHECK_GOTO(wait_stream(&w, err), rc, done);
     }
     if (rank == 0) {
-        for (unsigned m = 0; m < N; m++)
+        for (unsigned m = 0; m < N; m++) {   /* normalized, for the output */
+            CUDA_TRY_GOTO(amp_gpu_scale_columns(w.A[m], g->rows[m], R, w.sig[m], w.s), err, rc,
+                          done);
             CUDA_TRY_GOTO(cudaMemcpyAsync(c->A[m], w.A[m], (size_t)g->rows[m] * R * sizeof(double),
                                           cudaMemcpyDeviceToHost, w.s), err, rc, done);
+        }
         if (c->iters > 0)
             CUDA_TRY_GOTO(cudaMemcpyAsync(c->lambda, w.lambda, R * sizeof(double),
                                           cudaMemcpyDeviceToHost, w.s), err, rc, done);

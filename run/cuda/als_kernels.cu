@@ -2,12 +2,14 @@
  * and the cuBLAS/cuSOLVER calls (als_gpu.cu drives them).
  *
  * Factor matrices are rows x R, row-major, f64 (the f32 MTTKRP reads an
- * f32 shadow written by scale_columns). R x R matrices are symmetric, so
- * row- and column-major are the same.
+ * f32 shadow), stored unnormalized: S_d with a column scale sig_d (see
+ * lambda_kernel), so no pass over the rows normalizes them. R x R
+ * matrices are symmetric, so row- and column-major are the same, except
+ * P once fold_scales has scaled it.
  *
  * Bytes: column_stats reads A and M once (16 R bytes a row in f64);
- * scale_columns reads and writes A (16 R, plus 4 R for the f32 shadow);
- * to_f64 reads 4 R and writes 8 R. The R x R kernels are negligible for
+ * scale_columns (only for the output, once a run) reads and writes A
+ * (16 R); to_f64 reads 4 R and writes 8 R. The R x R kernels are negligible for
  * any tensor worth a GPU. Every reduction is over a fixed split in a fixed
  * order, so these kernels give the same bits on every run. */
 #include <config.h>
@@ -59,53 +61,107 @@ __global__ void column_stats_kernel(const double *A, const double *M, uint64_t r
     }
 }
 
-/* One thread per column: the block partials summed in block order, into
- * totals laid out [sum of squares | sum of a .* m | max |a|] so that a
- * multi-GPU run sums the first 2R across GPUs in one call. */
-__global__ void column_totals_kernel(const double *partial, unsigned blocks, unsigned R,
-                                     double *totals)
+/* One block per column: thread t sums the block partials t, t + 128, ...,
+ * then a fixed tree combines the threads, so the result has the same bits
+ * on every run. (One thread per column, walking all the partials in
+ * turn, took 0.13 ms a mode: 528 dependent rounds of memory latency.)
+ * Totals are laid out [sum of squares | sum of a .* m | max |a|] so that
+ * a multi-GPU run sums the first 2R across GPUs in one call. */
+enum { TOTALS_THREADS = 128 };
+__global__ void __launch_bounds__(TOTALS_THREADS)
+    column_totals_kernel(const double *partial, unsigned blocks, unsigned R, double *totals)
 {
-    const unsigned r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= R)
-        return;
+    __shared__ double s_sq[TOTALS_THREADS], s_mx[TOTALS_THREADS], s_in[TOTALS_THREADS];
+    const unsigned r = blockIdx.x, t = threadIdx.x;
     double sq = 0, mx = 0, in = 0;
-    for (unsigned b = 0; b < blocks; b++) {
+    for (unsigned b = t; b < blocks; b += TOTALS_THREADS) {
         const double *p = partial + (size_t)b * 3 * R;
         sq += p[r];
         mx = fmax(mx, p[R + r]);
         in += p[2 * R + r];
     }
-    totals[r] = sq;
-    totals[R + r] = in;
-    totals[2 * R + r] = mx;
+    s_sq[t] = sq;
+    s_mx[t] = mx;
+    s_in[t] = in;
+    __syncthreads();
+    for (unsigned h = TOTALS_THREADS / 2; h > 0; h /= 2) {
+        if (t < h) {
+            s_sq[t] += s_sq[t + h];
+            s_mx[t] = fmax(s_mx[t], s_mx[t + h]);
+            s_in[t] += s_in[t + h];
+        }
+        __syncthreads();
+    }
+    if (t == 0) {
+        totals[r] = s_sq[0];
+        totals[R + r] = s_in[0];
+        totals[2 * R + r] = s_mx[0];
+    }
 }
 
-__global__ void lambda_kernel(const double *totals, unsigned R, int first, double *lambda,
-                              double *inv, double *inner)
+/* The stored factor S_d is the solve's A_d times pre_d (column-wise: the
+ * 1/lambda of its last update, so S_d stays near unit scale and an f32
+ * shadow cannot overflow), and the solve's M had the other modes' scales
+ * c left out; the totals came from S_d and that M. Undone here: the
+ * statistics of A_d = S_d / pre_d against the true M = M c. Then lambda
+ * (as the CPU backend: 2-norm on the first iteration, then the max-norm
+ * never below 1; an all-zero column keeps 1), sig_d = 1 / (lambda pre_d)
+ * so that the normalized factor is S_d sig_d, and pre_d = 1 / lambda for
+ * the next update. */
+__global__ void lambda_kernel(const double *totals, unsigned R, int first, const double *c,
+                              double *pre, double *lambda, double *sig, double *inner)
 {
     const unsigned r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= R)
         return;
-    /* As the CPU backend: 2-norm first, then the max-norm never below 1;
-     * an all-zero column stays as it is. */
-    double l = first ? sqrt(totals[r]) : fmax(totals[2 * R + r], 1.0);
+    const double p = pre[r];
+    double l = first ? sqrt(totals[r]) / p : fmax(totals[2 * R + r] / p, 1.0);
     if (l == 0)
         l = 1;
     lambda[r] = l;
-    inv[r] = 1 / l;
-    inner[r] = totals[R + r];
+    sig[r] = 1 / (l * p);
+    pre[r] = 1 / l;
+    inner[r] = totals[R + r] * c[r] / p;
 }
 
-__global__ void scale_columns_kernel(double *A, float *A32, uint64_t n, unsigned R,
-                                     const double *inv)
+/* One block: c = the product of every other mode's sig (the scales the
+ * MTTKRP's inputs left out), and P[k][j] *= c[k] pre[j], so that M P is
+ * the solve of the true M, already times pre. */
+__global__ void fold_scales_kernel(amp_mode_set sig, unsigned skip, unsigned R,
+                                   const double *pre, double *P, double *c)
+{
+    for (unsigned k = threadIdx.x; k < R * R; k += blockDim.x) {
+        const unsigned i = k / R, j = k % R;
+        double ci = 1;
+        for (unsigned m = 0; m < sig.n; m++)
+            if (m != skip)
+                ci *= sig.a[m][i];
+        P[k] *= ci * pre[j];
+        if (j == 0)
+            c[i] = ci;
+    }
+}
+
+/* G[i][j] *= sig[i] sig[j]: the Gram of S_d made the normalized factor's. */
+__global__ void scale_gram_kernel(double *G, const double *sig, unsigned R)
+{
+    for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < R * R;
+         k += gridDim.x * blockDim.x)
+        G[k] *= sig[k / R] * sig[k % R];
+}
+
+__global__ void scale_columns_kernel(double *A, uint64_t n, unsigned R, const double *sig)
 {
     for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < n;
-         k += (uint64_t)gridDim.x * blockDim.x) {
-        double a = A[k] * inv[k % R];
-        A[k] = a;
-        if (A32)
-            A32[k] = (float)a;
-    }
+         k += (uint64_t)gridDim.x * blockDim.x)
+        A[k] *= sig[k % R];
+}
+
+__global__ void fill_kernel(double *x, uint64_t n, double v)
+{
+    for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < n;
+         k += (uint64_t)gridDim.x * blockDim.x)
+        x[k] = v;
 }
 
 __global__ void to_f64_kernel(const float *src, double *dst, uint64_t n)
@@ -124,14 +180,14 @@ __global__ void to_f32_kernel(const double *src, float *dst, uint64_t n)
 
 /* ---- R x R ---------------------------------------------------------------- */
 
-__global__ void hadamard_kernel(amp_gram_set gs, unsigned skip, unsigned R, double *V)
+__global__ void hadamard_kernel(amp_mode_set gs, unsigned skip, unsigned R, double *V)
 {
     for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < R * R;
          k += gridDim.x * blockDim.x) {
         double h = 1;
         for (unsigned m = 0; m < gs.n; m++)
             if (m != skip)
-                h *= gs.G[m][k];
+                h *= gs.a[m][k];
         V[k] = h;
     }
 }
@@ -185,7 +241,7 @@ __global__ void pinv_scale_kernel(const double *Q, const double *w, unsigned R, 
 
 /* out[0] = lambda^T (G_0 .* ... .* G_{N-1}) lambda, out[1] = sum(inner).
  * One block of 256 threads, a fixed-order tree. */
-__global__ void fit_terms_kernel(amp_gram_set gs, unsigned R, const double *lambda,
+__global__ void fit_terms_kernel(amp_mode_set gs, unsigned R, const double *lambda,
                                  const double *inner, double *out)
 {
     __shared__ double s_model[256], s_inner[256];
@@ -193,7 +249,7 @@ __global__ void fit_terms_kernel(amp_gram_set gs, unsigned R, const double *lamb
     for (unsigned k = threadIdx.x; k < R * R; k += blockDim.x) {
         double h = lambda[k / R] * lambda[k % R];
         for (unsigned m = 0; m < gs.n; m++)
-            h *= gs.G[m][k];
+            h *= gs.a[m][k];
         model += h;
     }
     for (unsigned r = threadIdx.x; r < R; r += blockDim.x)
@@ -240,23 +296,44 @@ extern "C" cudaError_t amp_gpu_column_stats(const double *A, const double *M, ui
 extern "C" cudaError_t amp_gpu_column_totals(const double *partial, unsigned blocks, unsigned R,
                                              double *totals, cudaStream_t s)
 {
-    column_totals_kernel<<<(R + 127) / 128, 128, 0, s>>>(partial, blocks, R, totals);
+    column_totals_kernel<<<R, TOTALS_THREADS, 0, s>>>(partial, blocks, R, totals);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t amp_gpu_lambda(const double *totals, unsigned R, int first,
-                                      double *lambda, double *inv, double *inner,
-                                      cudaStream_t s)
+                                      const double *c, double *pre, double *lambda, double *sig,
+                                      double *inner, cudaStream_t s)
 {
-    lambda_kernel<<<(R + 127) / 128, 128, 0, s>>>(totals, R, first, lambda, inv, inner);
+    lambda_kernel<<<(R + 127) / 128, 128, 0, s>>>(totals, R, first, c, pre, lambda, sig, inner);
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t amp_gpu_scale_columns(double *A, float *A32, uint64_t rows, unsigned R,
-                                             const double *inv, cudaStream_t s)
+extern "C" cudaError_t amp_gpu_fold_scales(const amp_mode_set *sig, unsigned skip, unsigned R,
+                                           const double *pre, double *P, double *c,
+                                           cudaStream_t s)
+{
+    fold_scales_kernel<<<1, 256, 0, s>>>(*sig, skip, R, pre, P, c);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t amp_gpu_scale_gram(double *G, const double *sig, unsigned R,
+                                          cudaStream_t s)
+{
+    scale_gram_kernel<<<stream_grid((uint64_t)R * R), 256, 0, s>>>(G, sig, R);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t amp_gpu_scale_columns(double *A, uint64_t rows, unsigned R,
+                                             const double *sig, cudaStream_t s)
 {
     uint64_t n = rows * R;
-    scale_columns_kernel<<<stream_grid(n), 256, 0, s>>>(A, A32, n, R, inv);
+    scale_columns_kernel<<<stream_grid(n), 256, 0, s>>>(A, n, R, sig);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t amp_gpu_fill(double *x, uint64_t n, double v, cudaStream_t s)
+{
+    fill_kernel<<<stream_grid(n), 256, 0, s>>>(x, n, v);
     return cudaGetLastError();
 }
 
@@ -272,7 +349,7 @@ extern "C" cudaError_t amp_gpu_to_f32(const double *src, float *dst, uint64_t n,
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t amp_gpu_hadamard(const amp_gram_set *gs, unsigned skip, unsigned R,
+extern "C" cudaError_t amp_gpu_hadamard(const amp_mode_set *gs, unsigned skip, unsigned R,
                                         double *V, cudaStream_t s)
 {
     hadamard_kernel<<<stream_grid((uint64_t)R * R), 256, 0, s>>>(*gs, skip, R, V);
@@ -299,7 +376,7 @@ extern "C" cudaError_t amp_gpu_pinv_scale(const double *Q, const double *w, unsi
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t amp_gpu_fit_terms(const amp_gram_set *gs, unsigned R,
+extern "C" cudaError_t amp_gpu_fit_terms(const amp_mode_set *gs, unsigned R,
                                          const double *lambda, const double *inner,
                                          double *out, cudaStream_t s)
 {

@@ -12,11 +12,12 @@
 extern "C" {
 #endif
 
-/* The Gram matrices of every mode (device pointers), passed by value. */
-typedef struct amp_gram_set {
+/* One R x R or R-vector device array per mode (the Gram matrices, the
+ * column scales), passed by value. */
+typedef struct amp_mode_set {
     unsigned n;
-    const double *G[AMP_MAX_MODES];
-} amp_gram_set;
+    const double *a[AMP_MAX_MODES];
+} amp_mode_set;
 
 /* Blocks column_stats uses for `rows` rows: the partial array holds
  * blocks x 3 x R doubles. */
@@ -31,24 +32,32 @@ cudaError_t amp_gpu_column_totals(const double *partial, unsigned blocks, unsign
                                   double *totals, cudaStream_t s);
 /* The largest rank amp_gpu_solve_stats takes. */
 #define AMP_GPU_SOLVE_MAX_RANK 32
-/* A = M P (rows x R, row-major; P R x R symmetric) and the partials of
+/* A = M P (rows x R, row-major; P R x R, row-major) and the partials of
  * amp_gpu_column_stats for A and M, in one pass (als_solve.cu); M is f32
- * when m_f32 is set. R 1 to AMP_GPU_SOLVE_MAX_RANK, else
- * cudaErrorInvalidValue. */
+ * when m_f32 is set; A32, when not NULL, gets A in f32 too. R 1 to
+ * AMP_GPU_SOLVE_MAX_RANK, else cudaErrorInvalidValue. */
 cudaError_t amp_gpu_solve_stats(const void *M, int m_f32, const double *P, uint64_t rows,
-                                unsigned R, unsigned blocks, double *A, double *partial,
-                                cudaStream_t s);
-/* lambda (2-norm when first, else max-norm, at least 1), 1/lambda and the
- * column sums of a .* m, from the totals. */
-cudaError_t amp_gpu_lambda(const double *totals, unsigned R, int first, double *lambda,
-                           double *inv, double *inner, cudaStream_t s);
-/* A[:, r] *= inv[r]; A32 (if not NULL) gets the f32 copy. */
-cudaError_t amp_gpu_scale_columns(double *A, float *A32, uint64_t rows, unsigned R,
-                                  const double *inv, cudaStream_t s);
+                                unsigned R, unsigned blocks, double *A, float *A32,
+                                double *partial, cudaStream_t s);
+/* lambda, the stored factor's scale sig (normalized = S sig) and the
+ * next pre (1/lambda), and the column sums of a .* m (true scale), from
+ * the totals of S_d = A_d pre and the M that lacks c (lambda_kernel). */
+cudaError_t amp_gpu_lambda(const double *totals, unsigned R, int first, const double *c,
+                           double *pre, double *lambda, double *sig, double *inner,
+                           cudaStream_t s);
+/* c = the product of every sig but skip's; P[k][j] *= c[k] pre[j]. */
+cudaError_t amp_gpu_fold_scales(const amp_mode_set *sig, unsigned skip, unsigned R,
+                                const double *pre, double *P, double *c, cudaStream_t s);
+/* G[i][j] *= sig[i] sig[j]. */
+cudaError_t amp_gpu_scale_gram(double *G, const double *sig, unsigned R, cudaStream_t s);
+/* A[:, r] *= sig[r]. */
+cudaError_t amp_gpu_scale_columns(double *A, uint64_t rows, unsigned R, const double *sig,
+                                  cudaStream_t s);
+cudaError_t amp_gpu_fill(double *x, uint64_t n, double v, cudaStream_t s);
 cudaError_t amp_gpu_to_f64(const float *src, double *dst, uint64_t n, cudaStream_t s);
 cudaError_t amp_gpu_to_f32(const double *src, float *dst, uint64_t n, cudaStream_t s);
 /* V = the Hadamard product of every Gram matrix but skip's. */
-cudaError_t amp_gpu_hadamard(const amp_gram_set *gs, unsigned skip, unsigned R, double *V,
+cudaError_t amp_gpu_hadamard(const amp_mode_set *gs, unsigned skip, unsigned R, double *V,
                              cudaStream_t s);
 /* G = parts[0] + ... + parts[count - 1] (R x R each), summed in order. */
 cudaError_t amp_gpu_sum_matrices(const double *parts, unsigned count, unsigned R, double *G,
@@ -59,7 +68,7 @@ cudaError_t amp_gpu_symmetrize(double *X, unsigned R, cudaStream_t s);
 cudaError_t amp_gpu_pinv_scale(const double *Q, const double *w, unsigned R, double *Qs,
                                cudaStream_t s);
 /* out[0] = |model|^2 from the Gram matrices and lambda; out[1] = sum(inner). */
-cudaError_t amp_gpu_fit_terms(const amp_gram_set *gs, unsigned R, const double *lambda,
+cudaError_t amp_gpu_fit_terms(const amp_mode_set *gs, unsigned R, const double *lambda,
                               const double *inner, double *out, cudaStream_t s);
 
 #ifdef __cplusplus

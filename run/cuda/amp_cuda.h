@@ -109,12 +109,12 @@ amp_status amp_gpu_mttkrp_host(const amp_gpu_tensor *g, const double *const *A, 
                                double *mode_seconds, amp_error *err);
 
 /* The fused solve of CP-ALS (als_solve.cu) on host arrays, for tests: A
- * = M P (rows x R row-major, P R x R symmetric; M rounded to f32 first
- * when m_f32) and stats = [column sums of squares of A | sums of A .* M |
- * max |A|], each R long. Rank 1 to 32. */
+ * = M P (rows x R, P R x R, row-major; M rounded to f32 first when m_f32),
+ * A32 (when not NULL) the same in f32, and stats = [column sums of squares
+ * of A | sums of A .* M | max |A|], each R long. Rank 1 to 32. */
 amp_status amp_gpu_solve_stats_host(int device, const double *M, int m_f32, const double *P,
-                                    uint64_t rows, unsigned R, double *A, double *stats,
-                                    amp_error *err);
+                                    uint64_t rows, unsigned R, double *A, float *A32,
+                                    double *stats, amp_error *err);
 
 /* ---- CP-ALS on one GPU or several (als_gpu.cu) ---------------------------- */
 
