@@ -2,11 +2,15 @@
  * outputs as the CPU backend (als.c), with every step on the devices.
  * Per mode d, on every GPU, for the rows it owns (all of them on one GPU):
  *
+ *   V = Hadamard product of the other Grams    als_kernels.cu
+ *   V's Cholesky factor (cuSOLVER potrf). V depends only on the other
+ *       modes' Grams, so it is factored before the MTTKRP: the host
+ *       reads potrf's status while the MTTKRP runs, and the GPU does not
+ *       wait for the host
  *   M = MTTKRP(d)                          mttkrp.cu (f32 or f64 factors)
  *     (equal-nnz ablation: partial M over every row, reduce-scattered)
- *   V = Hadamard product of the other Grams    als_kernels.cu
- *   P = V^-1: cuSOLVER potrf + potri; if V is not positive definite, the
- *       pseudo-inverse from syevd (eigenvalues under R eps max|w| dropped)
+ *   P = V^-1 (potri); if V is not positive definite, the pseudo-inverse
+ *       from syevd (eigenvalues under R eps max|w| dropped)
  *   P scaled: rows by the other modes' column scales (the MTTKRP read
  *       unnormalized factors), columns by the scale A_d is stored at
  *   A_d = M P                              cublasDgemm
@@ -52,7 +56,7 @@
 
 /* Events of one mode's update, in stream order. */
 enum {
-    EV_START, EV_READY, EV_EARLY, EV_WAITED, EV_MTTKRP, EV_REDUCE, EV_HADAMARD, EV_SOLVE,
+    EV_START, EV_FACTOR, EV_READY, EV_EARLY, EV_WAITED, EV_MTTKRP, EV_REDUCE, EV_INVERT, EV_SOLVE,
     EV_STATS, EV_STATS_COMM, EV_NORMALIZE, EV_GRAM, EV_GRAM_COMM, EV_PER_MODE
 };
 
@@ -124,6 +128,7 @@ typedef struct gpu_als {
         double terms[2];
     } *host;
     cudaEvent_t ev[AMP_MAX_MODES][EV_PER_MODE], fit0, fit1;
+    cudaEvent_t factored;      /* potrf's status is on the host */
 } gpu_als;
 
 static double wall_now(void)
@@ -163,6 +168,8 @@ static void gpu_als_free(gpu_als *w)
         cudaEventDestroy(w->fit0);
     if (w->fit1)
         cudaEventDestroy(w->fit1);
+    if (w->factored)
+        cudaEventDestroy(w->factored);
     void *p[] = {w->gram_partial, w->M, w->M32, w->V, w->L, w->P, w->Qs, w->w, w->lambda,
                  w->scales, w->inner, w->partial, w->totals, w->fit_terms, w->work, w->info};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
@@ -203,6 +210,27 @@ static amp_status wait_on(gpu_als *w, cudaStream_t s, amp_error *err)
 static amp_status wait_stream(gpu_als *w, amp_error *err)
 {
     return wait_on(w, w->s, err);
+}
+
+/* Wait for event e, as wait_on does for a stream. */
+static amp_status wait_event(gpu_als *w, cudaEvent_t e, amp_error *err)
+{
+    if (w->nranks == 1) {
+        CUDA_TRY(cudaEventSynchronize(e), err);
+        return AMP_OK;
+    }
+    for (;;) {
+        cudaError_t q = cudaEventQuery(e);
+        if (q == cudaSuccess)
+            return AMP_OK;
+        if (q != cudaErrorNotReady)
+            return amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__, "GPU %u: %s", w->rank,
+                                 cudaGetErrorString(q));
+        if (w->run->failed.load())
+            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u stopped: another GPU failed", w->rank);
+        AMP_CHECK(amp_comm_check(w->comm, err));
+        std::this_thread::yield();
+    }
 }
 
 static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, als_run *run,
@@ -261,6 +289,7 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&w->xs, cudaStreamNonBlocking), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreate(&w->fit0), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreate(&w->fit1), err, rc, fail);
+    CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->factored, cudaEventDisableTiming), err, rc, fail);
     /* The f64 M: the MTTKRP's output in f64, and in f32 the solve's
      * input where the fused solve does not take the f32 M as it is. */
     if (!w->f32 || R > AMP_GPU_SOLVE_MAX_RANK) {
@@ -298,7 +327,7 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
                                                    g->sm_count) * 3 * R * sizeof(double)),
                   err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->fit_terms, 2 * sizeof(double)), err, rc, fail);
-    /* [0]: potrf's status, read at once; [1 + m]: potri's for mode m,
+    /* [0]: potrf's status, read during the MTTKRP; [1 + m]: potri's for mode m,
      * read with the fit terms at the end of the iteration. */
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->info, (1 + AMP_MAX_MODES) * sizeof(int)), err, rc,
                   fail);
@@ -380,7 +409,28 @@ done:
     return rc;
 }
 
-/* P = V^-1 (Cholesky) or its pseudo-inverse; *pinv says which. */
+/* V's Cholesky factor into L; its status is copied to the host, and
+ * w->factored marks it there. */
+static amp_status factor(gpu_als *w, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const unsigned R = w->R;
+    const size_t rr = (size_t)R * R * sizeof(double);
+    CUDA_TRY_GOTO(cudaMemcpyAsync(w->L, w->V, rr, cudaMemcpyDeviceToDevice, w->s), err, rc, done);
+    CUSOLVER_TRY_GOTO(cusolverDnDpotrf(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R, w->L, (int)R,
+                                       w->work, w->lwork, w->info), err, rc, done);
+    CUDA_TRY_GOTO(cudaMemcpyAsync(&w->host->info, w->info, sizeof(int), cudaMemcpyDeviceToHost,
+                                  w->s), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(w->factored, w->s), err, rc, done);
+done:
+    return rc;
+}
+
+/* P = V^-1 from the factor (potri), or V's pseudo-inverse where the
+ * factorization failed; *pinv says which. (potrs against the identity
+ * instead of potri was no faster, and where V is singular to rounding but
+ * potrf passes, as on a rank-deficient thin tensor, its inverse is other
+ * noise than the CPU's potri and the runs part.) */
 static amp_status invert(gpu_als *w, unsigned mode, int *pinv, amp_error *err)
 {
     amp_status rc = AMP_OK;
@@ -388,12 +438,7 @@ static amp_status invert(gpu_als *w, unsigned mode, int *pinv, amp_error *err)
     const size_t rr = (size_t)R * R * sizeof(double);
     const double one = 1, zero = 0;
     int info = 0;
-    CUDA_TRY_GOTO(cudaMemcpyAsync(w->L, w->V, rr, cudaMemcpyDeviceToDevice, w->s), err, rc, done);
-    CUSOLVER_TRY_GOTO(cusolverDnDpotrf(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R, w->L, (int)R,
-                                       w->work, w->lwork, w->info), err, rc, done);
-    CUDA_TRY_GOTO(cudaMemcpyAsync(&w->host->info, w->info, sizeof info, cudaMemcpyDeviceToHost,
-                                  w->s), err, rc, done);
-    AMP_CHECK_GOTO(wait_stream(w, err), rc, done);
+    AMP_CHECK_GOTO(wait_event(w, w->factored, err), rc, done);
     info = w->host->info;
     if (info < 0)
         AMP_RAISE_GOTO(err, rc, done, AMP_ERR_INTERNAL, "cusolverDnDpotrf rejected argument %d",
@@ -470,6 +515,9 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     const int fused = R <= AMP_GPU_SOLVE_MAX_RANK;
     const void *Mk_own = w->f32 ? (const void *)(w->M32 + rb * R) : (const void *)Mown;
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_START], w->s), err, rc, done);
+    CUDA_TRY_GOTO(amp_gpu_hadamard(&gs, d, R, w->V, w->s), err, rc, done);
+    AMP_CHECK_GOTO(factor(w, err), rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_FACTOR], w->s), err, rc, done);
     if (w->nranks > 1 && !w->overlap)   /* every nonzero may need the rows in transit */
         CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_READY], w->s), err, rc, done);
@@ -491,15 +539,13 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     if (w->f32 && nown > 0 && !fused)
         CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32 + rb * R, Mown, nown * R, w->s), err, rc, done);
 
-    CUDA_TRY_GOTO(amp_gpu_hadamard(&gs, d, R, w->V, w->s), err, rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_HADAMARD], w->s), err, rc, done);
-
     AMP_CHECK_GOTO(invert(w, d, &pinv, err), rc, done);
     if (pinv)
         *pinv_used = 1;
     /* The MTTKRP's inputs lacked their scales and the stored factor is to
      * be written at pre: both go into P, so no pass over rows does it. */
     CUDA_TRY_GOTO(amp_gpu_fold_scales(&ss, d, R, w->pre[d], w->P, w->c, w->s), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_INVERT], w->s), err, rc, done);
     if (fused) {
         CUDA_TRY_GOTO(amp_gpu_solve_stats(Mk_own, w->f32, w->P, nown, R, blocks, Aown,
                                           w->f32 ? w->A32[d] + rb * R : NULL, w->partial,
@@ -561,13 +607,13 @@ static amp_status add_phase_times(gpu_als *w, double *seconds, amp_error *err)
     amp_status rc = AMP_OK;
     float ms;
     static const int phase_of[EV_PER_MODE] = {
-        0, AMP_PHASE_COMM, AMP_PHASE_MTTKRP, AMP_PHASE_COMM, AMP_PHASE_MTTKRP, AMP_PHASE_COMM,
-        AMP_PHASE_GRAM, AMP_PHASE_SOLVE, AMP_PHASE_NORMALIZE, AMP_PHASE_COMM,
+        0, AMP_PHASE_SOLVE, AMP_PHASE_COMM, AMP_PHASE_MTTKRP, AMP_PHASE_COMM, AMP_PHASE_MTTKRP,
+        AMP_PHASE_COMM, AMP_PHASE_SOLVE, AMP_PHASE_SOLVE, AMP_PHASE_NORMALIZE, AMP_PHASE_COMM,
         AMP_PHASE_NORMALIZE, AMP_PHASE_GRAM, AMP_PHASE_COMM};
     amp_gpu_run_stats *st = w->run->stats;
     for (unsigned m = 0; m < w->N; m++) {
         double reach = 0;
-        for (int e = EV_READY; e < EV_PER_MODE; e++) {
+        for (int e = EV_START + 1; e < EV_PER_MODE; e++) {
             CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, w->ev[m][e - 1], w->ev[m][e]), err, rc, done);
             const double sec = ms / 1e3;
             seconds[phase_of[e]] += sec;
