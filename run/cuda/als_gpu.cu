@@ -17,7 +17,8 @@
  *   column sums of squares, of A .* M, max |A|; summed (max) across GPUs
  *     (rank <= 32: A_d, its f32 shadow and the column sums in one pass,
  *     als_solve.cu)
- *   lambda, and A_d's new column scale (A_d is never rescaled in place:
+ *   lambda, and A_d's new column scale (A_d is rescaled in place only
+ *       on the first iteration or where its scale moved more than 16x:
  *       that pass over its rows cost 1.3-1.5 ms of a 10.9-14.3 ms
  *       iteration on rd100m)
  *   G_d = A_d^T A_d                        batched cublasDgemm, row chunks,
@@ -115,6 +116,7 @@ typedef struct gpu_als {
      * is the scale its next update writes at; c the other modes' sig
      * product of the mode being updated. All in `scales`. */
     double *scales, *sig[AMP_MAX_MODES], *pre[AMP_MAX_MODES], *c;
+    int *rescale;              /* the mode's factor is normalized in place */
     double *work;
     int lwork;
     double *gram_partial;      /* gram_chunks + 1 matrices R x R */
@@ -171,7 +173,8 @@ static void gpu_als_free(gpu_als *w)
     if (w->factored)
         cudaEventDestroy(w->factored);
     void *p[] = {w->gram_partial, w->M, w->M32, w->V, w->L, w->P, w->Qs, w->w, w->lambda,
-                 w->scales, w->inner, w->partial, w->totals, w->fit_terms, w->work, w->info};
+                 w->scales, w->inner, w->partial, w->totals, w->fit_terms, w->work, w->info,
+                 w->rescale};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         cudaFree(p[k]);
     if (w->host)
@@ -314,6 +317,7 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->lambda, R * sizeof(double)), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->scales, (2 * w->N + 1) * R * sizeof(double)), err,
                   rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->rescale, sizeof(int)), err, rc, fail);
     for (unsigned m = 0; m < w->N; m++) {
         w->sig[m] = w->scales + (size_t)m * R;
         w->pre[m] = w->scales + (size_t)(w->N + m) * R;
@@ -571,7 +575,9 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->totals + 2 * R, R, 1, w->s, err), rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_STATS_COMM], w->s), err, rc, done);
     CUDA_TRY_GOTO(amp_gpu_lambda(w->totals, R, first, w->c, w->pre[d], w->lambda, w->sig[d],
-                                 w->inner, w->s), err, rc, done);
+                                 w->inner, w->rescale, w->s), err, rc, done);
+    CUDA_TRY_GOTO(amp_gpu_rescale(Aown, w->f32 ? w->A32[d] + rb * R : NULL, nown, R, w->sig[d],
+                                  w->rescale, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_NORMALIZE], w->s), err, rc, done);
 
     AMP_CHECK_GOTO(gram(w, d, rb, nown, err), rc, done);
@@ -693,8 +699,9 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
             double t_iter = wall_now();
             for (unsigned d = 0; d < N; d++)
                 AMP_CHECK_GOTO(update_mode(g, &w, d, it == 0, &pinv_used, err), rc, done);
-            /* <X, model> from the last mode's update: the column sums of
-             * A .* M taken before scaling are lambda .* A_normalized .* M. */
+            /* <X, model> from the last mode's update: lambda_kernel made
+             * the column sums of its stored rows .* M into those of
+             * lambda .* A_normalized .* M_true (inner). */
             CUDA_TRY_GOTO(cudaEventRecord(w.fit0, w.s), err, rc, done);
             amp_mode_set gs = gram_set(&w);
             CUDA_TRY_GOTO(amp_gpu_fit_terms(&gs, R, w.lambda, w.inner, w.fit_terms, w.s), err, rc,

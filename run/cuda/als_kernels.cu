@@ -3,13 +3,15 @@
  *
  * Factor matrices are rows x R, row-major, f64 (the f32 MTTKRP reads an
  * f32 shadow), stored unnormalized: S_d with a column scale sig_d (see
- * lambda_kernel), so no pass over the rows normalizes them. R x R
+ * lambda_kernel), so no pass over the rows normalizes them after the
+ * first iteration unless a scale moved far (rescale_kernel). R x R
  * matrices are symmetric, so row- and column-major are the same, except
  * P once fold_scales has scaled it.
  *
  * Bytes: column_stats reads A and M once (16 R bytes a row in f64);
  * scale_columns (only for the output, once a run) reads and writes A
- * (16 R); to_f64 reads 4 R and writes 8 R. The R x R kernels are negligible for
+ * (16 R), and so does rescale_kernel where it runs (plus 4 R for the f32
+ * copy); to_f64 reads 4 R and writes 8 R. The R x R kernels are negligible for
  * any tensor worth a GPU. Every reduction is over a fixed split in a fixed
  * order, so these kernels give the same bits on every run. */
 #include <config.h>
@@ -109,7 +111,8 @@ __global__ void __launch_bounds__(TOTALS_THREADS)
  * so that the normalized factor is S_d sig_d, and pre_d = 1 / lambda for
  * the next update. */
 __global__ void lambda_kernel(const double *totals, unsigned R, int first, const double *c,
-                              double *pre, double *lambda, double *sig, double *inner)
+                              double *pre, double *lambda, double *sig, double *inner,
+                              int *rescale)
 {
     const unsigned r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= R)
@@ -119,19 +122,53 @@ __global__ void lambda_kernel(const double *totals, unsigned R, int first, const
     if (l == 0)
         l = 1;
     lambda[r] = l;
-    sig[r] = 1 / (l * p);
+    const double g = 1 / (l * p);
+    sig[r] = g;
     pre[r] = 1 / l;
     inner[r] = totals[R + r] * c[r] / p;
+    /* The other modes' M carries 1 / sig of this mode: far from 1, as on
+     * the first iteration (pre = 1, S_d = A_d at lambda's scale, up to
+     * 1e12 and more for large values) or where lambda jumps, a product
+     * over several modes could overflow an f32 M. Then S_d is rescaled
+     * in place (rescale_kernel) and sig_d set back to 1. */
+    if (first || !(g >= 1.0 / 16 && g <= 16))
+        atomicOr(rescale, 1);
 }
 
-/* One block: c = the product of every other mode's sig (the scales the
- * MTTKRP's inputs left out), and P[k][j] *= c[k] pre[j], so that M P is
- * the solve of the true M, already times pre. */
+/* Where lambda_kernel asked for it: S_d *= sig_d (and its f32 copy
+ * rewritten), so that S_d is the normalized factor. */
+__global__ void rescale_kernel(double *A, float *A32, uint64_t n, unsigned R, const double *sig,
+                               const int *rescale)
+{
+    if (!*rescale)
+        return;
+    for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < n;
+         k += (uint64_t)gridDim.x * blockDim.x) {
+        const double a = A[k] * sig[k % R];
+        A[k] = a;
+        if (A32)
+            A32[k] = (float)a;
+    }
+}
+
+/* After rescale_kernel: sig_d = 1 (pre_d = 1 / lambda already holds). */
+__global__ void settle_scale_kernel(double *sig, unsigned R, const int *rescale)
+{
+    const unsigned r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < R && *rescale)
+        sig[r] = 1;
+}
+
+/* c = the product of every other mode's sig (the scales the MTTKRP's
+ * inputs left out), and P[k][j] *= c[k] pre[j], so that M P is the solve
+ * of the true M, already times pre. Each thread forms its row's c[k]
+ * itself (N - 1 products), so any rank spreads over the whole grid. */
 __global__ void fold_scales_kernel(amp_mode_set sig, unsigned skip, unsigned R,
                                    const double *pre, double *P, double *c)
 {
-    for (unsigned k = threadIdx.x; k < R * R; k += blockDim.x) {
-        const unsigned i = k / R, j = k % R;
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < (size_t)R * R;
+         k += (size_t)gridDim.x * blockDim.x) {
+        const unsigned i = (unsigned)(k / R), j = (unsigned)(k % R);
         double ci = 1;
         for (unsigned m = 0; m < sig.n; m++)
             if (m != skip)
@@ -302,9 +339,25 @@ extern "C" cudaError_t amp_gpu_column_totals(const double *partial, unsigned blo
 
 extern "C" cudaError_t amp_gpu_lambda(const double *totals, unsigned R, int first,
                                       const double *c, double *pre, double *lambda, double *sig,
-                                      double *inner, cudaStream_t s)
+                                      double *inner, int *rescale, cudaStream_t s)
 {
-    lambda_kernel<<<(R + 127) / 128, 128, 0, s>>>(totals, R, first, c, pre, lambda, sig, inner);
+    cudaError_t e = cudaMemsetAsync(rescale, 0, sizeof *rescale, s);
+    if (e != cudaSuccess)
+        return e;
+    lambda_kernel<<<(R + 127) / 128, 128, 0, s>>>(totals, R, first, c, pre, lambda, sig, inner,
+                                                  rescale);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t amp_gpu_rescale(double *A, float *A32, uint64_t rows, unsigned R,
+                                       double *sig, const int *rescale, cudaStream_t s)
+{
+    const uint64_t n = rows * R;
+    rescale_kernel<<<stream_grid(n), 256, 0, s>>>(A, A32, n, R, sig, rescale);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return e;
+    settle_scale_kernel<<<(R + 127) / 128, 128, 0, s>>>(sig, R, rescale);
     return cudaGetLastError();
 }
 
@@ -312,7 +365,7 @@ extern "C" cudaError_t amp_gpu_fold_scales(const amp_mode_set *sig, unsigned ski
                                            const double *pre, double *P, double *c,
                                            cudaStream_t s)
 {
-    fold_scales_kernel<<<1, 256, 0, s>>>(*sig, skip, R, pre, P, c);
+    fold_scales_kernel<<<stream_grid((uint64_t)R * R), 256, 0, s>>>(*sig, skip, R, pre, P, c);
     return cudaGetLastError();
 }
 

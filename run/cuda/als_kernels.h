@@ -41,10 +41,15 @@ cudaError_t amp_gpu_solve_stats(const void *M, int m_f32, const double *P, uint6
                                 double *partial, cudaStream_t s);
 /* lambda, the stored factor's scale sig (normalized = S sig) and the
  * next pre (1/lambda), and the column sums of a .* m (true scale), from
- * the totals of S_d = A_d pre and the M that lacks c (lambda_kernel). */
+ * the totals of S_d = A_d pre and the M that lacks c (lambda_kernel);
+ * *rescale (device) set where S_d must be normalized in place. */
 cudaError_t amp_gpu_lambda(const double *totals, unsigned R, int first, const double *c,
                            double *pre, double *lambda, double *sig, double *inner,
-                           cudaStream_t s);
+                           int *rescale, cudaStream_t s);
+/* If *rescale: A (rows x R, and A32 when not NULL) *= sig column-wise,
+ * then sig = 1, on every GPU alike (they share *rescale's inputs). */
+cudaError_t amp_gpu_rescale(double *A, float *A32, uint64_t rows, unsigned R, double *sig,
+                            const int *rescale, cudaStream_t s);
 /* c = the product of every sig but skip's; P[k][j] *= c[k] pre[j]. */
 cudaError_t amp_gpu_fold_scales(const amp_mode_set *sig, unsigned skip, unsigned R,
                                 const double *pre, double *P, double *c, cudaStream_t s);

@@ -1,5 +1,6 @@
 /* The solve of a CP-ALS mode fused with the column statistics that follow
- * it, for ranks up to 32: A = M P (P = V^-1 or its pseudo-inverse, R x R)
+ * it, for ranks up to 32: A = M P (P = V^-1 or its pseudo-inverse, R x R,
+ * with the factors' column scales folded in: als_kernels.cu)
  * and, per block of rows, each column's sum of squares, max |a| and sum
  * of a .* m, in one pass. The separate path (cublasDgemm, then
  * column_stats reading A and M again, and in f32 a conversion of M to f64
