@@ -187,17 +187,19 @@ static void gpu_als_free(gpu_als *w)
         cudaStreamDestroy(w->s);
 }
 
-/* Wait for w's stream. On several GPUs, never block for good: a peer
- * that failed leaves our collectives waiting, so poll and give up when
- * any GPU has failed or NCCL reports an error. */
-static amp_status wait_on(gpu_als *w, cudaStream_t s, amp_error *err)
+/* Wait until query() stops answering cudaErrorNotReady (sync() waits
+ * for the same thing on one GPU). On several GPUs, never block for good:
+ * a peer that failed leaves our collectives waiting, so poll and give up
+ * when any GPU has failed or NCCL reports an error. */
+template <typename Sync, typename Query>
+static amp_status wait_until(gpu_als *w, Sync sync, Query query, amp_error *err)
 {
     if (w->nranks == 1) {
-        CUDA_TRY(cudaStreamSynchronize(s), err);
+        CUDA_TRY(sync(), err);
         return AMP_OK;
     }
     for (;;) {
-        cudaError_t e = cudaStreamQuery(s);
+        cudaError_t e = query();
         if (e == cudaSuccess)
             return AMP_OK;
         if (e != cudaErrorNotReady)
@@ -210,30 +212,21 @@ static amp_status wait_on(gpu_als *w, cudaStream_t s, amp_error *err)
     }
 }
 
+static amp_status wait_on(gpu_als *w, cudaStream_t s, amp_error *err)
+{
+    return wait_until(w, [s] { return cudaStreamSynchronize(s); },
+                      [s] { return cudaStreamQuery(s); }, err);
+}
+
 static amp_status wait_stream(gpu_als *w, amp_error *err)
 {
     return wait_on(w, w->s, err);
 }
 
-/* Wait for event e, as wait_on does for a stream. */
 static amp_status wait_event(gpu_als *w, cudaEvent_t e, amp_error *err)
 {
-    if (w->nranks == 1) {
-        CUDA_TRY(cudaEventSynchronize(e), err);
-        return AMP_OK;
-    }
-    for (;;) {
-        cudaError_t q = cudaEventQuery(e);
-        if (q == cudaSuccess)
-            return AMP_OK;
-        if (q != cudaErrorNotReady)
-            return amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__, "GPU %u: %s", w->rank,
-                                 cudaGetErrorString(q));
-        if (w->run->failed.load())
-            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u stopped: another GPU failed", w->rank);
-        AMP_CHECK(amp_comm_check(w->comm, err));
-        std::this_thread::yield();
-    }
+    return wait_until(w, [e] { return cudaEventSynchronize(e); },
+                      [e] { return cudaEventQuery(e); }, err);
 }
 
 static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, als_run *run,
@@ -357,24 +350,15 @@ fail:
     return rc;
 }
 
-static amp_mode_set gram_set(const gpu_als *w)
+/* One array of each mode, for the kernels that take them all. */
+static amp_mode_set mode_set(const gpu_als *w, double *const *arrays)
 {
-    amp_mode_set gs;
-    memset(&gs, 0, sizeof gs);
-    gs.n = w->N;
+    amp_mode_set set;
+    memset(&set, 0, sizeof set);
+    set.n = w->N;
     for (unsigned m = 0; m < w->N; m++)
-        gs.a[m] = w->G[m];
-    return gs;
-}
-
-static amp_mode_set sig_set(const gpu_als *w)
-{
-    amp_mode_set ss;
-    memset(&ss, 0, sizeof ss);
-    ss.n = w->N;
-    for (unsigned m = 0; m < w->N; m++)
-        ss.a[m] = w->sig[m];
-    return ss;
+        set.a[m] = arrays[m];
+    return set;
 }
 
 /* G = A^T A over rows [begin, begin + rows) of A[m]. With A row-major
@@ -505,7 +489,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     const uint64_t rb = w->own_begin[d], nown = w->own_rows[d];
     const double one = 1, zero = 0;
     cudaEvent_t *ev = w->ev[d];
-    const amp_mode_set gs = gram_set(w), ss = sig_set(w);
+    const amp_mode_set gs = mode_set(w, w->G), ss = mode_set(w, w->sig);
     const unsigned blocks = amp_gpu_stats_blocks(nown, g->sm_count);
     double *Mown = w->M ? w->M + rb * R : NULL, *Aown = w->A[d] + rb * R;
     int pinv = 0;
@@ -703,7 +687,7 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
              * the column sums of its stored rows .* M into those of
              * lambda .* A_normalized .* M_true (inner). */
             CUDA_TRY_GOTO(cudaEventRecord(w.fit0, w.s), err, rc, done);
-            amp_mode_set gs = gram_set(&w);
+            amp_mode_set gs = mode_set(&w, w.G);
             CUDA_TRY_GOTO(amp_gpu_fit_terms(&gs, R, w.lambda, w.inner, w.fit_terms, w.s), err, rc,
                           done);
             const double *terms = w.host->terms;
