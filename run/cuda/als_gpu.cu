@@ -18,7 +18,8 @@
  *     (rank <= 32: A_d, its f32 shadow and the column sums in one pass,
  *     als_solve.cu)
  *   lambda, and A_d's new column scale (A_d is rescaled in place only
- *       on the first iteration or where its scale moved more than 16x:
+ *       on the first iteration or where its scale moved more than
+ *       2^(40/(N-1)), 2^20 on 3 modes:
  *       that pass over its rows cost 1.3-1.5 ms of a 10.9-14.3 ms
  *       iteration on rd100m)
  *   G_d = A_d^T A_d                        batched cublasDgemm, row chunks,
@@ -117,6 +118,7 @@ typedef struct gpu_als {
      * product of the mode being updated. All in `scales`. */
     double *scales, *sig[AMP_MAX_MODES], *pre[AMP_MAX_MODES], *c;
     int *rescale;              /* the mode's factor is normalized in place */
+    double scale_bound;        /* ... where a column's sig leaves [1/bound, bound] */
     double *work;
     int lwork;
     double *gram_partial;      /* gram_chunks + 1 matrices R x R */
@@ -187,15 +189,20 @@ static void gpu_als_free(gpu_als *w)
         cudaStreamDestroy(w->s);
 }
 
-/* Wait until query() stops answering cudaErrorNotReady (sync() waits
- * for the same thing on one GPU). On several GPUs, never block for good:
- * a peer that failed leaves our collectives waiting, so poll and give up
- * when any GPU has failed or NCCL reports an error. */
+/* Wait until query() stops answering cudaErrorNotReady (sync(), named
+ * `what` in errors, waits for the same thing on one GPU). On several
+ * GPUs, never block for good: a peer that failed leaves our collectives
+ * waiting, so poll and give up when any GPU has failed or NCCL reports an
+ * error. */
 template <typename Sync, typename Query>
-static amp_status wait_until(gpu_als *w, Sync sync, Query query, amp_error *err)
+static amp_status wait_until(gpu_als *w, const char *what, Sync sync, Query query,
+                             amp_error *err)
 {
     if (w->nranks == 1) {
-        CUDA_TRY(sync(), err);
+        cudaError_t e = sync();
+        if (e != cudaSuccess)
+            return amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__, "%s: %s", what,
+                                 cudaGetErrorString(e));
         return AMP_OK;
     }
     for (;;) {
@@ -214,7 +221,7 @@ static amp_status wait_until(gpu_als *w, Sync sync, Query query, amp_error *err)
 
 static amp_status wait_on(gpu_als *w, cudaStream_t s, amp_error *err)
 {
-    return wait_until(w, [s] { return cudaStreamSynchronize(s); },
+    return wait_until(w, "cudaStreamSynchronize", [s] { return cudaStreamSynchronize(s); },
                       [s] { return cudaStreamQuery(s); }, err);
 }
 
@@ -225,7 +232,7 @@ static amp_status wait_stream(gpu_als *w, amp_error *err)
 
 static amp_status wait_event(gpu_als *w, cudaEvent_t e, amp_error *err)
 {
-    return wait_until(w, [e] { return cudaEventSynchronize(e); },
+    return wait_until(w, "cudaEventSynchronize", [e] { return cudaEventSynchronize(e); },
                       [e] { return cudaEventQuery(e); }, err);
 }
 
@@ -316,6 +323,9 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
         w->pre[m] = w->scales + (size_t)(w->N + m) * R;
     }
     w->c = w->scales + (size_t)2 * w->N * R;
+    /* The other N - 1 modes' scales multiply an MTTKRP input by at most
+     * 2^40 (an f32 M then overflows only for values past 1e26). */
+    w->scale_bound = exp2(40.0 / (w->N > 1 ? w->N - 1 : 1));
     /* The starting factors are taken as they are. */
     CUDA_TRY_GOTO(amp_gpu_fill(w->scales, (size_t)2 * w->N * R, 1.0, w->s), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->inner, R * sizeof(double)), err, rc, fail);
@@ -559,7 +569,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->totals + 2 * R, R, 1, w->s, err), rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_STATS_COMM], w->s), err, rc, done);
     CUDA_TRY_GOTO(amp_gpu_lambda(w->totals, R, first, w->c, w->pre[d], w->lambda, w->sig[d],
-                                 w->inner, w->rescale, w->s), err, rc, done);
+                                 w->inner, w->rescale, w->scale_bound, w->s), err, rc, done);
     CUDA_TRY_GOTO(amp_gpu_rescale(Aown, w->f32 ? w->A32[d] + rb * R : NULL, nown, R, w->sig[d],
                                   w->rescale, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_NORMALIZE], w->s), err, rc, done);

@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(TOTALS_THREADS)
  * the next update. */
 __global__ void lambda_kernel(const double *totals, unsigned R, int first, const double *c,
                               double *pre, double *lambda, double *sig, double *inner,
-                              int *rescale)
+                              int *rescale, double bound)
 {
     const unsigned r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= R)
@@ -127,11 +127,14 @@ __global__ void lambda_kernel(const double *totals, unsigned R, int first, const
     pre[r] = 1 / l;
     inner[r] = totals[R + r] * c[r] / p;
     /* The other modes' M carries 1 / sig of this mode: far from 1, as on
-     * the first iteration (pre = 1, S_d = A_d at lambda's scale, up to
-     * 1e12 and more for large values) or where lambda jumps, a product
-     * over several modes could overflow an f32 M. Then S_d is rescaled
-     * in place (rescale_kernel) and sig_d set back to 1. */
-    if (first || !(g >= 1.0 / 16 && g <= 16))
+     * the first iteration (pre = 1, S_d = A_d at lambda's scale, from
+     * 1e-40 to 1e12 and more) or where lambda jumps, a product over the
+     * modes could underflow or overflow an f32 M. Then S_d is rescaled in
+     * place (rescale_kernel) and sig_d set back to 1. NaN rescales too.
+     * Every GPU decides alike: the totals are all-reduced, so the same
+     * bits everywhere (a flag that differed would mix scales in the
+     * Gram's all-reduce). */
+    if (first || !(g >= 1 / bound && g <= bound))
         atomicOr(rescale, 1);
 }
 
@@ -339,13 +342,14 @@ extern "C" cudaError_t amp_gpu_column_totals(const double *partial, unsigned blo
 
 extern "C" cudaError_t amp_gpu_lambda(const double *totals, unsigned R, int first,
                                       const double *c, double *pre, double *lambda, double *sig,
-                                      double *inner, int *rescale, cudaStream_t s)
+                                      double *inner, int *rescale, double bound,
+                                      cudaStream_t s)
 {
     cudaError_t e = cudaMemsetAsync(rescale, 0, sizeof *rescale, s);
     if (e != cudaSuccess)
         return e;
     lambda_kernel<<<(R + 127) / 128, 128, 0, s>>>(totals, R, first, c, pre, lambda, sig, inner,
-                                                  rescale);
+                                                  rescale, bound);
     return cudaGetLastError();
 }
 

@@ -42,10 +42,11 @@ cudaError_t amp_gpu_solve_stats(const void *M, int m_f32, const double *P, uint6
 /* lambda, the stored factor's scale sig (normalized = S sig) and the
  * next pre (1/lambda), and the column sums of a .* m (true scale), from
  * the totals of S_d = A_d pre and the M that lacks c (lambda_kernel);
- * *rescale (device) set where S_d must be normalized in place. */
+ * *rescale (device) set where S_d must be normalized in place: on the
+ * first iteration, or where a sig leaves [1/bound, bound]. */
 cudaError_t amp_gpu_lambda(const double *totals, unsigned R, int first, const double *c,
                            double *pre, double *lambda, double *sig, double *inner,
-                           int *rescale, cudaStream_t s);
+                           int *rescale, double bound, cudaStream_t s);
 /* If *rescale: A (rows x R, and A32 when not NULL) *= sig column-wise,
  * then sig = 1, on every GPU alike (they share *rescale's inputs). */
 cudaError_t amp_gpu_rescale(double *A, float *A32, uint64_t rows, unsigned R, double *sig,
