@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +261,11 @@ static amp_status parse_row(const char *path, uint64_t lineno, char *line, unsig
         if (errno == ERANGE && (v > 1 || v < -1))
             return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": value %u is out of range",
                             path, lineno, r + 1);
+        /* strtod takes "nan" and "inf": a start from them can only give
+         * NaN fits, many iterations later. */
+        if (!isfinite(v))
+            return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": value %u is not a finite "
+                            "number", path, lineno, r + 1);
         if (row)
             row[r] = v;
         p = end;

@@ -60,6 +60,11 @@ check_contains "--init is reported" "$RUN_OUT" "starting factors from $T/f.mode*
 run "$AMPED_RUN" --gpus 0 -r 5 --init "$T/f" "$T/sample.amp"
 check_status "--init with another rank fails" 1
 check_contains "--init: the bad file and line are named" "$RUN_ERR" "$T/f.mode1.mat:1: expected 5 values"
+for m in 1 3; do cp "$T/f.mode$m.mat" "$T/nan.mode$m.mat"; done
+awk 'NR == 2 { $3 = "nan" } { print }' "$T/f.mode2.mat" > "$T/nan.mode2.mat"
+run "$AMPED_RUN" --gpus 0 -r 4 --init "$T/nan" "$T/sample.amp"
+check_status "--init with a NaN in a factor fails" 1
+check_contains "--init: the NaN's file, line and column are named" "$RUN_ERR" "$T/nan.mode2.mat:2: value 3 is not a finite number"
 
 # ---- npy ---------------------------------------------------------------------------
 run "$AMPED_RUN" --gpus 0 -q -r 3 --iters 2 --format npy -o "$T/n" "$T/sample.amp"
