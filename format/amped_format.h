@@ -154,9 +154,18 @@ static inline void amp_isp_range(uint64_t nnz, uint32_t nparts, uint32_t q, uint
 amp_status amp_blco_layout(amp_mode_layout *layout, unsigned nmodes,
                            const uint64_t *compact_dims, unsigned mode, amp_error *err);
 
-/* One index from a linearized index: decode is shift and mask. */
-static inline uint64_t amp_blco_field(uint64_t key, uint64_t word, unsigned shift,
-                                      unsigned width)
+/* Host and device (nvcc) alike: the GPU kernels decode with this too. */
+#ifdef __CUDACC__
+#define AMP_HOST_DEVICE_INLINE __host__ __device__ __forceinline__
+#else
+#define AMP_HOST_DEVICE_INLINE inline
+#endif
+
+/* One index from a linearized index: decode is shift and mask (the
+ * field of width bits at bit shift of key:word, the block key above the
+ * 64-bit word). */
+static AMP_HOST_DEVICE_INLINE uint64_t amp_blco_field(uint64_t key, uint64_t word,
+                                                      unsigned shift, unsigned width)
 {
     if (width == 0)
         return 0;

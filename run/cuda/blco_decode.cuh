@@ -1,4 +1,5 @@
-/* Decoding a resident copy's BLCO words on the device (shift and mask),
+/* Decoding a resident copy's BLCO words on the device (shift and mask:
+ * the format's own amp_blco_field, which compiles for the device too),
  * shared by the MTTKRP kernels (mttkrp.cu) and the load-time checks
  * (gpu_tensor.cu). C++ (nvcc) only. */
 #ifndef AMP_BLCO_DECODE_CUH
@@ -6,20 +7,7 @@
 
 #include <stdint.h>
 
-/* A field of width bits at bit shift of the index bits key:w (the block
- * key above the 64-bit word). */
-__device__ __forceinline__ uint64_t field(uint64_t key, uint64_t w, unsigned shift, unsigned width)
-{
-    if (width == 0)
-        return 0;
-    uint64_t mask = width >= 64 ? ~0ull : (1ull << width) - 1;
-    if (shift >= 64)
-        return (key >> (shift - 64)) & mask;
-    uint64_t v = w >> shift;
-    if (shift > 0 && shift + width > 64)
-        v |= key << (64 - shift);
-    return v & mask;
-}
+#include "amped_format.h"
 
 /* The block holding nonzero k: binary search over the block starts. */
 __device__ __forceinline__ uint32_t block_of(const uint64_t *block_start, uint32_t nblocks,
@@ -42,7 +30,7 @@ __device__ __forceinline__ uint64_t row_at(const uint64_t *words, const uint64_t
                                            unsigned shift, unsigned width, uint64_t k)
 {
     uint64_t key = block_key[nblocks > 1 ? block_of(block_start, nblocks, k) : 0];
-    return field(key, words[k], shift, width);
+    return amp_blco_field(key, words[k], shift, width);
 }
 
 #endif

@@ -164,11 +164,12 @@ __global__ void __launch_bounds__(256) mttkrp_lanes(const mttkrp_args a)
                 myblk++;
         uint64_t key = a.block_key[myblk];
         blk = __shfl_sync(0xffffffffu, myblk, 31);
-        uint32_t row = valid ? (uint32_t)field(key, w, a.out_shift, a.out_width) : 0xffffffffu;
+        uint32_t row =
+            valid ? (uint32_t)amp_blco_field(key, w, a.out_shift, a.out_width) : 0xffffffffu;
         uint32_t ix[NOC];
 #pragma unroll
         for (int m = 0; m < NOC; m++)
-            ix[m] = valid ? (uint32_t)field(key, w, a.shift[m], a.width[m]) : 0;
+            ix[m] = valid ? (uint32_t)amp_blco_field(key, w, a.shift[m], a.width[m]) : 0;
         const unsigned n = hi - base < 32 ? (unsigned)(hi - base) : 32;
         for (unsigned t = 0; t < n; t += U) {
             uint32_t rows[U];
@@ -301,11 +302,12 @@ __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
                 myblk++;
         uint64_t key = a.block_key[myblk];
         blk = __shfl_sync(tmask, myblk, L - 1, L);
-        uint32_t row = valid ? (uint32_t)field(key, w, a.out_shift, a.out_width) : 0xffffffffu;
+        uint32_t row =
+            valid ? (uint32_t)amp_blco_field(key, w, a.out_shift, a.out_width) : 0xffffffffu;
         uint32_t ix[NOC];
 #pragma unroll
         for (int m = 0; m < NOC; m++)
-            ix[m] = valid ? (uint32_t)field(key, w, a.shift[m], a.width[m]) : 0;
+            ix[m] = valid ? (uint32_t)amp_blco_field(key, w, a.shift[m], a.width[m]) : 0;
         const unsigned n = hi - base < L ? (unsigned)(hi - base) : L;
         for (unsigned t = 0; t < n; t += U) {
             uint32_t rows[U];
@@ -412,7 +414,8 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
             for (int j = 0; j < RPL; j++)
                 p[j] = v;
             for (unsigned m = 0; m < a.nother; m++) {
-                const real *rowp = (const real *)a.F[m] + field(key, w, a.shift[m], a.width[m]) * R;
+                const real *rowp =
+                    (const real *)a.F[m] + amp_blco_field(key, w, a.shift[m], a.width[m]) * R;
 #pragma unroll
                 for (int j = 0; j < RPL; j++) {
                     unsigned r = lane + 32 * j;
@@ -420,8 +423,8 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
                         p[j] *= __ldg(rowp + r);
                 }
             }
-            accumulate<real, RPL>(M, R, lane, field(key, w, a.out_shift, a.out_width), p, cur,
-                                  acc, first, a.add);
+            accumulate<real, RPL>(M, R, lane, amp_blco_field(key, w, a.out_shift, a.out_width), p,
+                                  cur, acc, first, a.add);
         }
     }
     flush<real, RPL>(M, R, cur, acc, 1, lane);
