@@ -9,7 +9,7 @@
  * P once fold_scales has scaled it.
  *
  * Bytes: column_stats reads A and M once (16 R bytes a row in f64);
- * scale_columns (only for the output, once a run) reads and writes A
+ * amp_gpu_scale_columns (the output, once a run) reads and writes A
  * (16 R), and so does rescale_kernel where it runs (plus 4 R for the f32
  * copy); to_f64 reads 4 R and writes 8 R. The R x R kernels are negligible for
  * any tensor worth a GPU. Every reduction is over a fixed split in a fixed
@@ -138,12 +138,13 @@ __global__ void lambda_kernel(const double *totals, unsigned R, int first, const
         atomicOr(rescale, 1);
 }
 
-/* Where lambda_kernel asked for it: S_d *= sig_d (and its f32 copy
- * rewritten), so that S_d is the normalized factor. */
+/* A[:, r] *= sig[r] (and its f32 copy rewritten): where lambda_kernel
+ * asked for it (rescale), S_d made the normalized factor; always
+ * (rescale NULL) for the output. */
 __global__ void rescale_kernel(double *A, float *A32, uint64_t n, unsigned R, const double *sig,
                                const int *rescale)
 {
-    if (!*rescale)
+    if (rescale && !*rescale)
         return;
     for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < n;
          k += (uint64_t)gridDim.x * blockDim.x) {
@@ -188,13 +189,6 @@ __global__ void scale_gram_kernel(double *G, const double *sig, unsigned R)
     for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < R * R;
          k += gridDim.x * blockDim.x)
         G[k] *= sig[k / R] * sig[k % R];
-}
-
-__global__ void scale_columns_kernel(double *A, uint64_t n, unsigned R, const double *sig)
-{
-    for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < n;
-         k += (uint64_t)gridDim.x * blockDim.x)
-        A[k] *= sig[k % R];
 }
 
 __global__ void fill_kernel(double *x, uint64_t n, double v)
@@ -384,7 +378,7 @@ extern "C" cudaError_t amp_gpu_scale_columns(double *A, uint64_t rows, unsigned 
                                              const double *sig, cudaStream_t s)
 {
     uint64_t n = rows * R;
-    scale_columns_kernel<<<stream_grid(n), 256, 0, s>>>(A, n, R, sig);
+    rescale_kernel<<<stream_grid(n), 256, 0, s>>>(A, NULL, n, R, sig, NULL);
     return cudaGetLastError();
 }
 
