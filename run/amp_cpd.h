@@ -161,6 +161,10 @@ typedef struct amp_cpd_opts {
     uint64_t seed;
     amp_precision precision;   /* of the MTTKRP; the R x R algebra is f64 */
     int threads;               /* 0: OpenMP default */
+    /* GPU backend: a stored factor is rescaled in place where a column's
+     * scale leaves [1/bound, bound]; 0: 2^(40/(N-1)). 1 rescales at every
+     * update (tests take that path on purpose). */
+    double gpu_rescale_bound;
     /* Called after every iteration, from the calling thread. */
     void (*on_iter)(void *ctx, unsigned iter, double fit, double delta, double seconds);
     void *ctx;

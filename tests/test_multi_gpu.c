@@ -7,7 +7,10 @@
  * Tolerances as in test_gpu: MTTKRP of the GPUs' parts put together
  * within 1e-12 of the f64 reference (normwise), 1e-4 in f32; after 10
  * f64 iterations the fit within 1e-6 of the CPU's and the 1-GPU run's,
- * the factors and lambda within 1e-6 (normwise). */
+ * the factors and lambda within 1e-6 (normwise), also with every update
+ * rescaled (gpu_rescale_bound 1). f32 CP-ALS: 1 iteration within 1e-2 of
+ * one GPU's (fit and factors), 4 iterations' fit within 1e-4 of the f64
+ * CPU's. */
 #include <config.h>
 
 #include <inttypes.h>
@@ -56,19 +59,28 @@ static amp_status open_run(const amp_tensor *t, unsigned gpus, const config *cf,
     return amp_gpu_run_open(&o, t, run, err);
 }
 
-static amp_status decompose_p(const amp_tensor *t, amp_gpu_run *run, int f32, amp_cpd *c,
-                              amp_error *err)
+/* iters 0: ITERS in f64, 1 in f32; bound: as amp_cpd_opts's
+ * gpu_rescale_bound. */
+static amp_status decompose_x(const amp_tensor *t, amp_gpu_run *run, int f32, unsigned iters,
+                              double bound, amp_cpd *c, amp_error *err)
 {
     amp_cpd_opts o;
     amp_cpd_opts_init(&o);
     o.rank = RANK;
-    o.max_iters = f32 ? 1 : ITERS;
+    o.max_iters = iters ? iters : f32 ? 1 : ITERS;
+    o.gpu_rescale_bound = bound;
     o.precision = f32 ? AMP_PRECISION_F32 : AMP_PRECISION_F64;
     o.tol = 0;
     amp_status rc = amp_cpd_init_random(t, RANK, 5, c, err);
     if (rc == AMP_OK)
         rc = run ? amp_gpu_run_als(run, t, &o, c, err) : amp_cpd_als(t, &o, c, err);
     return rc;
+}
+
+static amp_status decompose_p(const amp_tensor *t, amp_gpu_run *run, int f32, amp_cpd *c,
+                              amp_error *err)
+{
+    return decompose_x(t, run, f32, 0, 0, c, err);
 }
 
 static amp_status decompose(const amp_tensor *t, amp_gpu_run *run, amp_cpd *c, amp_error *err)
@@ -86,7 +98,7 @@ static double factor_diff(const amp_tensor *t, const amp_cpd *a, const amp_cpd *
     return worst;
 }
 
-#define CHECKS_PER_CONFIG 7
+#define CHECKS_PER_CONFIG 9
 
 /* Every configuration on two GPUs against the CPU (cpu) and one GPU
  * (one), both decomposed once by the caller. */
@@ -135,6 +147,14 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
         ok(rc == AMP_OK && two.iters == ITERS && two.pinv_used == cpu.pinv_used,
            "%s, %s: %u iterations, pseudo-inverse %s as on the CPU", name, cf->name, two.iters,
            two.pinv_used ? "used" : "not used");
+        amp_cpd_free(&two);
+        /* Every update rescaled: rows sent right after the solve are
+         * rescaled and sent again (the path a far-off scale takes). */
+        rc = decompose_x(t, run, 0, 0, 1, &two, &err);
+        dc = rc == AMP_OK ? factor_diff(t, &two, &cpu) : INFINITY;
+        ok(rc == AMP_OK && fabs(two.fit - cpu.fit) <= 1e-6 && dc <= 1e-6, "%s, %s: rescaled at "
+           "every update: fit %.10f, factors within %.2e of the CPU's", name, cf->name,
+           rc == AMP_OK ? two.fit : NAN, dc);
         amp_gpu_run_close(run);
         amp_cpd_free(&two);
         /* f32 kernels on the same split. */
@@ -175,6 +195,27 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
            b32.fit, a32.fit, fd);
         amp_cpd_free(&a32);
         amp_cpd_free(&b32);
+        /* Later f32 iterations send the shadows right after the solve,
+         * and again where rescaled (every update here): 4 iterations
+         * against the f64 CPU's, loosely (f32 sums). */
+        amp_cpd c4 = {0}, g4 = {0};
+        double f4 = NAN;
+        rc = decompose_x(t, NULL, 0, 4, 0, &c4, &err);
+        for (int b = 0; b < 2 && rc == AMP_OK; b++) {
+            r32 = NULL;
+            rc = open_run(t, 2, cf, RANK, 1, chunk, &r32, &err);
+            if (rc == AMP_OK)
+                rc = decompose_x(t, r32, 1, 4, b ? 1 : 0, &g4, &err);
+            amp_gpu_run_close(r32);
+            if (rc == AMP_OK) {
+                double e = fabs(g4.fit - c4.fit);
+                f4 = b == 0 || e > f4 ? e : f4;
+            }
+            amp_cpd_free(&g4);
+        }
+        ok(rc == AMP_OK && f4 <= 1e-4, "%s, %s: CP-ALS f32, 4 iterations, with and without "
+           "rescaling at every update: fit within %.2e of the CPU's f64", name, cf->name, f4);
+        amp_cpd_free(&c4);
     }
     amp_cpd_free(&cpu);
     amp_cpd_free(&one);

@@ -14,6 +14,9 @@
  *   P scaled: rows by the other modes' column scales (the MTTKRP read
  *       unnormalized factors), columns by the scale A_d is stored at
  *   A_d = M P                              cublasDgemm
+ *   several GPUs: A_d's rows sent to every other GPU (amp_comm, NCCL, on
+ *       a stream and communicator of their own), while the steps below
+ *       run; from the second iteration on
  *   column sums of squares, of A .* M, max |A|; summed (max) across GPUs
  *     (rank <= 32: A_d, its f32 shadow and the column sums in one pass,
  *     als_solve.cu)
@@ -24,7 +27,10 @@
  *       iteration on rd100m)
  *   G_d = A_d^T A_d                        batched cublasDgemm, row chunks,
  *                                          summed across GPUs, scaled
- *   A_d's rows sent to every other GPU     amp_comm (NCCL)
+ *   several GPUs, first iteration or --overlap: A_d's rows sent now
+ *   several GPUs, sent early: a rescale lambda asked for is applied by
+ *       every GPU to all of A_d's rows it holds once they are in, before
+ *       the next mode's MTTKRP
  *
  * Several GPUs run one host thread each; the R x R work is repeated on
  * every GPU from the same summed inputs, so every GPU takes the same
@@ -117,7 +123,11 @@ typedef struct gpu_als {
      * is the scale its next update writes at; c the other modes' sig
      * product of the mode being updated. All in `scales`. */
     double *scales, *sig[AMP_MAX_MODES], *pre[AMP_MAX_MODES], *c;
-    int *rescale;              /* the mode's factor is normalized in place */
+    int *rescale;              /* per mode: its factor is normalized in place */
+    /* Several GPUs, per mode: its rows went out before lambda_kernel
+     * decided on a rescale, which each GPU then applies to all it holds
+     * once they are in. */
+    int sent_early[AMP_MAX_MODES];
     double scale_bound;        /* ... where a column's sig leaves [1/bound, bound] */
     double *work;
     int lwork;
@@ -317,7 +327,7 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->lambda, R * sizeof(double)), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->scales, (2 * w->N + 1) * R * sizeof(double)), err,
                   rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->rescale, sizeof(int)), err, rc, fail);
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->rescale, AMP_MAX_MODES * sizeof(int)), err, rc, fail);
     for (unsigned m = 0; m < w->N; m++) {
         w->sig[m] = w->scales + (size_t)m * R;
         w->pre[m] = w->scales + (size_t)(w->N + m) * R;
@@ -325,7 +335,8 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     w->c = w->scales + (size_t)2 * w->N * R;
     /* The other N - 1 modes' scales multiply an MTTKRP input by at most
      * 2^40 (an f32 M then overflows only for values past 1e26). */
-    w->scale_bound = exp2(40.0 / (w->N > 1 ? w->N - 1 : 1));
+    w->scale_bound = o->gpu_rescale_bound > 0 ? o->gpu_rescale_bound
+                                              : exp2(40.0 / (w->N > 1 ? w->N - 1 : 1));
     /* The starting factors are taken as they are. */
     CUDA_TRY_GOTO(amp_gpu_fill(w->scales, (size_t)2 * w->N * R, 1.0, w->s), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->inner, R * sizeof(double)), err, rc, fail);
@@ -491,6 +502,27 @@ static amp_status settle_exchange(gpu_als *w, unsigned m, amp_error *err)
     return AMP_OK;
 }
 
+/* Mode d's rows, as s has them now, to every other GPU on xs. */
+static amp_status send_rows(gpu_als *w, unsigned d, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    /* ex0/ex1 of the last round were read by now unless still pending */
+    AMP_CHECK_GOTO(settle_exchange(w, d, err), rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(w->own_ready[d], w->s), err, rc, done);
+    CUDA_TRY_GOTO(cudaStreamWaitEvent(w->xs, w->own_ready[d], 0), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(w->ex0[d], w->xs), err, rc, done);
+    /* f32: the MTTKRP reads only the f32 shadow of other GPUs' rows, so
+     * only that travels (half the bytes); the f64 rows are gathered once,
+     * at the end. */
+    AMP_CHECK_GOTO(amp_comm_allgatherv(w->comm, w->f32 ? (void *)w->A32[d] : (void *)w->A[d],
+                                       w->f32, w->gather_offset[d], w->gather_count[d], w->xs,
+                                       err), rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(w->ex1[d], w->xs), err, rc, done);
+    w->ex_pending[d] = 1;
+done:
+    return rc;
+}
+
 static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, int first,
                               int *pinv_used, amp_error *err)
 {
@@ -512,12 +544,30 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
      * from the f32 M as it is (als_solve.cu). */
     const int fused = R <= AMP_GPU_SOLVE_MAX_RANK;
     const void *Mk_own = w->f32 ? (const void *)(w->M32 + rb * R) : (const void *)Mown;
+    /* Several GPUs send a mode's rows as soon as they are solved, while
+     * the column statistics and the Gram are taken; where lambda_kernel
+     * then asks for a rescale (rarely), every GPU applies it to all the
+     * rows it holds once they are in, before the next MTTKRP. Not on the
+     * first iteration, which always rescales (before sending), nor where
+     * the next MTTKRP starts on local rows before the others' are in
+     * (overlap): those must not change under it. */
+    const int early_send = w->nranks > 1 && !first && !w->overlap;
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_START], w->s), err, rc, done);
     CUDA_TRY_GOTO(amp_gpu_hadamard(&gs, d, R, w->V, w->s), err, rc, done);
     AMP_CHECK_GOTO(factor(w, err), rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_FACTOR], w->s), err, rc, done);
     if (w->nranks > 1 && !w->overlap)   /* every nonzero may need the rows in transit */
         CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err, rc, done);
+    if (w->sent_early[prev]) {   /* counted with the wait for them */
+        const uint64_t pr = g->rows[prev];
+        /* f32: the other GPUs' f64 rows are not current here, only the shadows */
+        CUDA_TRY_GOTO(amp_gpu_rescale_sent(w->f32 ? w->A[prev] + w->own_begin[prev] * R
+                                                  : w->A[prev],
+                                           w->f32 ? w->own_rows[prev] : pr,
+                                           w->f32 ? w->A32[prev] : NULL, pr, R, w->sig[prev],
+                                           w->rescale + prev, w->s), err, rc, done);
+        w->sent_early[prev] = 0;
+    }
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_READY], w->s), err, rc, done);
     AMP_CHECK_GOTO(amp_gpu_mttkrp_group(g, d, F, R, w->f32, Mk, AMP_GPU_EARLY, w->s, err), rc,
                    done);
@@ -549,6 +599,8 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
                                           w->f32 ? w->A32[d] + rb * R : NULL, w->partial,
                                           w->s), err, rc, done);
         CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
+        if (early_send)
+            AMP_CHECK_GOTO(send_rows(w, d, err), rc, done);
     } else {
         /* Row-major A = M P is, column-major, A^T = P^T M^T, and cuBLAS
          * reads the row-major P as P^T. */
@@ -562,6 +614,8 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
         if (w->f32 && nown > 0)
             CUDA_TRY_GOTO(amp_gpu_to_f32(Aown, w->A32[d] + rb * R, nown * R, w->s), err, rc,
                           done);
+        if (early_send)
+            AMP_CHECK_GOTO(send_rows(w, d, err), rc, done);
     }
     CUDA_TRY_GOTO(amp_gpu_column_totals(w->partial, blocks, R, w->totals, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_STATS], w->s), err, rc, done);
@@ -569,9 +623,14 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->totals + 2 * R, R, 1, w->s, err), rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_STATS_COMM], w->s), err, rc, done);
     CUDA_TRY_GOTO(amp_gpu_lambda(w->totals, R, first, w->c, w->pre[d], w->lambda, w->sig[d],
-                                 w->inner, w->rescale, w->scale_bound, w->s), err, rc, done);
-    CUDA_TRY_GOTO(amp_gpu_rescale(Aown, w->f32 ? w->A32[d] + rb * R : NULL, nown, R, w->sig[d],
-                                  w->rescale, w->s), err, rc, done);
+                                 w->inner, w->rescale + d, w->scale_bound, w->s), err, rc, done);
+    /* Sent early: the Gram below is of the rows as they are, scaled by
+     * sig_d as it is, the same product as after a rescale. */
+    if (early_send)
+        w->sent_early[d] = 1;
+    else
+        CUDA_TRY_GOTO(amp_gpu_rescale(Aown, w->f32 ? w->A32[d] + rb * R : NULL, nown, R,
+                                      w->sig[d], w->rescale + d, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_NORMALIZE], w->s), err, rc, done);
 
     AMP_CHECK_GOTO(gram(w, d, rb, nown, err), rc, done);
@@ -580,22 +639,8 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     /* The Gram of the stored rows, made the normalized factor's. */
     CUDA_TRY_GOTO(amp_gpu_scale_gram(w->G[d], w->sig[d], R, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_GRAM_COMM], w->s), err, rc, done);
-    if (w->nranks > 1) {
-        /* The exchange, behind the next mode's first group. ex0/ex1 of
-         * the last round were read by now unless still pending. */
-        AMP_CHECK_GOTO(settle_exchange(w, d, err), rc, done);
-        CUDA_TRY_GOTO(cudaEventRecord(w->own_ready[d], w->s), err, rc, done);
-        CUDA_TRY_GOTO(cudaStreamWaitEvent(w->xs, w->own_ready[d], 0), err, rc, done);
-        CUDA_TRY_GOTO(cudaEventRecord(w->ex0[d], w->xs), err, rc, done);
-        /* f32: the MTTKRP reads only the f32 shadow of other GPUs' rows,
-         * so only that travels (half the bytes); the f64 rows are
-         * gathered once, at the end. */
-        AMP_CHECK_GOTO(amp_comm_allgatherv(w->comm, w->f32 ? (void *)w->A32[d] : (void *)w->A[d],
-                                           w->f32, w->gather_offset[d], w->gather_count[d],
-                                           w->xs, err), rc, done);
-        CUDA_TRY_GOTO(cudaEventRecord(w->ex1[d], w->xs), err, rc, done);
-        w->ex_pending[d] = 1;
-    }
+    if (w->nranks > 1 && !early_send)
+        AMP_CHECK_GOTO(send_rows(w, d, err), rc, done);
 done:
     return rc;
 }

@@ -155,6 +155,18 @@ __global__ void rescale_kernel(double *A, float *A32, uint64_t n, unsigned R, co
     }
 }
 
+/* The same on an f32 shadow alone (rows other GPUs sent, which came
+ * without their f64 rows): every GPU scales the same shadow bits alike. */
+__global__ void rescale_shadow_kernel(float *A32, uint64_t n, unsigned R, const double *sig,
+                                      const int *rescale)
+{
+    if (!*rescale)
+        return;
+    for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < n;
+         k += (uint64_t)gridDim.x * blockDim.x)
+        A32[k] = (float)((double)A32[k] * sig[k % R]);
+}
+
 /* After rescale_kernel: sig_d = 1 (pre_d = 1 / lambda already holds). */
 __global__ void settle_scale_kernel(double *sig, unsigned R, const int *rescale)
 {
@@ -353,6 +365,26 @@ extern "C" cudaError_t amp_gpu_rescale(double *A, float *A32, uint64_t rows, uns
     const uint64_t n = rows * R;
     rescale_kernel<<<stream_grid(n), 256, 0, s>>>(A, A32, n, R, sig, rescale);
     cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return e;
+    settle_scale_kernel<<<(R + 127) / 128, 128, 0, s>>>(sig, R, rescale);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t amp_gpu_rescale_sent(double *A, uint64_t rows, float *A32,
+                                            uint64_t rows32, unsigned R, double *sig,
+                                            const int *rescale, cudaStream_t s)
+{
+    const uint64_t n = rows * R, n32 = rows32 * R;
+    cudaError_t e = cudaSuccess;
+    if (n > 0) {
+        rescale_kernel<<<stream_grid(n), 256, 0, s>>>(A, NULL, n, R, sig, rescale);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess && A32 != NULL && n32 > 0) {
+        rescale_shadow_kernel<<<stream_grid(n32), 256, 0, s>>>(A32, n32, R, sig, rescale);
+        e = cudaGetLastError();
+    }
     if (e != cudaSuccess)
         return e;
     settle_scale_kernel<<<(R + 127) / 128, 128, 0, s>>>(sig, R, rescale);

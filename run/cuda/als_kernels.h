@@ -51,6 +51,12 @@ cudaError_t amp_gpu_lambda(const double *totals, unsigned R, int first, const do
  * then sig = 1, on every GPU alike (they share *rescale's inputs). */
 cudaError_t amp_gpu_rescale(double *A, float *A32, uint64_t rows, unsigned R, double *sig,
                             const int *rescale, cudaStream_t s);
+/* The same once the rows went to the other GPUs unrescaled (each GPU
+ * rescales what it holds): if *rescale, A (rows x R, f64) *= sig and,
+ * when not NULL, the f32 shadow A32 (rows32 x R) *= sig on its own bits,
+ * then sig = 1. */
+cudaError_t amp_gpu_rescale_sent(double *A, uint64_t rows, float *A32, uint64_t rows32,
+                                 unsigned R, double *sig, const int *rescale, cudaStream_t s);
 /* c = the product of every sig but skip's; P[k][j] *= c[k] pre[j]. */
 cudaError_t amp_gpu_fold_scales(const amp_mode_set *sig, unsigned skip, unsigned R,
                                 const double *pre, double *P, double *c, cudaStream_t s);

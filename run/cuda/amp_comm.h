@@ -36,7 +36,10 @@ unsigned amp_comm_size(const amp_comm *c);
 amp_status amp_comm_allreduce(amp_comm *c, double *buf, size_t n, int max, void *stream,
                               amp_error *err);
 /* Rank r's values buf[offset[r] .. offset[r] + count[r]) (f32 or f64,
- * counted in values) to every other rank, point to point, all at once. */
+ * counted in values) to every other rank, point to point, all at once.
+ * Rows travel apart from the other collectives: one all-gather may be in
+ * flight on one stream while the others run on another (each rank
+ * issuing both kinds in the same order). */
 amp_status amp_comm_allgatherv(amp_comm *c, void *buf, int f32, const uint64_t *offset,
                                const uint64_t *count, void *stream, amp_error *err);
 /* buf holds size x block values (f32 or f64); rank r ends with block r

@@ -1,7 +1,11 @@
-/* amp_comm over NCCL (the CUDA toolkit's nccl.h), one process, one
- * communicator per GPU. Factor rows go point to point in one group (every
+/* amp_comm over NCCL (the CUDA toolkit's nccl.h), one process, two
+ * communicators per GPU. Factor rows go point to point in one group (every
  * rank sends its rows to every other at once, both directions of each
- * link busy), which an all-gather cannot do for ranks of unequal size. */
+ * link busy), which an all-gather cannot do for ranks of unequal size.
+ * They travel on a communicator of their own: NCCL runs one
+ * communicator's operations in the order they were issued, so on a shared
+ * one the small all-reduces issued while rows are in flight would wait for
+ * the whole transfer. */
 #include <config.h>
 
 #include <cuda_runtime.h>
@@ -17,6 +21,7 @@ struct amp_comm {
     int device;
 #ifdef AMP_HAVE_NCCL
     ncclComm_t nccl;   /* NULL for a run of one GPU */
+    ncclComm_t rows;   /* amp_comm_allgatherv's */
     int aborted;
 #endif
 };
@@ -43,7 +48,7 @@ extern "C" int amp_comm_available(void)
 #ifdef AMP_HAVE_NCCL
 /* NCCL connects peers on their first collective and first send: tens of
  * milliseconds that belong to setting up, not to the first iteration. */
-static amp_status warm_up(amp_comm **comms, unsigned n, amp_error *err)
+static amp_status warm_up(amp_comm **comms, unsigned n, int rows, amp_error *err)
 {
     amp_status rc = AMP_OK;
     double *buf[64] = {0};
@@ -63,13 +68,13 @@ static amp_status warm_up(amp_comm **comms, unsigned n, amp_error *err)
     ncclResult_t nr = ncclSuccess;
     if (rc == AMP_OK && (nr = ncclGroupStart()) == ncclSuccess) {
         for (unsigned r = 0; r < n && nr == ncclSuccess; r++) {
-            nr = ncclAllReduce(buf[r], buf[r], 1, ncclDouble, ncclSum, comms[r]->nccl, st[r]);
+            ncclComm_t c = rows ? comms[r]->rows : comms[r]->nccl;
+            nr = ncclAllReduce(buf[r], buf[r], 1, ncclDouble, ncclSum, c, st[r]);
             for (unsigned q = 0; q < n && nr == ncclSuccess; q++)
                 if (q != r) {
-                    nr = ncclSend(buf[r] + r, 1, ncclDouble, (int)q, comms[r]->nccl, st[r]);
+                    nr = ncclSend(buf[r] + r, 1, ncclDouble, (int)q, c, st[r]);
                     if (nr == ncclSuccess)
-                        nr = ncclRecv(buf[r] + n + q, 1, ncclDouble, (int)q, comms[r]->nccl,
-                                      st[r]);
+                        nr = ncclRecv(buf[r] + n + q, 1, ncclDouble, (int)q, c, st[r]);
                 }
         }
         ncclResult_t end = ncclGroupEnd();
@@ -118,8 +123,14 @@ extern "C" amp_status amp_comm_init_all(unsigned n, const int *devices, amp_comm
     }
 #ifdef AMP_HAVE_NCCL
     if (n > 1) {
-        ncclComm_t *nc = (ncclComm_t *)calloc(n, sizeof *nc);
+        ncclComm_t *nc = (ncclComm_t *)calloc(2 * (size_t)n, sizeof *nc);
         ncclResult_t r = nc ? ncclCommInitAll(nc, (int)n, devices) : ncclSystemError;
+        if (r == ncclSuccess) {
+            r = ncclCommInitAll(nc + n, (int)n, devices);
+            if (r != ncclSuccess)
+                for (unsigned q = 0; q < n; q++)
+                    ncclCommDestroy(nc[q]);
+        }
         if (r != ncclSuccess) {
             free(nc);
             for (unsigned q = 0; q < n; q++) {
@@ -129,10 +140,14 @@ extern "C" amp_status amp_comm_init_all(unsigned n, const int *devices, amp_comm
             return AMP_FAIL(err, AMP_ERR_CUDA, "NCCL could not join %u GPUs: %s", n,
                             ncclGetErrorString(r));
         }
-        for (unsigned q = 0; q < n; q++)
+        for (unsigned q = 0; q < n; q++) {
             comms[q]->nccl = nc[q];
+            comms[q]->rows = nc[n + q];
+        }
         free(nc);
-        amp_status rc = warm_up(comms, n, err);
+        amp_status rc = warm_up(comms, n, 0, err);
+        if (rc == AMP_OK)
+            rc = warm_up(comms, n, 1, err);
         if (rc != AMP_OK) {
             /* Its collectives may still be queued: abort, not destroy. */
             for (unsigned q = 0; q < n; q++) {
@@ -155,6 +170,7 @@ extern "C" void amp_comm_free(amp_comm *c)
     if (c->nccl && !c->aborted) {
         cudaSetDevice(c->device);
         ncclCommDestroy(c->nccl);
+        ncclCommDestroy(c->rows);
     }
 #endif
     free(c);
@@ -165,6 +181,7 @@ extern "C" void amp_comm_abort(amp_comm *c)
 #ifdef AMP_HAVE_NCCL
     if (c && c->nccl && !c->aborted) {
         ncclCommAbort(c->nccl);
+        ncclCommAbort(c->rows);
         c->aborted = 1;
     }
 #else
@@ -216,9 +233,9 @@ extern "C" amp_status amp_comm_allgatherv(amp_comm *c, void *buf, int f32,
         if (peer == c->rank)
             continue;
         if (count[c->rank] > 0)
-            r = ncclSend(b + offset[c->rank] * es, count[c->rank], type, (int)peer, c->nccl, s);
+            r = ncclSend(b + offset[c->rank] * es, count[c->rank], type, (int)peer, c->rows, s);
         if (r == ncclSuccess && count[peer] > 0)
-            r = ncclRecv(b + offset[peer] * es, count[peer], type, (int)peer, c->nccl, s);
+            r = ncclRecv(b + offset[peer] * es, count[peer], type, (int)peer, c->rows, s);
     }
     ncclResult_t end = ncclGroupEnd();
     if (r == ncclSuccess)
@@ -257,6 +274,8 @@ extern "C" amp_status amp_comm_check(amp_comm *c, amp_error *err)
         return AMP_OK;
     ncclResult_t async = ncclSuccess;
     NCCL_TRY(ncclCommGetAsyncError(c->nccl, &async), err);
+    if (async == ncclSuccess || async == ncclInProgress)
+        NCCL_TRY(ncclCommGetAsyncError(c->rows, &async), err);
     if (async != ncclSuccess && async != ncclInProgress)
         return AMP_FAIL(err, AMP_ERR_CUDA, "NCCL (GPU %u of %u): %s", c->rank, c->size,
                         ncclGetErrorString(async));
