@@ -149,7 +149,9 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
            two.pinv_used ? "used" : "not used");
         amp_cpd_free(&two);
         /* Every update rescaled: rows sent right after the solve are
-         * rescaled and sent again (the path a far-off scale takes). */
+         * rescaled by every GPU once they are in (the path a far-off
+         * scale takes); received rows left as sent would fail the
+         * factor check. */
         rc = decompose_x(t, run, 0, 0, 1, &two, &err);
         dc = rc == AMP_OK ? factor_diff(t, &two, &cpu) : INFINITY;
         ok(rc == AMP_OK && fabs(two.fit - cpu.fit) <= 1e-6 && dc <= 1e-6, "%s, %s: rescaled at "

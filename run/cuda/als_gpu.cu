@@ -105,8 +105,9 @@ typedef struct gpu_als {
     uint64_t *gather_offset[AMP_MAX_MODES], *gather_count[AMP_MAX_MODES];
     cudaStream_t s;
     /* Several GPUs: the updated rows of a mode go out on xs while s goes
-     * on with the next mode's MTTKRP over the nonzeros that need none of
-     * them (the part's first group). ex1[m] marks mode m's rows all in. */
+     * on with the mode's statistics and Gram product (or, with overlap,
+     * with the next mode's MTTKRP over the nonzeros that need none of
+     * them: the part's first group). ex1[m] marks mode m's rows all in. */
     cudaStream_t xs;
     cudaEvent_t own_ready[AMP_MAX_MODES], ex0[AMP_MAX_MODES], ex1[AMP_MAX_MODES];
     int ex_pending[AMP_MAX_MODES];   /* ex0..ex1 not yet added to the statistics */

@@ -5,7 +5,9 @@
  * They travel on a communicator of their own: NCCL runs one
  * communicator's operations in the order they were issued, so on a shared
  * one the small all-reduces issued while rows are in flight would wait for
- * the whole transfer. */
+ * the whole transfer. Two communicators' kernels must then be able to run
+ * at once on a GPU (NCCL's condition for several communicators): they are
+ * small grids, and every rank issues both kinds in the same order. */
 #include <config.h>
 
 #include <cuda_runtime.h>
