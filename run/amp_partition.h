@@ -52,6 +52,10 @@ typedef struct amp_partition {
      * groups (see amp_copy.early_nnz) so that a mode's rows can travel
      * while the next mode's MTTKRP runs on the first group. */
     int overlap;
+    /* How the parts find a row's run number: 0 by size (a per-shard map
+     * where a mode's run_row table exceeds twice a core's L2, else the
+     * table), 1 the map always, -1 the table always (tests compare). */
+    int row_lookup;
     uint64_t rows[AMP_MAX_MODES];
     amp_part_mode modes[AMP_MAX_MODES];
 } amp_partition;

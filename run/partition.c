@@ -192,27 +192,102 @@ typedef struct split_rule {
     uint64_t begin, end;   /* owned run rows of mode prev */
 } split_rule;
 
-/* How far ahead walk() fetches the run rows of the nonzeros to come: the
- * renumbering tables of large modes (4.8 M rows: 38 MB) miss the caches
- * at random, and one nonzero's lookups alone leave the core waiting. */
-#define RUN_ROW_AHEAD 8
+/* A mode's run numbering as the dealing makes it: each shard's rows are
+ * one range of file rows moved as a block, so a row's run row is its own
+ * plus its shard's shift. A coarse table (row >> shift: the shards that
+ * can hold it) and a binary search among those find the shard from
+ * arrays that stay in a core's L2. The run_row table (8 bytes a row: 38
+ * MB for 4.8 M rows) read at random for every nonzero took 84% of the
+ * part builder's time on an Amazon-shaped tensor. */
+#define SHARD_MAP_BUCKETS 65536
 
-/* Whether walk() prefetches for mode d's copy: only where the tables it
- * reads at random exceed twice a core's L2 (sysconf; 1 MiB if unknown).
- * On a 2 MiB-L2 core, tables of 1.2-2.4 MB (200 K-row modes) ran 17%
- * slower with the prefetches, tables of 28-44 MB (1.7-3.8 M rows) 35-40%
- * faster (bench/part-bench); sizes between were not measured. */
-static int run_rows_prefetched(const amp_partition *p, unsigned N, unsigned d)
+typedef struct shard_map {
+    uint32_t nshards;    /* 0: no map (rows keep their numbering, or run_row) */
+    unsigned shift;
+    uint64_t *end;       /* each shard's last file row + 1 */
+    int64_t *delta;      /* run row - file row, per shard */
+    uint32_t *bucket;    /* row >> shift -> the first shard ending past it */
+} shard_map;
+
+static void shard_map_free(shard_map *sm)
 {
-    uint64_t bytes = 0;
-    for (unsigned m = 0; m < N; m++)
-        if (m != d && p->modes[m].run_row)
-            bytes += p->rows[m] * sizeof(uint64_t);
+    free(sm->end);
+    free(sm->delta);
+    free(sm->bucket);
+    memset(sm, 0, sizeof *sm);
+}
+
+/* The map of mode m, or none (nshards 0) where m keeps its numbering,
+ * where its shards are not one run of ranges in row order, or where its
+ * run_row table fits twice a core's L2 (sysconf; 1 MiB if unknown): there
+ * the table is faster (a 200 K-row mode: 0.30 s against 0.52 s, the
+ * binary search in the few buckets that hold the heavy rows of many
+ * shards costing more than an L2 hit). */
+static amp_status shard_map_new(const amp_tensor *t, const amp_partition *p, unsigned m,
+                                shard_map *sm, amp_error *err)
+{
+    memset(sm, 0, sizeof *sm);
+    const amp_part_mode *pm = &p->modes[m];
+    const amp_mode_layout *l = &t->copies[m].layout;
+    const uint32_t S = l->nshards;
+    const uint64_t rows = t->rows[m];
     long l2 = -1;
 #ifdef _SC_LEVEL2_CACHE_SIZE
     l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
-    return bytes > 2 * (l2 > 0 ? (uint64_t)l2 : (uint64_t)1 << 20);
+    if (p->row_lookup < 0 ||
+        (p->row_lookup == 0 &&
+         rows * sizeof(uint64_t) <= 2 * (l2 > 0 ? (uint64_t)l2 : (uint64_t)1 << 20)))
+        return AMP_OK;
+    if (pm->run_row == NULL || S == 0 || rows == 0)
+        return AMP_OK;
+    for (uint32_t s = 0; s < S; s++)
+        if (l->shards[s].index_begin != (s ? l->shards[s - 1].index_end : 0) ||
+            l->shards[s].index_end < l->shards[s].index_begin)
+            return AMP_OK;
+    if (l->shards[S - 1].index_end != rows)
+        return AMP_OK;
+    unsigned shift = 0;
+    while ((rows >> shift) >= SHARD_MAP_BUCKETS)
+        shift++;
+    const uint64_t nb = (rows >> shift) + 2;   /* one past the last row's bucket */
+    sm->end = malloc(S * sizeof *sm->end);
+    sm->delta = malloc(S * sizeof *sm->delta);
+    sm->bucket = malloc(nb * sizeof *sm->bucket);
+    if (sm->end == NULL || sm->delta == NULL || sm->bucket == NULL) {
+        shard_map_free(sm);
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    }
+    for (uint32_t s = 0; s < S; s++) {
+        const uint64_t b = l->shards[s].index_begin;
+        sm->end[s] = l->shards[s].index_end;
+        sm->delta[s] = sm->end[s] > b ? (int64_t)pm->run_row[b] - (int64_t)b : 0;
+    }
+    uint32_t s = 0;
+    for (uint64_t k = 0; k < nb; k++) {
+        while (s + 1 < S && sm->end[s] <= k << shift)
+            s++;
+        sm->bucket[k] = s;
+    }
+    sm->shift = shift;
+    sm->nshards = S;
+    return AMP_OK;
+}
+
+static inline uint64_t shard_map_row(const shard_map *sm, uint64_t x)
+{
+    const uint64_t k = x >> sm->shift;
+    /* the shard is in [bucket[k], bucket[k + 1]]: many where a bucket
+     * holds the few heavy rows of many shards, which most nonzeros have */
+    uint32_t lo = sm->bucket[k], hi = sm->bucket[k + 1];
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (x >= sm->end[mid])
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (uint64_t)((int64_t)x + sm->delta[lo]);
 }
 
 /* Part positions [lo, hi) of the ranges' concatenation: each word
@@ -221,7 +296,7 @@ static int run_rows_prefetched(const amp_partition *p, unsigned N, unsigned d)
  * they land at early_at, early_at + 1, ... and late_at, ... */
 static void walk(const amp_tensor *t, const amp_partition *p, unsigned d, const range *rg,
                  size_t nranges, uint64_t lo, uint64_t hi, const split_rule *sr, int count_only,
-                 int prefetch, uint64_t *early, uint64_t early_at, uint64_t late_at,
+                 const shard_map *maps, uint64_t *early, uint64_t early_at, uint64_t late_at,
                  amp_copy *out, uint64_t *keys)
 {
     const amp_copy *c = &t->copies[d];
@@ -229,8 +304,14 @@ static void walk(const amp_tensor *t, const amp_partition *p, unsigned d, const 
     const size_t vsize = amp_value_size(t->value_type);
     const unsigned N = t->nmodes;
     int remap = 0;
-    for (unsigned m = 0; m < N; m++)
+    /* per mode: the run_row table to read, or else the map, or neither */
+    const uint64_t *table[AMP_MAX_MODES];
+    const shard_map *map[AMP_MAX_MODES];
+    for (unsigned m = 0; m < N; m++) {
         remap |= p->modes[m].run_row != NULL;
+        map[m] = maps[m].nshards ? &maps[m] : NULL;
+        table[m] = map[m] ? NULL : p->modes[m].run_row;
+    }
     size_t r = 0, a = 0, b = nranges;
     while (b - a > 1) {   /* the last range starting at or before lo */
         size_t mid = a + (b - a) / 2;
@@ -251,26 +332,13 @@ static void walk(const amp_tensor *t, const amp_partition *p, unsigned d, const 
             while (c->nblocks > 1 && c->block_start[blk + 1] <= src)
                 blk++;
             uint64_t key = c->block_key[blk], word = c->words[src], nk = 0, nw = 0;
-            /* Written out here: as a function of its own, GCC 12 took it
-             * for one without effects and dropped the call. The output
-             * mode's rows run in order; near a block's end key may be the
-             * wrong block's, and the row only a guess, kept in the table. */
-            if (prefetch && src + RUN_ROW_AHEAD < c->nnz) {
-                const uint64_t ahead = c->words[src + RUN_ROW_AHEAD];
-                for (unsigned m = 0; m < N; m++) {
-                    const uint64_t *rr = p->modes[m].run_row;
-                    if (rr == NULL || m == d)
-                        continue;
-                    uint64_t x = amp_blco_field(key, ahead, l->shift[m], l->width[m]);
-                    if (x < p->rows[m])
-                        __builtin_prefetch(rr + x);
-                }
-            }
             int first_group = 1;
             for (unsigned m = 0; m < N && (remap || sr->on); m++) {
                 uint64_t x = amp_blco_field(key, word, l->shift[m], l->width[m]);
-                if (p->modes[m].run_row)
-                    x = p->modes[m].run_row[x];
+                if (table[m])
+                    x = table[m][x];
+                else if (map[m])
+                    x = shard_map_row(map[m], x);
                 if (sr->on && m == sr->prev)
                     first_group = x >= sr->begin && x < sr->end;
                 put_field(x, l->shift[m], l->width[m], &nk, &nw);
@@ -359,7 +427,16 @@ static amp_status part_copy(const amp_tensor *t, const amp_partition *p, unsigne
         if (early == NULL)
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
         uint64_t *e_at = early + T + 1, *l_at = e_at + T + 1;
-        const int prefetch = run_rows_prefetched(p, t->nmodes, d);
+        shard_map maps[AMP_MAX_MODES];
+        memset(maps, 0, sizeof maps);
+        for (unsigned m = 0; m < t->nmodes && rc == AMP_OK; m++)
+            rc = shard_map_new(t, p, m, &maps[m], err);
+        if (rc != AMP_OK) {
+            for (unsigned m = 0; m < t->nmodes; m++)
+                shard_map_free(&maps[m]);
+            free(early);
+            goto fail;
+        }
         /* Two passes over fixed slices: count each slice's first group,
          * then place both groups, so the result is the same for any T. */
         /* Without two groups every nonzero is in the first: no counting. */
@@ -383,9 +460,11 @@ static amp_status part_copy(const amp_tensor *t, const amp_partition *p, unsigne
 #pragma omp parallel for num_threads(T) schedule(static, 1)
             for (int i = 0; i < T; i++)
                 walk(t, p, d, rg, nranges, n * (uint64_t)i / T, n * (uint64_t)(i + 1) / T, &sr,
-                     pass == 0, prefetch, &early[i], pass ? e_at[i] : 0, pass ? l_at[i] : 0, out,
+                     pass == 0, maps, &early[i], pass ? e_at[i] : 0, pass ? l_at[i] : 0, out,
                      keys);
         }
+        for (unsigned m = 0; m < t->nmodes; m++)
+            shard_map_free(&maps[m]);
         free(early);
     }
     /* Blocks: runs of one key, recounted, since a renumbered row may move

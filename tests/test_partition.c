@@ -44,6 +44,16 @@ static int rows_in_range(const amp_copy *c, unsigned d, unsigned prev, uint64_t 
 }
 
 /* All the checks of one partition of t; returns how many failed. */
+static int same_copy(const amp_copy *a, const amp_copy *b, size_t vsize)
+{
+    return a->nnz == b->nnz && a->early_nnz == b->early_nnz && a->row_begin == b->row_begin &&
+           a->row_count == b->row_count && a->nblocks == b->nblocks &&
+           (a->nnz == 0 || (memcmp(a->words, b->words, a->nnz * 8) == 0 &&
+                            memcmp(a->vals, b->vals, a->nnz * vsize) == 0)) &&
+           memcmp(a->block_start, b->block_start, (a->nblocks + 1) * 8) == 0 &&
+           memcmp(a->block_key, b->block_key, a->nblocks * 8) == 0;
+}
+
 static int check_partition(const char *name, const amp_tensor *t, unsigned N,
                            amp_partition_kind kind, int overlap, unsigned R)
 {
@@ -55,7 +65,7 @@ static int check_partition(const char *name, const amp_tensor *t, unsigned N,
     int bad = 0;
     if (!ok(amp_partition_new(t, N, kind, &p, &err) == AMP_OK, "%s, %u GPUs, %s: deals (%s)",
             name, N, kn, amp_error_message(&err))) {
-        skip(4, "no partition");
+        skip(5, "no partition");
         return 1;
     }
     p.overlap = overlap;
@@ -157,8 +167,30 @@ static int check_partition(const char *name, const amp_tensor *t, unsigned N,
             free(Mg);
             free(ref_run);
         }
+        /* The per-shard map and the run_row table give the same parts. */
+        int same = 1;
+        const size_t vsize = amp_value_size(t->value_type);
+        for (int lookup = -1; lookup <= 1; lookup += 2) {
+            p.row_lookup = lookup;
+            for (unsigned g = 0; g < N && same; g++) {
+                amp_tensor other;
+                if (amp_partition_tensor(t, &p, g, 2, &other, &err) != AMP_OK) {
+                    same = 0;
+                    break;
+                }
+                for (unsigned d = 0; same && d < t->nmodes; d++)
+                    same = same_copy(&part[g].copies[d], &other.copies[d], vsize);
+                amp_tensor_free(&other);
+            }
+        }
+        p.row_lookup = 0;
+        ok(same, "%s, %u GPUs, %s: the same parts from the per-shard row map and from the "
+           "table", name, N, kn);
+        bad += !same;
         for (unsigned g = 0; g < N; g++)
             amp_tensor_free(&part[g]);
+    } else {
+        skip(1, "no parts");
     }
     ok(parts_ok && sorted, "%s, %u GPUs, %s: every part holds its nonzeros, rows ascending "
        "inside its range in each group, those needing only own rows of the previous mode "
@@ -173,16 +205,6 @@ static int check_partition(const char *name, const amp_tensor *t, unsigned N,
     }
     amp_partition_free(&p);
     return bad;
-}
-
-static int same_copy(const amp_copy *a, const amp_copy *b, size_t vsize)
-{
-    return a->nnz == b->nnz && a->early_nnz == b->early_nnz && a->row_begin == b->row_begin &&
-           a->row_count == b->row_count && a->nblocks == b->nblocks &&
-           (a->nnz == 0 || (memcmp(a->words, b->words, a->nnz * 8) == 0 &&
-                            memcmp(a->vals, b->vals, a->nnz * vsize) == 0)) &&
-           memcmp(a->block_start, b->block_start, (a->nblocks + 1) * 8) == 0 &&
-           memcmp(a->block_key, b->block_key, a->nblocks * 8) == 0;
 }
 
 /* Every part at once, releasing the tensor's copies mode by mode: the same
