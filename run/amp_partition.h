@@ -56,6 +56,7 @@ typedef struct amp_partition {
      * where a mode's run_row table exceeds twice a core's L2, else the
      * table), 1 the map always, -1 the table always (tests compare). */
     int row_lookup;
+    unsigned map_buckets;      /* the map's coarse table; 0: 65536 (tests: a few) */
     uint64_t rows[AMP_MAX_MODES];
     amp_part_mode modes[AMP_MAX_MODES];
 } amp_partition;

@@ -205,7 +205,7 @@ typedef struct shard_map {
     uint32_t nshards;    /* 0: no map (rows keep their numbering, or run_row) */
     unsigned shift;
     uint64_t *end;       /* each shard's last file row + 1 */
-    int64_t *delta;      /* run row - file row, per shard */
+    uint64_t *delta;     /* run row - file row, per shard, modulo 2^64 */
     uint32_t *bucket;    /* row >> shift -> the first shard ending past it */
 } shard_map;
 
@@ -247,8 +247,9 @@ static amp_status shard_map_new(const amp_tensor *t, const amp_partition *p, uns
             return AMP_OK;
     if (l->shards[S - 1].index_end != rows)
         return AMP_OK;
+    const uint64_t buckets = p->map_buckets ? p->map_buckets : SHARD_MAP_BUCKETS;
     unsigned shift = 0;
-    while ((rows >> shift) >= SHARD_MAP_BUCKETS)
+    while ((rows >> shift) >= buckets)
         shift++;
     const uint64_t nb = (rows >> shift) + 2;   /* one past the last row's bucket */
     sm->end = malloc(S * sizeof *sm->end);
@@ -261,7 +262,7 @@ static amp_status shard_map_new(const amp_tensor *t, const amp_partition *p, uns
     for (uint32_t s = 0; s < S; s++) {
         const uint64_t b = l->shards[s].index_begin;
         sm->end[s] = l->shards[s].index_end;
-        sm->delta[s] = sm->end[s] > b ? (int64_t)pm->run_row[b] - (int64_t)b : 0;
+        sm->delta[s] = sm->end[s] > b ? pm->run_row[b] - b : 0;   /* modulo 2^64 */
     }
     uint32_t s = 0;
     for (uint64_t k = 0; k < nb; k++) {
@@ -287,7 +288,7 @@ static inline uint64_t shard_map_row(const shard_map *sm, uint64_t x)
         else
             hi = mid;
     }
-    return (uint64_t)((int64_t)x + sm->delta[lo]);
+    return x + sm->delta[lo];
 }
 
 /* Part positions [lo, hi) of the ranges' concatenation: each word
