@@ -224,20 +224,14 @@ static void shard_map_free(shard_map *sm)
  * binary search in the few buckets that hold the heavy rows of many
  * shards costing more than an L2 hit). */
 static amp_status shard_map_new(const amp_tensor *t, const amp_partition *p, unsigned m,
-                                shard_map *sm, amp_error *err)
+                                uint64_t l2, shard_map *sm, amp_error *err)
 {
     memset(sm, 0, sizeof *sm);
     const amp_part_mode *pm = &p->modes[m];
     const amp_mode_layout *l = &t->copies[m].layout;
     const uint32_t S = l->nshards;
     const uint64_t rows = t->rows[m];
-    long l2 = -1;
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-    if (p->row_lookup < 0 ||
-        (p->row_lookup == 0 &&
-         rows * sizeof(uint64_t) <= 2 * (l2 > 0 ? (uint64_t)l2 : (uint64_t)1 << 20)))
+    if (p->row_lookup < 0 || (p->row_lookup == 0 && rows * sizeof(uint64_t) <= 2 * l2))
         return AMP_OK;
     if (pm->run_row == NULL || S == 0 || rows == 0)
         return AMP_OK;
@@ -273,6 +267,34 @@ static amp_status shard_map_new(const amp_tensor *t, const amp_partition *p, uns
     sm->shift = shift;
     sm->nshards = S;
     return AMP_OK;
+}
+
+/* Every mode's map (maps[0 .. t->nmodes)), built once for all the parts
+ * made from t and p. */
+static amp_status shard_maps_new(const amp_tensor *t, const amp_partition *p, shard_map *maps,
+                                 amp_error *err)
+{
+    long l2 = -1;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    memset(maps, 0, t->nmodes * sizeof *maps);
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        amp_status rc = shard_map_new(t, p, m, l2 > 0 ? (uint64_t)l2 : (uint64_t)1 << 20,
+                                      &maps[m], err);
+        if (rc != AMP_OK) {
+            for (unsigned q = 0; q < m; q++)
+                shard_map_free(&maps[q]);
+            return rc;
+        }
+    }
+    return AMP_OK;
+}
+
+static void shard_maps_free(shard_map *maps, unsigned n)
+{
+    for (unsigned m = 0; m < n; m++)
+        shard_map_free(&maps[m]);
 }
 
 static inline uint64_t shard_map_row(const shard_map *sm, uint64_t x)
@@ -363,8 +385,9 @@ static void walk(const amp_tensor *t, const amp_partition *p, unsigned d, const 
         *early = n_early;
 }
 
-static amp_status part_copy(const amp_tensor *t, const amp_partition *p, unsigned gpu,
-                            unsigned d, int threads, amp_copy *out, amp_error *err)
+static amp_status part_copy(const amp_tensor *t, const amp_partition *p, const shard_map *maps,
+                            unsigned gpu, unsigned d, int threads, amp_copy *out,
+                            amp_error *err)
 {
     const amp_copy *c = &t->copies[d];
     const amp_part_mode *pm = &p->modes[d];
@@ -428,16 +451,6 @@ static amp_status part_copy(const amp_tensor *t, const amp_partition *p, unsigne
         if (early == NULL)
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
         uint64_t *e_at = early + T + 1, *l_at = e_at + T + 1;
-        shard_map maps[AMP_MAX_MODES];
-        memset(maps, 0, sizeof maps);
-        for (unsigned m = 0; m < t->nmodes && rc == AMP_OK; m++)
-            rc = shard_map_new(t, p, m, &maps[m], err);
-        if (rc != AMP_OK) {
-            for (unsigned m = 0; m < t->nmodes; m++)
-                shard_map_free(&maps[m]);
-            free(early);
-            goto fail;
-        }
         /* Two passes over fixed slices: count each slice's first group,
          * then place both groups, so the result is the same for any T. */
         /* Without two groups every nonzero is in the first: no counting. */
@@ -464,8 +477,6 @@ static amp_status part_copy(const amp_tensor *t, const amp_partition *p, unsigne
                      pass == 0, maps, &early[i], pass ? e_at[i] : 0, pass ? l_at[i] : 0, out,
                      keys);
         }
-        for (unsigned m = 0; m < t->nmodes; m++)
-            shard_map_free(&maps[m]);
         free(early);
     }
     /* Blocks: runs of one key, recounted, since a renumbered row may move
@@ -536,10 +547,11 @@ static void part_begin(const amp_tensor *t, amp_tensor *part)
     }
 }
 
-static amp_status part_add(const amp_tensor *t, const amp_partition *p, unsigned gpu,
-                           unsigned d, int threads, amp_tensor *part, amp_error *err)
+static amp_status part_add(const amp_tensor *t, const amp_partition *p, const shard_map *maps,
+                           unsigned gpu, unsigned d, int threads, amp_tensor *part,
+                           amp_error *err)
 {
-    AMP_CHECK(part_copy(t, p, gpu, d, threads, &part->copies[d], err));
+    AMP_CHECK(part_copy(t, p, maps, gpu, d, threads, &part->copies[d], err));
     part->nnz = part->copies[d].nnz > part->nnz ? part->copies[d].nnz : part->nnz;
     part->bytes += part->copies[d].nnz * (8 + amp_value_size(t->value_type));
     return AMP_OK;
@@ -552,14 +564,16 @@ amp_status amp_partition_tensor(const amp_tensor *t, const amp_partition *p, uns
     if (gpu >= p->ngpus || p->nmodes != t->nmodes)
         return AMP_FAIL(err, AMP_ERR_USAGE, "GPU %u of a partition for %u", gpu, p->ngpus);
     part_begin(t, part);
-    for (unsigned d = 0; d < t->nmodes; d++) {
-        amp_status rc = part_add(t, p, gpu, d, threads, part, err);
-        if (rc != AMP_OK) {
-            amp_tensor_free(part);
-            return rc;
-        }
-    }
-    return AMP_OK;
+    shard_map maps[AMP_MAX_MODES];
+    amp_status rc = shard_maps_new(t, p, maps, err);   /* frees its own on failure */
+    if (rc != AMP_OK)
+        return rc;
+    for (unsigned d = 0; d < t->nmodes && rc == AMP_OK; d++)
+        rc = part_add(t, p, maps, gpu, d, threads, part, err);
+    shard_maps_free(maps, t->nmodes);
+    if (rc != AMP_OK)
+        amp_tensor_free(part);
+    return rc;
 }
 
 amp_status amp_partition_tensors(const amp_tensor *t, const amp_partition *p, int threads,
@@ -572,6 +586,8 @@ amp_status amp_partition_tensors(const amp_tensor *t, const amp_partition *p, in
         return AMP_FAIL(err, AMP_ERR_USAGE, "the tensor to release is not the one split");
     for (unsigned g = 0; g < p->ngpus; g++)
         part_begin(t, &parts[g]);
+    shard_map maps[AMP_MAX_MODES];
+    AMP_CHECK(shard_maps_new(t, p, maps, err));
     /* Mode by mode, every GPU's part, then (release) the mode's words and
      * values: the peak is t plus one mode's parts, not t plus all, and
      * the pages freed are the next mode's to fill. */
@@ -582,10 +598,11 @@ amp_status amp_partition_tensors(const amp_tensor *t, const amp_partition *p, in
         if (c->nnz > 0 && (c->words == NULL || c->vals == NULL))
             rc = AMP_FAIL(err, AMP_ERR_USAGE, "mode %u's copy was released already", d + 1);
         for (unsigned g = 0; g < p->ngpus && rc == AMP_OK; g++)
-            rc = part_add(t, p, g, d, threads, &parts[g], err);
+            rc = part_add(t, p, maps, g, d, threads, &parts[g], err);
         if (rc != AMP_OK) {
             for (unsigned g = 0; g < p->ngpus; g++)
                 amp_tensor_free(&parts[g]);
+            shard_maps_free(maps, t->nmodes);
             return rc;
         }
         if (release != NULL) {
@@ -598,6 +615,7 @@ amp_status amp_partition_tensors(const amp_tensor *t, const amp_partition *p, in
             release->bytes = release->bytes > freed ? release->bytes - freed : 0;
         }
     }
+    shard_maps_free(maps, t->nmodes);
     return AMP_OK;
 }
 
