@@ -154,6 +154,9 @@ double amp_stream_value(const amp_stream_copy *s, uint64_t word, int f32);
 
 typedef enum amp_precision { AMP_PRECISION_F64 = 0, AMP_PRECISION_F32 } amp_precision;
 
+/* The most parts amp_cpd_opts.gpu_parts may ask for. */
+#define AMP_SEND_PARTS_MAX 8
+
 typedef struct amp_cpd_opts {
     unsigned rank;
     unsigned max_iters;
@@ -165,6 +168,11 @@ typedef struct amp_cpd_opts {
      * scale leaves [1/bound, bound]; 0: 2^(40/(N-1)). 1 rescales at every
      * update (tests take that path on purpose). */
     double gpu_rescale_bound;
+    /* Several GPUs: a mode's rows are solved and sent in this many parts
+     * as its MTTKRP finishes each (1 to AMP_SEND_PARTS_MAX; 0 or 1:
+     * whole, once solved, the default: on rd100m parts gained at most 1%
+     * and lost from 4 parts on, bench/RESULTS.md). */
+    unsigned gpu_parts;
     /* Called after every iteration, from the calling thread. */
     void (*on_iter)(void *ctx, unsigned iter, double fit, double delta, double seconds);
     void *ctx;

@@ -41,7 +41,8 @@
 enum {
     OPT_LIST_DEVICES = 256, OPT_INFO, OPT_VERIFY, OPT_ITERS, OPT_TOL, OPT_SEED, OPT_INIT,
     OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK, OPT_GPUS, OPT_DEVICE_MEMORY,
-    OPT_MEMORY, OPT_STREAM_CHUNK, OPT_DEVICES, OPT_PARTITION, OPT_OVERLAP, OPT_HOST_MEMORY
+    OPT_MEMORY, OPT_STREAM_CHUNK, OPT_DEVICES, OPT_PARTITION, OPT_OVERLAP, OPT_HOST_MEMORY,
+    OPT_SEND_PARTS
 };
 
 static const struct option long_options[] = {
@@ -66,6 +67,7 @@ static const struct option long_options[] = {
     {"devices", required_argument, NULL, OPT_DEVICES},
     {"partition", required_argument, NULL, OPT_PARTITION},
     {"overlap", no_argument, NULL, OPT_OVERLAP},
+    {"send-parts", required_argument, NULL, OPT_SEND_PARTS},
     {"memory", required_argument, NULL, OPT_MEMORY},
     {"device-memory", required_argument, NULL, OPT_DEVICE_MEMORY},
     {"host-memory", required_argument, NULL, OPT_HOST_MEMORY},
@@ -126,6 +128,9 @@ static void usage(void)
            "      --overlap        several GPUs: send each mode's rows while the next\n"
            "                       mode's MTTKRP runs on the nonzeros that need none of\n"
            "                       them (default: send, then compute; see amped-run(1))\n"
+           "      --send-parts=N   several GPUs: solve and send each mode's rows in N\n"
+           "                       parts (1 to %d), each as soon as the MTTKRP has\n"
+           "                       written it (default 1: whole; see amped-run(1))\n"
            "      --memory=MODE    auto: keep each GPU's part of the tensor in its memory\n"
            "                       when it fits, else stream it from host memory every\n"
            "                       iteration (on one GPU from the file's compressed\n"
@@ -150,6 +155,7 @@ static void usage(void)
            "\n"
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
            "Report bugs to: %s\n", MAX_RANK, d.rank, d.max_iters, d.tol, d.seed,
+           AMP_SEND_PARTS_MAX,
            AMP_STREAM_CHUNK_DEFAULT, PACKAGE_BUGREPORT);
 }
 
@@ -444,8 +450,10 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
     a->report.gpus = rg;
     a->report.ngpus = n;
     a->report.partition = partition_name(a->gpu.partition);
-    for (unsigned m = 0; m < t->nmodes; m++)
+    for (unsigned m = 0; m < t->nmodes; m++) {
         a->report.imbalance[m] = amp_gpu_run_imbalance(gr, m, &a->report.imbalance_bound[m]);
+        a->report.send_parts[m] = amp_gpu_run_parts(gr, m);
+    }
     if (a->quiet || n == 1)
         return;
     printf("per GPU:   seconds summed over the iterations; busy: the mode's update but its "
@@ -462,8 +470,12 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
             most = rg[k].mttkrp[m] > most ? rg[k].mttkrp[m] : most;
             sum += rg[k].mttkrp[m];
         }
-        printf("  mode %u: MTTKRP time imbalance (max over mean) %.3f, nonzeros %.3f\n", m + 1,
-               sum > 0 ? most / (sum / n) : 1.0, a->report.imbalance[m]);
+        printf("  mode %u: MTTKRP time imbalance (max over mean) %.3f, nonzeros %.3f; rows "
+               "sent %s", m + 1, sum > 0 ? most / (sum / n) : 1.0, a->report.imbalance[m],
+               a->report.send_parts[m] == 0 ? "after the update\n"
+               : a->report.send_parts[m] == 1 ? "once solved\n" : "in ");
+        if (a->report.send_parts[m] > 1)
+            printf("%u parts, each once solved\n", (unsigned)a->report.send_parts[m]);
     }
 }
 
@@ -738,6 +750,11 @@ int main(int argc, char **argv)
         case OPT_OVERLAP:
             a.gpu.overlap = 1;
             break;
+        case OPT_SEND_PARTS:
+            if (amp_parse_u64(optarg, 0, AMP_SEND_PARTS_MAX, "--send-parts", &u, &err))
+                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            a.opts.gpu_parts = (unsigned)u;
+            break;
         case OPT_PARTITION:
             if (amp_parse_choice(optarg, partitions, "--partition", &choice, &err))
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
@@ -814,6 +831,9 @@ int main(int argc, char **argv)
                                "one", a.gpus, a.gpu.ndevices, a.gpu.ndevices == 1 ? "" : "s");
     if (a.gpu.ndevices > 0)
         a.gpus = (int)a.gpu.ndevices;
+    if (a.gpu.overlap && a.opts.gpu_parts > 1)
+        return amp_usage_error(PROGRAM, "--overlap sends a mode's rows during the next MTTKRP, "
+                               "--send-parts=%u during its own: give one", a.opts.gpu_parts);
     a.path = argv[optind];
     if (want_info || want_verify) {
         int status = EXIT_SUCCESS;

@@ -83,6 +83,12 @@ double amp_gpu_run_imbalance(const amp_gpu_run *run, unsigned m, double *best)
     return 1;
 }
 
+unsigned amp_gpu_run_parts(const amp_gpu_run *run, unsigned m)
+{
+    (void)run, (void)m;
+    return 0;
+}
+
 static amp_status no_cuda(amp_error *err)
 {
     return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "this build has no CUDA backend");
@@ -511,6 +517,11 @@ amp_status amp_gpu_run_als(amp_gpu_run *r, const amp_tensor *t, const amp_cpd_op
     amp_error e2 = {0};
     amp_status back = reorder(r, c, 0, rc == AMP_OK ? err : &e2);
     return rc != AMP_OK ? rc : back;
+}
+
+unsigned amp_gpu_run_parts(const amp_gpu_run *r, unsigned m)
+{
+    return m < AMP_MAX_MODES ? r->stats.parts[m] : 0;
 }
 
 void amp_gpu_run_times(const amp_gpu_run *r, unsigned k, double *mttkrp, double *busy,

@@ -187,6 +187,8 @@ amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_
         put_double_array(&b, r->imbalance, t->nmodes);
         put(&b, ",\n  \"imbalance_bound\": ");
         put_double_array(&b, r->imbalance_bound, t->nmodes);
+        put(&b, ",\n  \"send_parts\": ");
+        put_u64_array(&b, r->send_parts, t->nmodes);
         put(&b, ",\n  \"gpus\": [");
         for (unsigned k = 0; k < r->ngpus; k++) {
             const amp_report_gpu *g = &r->gpus[k];

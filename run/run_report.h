@@ -44,6 +44,7 @@ typedef struct amp_run_report {
     unsigned ngpus;
     const char *partition;
     double imbalance[AMP_MAX_MODES], imbalance_bound[AMP_MAX_MODES];
+    uint64_t send_parts[AMP_MAX_MODES];   /* amp_gpu_run_parts */
     /* --mttkrp-only */
     const double *mttkrp_mode_seconds;   /* nmodes, or NULL */
     unsigned mttkrp_rounds;

@@ -163,6 +163,12 @@ run "$AMPED_RUN" --gpus 2 --devices 0 "$T/sample.amp"
 check_status "--gpus and --devices that disagree are a usage error" 2
 run "$AMPED_RUN" --partition rows "$T/sample.amp"
 check_status "an unknown --partition is a usage error" 2
+run "$AMPED_RUN" --send-parts 9 "$T/sample.amp"
+check_status "--send-parts above 8 is a usage error" 2
+check_contains "... naming the range" "$RUN_ERR" "from 0 to 8"
+run "$AMPED_RUN" --overlap --send-parts 2 "$T/sample.amp"
+check_status "--overlap with --send-parts 2 is a usage error" 2
+check_contains "... that says to give one" "$RUN_ERR" "give one"
 run "$AMPED_RUN" --gpus 0 --device-memory 0 "$T/sample.amp"
 check_status "--device-memory 0 is a usage error" 2
 run "$AMPED_RUN" --gpus 0 --host-memory 12Q "$T/sample.amp"
@@ -256,12 +262,20 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
         check_contains "--gpus 2 --json: the partition" "$T/two.json" '"partition": "shards"'
         for v in "--memory stream --stream-chunk 4099" "--partition equal-nnz" \
                  "--partition equal-nnz --memory stream --stream-chunk 4099" "--devices 1,0" \
-                 "--overlap" "--overlap --memory stream --stream-chunk 4099"; do
+                 "--overlap" "--overlap --memory stream --stream-chunk 4099" \
+                 "--send-parts 3" "--send-parts 8 --precision f32"; do
             run "$AMPED_RUN" --gpus 2 $v -r 4 --iters 8 --tol 0 "$T/sample.amp"
             v_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
             check_close "2 GPUs, $v: fit $v_fit equals the CPU's within 1e-6" \
                 "$v_fit" "$cpu_fit"
         done
+        run "$AMPED_RUN" --gpus 2 --send-parts 3 -r 4 --iters 3 --json "$T/parts.json" "$T/sample.amp"
+        check_contains "--send-parts 3: the report says the rows went in 3 parts" "$RUN_OUT" \
+            "rows sent in 3 parts, each once solved"
+        check_contains "--send-parts 3 --json: send_parts" "$T/parts.json" '"send_parts": [3, 3, 3]'
+        run "$AMPED_RUN" --gpus 2 -r 4 --iters 3 --json "$T/whole.json" "$T/sample.amp"
+        check_contains "default on the small sample: each mode's rows sent whole" "$T/whole.json" \
+            '"send_parts": [1, 1, 1]'
         for v in "-r 33" "--memory stream --stream-chunk 4099 -r 32" "--partition equal-nnz -r 7 --precision f32"; do
             run "$AMPED_RUN" --gpus 2 --check $v "$T/sample.amp"
             check_status "--gpus 2 --check $v: the GPUs' MTTKRP matches the reference" 0

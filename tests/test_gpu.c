@@ -68,6 +68,84 @@ static void check_mttkrp_of(const char *name, const amp_tensor *t, const amp_gpu
     }
 }
 
+/* The MTTKRP in cut ranges, as several GPUs run it to send a mode's rows
+ * range by range: 3 and 8 ranges, on grids that fit and on 3 times that,
+ * ranks 7 and 32, against the reference (f64 within 1e-12, f32 1e-4);
+ * and the cuts: on every resident copy with a nonzero, rows in order from
+ * the copy's first to its end. M starts as NaN (mttkrp_host), so a row
+ * no range writes fails. */
+#define CUT_CHECKS 3
+static void check_cuts_of(const char *name, const amp_tensor *t, const amp_gpu_tensor *g)
+{
+    amp_error err = {0};
+    unsigned cut_ok = 0, with_nnz = 0;
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        uint64_t row[AMP_GPU_CUTS + 1];
+        if (t->copies[m].nnz == 0)
+            continue;
+        with_nnz++;
+        int sane = amp_gpu_tensor_cuts(g, m, row) && row[0] == t->copies[m].row_begin &&
+                   row[AMP_GPU_CUTS] == t->copies[m].row_begin + t->copies[m].row_count;
+        for (unsigned j = 1; j <= AMP_GPU_CUTS && sane; j++)
+            sane = row[j] >= row[j - 1];
+        cut_ok += sane;
+    }
+    ok(cut_ok == with_nnz, "%s: %u of %u copies cut at rows in order", name, cut_ok, with_nnz);
+    uint64_t maxr = 1;
+    for (unsigned m = 0; m < t->nmodes; m++)
+        maxr = t->rows[m] > maxr ? t->rows[m] : maxr;
+    static const unsigned ranks[2] = {7, 32}, parts[2] = {3, 8}, waves[2] = {1, 3};
+    for (int f32 = 0; f32 < 2; f32++) {
+        double worst = 0;
+        int fails = cut_ok != with_nnz;
+        for (int i = 0; i < 2 && !fails; i++) {
+            const unsigned R = ranks[i];
+            double *A[AMP_MAX_MODES];
+            for (unsigned m = 0; m < t->nmodes; m++)
+                A[m] = random_matrix(t->rows[m], R, 71 + m + R);
+            double *ref = malloc(maxr * R * sizeof *ref), *M = malloc(maxr * R * sizeof *M);
+            for (unsigned d = 0; d < t->nmodes && !fails; d++) {
+                if (t->copies[d].nnz == 0)
+                    continue;
+                if (amp_mttkrp_reference(t, d, d, (const double *const *)A, R, ref, &err) !=
+                    AMP_OK) {
+                    fails++;
+                    break;
+                }
+                for (int p = 0; p < 2 && !fails; p++) {
+                    if (amp_gpu_mttkrp_cuts_host(g, (const double *const *)A, R, f32, d,
+                                                 parts[p], waves[p], M, &err) != AMP_OK) {
+                        diag("%s", amp_error_message(&err));
+                        fails++;
+                        break;
+                    }
+                    double e = rel_diff(M, ref, t->rows[d] * R);
+                    worst = e > worst || isnan(e) ? e : worst;
+                }
+            }
+            for (unsigned m = 0; m < t->nmodes; m++)
+                free(A[m]);
+            free(ref);
+            free(M);
+        }
+        ok(!fails && worst <= (f32 ? 1e-4 : 1e-12), "%s: GPU MTTKRP in 3 and 8 cut ranges, %s, "
+           "ranks 7 and 32 (%.2e)", name, f32 ? "f32" : "f64", worst);
+    }
+}
+
+static void check_cuts(const char *name, const amp_tensor *t)
+{
+    amp_gpu_tensor *g = NULL;
+    amp_error err = {0};
+    if (amp_gpu_tensor_upload(0, t, 0, &g, &err) != AMP_OK) {
+        ok(0, "%s: uploads for the cut ranges (%s)", name, amp_error_message(&err));
+        skip(CUT_CHECKS - 1, "no upload");
+        return;
+    }
+    check_cuts_of(name, t, g);
+    amp_gpu_tensor_free(g);
+}
+
 /* "NAME", or "NAME streamed in chunks of N" when chunk is not 0. */
 static const char *label_for(char *buf, size_t n, const char *name, uint64_t chunk)
 {
@@ -114,7 +192,7 @@ static void check_gpu_mttkrp(const char *name, const amp_tensor *t, const unsign
  * gap, so M must be zeroed before their MTTKRP (check_mttkrp_of starts
  * from NaN, so a row left unwritten fails). */
 #define GAP_RANKS 2
-#define GAP_CHECKS (6 + 4 * GAP_RANKS)
+#define GAP_CHECKS (6 + 4 * GAP_RANKS + CUT_CHECKS)
 static void check_with_gap(const char *name, amp_tensor *t)
 {
     static const unsigned ranks[GAP_RANKS] = {7, 32};
@@ -136,7 +214,7 @@ static void check_with_gap(const char *name, amp_tensor *t)
     const unsigned sh = c->layout.shift[0], wd = c->layout.width[0];
     const uint64_t mid = t->rows[0] / 2;
     if (c->nblocks != 1 || wd == 0 || wd >= 64 || sh + wd > 64 || t->rows[0] >= (1ull << wd)) {
-        skip(2 + 2 * GAP_RANKS, "no room for an inner gap in mode 1's row field");
+        skip(2 + 2 * GAP_RANKS + CUT_CHECKS, "no room for an inner gap in mode 1's row field");
         return;
     }
     const uint64_t mask = (1ull << wd) - 1;
@@ -149,13 +227,14 @@ static void check_with_gap(const char *name, amp_tensor *t)
     amp_error err = {0};
     if (!ok(amp_gpu_tensor_upload(0, t, 0, &g, &err) == AMP_OK, "%s: uploads (%s)", label,
             amp_error_message(&err))) {
-        skip(1 + 2 * GAP_RANKS, "no upload");
+        skip(1 + 2 * GAP_RANKS + CUT_CHECKS, "no upload");
     } else {
         unsigned as_wanted = !amp_gpu_tensor_gapless(g, 0);
         for (unsigned m = 1; m < t->nmodes; m++)
             as_wanted += amp_gpu_tensor_gapless(g, m);
         ok(as_wanted == t->nmodes, "%s: mode 1's copy zeroed first, the others gapless", label);
         check_mttkrp_of(label, t, g, ranks, GAP_RANKS);
+        check_cuts_of(label, t, g);
         amp_gpu_tensor_free(g);
     }
     t->rows[0]--, c->row_count--;
@@ -372,12 +451,13 @@ static void test_random(void)
                 x.val[k] = round(x.val[k] * 1000) / 1000;
         amp_file *f = NULL;
         if (!prepare_open(&x, "gpu.amp", 8, 997, &t, &f)) {
-            skip(2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS +
-                     GROUP_CHECKS + GAP_CHECKS, "no file");
+            skip(2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS + STREAM_CHECKS +
+                     2 * FROM_FILE_CHECKS + GROUP_CHECKS + GAP_CHECKS, "no file");
             amp_coo_free(&x);
             continue;
         }
         check_gpu_mttkrp(shapes[i].name, &t, all_ranks, NRANKS, 0);
+        check_cuts(shapes[i].name, &t);
         check_from_file(shapes[i].name, &t, f, 0);
         check_from_file(shapes[i].name, &t, f, 1);
         amp_file_close(f);
@@ -563,11 +643,12 @@ static void one_real(const char *path, const char *name, void *ctx)
     amp_tensor t;
     amp_file *f = NULL;
     if (!read_prepared(path, "real.amp", &x, &t, &f)) {
-        skip(2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS,
-             "does not read or prepare");
+        skip(2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS + STREAM_CHECKS +
+                 2 * FROM_FILE_CHECKS, "does not read or prepare");
         return;
     }
     check_gpu_mttkrp_as(name, &t, all_ranks, NRANKS, 0, 1);
+    check_cuts(name, &t);
     check_from_file(name, &t, f, 0);
     check_from_file(name, &t, f, 1);
     amp_file_close(f);
@@ -592,10 +673,10 @@ int main(void)
     if (rc == AMP_ERR_NO_DEVICE)
         plan_skip_all("no CUDA device");
     plan(2 + 2 * (count < 16 ? count : 16) + 3 + SOLVE_CHECKS +
-         NSHAPES * (2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS + 2 * FROM_FILE_CHECKS +
-              GROUP_CHECKS + GAP_CHECKS) + 2 * ALS_CHECKS + 1 +
-         1 + for_each_shared_tensor(NULL, NULL) * (2 + 2 * NRANKS + 2 * ALS_CHECKS + STREAM_CHECKS +
-                                                   2 * FROM_FILE_CHECKS));
+         NSHAPES * (2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS + STREAM_CHECKS +
+                    2 * FROM_FILE_CHECKS + GROUP_CHECKS + GAP_CHECKS) + 2 * ALS_CHECKS + 1 +
+         1 + for_each_shared_tensor(NULL, NULL) * (2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS +
+                                                   STREAM_CHECKS + 2 * FROM_FILE_CHECKS));
     is_int(rc, AMP_OK, "device query succeeds");
     ok(count > 0, "%d device%s found", count, count == 1 ? "" : "s");
     for (int i = 0; i < count && i < 16; i++) {

@@ -59,14 +59,15 @@ static amp_status open_run(const amp_tensor *t, unsigned gpus, const config *cf,
     return amp_gpu_run_open(&o, t, run, err);
 }
 
-/* iters 0: ITERS in f64, 1 in f32; bound: as amp_cpd_opts's
- * gpu_rescale_bound. */
-static amp_status decompose_x(const amp_tensor *t, amp_gpu_run *run, int f32, unsigned iters,
-                              double bound, amp_cpd *c, amp_error *err)
+/* iters 0: ITERS in f64, 1 in f32; bound and parts: as amp_cpd_opts's
+ * gpu_rescale_bound and gpu_parts. */
+static amp_status decompose_xp(const amp_tensor *t, amp_gpu_run *run, int f32, unsigned iters,
+                               double bound, unsigned parts, amp_cpd *c, amp_error *err)
 {
     amp_cpd_opts o;
     amp_cpd_opts_init(&o);
     o.rank = RANK;
+    o.gpu_parts = parts;
     o.max_iters = iters ? iters : f32 ? 1 : ITERS;
     o.gpu_rescale_bound = bound;
     o.precision = f32 ? AMP_PRECISION_F32 : AMP_PRECISION_F64;
@@ -75,6 +76,12 @@ static amp_status decompose_x(const amp_tensor *t, amp_gpu_run *run, int f32, un
     if (rc == AMP_OK)
         rc = run ? amp_gpu_run_als(run, t, &o, c, err) : amp_cpd_als(t, &o, c, err);
     return rc;
+}
+
+static amp_status decompose_x(const amp_tensor *t, amp_gpu_run *run, int f32, unsigned iters,
+                              double bound, amp_cpd *c, amp_error *err)
+{
+    return decompose_xp(t, run, f32, iters, bound, 0, c, err);
 }
 
 static amp_status decompose_p(const amp_tensor *t, amp_gpu_run *run, int f32, amp_cpd *c,
@@ -100,6 +107,71 @@ static double factor_diff(const amp_tensor *t, const amp_cpd *a, const amp_cpd *
 
 #define CHECKS_PER_CONFIG 9
 
+/* Rows solved and sent in parts as the MTTKRP finishes each range (forced
+ * here; by default only modes with many rows take it): 3 parts in f64,
+ * 8 (some of them empty on these small tensors) with a rescale at every
+ * update, and 8 in f32 over 4 iterations, against the CPU (tolerances as
+ * above). A mode where a GPU has no nonzero goes whole, on every GPU. */
+#define PARTS_CHECKS 3
+static void check_parts(const char *name, const amp_tensor *t, const amp_cpd *cpu)
+{
+    static const config cf = {"shards, resident", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0};
+    amp_error err = {0};
+    amp_gpu_run *run = NULL;
+    amp_cpd two = {0};
+    if (open_run(t, 2, &cf, RANK, 0, 0, &run, &err) != AMP_OK) {
+        ok(0, "%s, rows in parts: opens on 2 GPUs (%s)", name, amp_error_message(&err));
+        skip(PARTS_CHECKS - 1, "not open");
+        return;
+    }
+    unsigned want[AMP_MAX_MODES], as_wanted = 0;
+    for (unsigned m = 0; m < t->nmodes; m++)
+        want[m] = 3;
+    for (unsigned k = 0; k < 2; k++) {
+        amp_gpu_info in;
+        amp_gpu_run_info(run, k, &in);
+        for (unsigned m = 0; m < t->nmodes; m++)
+            if (in.nnz[m] == 0)
+                want[m] = 1;
+    }
+    amp_status rc = decompose_xp(t, run, 0, 0, 0, 3, &two, &err);
+    double dc = rc == AMP_OK ? factor_diff(t, &two, cpu) : INFINITY;
+    for (unsigned m = 0; rc == AMP_OK && m < t->nmodes; m++)
+        as_wanted += amp_gpu_run_parts(run, m) == want[m];
+    if (rc != AMP_OK)
+        diag("%s", amp_error_message(&err));
+    ok(rc == AMP_OK && fabs(two.fit - cpu->fit) <= 1e-6 && dc <= 1e-6 &&
+           as_wanted == t->nmodes, "%s, rows in 3 parts: fit %.10f (CPU %.10f), factors within "
+       "%.2e, %u of %u modes in the parts expected", name, rc == AMP_OK ? two.fit : NAN,
+       cpu->fit, dc, as_wanted, t->nmodes);
+    amp_cpd_free(&two);
+    rc = decompose_xp(t, run, 0, 0, 1, 8, &two, &err);
+    dc = rc == AMP_OK ? factor_diff(t, &two, cpu) : INFINITY;
+    ok(rc == AMP_OK && fabs(two.fit - cpu->fit) <= 1e-6 && dc <= 1e-6, "%s, rows in 8 parts, "
+       "rescaled at every update: fit %.10f, factors within %.2e of the CPU's", name,
+       rc == AMP_OK ? two.fit : NAN, dc);
+    amp_cpd_free(&two);
+    amp_gpu_run_close(run);
+    amp_cpd c4 = {0}, g4 = {0};
+    double f4 = NAN;
+    rc = decompose_x(t, NULL, 0, 4, 0, &c4, &err);
+    for (int b = 0; b < 2 && rc == AMP_OK; b++) {
+        run = NULL;
+        rc = open_run(t, 2, &cf, RANK, 1, 0, &run, &err);
+        if (rc == AMP_OK)
+            rc = decompose_xp(t, run, 1, 4, b ? 1 : 0, 8, &g4, &err);
+        amp_gpu_run_close(run);
+        if (rc == AMP_OK) {
+            double e = fabs(g4.fit - c4.fit);
+            f4 = b == 0 || e > f4 ? e : f4;
+        }
+        amp_cpd_free(&g4);
+    }
+    ok(rc == AMP_OK && f4 <= 1e-4, "%s, rows in 8 parts, CP-ALS f32, 4 iterations, with and "
+       "without rescaling at every update: fit within %.2e of the CPU's f64", name, f4);
+    amp_cpd_free(&c4);
+}
+
 /* Every configuration on two GPUs against the CPU (cpu) and one GPU
  * (one), both decomposed once by the caller. */
 static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
@@ -115,9 +187,11 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
     amp_gpu_run_close(run1);
     if (!ok(base_ok, "%s: CPU and one-GPU decompositions (%s)", name,
             base_ok ? "ok" : amp_error_message(&err))) {
-        skip(CHECKS_PER_CONFIG * (int)(sizeof configs / sizeof *configs), "no baseline");
+        skip(CHECKS_PER_CONFIG * (int)(sizeof configs / sizeof *configs) + PARTS_CHECKS,
+             "no baseline");
         return;
     }
+    check_parts(name, t, &cpu);
     for (size_t k = 0; k < sizeof configs / sizeof *configs; k++) {
         const config *cf = &configs[k];
         amp_gpu_run *run = NULL;

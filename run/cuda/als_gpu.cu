@@ -110,6 +110,16 @@ typedef struct gpu_als {
      * them: the part's first group). ex1[m] marks mode m's rows all in. */
     cudaStream_t xs;
     cudaEvent_t own_ready[AMP_MAX_MODES], ex0[AMP_MAX_MODES], ex1[AMP_MAX_MODES];
+    /* Several GPUs, from the second iteration: mode m's MTTKRP runs in
+     * parts[m] ranges of rows (1: whole); each range is solved on ps as
+     * soon as it is done and sent on xs, while s goes on with the next
+     * range. cuts[r][m]: GPU r's row cuts of mode m (amp_gpu_tensor_cuts);
+     * part k of K spans cuts k CUTS / K to (k + 1) CUTS / K. */
+    unsigned parts[AMP_MAX_MODES];
+    unsigned waves;            /* the ranges' MTTKRP blocks per block that fits */
+    uint64_t (*cuts)[AMP_MAX_MODES][AMP_GPU_CUTS + 1];
+    cudaStream_t ps;
+    cudaEvent_t part_done[AMP_GPU_CUTS], part_solved[AMP_GPU_CUTS];
     int ex_pending[AMP_MAX_MODES];   /* ex0..ex1 not yet added to the statistics */
     cublasHandle_t blas;
     cusolverDnHandle_t solver;
@@ -177,6 +187,15 @@ static void gpu_als_free(gpu_als *w)
             if (x[e])
                 cudaEventDestroy(x[e]);
     }
+    for (int k = 0; k < AMP_GPU_CUTS; k++) {
+        if (w->part_done[k])
+            cudaEventDestroy(w->part_done[k]);
+        if (w->part_solved[k])
+            cudaEventDestroy(w->part_solved[k]);
+    }
+    free(w->cuts);
+    if (w->ps)
+        cudaStreamDestroy(w->ps);
     if (w->xs)
         cudaStreamDestroy(w->xs);
     if (w->fit0)
@@ -247,6 +266,44 @@ static amp_status wait_event(gpu_als *w, cudaEvent_t e, amp_error *err)
                       [e] { return cudaEventQuery(e); }, err);
 }
 
+static_assert(AMP_SEND_PARTS_MAX == AMP_GPU_CUTS, "a part is a range between cuts");
+
+/* A part's MTTKRP runs on a grid that fits at once:
+ * three or four times that, so that its blocks would free SMs for the
+ * transfers as they finish, made rd100m (2 H200s, rank 32, f64, 4 parts)
+ * 11.2 ms an iteration instead of 8.8 (bench/RESULTS.md). */
+#define PART_WAVES 1
+
+/* w->parts: every GPU decides the same from the same tables, since their
+ * sends must pair. */
+static amp_status choose_parts(const amp_cpd_opts *o, als_run *run, gpu_als *w, amp_error *err)
+{
+    const amp_partition *p = run->p;
+    unsigned want = o->gpu_parts;
+    w->waves = PART_WAVES;
+    want = want > AMP_GPU_CUTS ? AMP_GPU_CUTS : want < 1 ? 1 : want;
+    for (unsigned m = 0; m < w->N; m++)
+        w->parts[m] = 1;
+    if (run->n < 2 || want < 2 || w->reduce || w->overlap || p == NULL ||
+        w->R > AMP_GPU_SOLVE_MAX_RANK)
+        return AMP_OK;
+    w->cuts = (uint64_t(*)[AMP_MAX_MODES][AMP_GPU_CUTS + 1])calloc(run->n, sizeof *w->cuts);
+    if (w->cuts == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    for (unsigned m = 0; m < w->N; m++) {
+        int able = 1;
+        for (unsigned r = 0; r < run->n && able; r++) {
+            const uint64_t *c = w->cuts[r][m];
+            able = amp_gpu_tensor_cuts(run->g[r], m, w->cuts[r][m]) &&
+                   c[0] == p->modes[m].row_begin[r] &&
+                   c[AMP_GPU_CUTS] == p->modes[m].row_begin[r] + p->modes[m].row_count[r];
+        }
+        if (able)
+            w->parts[m] = want;
+    }
+    return AMP_OK;
+}
+
 static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, als_run *run,
                               unsigned rank, gpu_als *w, amp_error *err)
 {
@@ -300,7 +357,23 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
         CUDA_TRY_GOTO(cudaEventCreate(&w->ex0[m]), err, rc, fail);
         CUDA_TRY_GOTO(cudaEventCreate(&w->ex1[m]), err, rc, fail);
     }
-    CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&w->xs, cudaStreamNonBlocking), err, rc, fail);
+    {
+        /* The rows' transfer and the parts' solves go first where they
+         * and an MTTKRP both wait for SMs. */
+        int least = 0, greatest = 0;
+        CUDA_TRY_GOTO(cudaDeviceGetStreamPriorityRange(&least, &greatest), err, rc, fail);
+        CUDA_TRY_GOTO(cudaStreamCreateWithPriority(&w->xs, cudaStreamNonBlocking, greatest), err,
+                      rc, fail);
+        CUDA_TRY_GOTO(cudaStreamCreateWithPriority(&w->ps, cudaStreamNonBlocking, greatest), err,
+                      rc, fail);
+    }
+    for (int k = 0; k < AMP_GPU_CUTS; k++) {
+        CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->part_done[k], cudaEventDisableTiming), err,
+                      rc, fail);
+        CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->part_solved[k], cudaEventDisableTiming), err,
+                      rc, fail);
+    }
+    AMP_CHECK_GOTO(choose_parts(o, run, w, err), rc, fail);
     CUDA_TRY_GOTO(cudaEventCreate(&w->fit0), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreate(&w->fit1), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->factored, cudaEventDisableTiming), err, rc, fail);
@@ -342,8 +415,10 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     CUDA_TRY_GOTO(amp_gpu_fill(w->scales, (size_t)2 * w->N * R, 1.0, w->s), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->inner, R * sizeof(double)), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->totals, 3 * R * sizeof(double)), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->partial, (size_t)amp_gpu_stats_blocks(w->max_rows,
-                                                   g->sm_count) * 3 * R * sizeof(double)),
+    /* (the parts' blocks add up to at most AMP_GPU_CUTS more) */
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->partial, ((size_t)amp_gpu_stats_blocks(w->max_rows,
+                                                    g->sm_count) + AMP_GPU_CUTS) * 3 * R *
+                                                   sizeof(double)),
                   err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->fit_terms, 2 * sizeof(double)), err, rc, fail);
     /* [0]: potrf's status, read during the MTTKRP; [1 + m]: potri's for mode m,
@@ -524,6 +599,60 @@ done:
     return rc;
 }
 
+/* After mode d's MTTKRP was queued on s in w->parts[d] ranges, each
+ * ending in part_done[k] (P ready before the first): each range solved on
+ * ps once it is done, with its column statistics into blocks of its own
+ * in w->partial, and sent on xs once solved; s then waits for the last
+ * solve. *blocks gets the statistics' blocks. */
+static amp_status parts_solve(const amp_gpu_tensor *g, gpu_als *w, unsigned d, unsigned *blocks,
+                              amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const unsigned R = w->R, K = w->parts[d], n = w->nranks;
+    uint64_t off[AMP_MAX_GPUS], cnt[AMP_MAX_GPUS];
+    unsigned total = 0;
+    const unsigned most = (4u * (unsigned)g->sm_count + K - 1) / K;
+    AMP_CHECK_GOTO(settle_exchange(w, d, err), rc, done);
+    for (unsigned k = 0; k < K; k++) {
+        const unsigned a = k * AMP_GPU_CUTS / K, b = (k + 1) * AMP_GPU_CUTS / K;
+        const uint64_t r0 = w->cuts[w->rank][d][a], rows = w->cuts[w->rank][d][b] - r0;
+        CUDA_TRY_GOTO(cudaStreamWaitEvent(w->ps, w->part_done[k], 0), err, rc, done);
+        if (rows > 0) {
+            uint64_t most_rows = rows / 64 + 1;
+            const unsigned nb = (unsigned)(most_rows < most ? most_rows : most);
+            const void *Mr = w->f32 ? (const void *)(w->M32 + r0 * R)
+                                    : (const void *)(w->M + r0 * R);
+            CUDA_TRY_GOTO(amp_gpu_solve_stats(Mr, w->f32, w->P, rows, R, nb, w->A[d] + r0 * R,
+                                              w->f32 ? w->A32[d] + r0 * R : NULL,
+                                              w->partial + (size_t)total * 3 * R, w->ps), err,
+                          rc, done);
+            total += nb;
+        }
+        CUDA_TRY_GOTO(cudaEventRecord(w->part_solved[k], w->ps), err, rc, done);
+        CUDA_TRY_GOTO(cudaStreamWaitEvent(w->xs, w->part_solved[k], 0), err, rc, done);
+        if (k == 0)
+            CUDA_TRY_GOTO(cudaEventRecord(w->ex0[d], w->xs), err, rc, done);
+        for (unsigned r = 0; r < n; r++) {
+            off[r] = w->cuts[r][d][a] * R;
+            cnt[r] = (w->cuts[r][d][b] - w->cuts[r][d][a]) * R;
+        }
+        AMP_CHECK_GOTO(amp_comm_allgatherv(w->comm, w->f32 ? (void *)w->A32[d]
+                                                           : (void *)w->A[d],
+                                           w->f32, off, cnt, w->xs, err), rc, done);
+    }
+    CUDA_TRY_GOTO(cudaEventRecord(w->ex1[d], w->xs), err, rc, done);
+    w->ex_pending[d] = 1;
+    CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->part_solved[K - 1], 0), err, rc, done);
+    if (total == 0) {   /* no row here: one block of zero statistics */
+        CUDA_TRY_GOTO(cudaMemsetAsync(w->partial, 0, 3 * R * sizeof(double), w->s), err, rc,
+                      done);
+        total = 1;
+    }
+    *blocks = total;
+done:
+    return rc;
+}
+
 static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, int first,
                               int *pinv_used, amp_error *err)
 {
@@ -533,7 +662,6 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     const double one = 1, zero = 0;
     cudaEvent_t *ev = w->ev[d];
     const amp_mode_set gs = mode_set(w, w->G), ss = mode_set(w, w->sig);
-    const unsigned blocks = amp_gpu_stats_blocks(nown, g->sm_count);
     double *Mown = w->M ? w->M + rb * R : NULL, *Aown = w->A[d] + rb * R;
     int pinv = 0;
     void *F[AMP_MAX_MODES];
@@ -553,9 +681,24 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
      * the next MTTKRP starts on local rows before the others' are in
      * (overlap): those must not change under it. */
     const int early_send = w->nranks > 1 && !first && !w->overlap;
+    /* ... and, where the mode is cut into parts, range by range as its
+     * MTTKRP finishes each (parts_solve). That needs P before the
+     * MTTKRP: V^-1 is taken from the factor before the host knows whether
+     * the factorization held; where it did not (rarely), the mode is
+     * solved whole from the pseudo-inverse after the MTTKRP instead. */
+    int in_parts = early_send && fused && w->parts[d] > 1;
+    unsigned blocks = amp_gpu_stats_blocks(nown, g->sm_count);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_START], w->s), err, rc, done);
     CUDA_TRY_GOTO(amp_gpu_hadamard(&gs, d, R, w->V, w->s), err, rc, done);
     AMP_CHECK_GOTO(factor(w, err), rc, done);
+    if (in_parts) {
+        CUSOLVER_TRY_GOTO(cusolverDnDpotri(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R, w->L,
+                                           (int)R, w->work, w->lwork, w->info + 1 + d), err,
+                          rc, done);
+        CUDA_TRY_GOTO(amp_gpu_symmetrize(w->L, R, w->s), err, rc, done);
+        CUDA_TRY_GOTO(cudaMemcpyAsync(w->P, w->L, (size_t)R * R * sizeof(double),
+                                      cudaMemcpyDeviceToDevice, w->s), err, rc, done);
+    }
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_FACTOR], w->s), err, rc, done);
     if (w->nranks > 1 && !w->overlap)   /* every nonzero may need the rows in transit */
         CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err, rc, done);
@@ -569,54 +712,91 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
                                            w->rescale + prev, w->s), err, rc, done);
         w->sent_early[prev] = 0;
     }
+    /* (after the rescale above, which may change the scales folded in) */
+    if (in_parts)
+        CUDA_TRY_GOTO(amp_gpu_fold_scales(&ss, d, R, w->pre[d], w->P, w->c, w->s), err, rc,
+                      done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_READY], w->s), err, rc, done);
-    AMP_CHECK_GOTO(amp_gpu_mttkrp_group(g, d, F, R, w->f32, Mk, AMP_GPU_EARLY, w->s, err), rc,
-                   done);
+    if (in_parts) {
+        /* The host learns whether potrf held while the MTTKRP runs. */
+        for (unsigned k = 0; k < w->parts[d]; k++) {
+            const unsigned a = k * AMP_GPU_CUTS / w->parts[d];
+            const unsigned b = (k + 1) * AMP_GPU_CUTS / w->parts[d];
+            AMP_CHECK_GOTO(amp_gpu_mttkrp_cuts(g, d, F, R, w->f32, Mk, a, b, w->waves, w->s,
+                                               err), rc, done);
+            CUDA_TRY_GOTO(cudaEventRecord(w->part_done[k], w->s), err, rc, done);
+        }
+        AMP_CHECK_GOTO(wait_event(w, w->factored, err), rc, done);
+        if (w->host->info < 0)
+            AMP_RAISE_GOTO(err, rc, done, AMP_ERR_INTERNAL, "cusolverDnDpotrf rejected "
+                           "argument %d", -w->host->info);
+        if (w->host->info > 0) {   /* the whole mode from the pseudo-inverse, below */
+            in_parts = 0;
+            CUDA_TRY_GOTO(cudaMemsetAsync(w->info + 1 + d, 0, sizeof(int), w->s), err, rc, done);
+        }
+    } else {
+        AMP_CHECK_GOTO(amp_gpu_mttkrp_group(g, d, F, R, w->f32, Mk, AMP_GPU_EARLY, w->s, err),
+                       rc, done);
+    }
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_EARLY], w->s), err, rc, done);
     if (w->nranks > 1)   /* the other GPUs' rows of the mode before */
         CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_WAITED], w->s), err, rc, done);
-    AMP_CHECK_GOTO(amp_gpu_mttkrp_group(g, d, F, R, w->f32, Mk, AMP_GPU_LATE, w->s, err), rc,
-                   done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_MTTKRP], w->s), err, rc, done);
-    if (w->reduce)   /* equal-nnz: every GPU's partial rows, summed */
-        AMP_CHECK_GOTO(amp_comm_reduce_scatter(w->comm, w->f32 ? (void *)w->M32
-                                                               : (void *)w->M,
-                                               w->reduce_block[d] * R, w->f32, w->s, err),
+    if (!in_parts && !(early_send && fused && w->parts[d] > 1))
+        AMP_CHECK_GOTO(amp_gpu_mttkrp_group(g, d, F, R, w->f32, Mk, AMP_GPU_LATE, w->s, err),
                        rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_REDUCE], w->s), err, rc, done);
-    if (w->f32 && nown > 0 && !fused)
-        CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32 + rb * R, Mown, nown * R, w->s), err, rc, done);
-
-    AMP_CHECK_GOTO(invert(w, d, &pinv, err), rc, done);
-    if (pinv)
-        *pinv_used = 1;
-    /* The MTTKRP's inputs lacked their scales and the stored factor is to
-     * be written at pre: both go into P, so no pass over rows does it. */
-    CUDA_TRY_GOTO(amp_gpu_fold_scales(&ss, d, R, w->pre[d], w->P, w->c, w->s), err, rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_INVERT], w->s), err, rc, done);
-    if (fused) {
-        CUDA_TRY_GOTO(amp_gpu_solve_stats(Mk_own, w->f32, w->P, nown, R, blocks, Aown,
-                                          w->f32 ? w->A32[d] + rb * R : NULL, w->partial,
-                                          w->s), err, rc, done);
+    if (in_parts) {
+        /* MTTKRP ends at the last range; the solve's share is what runs
+         * after it. */
+        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_MTTKRP], w->s), err, rc, done);
+        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_REDUCE], w->s), err, rc, done);
+        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_INVERT], w->s), err, rc, done);
+        AMP_CHECK_GOTO(parts_solve(g, w, d, &blocks, err), rc, done);
         CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
-        if (early_send)
-            AMP_CHECK_GOTO(send_rows(w, d, err), rc, done);
     } else {
-        /* Row-major A = M P is, column-major, A^T = P^T M^T, and cuBLAS
-         * reads the row-major P as P^T. */
-        if (nown > 0)
-            CUBLAS_TRY_GOTO(cublasDgemm_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, R, (int64_t)nown,
-                                           R, &one, w->P, R, Mown, R, &zero, Aown, R), err, rc,
-                            done);
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
-        CUDA_TRY_GOTO(amp_gpu_column_stats(Aown, Mown, nown, R, blocks, w->partial, w->s), err,
-                      rc, done);
-        if (w->f32 && nown > 0)
-            CUDA_TRY_GOTO(amp_gpu_to_f32(Aown, w->A32[d] + rb * R, nown * R, w->s), err, rc,
+        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_MTTKRP], w->s), err, rc, done);
+        if (w->reduce)   /* equal-nnz: every GPU's partial rows, summed */
+            AMP_CHECK_GOTO(amp_comm_reduce_scatter(w->comm, w->f32 ? (void *)w->M32
+                                                                   : (void *)w->M,
+                                                   w->reduce_block[d] * R, w->f32, w->s, err),
+                           rc, done);
+        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_REDUCE], w->s), err, rc, done);
+        if (w->f32 && nown > 0 && !fused)
+            CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32 + rb * R, Mown, nown * R, w->s), err, rc,
                           done);
-        if (early_send)
-            AMP_CHECK_GOTO(send_rows(w, d, err), rc, done);
+
+        AMP_CHECK_GOTO(invert(w, d, &pinv, err), rc, done);
+        if (pinv)
+            *pinv_used = 1;
+        /* The MTTKRP's inputs lacked their scales and the stored factor is
+         * to be written at pre: both go into P, so no pass over rows does
+         * it. */
+        CUDA_TRY_GOTO(amp_gpu_fold_scales(&ss, d, R, w->pre[d], w->P, w->c, w->s), err, rc,
+                      done);
+        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_INVERT], w->s), err, rc, done);
+        if (fused) {
+            CUDA_TRY_GOTO(amp_gpu_solve_stats(Mk_own, w->f32, w->P, nown, R, blocks, Aown,
+                                              w->f32 ? w->A32[d] + rb * R : NULL, w->partial,
+                                              w->s), err, rc, done);
+            CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
+            if (early_send)
+                AMP_CHECK_GOTO(send_rows(w, d, err), rc, done);
+        } else {
+            /* Row-major A = M P is, column-major, A^T = P^T M^T, and cuBLAS
+             * reads the row-major P as P^T. */
+            if (nown > 0)
+                CUBLAS_TRY_GOTO(cublasDgemm_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, R,
+                                               (int64_t)nown, R, &one, w->P, R, Mown, R, &zero,
+                                               Aown, R), err, rc, done);
+            CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
+            CUDA_TRY_GOTO(amp_gpu_column_stats(Aown, Mown, nown, R, blocks, w->partial, w->s),
+                          err, rc, done);
+            if (w->f32 && nown > 0)
+                CUDA_TRY_GOTO(amp_gpu_to_f32(Aown, w->A32[d] + rb * R, nown * R, w->s), err, rc,
+                              done);
+            if (early_send)
+                AMP_CHECK_GOTO(send_rows(w, d, err), rc, done);
+        }
     }
     CUDA_TRY_GOTO(amp_gpu_column_totals(w->partial, blocks, R, w->totals, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_STATS], w->s), err, rc, done);
@@ -779,6 +959,9 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
             c->iters = iters;
             c->converged = converged;
             c->pinv_used = pinv_used;
+            if (run->stats)
+                for (unsigned m = 0; m < N; m++)
+                    run->stats->parts[m] = w.nranks < 2 || w.overlap ? 0 : w.parts[m];
         }
     }
     for (unsigned m = 0; m < N; m++)   /* the last rows sent and received */

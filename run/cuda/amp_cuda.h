@@ -80,6 +80,16 @@ size_t amp_gpu_tensor_bytes(const amp_gpu_tensor *g);
 /* Whether mode d's copy is resident with a nonzero in every row of its
  * range, so that its MTTKRP writes M without zeroing it first. */
 int amp_gpu_tensor_gapless(const amp_gpu_tensor *g, unsigned d);
+/* A resident copy ordered by row is cut, at load, at AMP_GPU_CUTS - 1
+ * row boundaries into ranges of about equal nonzeros; several GPUs
+ * solve and send a mode's rows range by range as its MTTKRP finishes
+ * each (als_gpu.cu), in up to this many parts. */
+#define AMP_GPU_CUTS 8
+
+/* Whether mode d's copy is cut into AMP_GPU_CUTS ranges of rows (of about
+ * equal nonzeros); if so, row_cut[0 .. AMP_GPU_CUTS] gets the first row
+ * of each range and the end of the last. */
+int amp_gpu_tensor_cuts(const amp_gpu_tensor *g, unsigned d, uint64_t *row_cut);
 /* For the tests: `bytes` of a pattern copied to the device through the
  * page-locked staging that amp_gpu_tensor_upload uses, then back and
  * compared. */
@@ -101,12 +111,26 @@ enum { AMP_GPU_ALL = 0, AMP_GPU_EARLY, AMP_GPU_LATE };
 amp_status amp_gpu_mttkrp_group(const amp_gpu_tensor *g, unsigned d, void *const *A, unsigned R,
                                 int f32, void *M, int group, void *stream, amp_error *err);
 
+/* Nonzeros [cut first, cut last) of a resident copy cut at load
+ * (amp_gpu_tensor_cuts), which write exactly the rows between the two
+ * cuts; cut 0 zeroes what the ranges do not write. waves: blocks launched
+ * per block that fits at once (1: a grid that fits). */
+amp_status amp_gpu_mttkrp_cuts(const amp_gpu_tensor *g, unsigned d, void *const *A, unsigned R,
+                               int f32, void *M, unsigned first, unsigned last, unsigned waves,
+                               void *stream, amp_error *err);
+
 /* From host f64 factors: M_host (if not NULL) gets MTTKRP(d) in f64; with
  * rounds > 0, mode_seconds[m] gets the mean time of one MTTKRP of each
  * mode over that many launches. */
 amp_status amp_gpu_mttkrp_host(const amp_gpu_tensor *g, const double *const *A, unsigned rank,
                                int f32, unsigned d, double *M_host, unsigned rounds,
                                double *mode_seconds, amp_error *err);
+
+/* The same M from amp_gpu_mttkrp_cuts in `parts` ranges (1 to
+ * AMP_GPU_CUTS), for tests; mode d's copy must be cut. */
+amp_status amp_gpu_mttkrp_cuts_host(const amp_gpu_tensor *g, const double *const *A, unsigned R,
+                                    int f32, unsigned d, unsigned parts, unsigned waves,
+                                    double *M_host, amp_error *err);
 
 /* The fused solve of CP-ALS (als_solve.cu) on host arrays, for tests: A
  * = M P (rows x R, P R x R, row-major; M rounded to f32 first when m_f32),
@@ -138,6 +162,9 @@ typedef struct amp_gpu_run_stats {
     /* Waiting for the slowest GPU: from reaching the mode's first
      * collective to the moment the last GPU reached it. */
     double idle[AMP_MAX_GPUS][AMP_MAX_MODES];
+    /* Parts each mode's rows were solved and sent in, after the first
+     * iteration (1: whole, after the solve; 0: at the end of the update). */
+    unsigned parts[AMP_MAX_MODES];
 } amp_gpu_run_stats;
 
 /* CP-ALS on p->ngpus GPUs, one host thread each (the caller's is GPU 0's,

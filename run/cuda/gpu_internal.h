@@ -63,6 +63,12 @@ struct gpu_copy {
     uint64_t row_begin, row_count;   /* the output rows its nonzeros fall in */
     uint64_t early_nnz;              /* the first group (see amp_copy) */
     int gapless;   /* resident, and every row of its range holds a nonzero */
+    /* Resident, one group, nonzeros: cut j (0 < j < AMP_GPU_CUTS) is the
+     * first nonzero of row cut_row[j]; cut 0 and the last bound the copy
+     * and its rows [row_begin, row_begin + row_count). Rows never span a
+     * cut; equal cuts leave an empty range. has_cuts 0: not cut. */
+    int has_cuts;
+    uint64_t cut_nnz[AMP_GPU_CUTS + 1], cut_row[AMP_GPU_CUTS + 1];
 };
 
 struct gpu_zstream;

@@ -43,6 +43,29 @@ __global__ void rows_gapless(const uint64_t *words, const uint64_t *block_start,
     }
 }
 
+/* Cut j of AMP_GPU_CUTS for thread j - 1: the row of nonzero nnz j / CUTS,
+ * and the first nonzero of that row (the copy is ordered by row). */
+__global__ void cut_kernel(const uint64_t *words, const uint64_t *block_start,
+                          const uint64_t *block_key, uint32_t nblocks, uint64_t nnz,
+                          unsigned shift, unsigned width, uint64_t *cut_nnz, uint64_t *cut_row)
+{
+    const unsigned j = threadIdx.x + 1;
+    if (j >= AMP_GPU_CUTS)
+        return;
+    const uint64_t at = nnz * j / AMP_GPU_CUTS;
+    const uint64_t row = row_at(words, block_start, block_key, nblocks, shift, width, at);
+    uint64_t lo = 0, hi = at;   /* the first position whose row is row lies in [lo, hi] */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (row_at(words, block_start, block_key, nblocks, shift, width, mid) < row)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    cut_nnz[j] = lo;
+    cut_row[j] = row;
+}
+
 static void gpu_copy_free(gpu_copy *c)
 {
     if (c->host_words == NULL) {
@@ -148,6 +171,42 @@ static amp_status find_gapless(amp_gpu_tensor *g, amp_error *err)
         g->copies[m].gapless = g->copies[m].nnz > 0 && host[m] == 0;
 done:
     cudaFree(gaps);
+    return rc;
+}
+
+/* Each resident copy in one group with a nonzero, cut (gpu_copy.cut_nnz). */
+static amp_status find_cuts(amp_gpu_tensor *g, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    uint64_t *dev = NULL, host[2 * (AMP_GPU_CUTS + 1)];
+    CUDA_TRY(cudaMalloc((void **)&dev, sizeof host), err);
+    for (unsigned m = 0; m < g->nmodes; m++) {
+        gpu_copy *c = &g->copies[m];
+        if (c->nnz == 0 || c->early_nnz != c->nnz || c->row_count == 0)
+            continue;
+        cut_kernel<<<1, AMP_GPU_CUTS>>>(c->words, c->block_start, c->block_key, c->nblocks,
+                                        c->nnz, c->shift[m], c->width[m], dev,
+                                        dev + AMP_GPU_CUTS + 1);
+        CUDA_TRY_GOTO(cudaGetLastError(), err, rc, done);
+        CUDA_TRY_GOTO(cudaMemcpy(host, dev, sizeof host, cudaMemcpyDeviceToHost), err, rc, done);
+        const uint64_t *cn = host, *cr = host + AMP_GPU_CUTS + 1;
+        c->cut_nnz[0] = 0;
+        c->cut_row[0] = c->row_begin;
+        c->cut_nnz[AMP_GPU_CUTS] = c->nnz;
+        c->cut_row[AMP_GPU_CUTS] = c->row_begin + c->row_count;
+        int sane = 1;
+        for (unsigned j = 1; j < AMP_GPU_CUTS; j++) {
+            c->cut_nnz[j] = cn[j];
+            c->cut_row[j] = cr[j];
+        }
+        /* A copy whose rows break the ordering or leave the range stays
+         * uncut (one part), rather than trusted. */
+        for (unsigned j = 1; j <= AMP_GPU_CUTS; j++)
+            sane &= c->cut_nnz[j] >= c->cut_nnz[j - 1] && c->cut_row[j] >= c->cut_row[j - 1];
+        c->has_cuts = sane;
+    }
+done:
+    cudaFree(dev);
     return rc;
 }
 
@@ -290,8 +349,10 @@ static amp_status tensor_upload(int device, const amp_tensor *t, uint64_t chunk_
     /* The copies above are from pageable memory: make them complete
      * before kernels on any (non-blocking) stream read the tensor. */
     CUDA_TRY_GOTO(cudaDeviceSynchronize(), err, rc, fail);
-    if (!g->streamed)
+    if (!g->streamed) {
         AMP_CHECK_GOTO(find_gapless(g, err), rc, fail);
+        AMP_CHECK_GOTO(find_cuts(g, err), rc, fail);
+    }
     amp_gpu_uploader_free(up);
     *out = g;
     return AMP_OK;
@@ -379,6 +440,14 @@ extern "C" double amp_gpu_stream_bytes(const amp_gpu_tensor *g)
 extern "C" size_t amp_gpu_tensor_bytes(const amp_gpu_tensor *g)
 {
     return g->bytes;
+}
+
+extern "C" int amp_gpu_tensor_cuts(const amp_gpu_tensor *g, unsigned d, uint64_t *row_cut)
+{
+    if (d >= g->nmodes || !g->copies[d].has_cuts)
+        return 0;
+    memcpy(row_cut, g->copies[d].cut_row, sizeof g->copies[d].cut_row);
+    return 1;
 }
 
 extern "C" int amp_gpu_tensor_gapless(const amp_gpu_tensor *g, unsigned d)

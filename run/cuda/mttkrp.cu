@@ -432,10 +432,11 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
 
 /* Before a launch of nteams teams over nnz gapless nonzeros: zeroes the
  * rows of each team's first and last nonzero, the only rows it adds
- * atomically (one warp a team; a row is row_words 4-byte words). */
+ * atomically (one warp a team; a row is row_words 4-byte words). words[0]
+ * is nonzero `offset` of the copy, whose block table this is. */
 __global__ void zero_team_rows(const uint64_t *words, const uint64_t *block_start,
-                               const uint64_t *block_key, uint32_t nblocks, uint64_t nnz,
-                               unsigned shift, unsigned width, uint64_t nteams,
+                               const uint64_t *block_key, uint32_t nblocks, uint64_t offset,
+                               uint64_t nnz, unsigned shift, unsigned width, uint64_t nteams,
                                unsigned row_words, uint32_t *M)
 {
     const unsigned lane = threadIdx.x & 31;
@@ -445,8 +446,13 @@ __global__ void zero_team_rows(const uint64_t *words, const uint64_t *block_star
         const uint64_t lo = nnz * t / nteams, hi = nnz * (t + 1) / nteams;
         if (lo >= hi)
             continue;
-        uint64_t r0 = row_at(words, block_start, block_key, nblocks, shift, width, lo);
-        uint64_t r1 = row_at(words, block_start, block_key, nblocks, shift, width, hi - 1);
+        const uint64_t k0 = block_key[nblocks > 1 ? block_of(block_start, nblocks, lo + offset)
+                                                  : 0];
+        const uint64_t k1 = block_key[nblocks > 1 ? block_of(block_start, nblocks,
+                                                             hi - 1 + offset)
+                                                  : 0];
+        uint64_t r0 = amp_blco_field(k0, words[lo], shift, width);
+        uint64_t r1 = amp_blco_field(k1, words[hi - 1], shift, width);
         for (unsigned c = lane; c < row_words; c += 32) {
             M[r0 * row_words + c] = 0;
             M[r1 * row_words + c] = 0;
@@ -603,9 +609,9 @@ static amp_status launch(mttkrp_fn fn, const mttkrp_args &a, int sm_count, int p
 struct zlaunch {
     const amp_gpu_tensor *g;
     mttkrp_args a;
-    mttkrp_fn fn;
-    int per_sm;
-    unsigned lanes;
+    mttkrp_fn fn = NULL;
+    int per_sm = 0;
+    unsigned lanes = 32;
     cudaStream_t s;
 };
 
@@ -645,14 +651,13 @@ static amp_status run_range(const amp_gpu_tensor *g, const gpu_copy *c, mttkrp_a
         a.vals = c->vals ? (const char *)c->vals + begin * vsize : NULL;
         a.offset = begin;
         a.nnz = end - begin;
-        /* The whole gapless copy, M not zeroed: begin is 0 (writes_all
-         * asks early_nnz == nnz), so positions need no offset here. */
+        /* A gapless range, M not zeroed: the rows teams share. */
         if (zero_row_words) {
             const int grid = team_grid(a.nnz, g->sm_count, per_sm, lanes);
             const uint64_t nteams = (uint64_t)grid * 256 / lanes;
             zero_team_rows<<<(unsigned)std::min<uint64_t>((nteams + 7) / 8, 65535), 256, 0, s>>>(
-                a.words, a.block_start, a.block_key, a.nblocks, a.nnz, a.out_shift, a.out_width,
-                nteams, zero_row_words, (uint32_t *)a.M);
+                a.words, a.block_start, a.block_key, a.nblocks, a.offset, a.nnz, a.out_shift,
+                a.out_width, nteams, zero_row_words, (uint32_t *)a.M);
             CUDA_TRY(cudaGetLastError(), err);
         }
         return launch(fn, a, g->sm_count, per_sm, lanes, s, err);
@@ -678,40 +683,57 @@ static amp_status run_range(const amp_gpu_tensor *g, const gpu_copy *c, mttkrp_a
     return AMP_OK;
 }
 
+/* What every launch over copy d shares: the arguments, the kernel, its
+ * blocks per SM and lanes per nonzero. */
+static amp_status setup(const amp_gpu_tensor *g, unsigned d, void *const *A, unsigned R,
+                        int f32, void *M, mttkrp_args *a, mttkrp_fn *fn, int *per_sm,
+                        unsigned *lanes, amp_error *err)
+{
+    const gpu_copy *c = &g->copies[d];
+    if (R == 0 || R > 512)
+        return amp_error_set(err, AMP_ERR_USAGE, __FILE__, __LINE__,
+                             "the GPU MTTKRP takes rank 1 to 512, not %u", R);
+    memset(a, 0, sizeof *a);
+    a->block_start = c->block_start;
+    a->block_key = c->block_key;
+    a->nblocks = c->nblocks;
+    a->R = R;
+    if (c->packed) {
+        static const double p10[10] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+        a->packed = 1;
+        a->qshift = c->stream.qshift;
+        a->qbits = c->stream.qbits;
+        a->qsigned = c->stream.qsigned;
+        a->p10 = p10[c->stream.decimals];
+        a->p10f = (float)p10[c->stream.decimals];
+    }
+    a->out_shift = c->shift[d];
+    a->out_width = c->width[d];
+    a->M = M;
+    for (unsigned m = 0; m < g->nmodes; m++) {
+        if (m == d)
+            continue;
+        a->shift[a->nother] = c->shift[m];
+        a->width[a->nother] = c->width[m];
+        a->F[a->nother++] = A[m];
+    }
+    *fn = pick_kernel(f32, g->vals_f32, R, a->nother, g->narrow_rows, lanes);
+    *per_sm = 0;
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, *fn, 256, 0), err);
+    return AMP_OK;
+}
+
 extern "C" amp_status amp_gpu_mttkrp_group(const amp_gpu_tensor *g, unsigned d, void *const *A,
                                            unsigned R, int f32, void *M, int group, void *stream,
                                            amp_error *err)
 {
     const gpu_copy *c = &g->copies[d];
     cudaStream_t s = (cudaStream_t)stream;
-    if (R == 0 || R > 512)
-        return amp_error_set(err, AMP_ERR_USAGE, __FILE__, __LINE__,
-                             "the GPU MTTKRP takes rank 1 to 512, not %u", R);
     mttkrp_args a;
-    memset(&a, 0, sizeof a);
-    a.block_start = c->block_start;
-    a.block_key = c->block_key;
-    a.nblocks = c->nblocks;
-    a.R = R;
-    if (c->packed) {
-        static const double p10[10] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
-        a.packed = 1;
-        a.qshift = c->stream.qshift;
-        a.qbits = c->stream.qbits;
-        a.qsigned = c->stream.qsigned;
-        a.p10 = p10[c->stream.decimals];
-        a.p10f = (float)p10[c->stream.decimals];
-    }
-    a.out_shift = c->shift[d];
-    a.out_width = c->width[d];
-    a.M = M;
-    for (unsigned m = 0; m < g->nmodes; m++) {
-        if (m == d)
-            continue;
-        a.shift[a.nother] = c->shift[m];
-        a.width[a.nother] = c->width[m];
-        a.F[a.nother++] = A[m];
-    }
+    mttkrp_fn fn = NULL;
+    int per_sm = 0;
+    unsigned lanes = 32;
+    AMP_CHECK(setup(g, d, A, R, f32, M, &a, &fn, &per_sm, &lanes, err));
     size_t real_size = f32 ? 4 : 8;
     /* A resident gapless copy in one group writes every row of its range
      * (rows_gapless, gpu_tensor.cu); else the range is zeroed first: only
@@ -723,10 +745,6 @@ extern "C" amp_status amp_gpu_mttkrp_group(const amp_gpu_tensor *g, unsigned d, 
                                  (size_t)c->row_count * R * real_size, s), err);
     if (c->nnz == 0)
         return AMP_OK;
-    unsigned lanes;
-    mttkrp_fn fn = pick_kernel(f32, g->vals_f32, R, a.nother, g->narrow_rows, &lanes);
-    int per_sm = 0;
-    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, 256, 0), err);
     /* The two groups are each ordered by row, not together: the second
      * adds into what the first wrote. */
     if (group != AMP_GPU_LATE)
@@ -735,6 +753,34 @@ extern "C" amp_status amp_gpu_mttkrp_group(const amp_gpu_tensor *g, unsigned d, 
     if (group != AMP_GPU_EARLY)
         AMP_CHECK(run_range(g, c, a, fn, per_sm, lanes, c->early_nnz, c->nnz, 1, 0, s, err));
     return AMP_OK;
+}
+
+extern "C" amp_status amp_gpu_mttkrp_cuts(const amp_gpu_tensor *g, unsigned d, void *const *A,
+                                          unsigned R, int f32, void *M, unsigned first,
+                                          unsigned last, unsigned waves, void *stream,
+                                          amp_error *err)
+{
+    const gpu_copy *c = &g->copies[d];
+    cudaStream_t s = (cudaStream_t)stream;
+    if (!c->has_cuts || first > last || last > AMP_GPU_CUTS)
+        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "cuts %u to %u of "
+                             "mode %u's copy, which has %s", first, last, d + 1,
+                             c->has_cuts ? "fewer" : "none");
+    mttkrp_args a;
+    mttkrp_fn fn = NULL;
+    int per_sm = 0;
+    unsigned lanes = 32;
+    AMP_CHECK(setup(g, d, A, R, f32, M, &a, &fn, &per_sm, &lanes, err));
+    const size_t real_size = f32 ? 4 : 8;
+    if (first == 0 && !c->gapless)   /* the empty rows too, once */
+        CUDA_TRY(cudaMemsetAsync((char *)M + (size_t)c->row_begin * R * real_size, 0,
+                                 (size_t)c->row_count * R * real_size, s), err);
+    /* No row spans a cut, so the ranges write disjoint rows. More blocks
+     * than fit at once (waves > 1) free SMs as they finish, for the
+     * kernels of other streams that the ranges are cut for. */
+    return run_range(g, c, a, fn, per_sm * (int)(waves < 1 ? 1 : waves), lanes,
+                     c->cut_nnz[first], c->cut_nnz[last], 0,
+                     c->gapless ? (unsigned)(R * real_size / 4) : 0, s, err);
 }
 
 extern "C" amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *const *A,
@@ -746,9 +792,13 @@ extern "C" amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *
 /* Host factors in, host result out (f64 both ways), for checking the kernel
  * and for --check; with rounds > 0 also the mean seconds of one MTTKRP of
  * each mode over that many rounds (events around the launches only). */
-extern "C" amp_status amp_gpu_mttkrp_host(const amp_gpu_tensor *g, const double *const *A,
-                                          unsigned R, int f32, unsigned d, double *M_host,
-                                          unsigned rounds, double *mode_seconds, amp_error *err)
+/* amp_gpu_mttkrp_host, or with parts > 0 its M in that many cut ranges
+ * (amp_gpu_mttkrp_cuts) on two streams taken in turn, each range after
+ * the one before. */
+static amp_status mttkrp_host(const amp_gpu_tensor *g, const double *const *A, unsigned R,
+                              int f32, unsigned d, double *M_host, unsigned rounds,
+                              double *mode_seconds, unsigned parts, unsigned waves,
+                              amp_error *err)
 {
     amp_status rc = AMP_OK;
     void *dA[AMP_MAX_MODES] = {0}, *dM = NULL;
@@ -778,7 +828,37 @@ extern "C" amp_status amp_gpu_mttkrp_host(const amp_gpu_tensor *g, const double 
      * left as they were, read back as zero. */
     CUDA_TRY_GOTO(cudaMemset(dM, 0xff, (size_t)maxr * R * rs), err, rc, done);
     if (M_host != NULL) {
-        rc = amp_gpu_mttkrp(g, d, dA, R, f32, dM, NULL, err);
+        if (parts == 0) {
+            rc = amp_gpu_mttkrp(g, d, dA, R, f32, dM, NULL, err);
+        } else {
+            cudaStream_t st[2] = {NULL, NULL};
+            cudaEvent_t ev = NULL;
+            /* cudaMemset may return before it is done, and non-blocking
+             * streams do not wait for the legacy stream it ran on: without
+             * this, a range could be written before the NaN lands on it. */
+            CUDA_TRY_GOTO(cudaDeviceSynchronize(), err, rc, done);
+            for (int k = 0; k < 2; k++)
+                CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&st[k], cudaStreamNonBlocking), err, rc,
+                              parts_done);
+            CUDA_TRY_GOTO(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), err, rc,
+                          parts_done);
+            for (unsigned k = 0; k < parts && rc == AMP_OK; k++) {
+                cudaStream_t s = st[k % 2];
+                if (k > 0)
+                    CUDA_TRY_GOTO(cudaStreamWaitEvent(s, ev, 0), err, rc, parts_done);
+                rc = amp_gpu_mttkrp_cuts(g, d, dA, R, f32, dM, k * AMP_GPU_CUTS / parts,
+                                         (k + 1) * AMP_GPU_CUTS / parts, waves, s, err);
+                if (rc == AMP_OK)
+                    CUDA_TRY_GOTO(cudaEventRecord(ev, s), err, rc, parts_done);
+            }
+        parts_done:
+            cudaDeviceSynchronize();
+            for (int k = 0; k < 2; k++)
+                if (st[k])
+                    cudaStreamDestroy(st[k]);
+            if (ev)
+                cudaEventDestroy(ev);
+        }
         if (rc != AMP_OK)
             goto done;
         CUDA_TRY_GOTO(cudaDeviceSynchronize(), err, rc, done);
@@ -826,4 +906,21 @@ done:
     cudaFree(dM);
     free(stage);
     return rc;
+}
+
+extern "C" amp_status amp_gpu_mttkrp_host(const amp_gpu_tensor *g, const double *const *A,
+                                          unsigned R, int f32, unsigned d, double *M_host,
+                                          unsigned rounds, double *mode_seconds, amp_error *err)
+{
+    return mttkrp_host(g, A, R, f32, d, M_host, rounds, mode_seconds, 0, 1, err);
+}
+
+extern "C" amp_status amp_gpu_mttkrp_cuts_host(const amp_gpu_tensor *g, const double *const *A,
+                                               unsigned R, int f32, unsigned d, unsigned parts,
+                                               unsigned waves, double *M_host, amp_error *err)
+{
+    if (parts < 1 || parts > AMP_GPU_CUTS)
+        return amp_error_set(err, AMP_ERR_USAGE, __FILE__, __LINE__, "%u parts: 1 to %d",
+                             parts, AMP_GPU_CUTS);
+    return mttkrp_host(g, A, R, f32, d, M_host, 0, NULL, parts, waves, err);
 }
