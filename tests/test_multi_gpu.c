@@ -105,10 +105,36 @@ static double factor_diff(const amp_tensor *t, const amp_cpd *a, const amp_cpd *
     return worst;
 }
 
+/* f32 CP-ALS on two GPUs (configuration cf, rows sent in `parts`), 4
+ * iterations with and without a rescale at every update, against the f64
+ * CPU's: *gap gets the larger fit difference. Later f32 iterations send
+ * the shadows right after the solve, and again where rescaled. */
+static amp_status f32_fit_gap(const amp_tensor *t, const config *cf, uint64_t chunk,
+                              unsigned parts, double *gap, amp_error *err)
+{
+    amp_cpd cpu = {0}, gpu = {0};
+    *gap = NAN;
+    amp_status rc = decompose_x(t, NULL, 0, 4, 0, &cpu, err);
+    for (int b = 0; b < 2 && rc == AMP_OK; b++) {
+        amp_gpu_run *run = NULL;
+        rc = open_run(t, 2, cf, RANK, 1, chunk, &run, err);
+        if (rc == AMP_OK)
+            rc = decompose_xp(t, run, 1, 4, b ? 1 : 0, parts, &gpu, err);
+        amp_gpu_run_close(run);
+        if (rc == AMP_OK) {
+            double e = fabs(gpu.fit - cpu.fit);
+            *gap = b == 0 || e > *gap ? e : *gap;
+        }
+        amp_cpd_free(&gpu);
+    }
+    amp_cpd_free(&cpu);
+    return rc;
+}
+
 #define CHECKS_PER_CONFIG 9
 
-/* Rows solved and sent in parts as the MTTKRP finishes each range (forced
- * here; by default only modes with many rows take it): 3 parts in f64,
+/* Rows solved and sent in parts as the MTTKRP finishes each range (asked
+ * for here; by default they go whole, --send-parts): 3 parts in f64,
  * 8 (some of them empty on these small tensors) with a rescale at every
  * update, and 8 in f32 over 4 iterations, against the CPU (tolerances as
  * above). A mode where a GPU has no nonzero goes whole, on every GPU. */
@@ -152,24 +178,10 @@ static void check_parts(const char *name, const amp_tensor *t, const amp_cpd *cp
        rc == AMP_OK ? two.fit : NAN, dc);
     amp_cpd_free(&two);
     amp_gpu_run_close(run);
-    amp_cpd c4 = {0}, g4 = {0};
     double f4 = NAN;
-    rc = decompose_x(t, NULL, 0, 4, 0, &c4, &err);
-    for (int b = 0; b < 2 && rc == AMP_OK; b++) {
-        run = NULL;
-        rc = open_run(t, 2, &cf, RANK, 1, 0, &run, &err);
-        if (rc == AMP_OK)
-            rc = decompose_xp(t, run, 1, 4, b ? 1 : 0, 8, &g4, &err);
-        amp_gpu_run_close(run);
-        if (rc == AMP_OK) {
-            double e = fabs(g4.fit - c4.fit);
-            f4 = b == 0 || e > f4 ? e : f4;
-        }
-        amp_cpd_free(&g4);
-    }
+    rc = f32_fit_gap(t, &cf, 0, 8, &f4, &err);
     ok(rc == AMP_OK && f4 <= 1e-4, "%s, rows in 8 parts, CP-ALS f32, 4 iterations, with and "
        "without rescaling at every update: fit within %.2e of the CPU's f64", name, f4);
-    amp_cpd_free(&c4);
 }
 
 /* Every configuration on two GPUs against the CPU (cpu) and one GPU
@@ -271,27 +283,11 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
            b32.fit, a32.fit, fd);
         amp_cpd_free(&a32);
         amp_cpd_free(&b32);
-        /* Later f32 iterations send the shadows right after the solve,
-         * and again where rescaled (every update here): 4 iterations
-         * against the f64 CPU's, loosely (f32 sums). */
-        amp_cpd c4 = {0}, g4 = {0};
+        /* 4 iterations against the f64 CPU's, loosely (f32 sums). */
         double f4 = NAN;
-        rc = decompose_x(t, NULL, 0, 4, 0, &c4, &err);
-        for (int b = 0; b < 2 && rc == AMP_OK; b++) {
-            r32 = NULL;
-            rc = open_run(t, 2, cf, RANK, 1, chunk, &r32, &err);
-            if (rc == AMP_OK)
-                rc = decompose_x(t, r32, 1, 4, b ? 1 : 0, &g4, &err);
-            amp_gpu_run_close(r32);
-            if (rc == AMP_OK) {
-                double e = fabs(g4.fit - c4.fit);
-                f4 = b == 0 || e > f4 ? e : f4;
-            }
-            amp_cpd_free(&g4);
-        }
+        rc = f32_fit_gap(t, cf, chunk, 0, &f4, &err);
         ok(rc == AMP_OK && f4 <= 1e-4, "%s, %s: CP-ALS f32, 4 iterations, with and without "
            "rescaling at every update: fit within %.2e of the CPU's f64", name, cf->name, f4);
-        amp_cpd_free(&c4);
     }
     amp_cpd_free(&cpu);
     amp_cpd_free(&one);
