@@ -90,9 +90,9 @@ void amp_gpu_run_info(const amp_gpu_run *run, unsigned gpu, amp_gpu_info *info);
  * the bound the file's shards allow (see amp_partition_imbalance). */
 double amp_gpu_run_imbalance(const amp_gpu_run *run, unsigned m, double *best);
 
-/* After amp_gpu_run_als: the parts mode m's rows went out in, from the
- * second iteration (1: whole, once solved; 0: at the end of each update,
- * as on one GPU or with overlap). */
+/* After amp_gpu_run_als: the parts mode m's rows went out in at its last
+ * update (1: whole, once solved; 0: at the end of the update, as on one
+ * GPU, on the first iteration or with overlap). */
 unsigned amp_gpu_run_parts(const amp_gpu_run *run, unsigned m);
 
 /* CP-ALS on the run's GPUs from c's factors (file order in and out). */

@@ -74,7 +74,60 @@ static void check_mttkrp_of(const char *name, const amp_tensor *t, const amp_gpu
  * and the cuts: on every resident copy with a nonzero, rows in order from
  * the copy's first to its end. M starts as NaN (mttkrp_host), so a row
  * no range writes fails. */
-#define CUT_CHECKS 3
+#define CUT_CHECKS 4
+
+/* Each of the AMP_GPU_CUTS ranges run alone (f64, rank 7) writes exactly
+ * the rows between its cuts, as several GPUs solve a range as soon as it
+ * is done: those rows equal the reference's (1e-12), the rest stay NaN,
+ * or 0 in a copy that is not gapless (whose first range zeroes its rows
+ * before the others add into them). */
+static void check_ranges_alone(const char *name, const amp_tensor *t, const amp_gpu_tensor *g,
+                               int cut)
+{
+    const unsigned R = 7;
+    amp_error err = {0};
+    uint64_t maxr = 1, wrong = 0;
+    double worst = 0;
+    int fails = !cut;
+    for (unsigned m = 0; m < t->nmodes; m++)
+        maxr = t->rows[m] > maxr ? t->rows[m] : maxr;
+    double *A[AMP_MAX_MODES];
+    for (unsigned m = 0; m < t->nmodes; m++)
+        A[m] = random_matrix(t->rows[m], R, 91 + m);
+    double *ref = malloc(maxr * R * sizeof *ref), *M = malloc(maxr * R * sizeof *M);
+    for (unsigned d = 0; d < t->nmodes && !fails; d++) {
+        uint64_t row[AMP_GPU_CUTS + 1];
+        if (t->copies[d].nnz == 0 || !amp_gpu_tensor_cuts(g, d, row))
+            continue;
+        if (amp_mttkrp_reference(t, d, d, (const double *const *)A, R, ref, &err) != AMP_OK) {
+            fails++;
+            break;
+        }
+        const int zeroes = !amp_gpu_tensor_gapless(g, d);
+        for (int j = 0; j < AMP_GPU_CUTS && !fails; j++) {
+            if (amp_gpu_mttkrp_cuts_host(g, (const double *const *)A, R, 0, d, AMP_GPU_CUTS, j,
+                                         1, M, &err) != AMP_OK) {
+                diag("%s", amp_error_message(&err));
+                fails++;
+                break;
+            }
+            const uint64_t in = row[j] * R, n = (row[j + 1] - row[j]) * R;
+            const double e = n ? rel_diff(M + in, ref + in, n) : 0;
+            worst = e > worst || isnan(e) ? e : worst;
+            for (uint64_t i = 0; i < t->rows[d] * R; i++)
+                if (i < in || i >= in + n)
+                    wrong += zeroes ? M[i] != 0 : !isnan(M[i]);
+        }
+    }
+    for (unsigned m = 0; m < t->nmodes; m++)
+        free(A[m]);
+    free(ref);
+    free(M);
+    ok(!fails && worst <= 1e-12 && wrong == 0, "%s: each of %d cut ranges alone writes its rows "
+       "(%.2e) and no other (%" PRIu64 " values written outside)", name, AMP_GPU_CUTS, worst,
+       wrong);
+}
+
 static void check_cuts_of(const char *name, const amp_tensor *t, const amp_gpu_tensor *g)
 {
     amp_error err = {0};
@@ -114,7 +167,7 @@ static void check_cuts_of(const char *name, const amp_tensor *t, const amp_gpu_t
                 }
                 for (int p = 0; p < 2 && !fails; p++) {
                     if (amp_gpu_mttkrp_cuts_host(g, (const double *const *)A, R, f32, d,
-                                                 parts[p], waves[p], M, &err) != AMP_OK) {
+                                                 parts[p], -1, waves[p], M, &err) != AMP_OK) {
                         diag("%s", amp_error_message(&err));
                         fails++;
                         break;
@@ -131,6 +184,7 @@ static void check_cuts_of(const char *name, const amp_tensor *t, const amp_gpu_t
         ok(!fails && worst <= (f32 ? 1e-4 : 1e-12), "%s: GPU MTTKRP in 3 and 8 cut ranges, %s, "
            "ranks 7 and 32 (%.2e)", name, f32 ? "f32" : "f64", worst);
     }
+    check_ranges_alone(name, t, g, cut_ok == with_nnz);
 }
 
 static void check_cuts(const char *name, const amp_tensor *t)

@@ -116,6 +116,10 @@ typedef struct gpu_als {
      * range. cuts[r][m]: GPU r's row cuts of mode m (amp_gpu_tensor_cuts);
      * part k of K spans cuts k CUTS / K to (k + 1) CUTS / K. */
     unsigned parts[AMP_MAX_MODES];
+    /* How mode m's rows went out at its last update: in parts[m] parts,
+     * 1 whole once solved, 0 at the end of the update (first iteration,
+     * --overlap, one GPU). */
+    unsigned sent_in[AMP_MAX_MODES];
     unsigned waves;            /* the ranges' MTTKRP blocks per block that fits */
     uint64_t (*cuts)[AMP_MAX_MODES][AMP_GPU_CUTS + 1];
     cudaStream_t ps;
@@ -268,10 +272,10 @@ static amp_status wait_event(gpu_als *w, cudaEvent_t e, amp_error *err)
 
 static_assert(AMP_SEND_PARTS_MAX == AMP_GPU_CUTS, "a part is a range between cuts");
 
-/* A part's MTTKRP runs on a grid that fits at once:
- * three or four times that, so that its blocks would free SMs for the
- * transfers as they finish, made rd100m (2 H200s, rank 32, f64, 4 parts)
- * 11.2 ms an iteration instead of 8.8 (bench/RESULTS.md). */
+/* A part's MTTKRP runs on a grid that fits on the GPU at once. Grids of
+ * 3 or 4 times that, whose blocks would free SMs for the transfer as they
+ * finish, made rd100m (2 H200s, rank 32, f64, 4 parts) 11.2 ms an
+ * iteration instead of 8.8 (bench/RESULTS.md). */
 #define PART_WAVES 1
 
 /* w->parts: every GPU decides the same from the same tables, since their
@@ -578,10 +582,13 @@ static amp_status settle_exchange(gpu_als *w, unsigned m, amp_error *err)
     return AMP_OK;
 }
 
-/* Mode d's rows, as s has them now, to every other GPU on xs. */
-static amp_status send_rows(gpu_als *w, unsigned d, amp_error *err)
+/* Mode d's rows, as s has them now, to every other GPU on xs: whole, or
+ * (pieces > 1) in the calls parts_solve makes, so that a GPU that solved
+ * whole still pairs its sends with those of GPUs that solved in parts. */
+static amp_status send_rows(gpu_als *w, unsigned d, unsigned pieces, amp_error *err)
 {
     amp_status rc = AMP_OK;
+    uint64_t off[AMP_MAX_GPUS], cnt[AMP_MAX_GPUS];
     /* ex0/ex1 of the last round were read by now unless still pending */
     AMP_CHECK_GOTO(settle_exchange(w, d, err), rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(w->own_ready[d], w->s), err, rc, done);
@@ -590,9 +597,18 @@ static amp_status send_rows(gpu_als *w, unsigned d, amp_error *err)
     /* f32: the MTTKRP reads only the f32 shadow of other GPUs' rows, so
      * only that travels (half the bytes); the f64 rows are gathered once,
      * at the end. */
-    AMP_CHECK_GOTO(amp_comm_allgatherv(w->comm, w->f32 ? (void *)w->A32[d] : (void *)w->A[d],
-                                       w->f32, w->gather_offset[d], w->gather_count[d], w->xs,
-                                       err), rc, done);
+    for (unsigned k = 0; k < pieces; k++) {
+        const unsigned a = k * AMP_GPU_CUTS / pieces, b = (k + 1) * AMP_GPU_CUTS / pieces;
+        for (unsigned r = 0; r < w->nranks && pieces > 1; r++) {
+            off[r] = w->cuts[r][d][a] * w->R;
+            cnt[r] = (w->cuts[r][d][b] - w->cuts[r][d][a]) * w->R;
+        }
+        AMP_CHECK_GOTO(amp_comm_allgatherv(w->comm, w->f32 ? (void *)w->A32[d]
+                                                           : (void *)w->A[d],
+                                           w->f32, pieces > 1 ? off : w->gather_offset[d],
+                                           pieces > 1 ? cnt : w->gather_count[d], w->xs, err),
+                       rc, done);
+    }
     CUDA_TRY_GOTO(cudaEventRecord(w->ex1[d], w->xs), err, rc, done);
     w->ex_pending[d] = 1;
 done:
@@ -686,7 +702,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
      * MTTKRP: V^-1 is taken from the factor before the host knows whether
      * the factorization held; where it did not (rarely), the mode is
      * solved whole from the pseudo-inverse after the MTTKRP instead. */
-    int in_parts = early_send && fused && w->parts[d] > 1;
+    int in_parts = early_send && fused && w->parts[d] > 1, fell_back = 0;
     unsigned blocks = amp_gpu_stats_blocks(nown, g->sm_count);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_START], w->s), err, rc, done);
     CUDA_TRY_GOTO(amp_gpu_hadamard(&gs, d, R, w->V, w->s), err, rc, done);
@@ -732,6 +748,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
                            "argument %d", -w->host->info);
         if (w->host->info > 0) {   /* the whole mode from the pseudo-inverse, below */
             in_parts = 0;
+            fell_back = 1;
             CUDA_TRY_GOTO(cudaMemsetAsync(w->info + 1 + d, 0, sizeof(int), w->s), err, rc, done);
         }
     } else {
@@ -780,7 +797,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
                                               w->s), err, rc, done);
             CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
             if (early_send)
-                AMP_CHECK_GOTO(send_rows(w, d, err), rc, done);
+                AMP_CHECK_GOTO(send_rows(w, d, fell_back ? w->parts[d] : 1, err), rc, done);
         } else {
             /* Row-major A = M P is, column-major, A^T = P^T M^T, and cuBLAS
              * reads the row-major P as P^T. */
@@ -795,7 +812,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
                 CUDA_TRY_GOTO(amp_gpu_to_f32(Aown, w->A32[d] + rb * R, nown * R, w->s), err, rc,
                               done);
             if (early_send)
-                AMP_CHECK_GOTO(send_rows(w, d, err), rc, done);
+                AMP_CHECK_GOTO(send_rows(w, d, 1, err), rc, done);
         }
     }
     CUDA_TRY_GOTO(amp_gpu_column_totals(w->partial, blocks, R, w->totals, w->s), err, rc, done);
@@ -821,7 +838,8 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     CUDA_TRY_GOTO(amp_gpu_scale_gram(w->G[d], w->sig[d], R, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_GRAM_COMM], w->s), err, rc, done);
     if (w->nranks > 1 && !early_send)
-        AMP_CHECK_GOTO(send_rows(w, d, err), rc, done);
+        AMP_CHECK_GOTO(send_rows(w, d, 1, err), rc, done);
+    w->sent_in[d] = in_parts ? w->parts[d] : early_send ? 1 : 0;
 done:
     return rc;
 }
@@ -961,7 +979,7 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
             c->pinv_used = pinv_used;
             if (run->stats)
                 for (unsigned m = 0; m < N; m++)
-                    run->stats->parts[m] = w.nranks < 2 || w.overlap ? 0 : w.parts[m];
+                    run->stats->parts[m] = w.sent_in[m];
         }
     }
     for (unsigned m = 0; m < N; m++)   /* the last rows sent and received */

@@ -127,10 +127,13 @@ amp_status amp_gpu_mttkrp_host(const amp_gpu_tensor *g, const double *const *A, 
                                double *mode_seconds, amp_error *err);
 
 /* The same M from amp_gpu_mttkrp_cuts in `parts` ranges (1 to
- * AMP_GPU_CUTS), for tests; mode d's copy must be cut. */
+ * AMP_GPU_CUTS), for tests; mode d's copy must be cut. only >= 0: range
+ * `only` of them alone, into an M that starts as NaN, after the zeroing
+ * the first range does in a copy that is not gapless (rows it does not
+ * write then read back as 0, else as NaN). */
 amp_status amp_gpu_mttkrp_cuts_host(const amp_gpu_tensor *g, const double *const *A, unsigned R,
-                                    int f32, unsigned d, unsigned parts, unsigned waves,
-                                    double *M_host, amp_error *err);
+                                    int f32, unsigned d, unsigned parts, int only,
+                                    unsigned waves, double *M_host, amp_error *err);
 
 /* The fused solve of CP-ALS (als_solve.cu) on host arrays, for tests: A
  * = M P (rows x R, P R x R, row-major; M rounded to f32 first when m_f32),
@@ -162,8 +165,9 @@ typedef struct amp_gpu_run_stats {
     /* Waiting for the slowest GPU: from reaching the mode's first
      * collective to the moment the last GPU reached it. */
     double idle[AMP_MAX_GPUS][AMP_MAX_MODES];
-    /* Parts each mode's rows were solved and sent in, after the first
-     * iteration (1: whole, after the solve; 0: at the end of the update). */
+    /* Parts each mode's rows were solved and sent in at its last update
+     * (1: whole, after the solve; 0: at the end of the update, as on the
+     * first iteration and with overlap). */
     unsigned parts[AMP_MAX_MODES];
 } amp_gpu_run_stats;
 

@@ -794,10 +794,10 @@ extern "C" amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *
  * each mode over that many rounds (events around the launches only). */
 /* amp_gpu_mttkrp_host, or with parts > 0 its M in that many cut ranges
  * (amp_gpu_mttkrp_cuts) on two streams taken in turn, each range after
- * the one before. */
+ * the one before; only >= 0: range `only` of them alone. */
 static amp_status mttkrp_host(const amp_gpu_tensor *g, const double *const *A, unsigned R,
                               int f32, unsigned d, double *M_host, unsigned rounds,
-                              double *mode_seconds, unsigned parts, unsigned waves,
+                              double *mode_seconds, unsigned parts, int only, unsigned waves,
                               amp_error *err)
 {
     amp_status rc = AMP_OK;
@@ -842,7 +842,14 @@ static amp_status mttkrp_host(const amp_gpu_tensor *g, const double *const *A, u
                               parts_done);
             CUDA_TRY_GOTO(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), err, rc,
                           parts_done);
+            /* A range alone after what the first does before its own
+             * nonzeros (zeroing a copy that is not gapless; the ranges
+             * after add into that), as in a run of them all. */
+            if (only > 0)
+                rc = amp_gpu_mttkrp_cuts(g, d, dA, R, f32, dM, 0, 0, waves, st[only % 2], err);
             for (unsigned k = 0; k < parts && rc == AMP_OK; k++) {
+                if (only >= 0 && k != (unsigned)only)
+                    continue;
                 cudaStream_t s = st[k % 2];
                 if (k > 0)
                     CUDA_TRY_GOTO(cudaStreamWaitEvent(s, ev, 0), err, rc, parts_done);
@@ -912,15 +919,16 @@ extern "C" amp_status amp_gpu_mttkrp_host(const amp_gpu_tensor *g, const double 
                                           unsigned R, int f32, unsigned d, double *M_host,
                                           unsigned rounds, double *mode_seconds, amp_error *err)
 {
-    return mttkrp_host(g, A, R, f32, d, M_host, rounds, mode_seconds, 0, 1, err);
+    return mttkrp_host(g, A, R, f32, d, M_host, rounds, mode_seconds, 0, -1, 1, err);
 }
 
 extern "C" amp_status amp_gpu_mttkrp_cuts_host(const amp_gpu_tensor *g, const double *const *A,
                                                unsigned R, int f32, unsigned d, unsigned parts,
-                                               unsigned waves, double *M_host, amp_error *err)
+                                               int only, unsigned waves, double *M_host,
+                                               amp_error *err)
 {
-    if (parts < 1 || parts > AMP_GPU_CUTS)
-        return amp_error_set(err, AMP_ERR_USAGE, __FILE__, __LINE__, "%u parts: 1 to %d",
-                             parts, AMP_GPU_CUTS);
-    return mttkrp_host(g, A, R, f32, d, M_host, 0, NULL, parts, waves, err);
+    if (parts < 1 || parts > AMP_GPU_CUTS || only >= (int)parts)
+        return amp_error_set(err, AMP_ERR_USAGE, __FILE__, __LINE__, "%u parts: 1 to %d, "
+                             "part %d of them", parts, AMP_GPU_CUTS, only);
+    return mttkrp_host(g, A, R, f32, d, M_host, 0, NULL, parts, only, waves, err);
 }
