@@ -123,11 +123,16 @@ static void test_random_mttkrp(void)
         {"5 modes", 5, {30, 20, 25, 10, 15}, 7000, 1},
         /* 5 x 16 bits of compact indices: the keyed (> 64-bit) path. */
         {"5 modes, 80 index bits", 5, {1000000, 1000000, 1000000, 1000000, 1000000}, 70000, 0},
+        {"3 modes, tiny dims", 3, {3, 2, 400}, 1500, 0},
     };
-    /* Two ranks a shape: 16, 32 and 64 take the kernel that sums rows in
-     * registers, others the one that sums in a scratch row; every shape
-     * meets one of each, as do 2, 3 and more modes. */
-    static const unsigned ranks[][2] = {{16, 7}, {32, 64}, {7, 16}, {64, 33}, {5, 32}, {3, 16}};
+    /* Two ranks a shape, for the register kernel's windows: whole vectors
+     * (16, 32, 64), a part-filled last vector (10, 33, 65), several
+     * windows (65, 129 and 200: a window is 64 f64 or 128 f32 columns),
+     * and on the tiny dims windows that would run past a factor's end. A
+     * rank under one vector (3, 5, 7; f32 below 16) and the 80-bit shape
+     * take the scratch-row kernel. */
+    static const unsigned ranks[][2] = {{16, 7}, {32, 200}, {7, 16}, {64, 33},
+                                        {5, 129}, {3, 16}, {10, 65}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         amp_coo x;
         amp_tensor t;
@@ -634,7 +639,7 @@ static void test_factor_files(void)
 int main(void)
 {
     int nreal = for_each_shared_tensor(NULL, NULL);
-    plan(6 * 7 + 1 + nreal * 4 + 4 + 2 * nreal + 2 + 1 + 3 + 1 + 6);
+    plan(7 * 7 + 1 + nreal * 4 + 4 + 2 * nreal + 2 + 1 + 3 + 1 + 6);
     test_random_mttkrp();
     real_check mttkrp_check = {real_mttkrp}, pack_check = {real_stream_pack};
     for_each_shared_tensor(with_real, &mttkrp_check);
