@@ -103,6 +103,11 @@ typedef struct amp_mttkrp_ws amp_mttkrp_ws;
 
 amp_status amp_mttkrp_ws_new(int threads, unsigned rank, amp_mttkrp_ws **ws, amp_error *err);
 void amp_mttkrp_ws_free(amp_mttkrp_ws *ws);
+/* The widest register sums the kernel may use: 4 (AVX-512), 3 (AVX2) or 0
+ * (none: the row is summed in memory); the CPU's own widest is the default
+ * and the most a cap can give. Returns the level in use. For tests and
+ * benchmarks, which compare the kernels on one machine. */
+int amp_mttkrp_ws_limit_isa(amp_mttkrp_ws *ws, int level);
 
 /* M = X_(d) (A_{N-1} kr ... kr A_0, mode d left out): rows[d] x rank,
  * row-major, every row written. A[m] is rows[m] x rank, row-major. The

@@ -18,6 +18,8 @@
  * binary stays portable and still uses the vector width the CPU has. */
 #define AMP_KERNEL_CLONES \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+/* And the register-sum kernels, one per vector width (mttkrp_cpu_impl.h). */
+#define AMP_REG_KERNELS 1
 #else
 #define AMP_KERNEL_CLONES
 #endif
@@ -30,7 +32,27 @@ struct amp_mttkrp_ws {
     void *scratch;
     uint64_t *slot_rows;    /* two per thread */
     size_t l2_bytes;        /* a core's L2: the kernel prefetches factors larger than half */
+    int isa;                /* register sums: 4 AVX-512, 3 AVX2, 0 none (scratch row) */
 };
+
+static int detect_isa(void)
+{
+#ifdef AMP_REG_KERNELS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("x86-64-v4"))
+        return 4;
+    if (__builtin_cpu_supports("x86-64-v3"))
+        return 3;
+#endif
+    return 0;
+}
+
+int amp_mttkrp_ws_limit_isa(amp_mttkrp_ws *ws, int level)
+{
+    int found = detect_isa();
+    ws->isa = level < found ? (level >= 4 ? 4 : level >= 3 ? 3 : 0) : found;
+    return ws->isa;
+}
 
 amp_status amp_mttkrp_ws_new(int threads, unsigned rank, amp_mttkrp_ws **out, amp_error *err)
 {
@@ -50,6 +72,7 @@ amp_status amp_mttkrp_ws_new(int threads, unsigned rank, amp_mttkrp_ws **out, am
     l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
     ws->l2_bytes = l2 > 0 ? (size_t)l2 : (size_t)1 << 20;
+    ws->isa = detect_isa();
     ws->stride = ((size_t)rank + 15) / 16 * 16;
     ws->thread_bytes = 4 * ws->stride * sizeof(double);
     ws->scratch = amp_alloc((size_t)T * ws->thread_bytes, "MTTKRP scratch", err);

@@ -142,220 +142,59 @@ static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
     }
 }
 
-/* Every layout without block keys: the row's sum lives in NV vector
- * registers of 64 bytes instead of the scratch row (the unrolled loops over
- * u are what let GCC keep acc[] in registers). Summing into memory chains
- * the nonzeros of a row through a load, an add and a store of the same
- * lines, a round trip per nonzero that no prefetch hides. On the 2-core
- * EPYC VM, rank 32, per round of three modes: with the factors in L2
- * (cpu20m's generator on dims 2000 x 1000 x 500) f64 0.094 -> 0.060 s, f32
- * 0.063 -> 0.034 s; cpu20m f32 0.29-0.34 -> 0.22-0.25 s, f64 about 5% (its
- * gathers from beyond L2 set the pace), f64 rank 64 about 20%.
- *
- * One call sums the columns [c0, c0 + lanes) of the rows, lanes at most
- * 8 vectors (64 f64 or 128 f32 columns); a wider rank takes several calls,
- * each a pass over the thread's nonzeros (8 or 12 more bytes streamed a
- * nonzero against 1 KiB of rows gathered). When lanes is not a multiple of
- * a vector the last vector reads past the window, into the next row: the
- * rows too near a matrix's end for that (idx >= nsafe[j]) are copied into
- * a buffer first, and only the window's lanes are stored. */
-typedef REAL CAT(vec, SFX) __attribute__((vector_size(64)));
-typedef REAL CAT(uvec, SFX) __attribute__((vector_size(64), aligned(sizeof(REAL)), may_alias));
-
-static inline __attribute__((always_inline)) void CAT(reg_kernel, SFX)(
-    const amp_copy *c, unsigned d, unsigned nmodes, const uint64_t *nrows,
-    const REAL *const *A, unsigned R_run, REAL *restrict M, uint64_t a, uint64_t b,
-    REAL *restrict slots, uint64_t *slot_rows, const int pf, const int vf32, const int three,
-    const unsigned NV, const int part, const int exact, unsigned c0)
-{
-    typedef CAT(vec, SFX) vec;
-    typedef CAT(uvec, SFX) uvec;
-    enum { VL = 64 / sizeof(REAL) };
-    /* part: the window's last vector is only partly the window's; exact:
-     * the rank is the one window (a constant, so row addresses are shifts:
-     * a multiply would sit on every gather's latency). */
-    const unsigned W = NV * VL, R = exact ? W : R_run, lanes = part ? R - c0 : W;
-    const amp_mode_layout *l = &c->layout;
-    const unsigned osh = l->shift[d];
-    const uint64_t omask = l->width[d] >= 64 ? UINT64_MAX : (UINT64_C(1) << l->width[d]) - 1;
-    unsigned nother = 0, sh[AMP_MAX_MODES];
-    uint64_t mask[AMP_MAX_MODES], nsafe[AMP_MAX_MODES];
-    const REAL *F[AMP_MAX_MODES];
-    for (unsigned m = 0; m < nmodes; m++) {
-        if (m == d)
-            continue;
-        sh[nother] = l->shift[m];
-        mask[nother] = l->width[m] >= 64 ? UINT64_MAX : (UINT64_C(1) << l->width[m]) - 1;
-        /* Row idx reads [idx R + c0, idx R + c0 + W) of the matrix: the
-         * rows below nsafe can read a whole window in place. */
-        const uint64_t total = nrows[m] * R;
-        nsafe[nother] = total >= c0 + W ? (total - c0 - W) / R + 1 : 0;
-        F[nother++] = A[m] + c0;
-    }
-    REAL pad[AMP_MAX_MODES][8 * VL];
-    for (unsigned j = 0; j < nother; j++)
-        for (unsigned r = lanes; r < W; r++)
-            pad[j][r] = 0;
-    const uint64_t *restrict words = c->words;
-    const float *restrict v32 = c->vals;
-    const double *restrict v64 = c->vals;
-    uint64_t cur = UINT64_MAX;
-    int first = 1;
-    vec acc[8];
-#pragma GCC unroll 8
-    for (unsigned u = 0; u < NV; u++)
-        acc[u] = (vec){0};
-
-/* Row idx of input j, through pad where its window would run past the
- * matrix's end. */
-#define ROW(j, idx)                                                                        \
-    (part && __builtin_expect((idx) >= nsafe[j], 0)                                        \
-         ? (const REAL *)memcpy(pad[j], F[j] + (idx) * R, lanes * sizeof(REAL))            \
-         : F[j] + (idx) * R)
-
-    for (uint64_t k = a; k < b; k++) {
-        const uint64_t w = words[k];
-        const uint64_t row = (w >> osh) & omask;
-        if (row != cur) {
-            if (cur != UINT64_MAX) {
-                REAL *dst = M + cur * R + c0;
-                if (first) {
-                    dst = slots + c0;
-                    slot_rows[0] = cur;
-                    first = 0;
-                }
-#pragma GCC unroll 8
-                for (unsigned u = 0; u + 1 < NV; u++)
-                    *(uvec *)(dst + u * VL) = acc[u];
-                if (!part) {
-                    *(uvec *)(dst + (NV - 1) * VL) = acc[NV - 1];
-                } else {
-                    for (unsigned r = (NV - 1) * VL; r < lanes; r++)
-                        dst[r] = acc[NV - 1][r - (NV - 1) * VL];
-                }
-            }
-            cur = row;
-#pragma GCC unroll 8
-            for (unsigned u = 0; u < NV; u++)
-                acc[u] = (vec){0};
-        }
-        if (pf && k + PREFETCH_AHEAD < b) {
-            const uint64_t wa = words[k + PREFETCH_AHEAD];
-            const unsigned np = three ? 2 : nother;
-            for (unsigned j = 0; j < np; j++) {
-                const char *pj = (const char *)(F[j] + ((wa >> sh[j]) & mask[j]) * R);
-#pragma GCC unroll 8
-                for (unsigned u = 0; u < NV; u++)
-                    __builtin_prefetch(pj + 64 * u);
-            }
-        }
-        const REAL v = vf32 ? (REAL)v32[k] : (REAL)v64[k];
-        const REAL *r0 = ROW(0, (w >> sh[0]) & mask[0]);
-        if (three) {
-            const REAL *r1 = ROW(1, (w >> sh[1]) & mask[1]);
-#pragma GCC unroll 8
-            for (unsigned u = 0; u < NV; u++)
-                acc[u] += v * *(const uvec *)(r0 + u * VL) * *(const uvec *)(r1 + u * VL);
-        } else {
-            vec t[8];
-#pragma GCC unroll 8
-            for (unsigned u = 0; u < NV; u++)
-                t[u] = v * *(const uvec *)(r0 + u * VL);
-            for (unsigned j = 1; j < nother; j++) {
-                const REAL *rj = ROW(j, (w >> sh[j]) & mask[j]);
-#pragma GCC unroll 8
-                for (unsigned u = 0; u < NV; u++)
-                    t[u] *= *(const uvec *)(rj + u * VL);
-            }
-#pragma GCC unroll 8
-            for (unsigned u = 0; u < NV; u++)
-                acc[u] += t[u];
-        }
-    }
-#undef ROW
-    if (cur != UINT64_MAX) {
-        REAL *dst = slots + (size_t)(first ? 0 : 1) * R + c0;
-        for (unsigned u = 0; u < NV; u++)
-            for (unsigned r = u * VL; r < lanes && r < (u + 1) * VL; r++)
-                dst[r] = acc[u][r - u * VL];
-        slot_rows[first ? 0 : 1] = cur;
-    }
-}
-
 #define RANGE(VF, THREE, KEYED)                                                           \
     CAT(range_kernel, SFX)(c, d, nmodes, A, R, M, a, b, acc, tmp, slots, slot_rows, pf, VF, \
                            THREE, KEYED)
-#define REG_NV(THREE, NV, PART, EXACT, C0)                                                 \
-    CAT(reg_kernel, SFX)(c, d, nmodes, nrows, A, R, M, a, b, slots, slot_rows, pf, f32, THREE, \
-                         NV, PART, EXACT, C0)
-#define REG_LAST(THREE, NV, C0)                                                             \
-    do {                                                                                    \
-        if ((C0) == 0 && R == (NV) * VL_)                                                   \
-            REG_NV(THREE, NV, 0, 1, 0);                                                     \
-        else if ((R - (C0)) % VL_ == 0)                                                     \
-            REG_NV(THREE, NV, 0, 0, C0);                                                    \
-        else                                                                                \
-            REG_NV(THREE, NV, 1, 0, C0);                                                    \
-    } while (0)
-/* Full windows of 8 vectors, then one of as many as the rest needs. */
-#define REG(THREE)                                                                          \
-    do {                                                                                    \
-        const unsigned VL_ = 64 / sizeof(REAL);                                             \
-        unsigned c0 = 0;                                                                    \
-        for (; R - c0 > 8 * VL_; c0 += 8 * VL_)                                             \
-            REG_NV(THREE, 8, 0, 0, c0);                                                        \
-        switch ((R - c0 + VL_ - 1) / VL_) {                                                 \
-        case 1: REG_LAST(THREE, 1, c0); break;                                              \
-        case 2: REG_LAST(THREE, 2, c0); break;                                              \
-        case 3: REG_LAST(THREE, 3, c0); break;                                              \
-        case 4: REG_LAST(THREE, 4, c0); break;                                              \
-        case 5: REG_LAST(THREE, 5, c0); break;                                              \
-        case 6: REG_LAST(THREE, 6, c0); break;                                              \
-        case 7: REG_LAST(THREE, 7, c0); break;                                              \
-        default: REG_LAST(THREE, 8, c0); break;                                             \
-        }                                                                                   \
-    } while (0)
 
 /* One thread's range, compiled for several instruction sets (the widest
  * the CPU has is picked at load time); the OpenMP region that calls it is
  * outlined by the compiler and would not carry the attribute itself. */
 AMP_KERNEL_CLONES static void CAT(thread_range, SFX)(
-    const amp_copy *c, unsigned d, unsigned nmodes, const uint64_t *nrows,
-    const REAL *const *A, unsigned R, REAL *M, uint64_t a, uint64_t b, REAL *acc, REAL *tmp,
-    REAL *slots, uint64_t *slot_rows, int f32, int pf)
+    const amp_copy *c, unsigned d, unsigned nmodes, const REAL *const *A, unsigned R,
+    REAL *M, uint64_t a, uint64_t b, REAL *acc, REAL *tmp, REAL *slots, uint64_t *slot_rows,
+    int f32, int pf)
 {
     if (c->layout.key_bits > 0) {
         if (f32)
             RANGE(1, 0, 1);
         else
             RANGE(0, 0, 1);
-    } else if (R < 64 / sizeof(REAL)) {
-        /* Less than one vector: a register sum would gather a whole vector
-         * a row, and lost in the VM's A/B (rank 1 f64 0.16 -> 0.19 s a
-         * round of cpu20m, rank 8 f32 0.17-0.21 -> 0.20-0.22; rank 3 f64
-         * even). */
-        if (nmodes == 3) {
-            if (f32)
-                RANGE(1, 1, 0);
-            else
-                RANGE(0, 1, 0);
-        } else {
-            if (f32)
-                RANGE(1, 0, 0);
-            else
-                RANGE(0, 0, 0);
-        }
     } else if (nmodes == 3) {
-        REG(1);
+        if (f32)
+            RANGE(1, 1, 0);
+        else
+            RANGE(0, 1, 0);
     } else {
-        REG(0);
+        if (f32)
+            RANGE(1, 0, 0);
+        else
+            RANGE(0, 0, 0);
     }
 }
 
+#ifdef AMP_REG_KERNELS
+/* The register-sum kernel for each instruction set, its vectors as wide as
+ * that set's registers: GCC keeps wider generic vectors in memory, which
+ * on an AVX2 build made the register sum 1.6-5x slower than summing in the
+ * scratch row (found in review: 105 K instructions, 36 K of them stack
+ * accesses, in the AVX2 copy of a 64-byte-vector version). */
+#define VB 64
+#define VSFX CAT(SFX, _v4)
+#define VTARGET __attribute__((target("arch=x86-64-v4")))
+#include "mttkrp_cpu_reg.h"
+#undef VB
+#undef VSFX
+#undef VTARGET
+#define VB 32
+#define VSFX CAT(SFX, _v3)
+#define VTARGET __attribute__((target("arch=x86-64-v3")))
+#include "mttkrp_cpu_reg.h"
+#undef VB
+#undef VSFX
+#undef VTARGET
+#endif
+
 #undef RANGE
-#undef REG_NV
-#undef REG_LAST
-#undef REG
 
 static void CAT(mttkrp, SFX)(const amp_tensor *t, unsigned d, const REAL *const *A,
                              unsigned R, REAL *M, amp_mttkrp_ws *ws)
@@ -370,6 +209,15 @@ static void CAT(mttkrp, SFX)(const amp_tensor *t, unsigned d, const REAL *const 
         if (m != d)
             gathered += (size_t)t->rows[m] * R * sizeof(REAL);
     const int pf = gathered > ws->l2_bytes / 2;
+    /* The register sum where the CPU has one and the rank fills a vector
+     * (below that it gathers a whole vector a row, and lost on the VM:
+     * rank 1 f64 0.16 -> 0.19 s a round of cpu20m, rank 8 f32 0.17-0.21 ->
+     * 0.20-0.22); block keys take the scratch-row kernel. */
+    int reg = c->layout.key_bits > 0 ? 0 : ws->isa;
+    if (reg == 4 && R < 64 / sizeof(REAL))
+        reg = 0;
+    if (reg == 3 && R < 32 / sizeof(REAL))
+        reg = 0;
 #pragma omp parallel num_threads(T)
     {
         int me = 0;
@@ -380,10 +228,20 @@ static void CAT(mttkrp, SFX)(const amp_tensor *t, unsigned d, const REAL *const 
         uint64_t *rows = ws->slot_rows + 2 * (size_t)me;
         rows[0] = rows[1] = UINT64_MAX;
         uint64_t a = nnz * (uint64_t)me / (uint64_t)T, b = nnz * (uint64_t)(me + 1) / (uint64_t)T;
-        if (a < b)
-            CAT(thread_range, SFX)(c, d, nmodes, t->rows, A, R, M, a, b, base, base + stride,
-                                   base + 2 * stride, rows,
-                                   t->value_type == AMP_VALUES_F32, pf);
+        const int f32 = t->value_type == AMP_VALUES_F32;
+        if (a >= b)
+            ;
+#ifdef AMP_REG_KERNELS
+        else if (reg == 4)
+            CAT(reg_range, CAT(SFX, _v4))(c, d, nmodes, t->rows, A, R, M, a, b,
+                                           base + 2 * stride, rows, f32, pf);
+        else if (reg == 3)
+            CAT(reg_range, CAT(SFX, _v3))(c, d, nmodes, t->rows, A, R, M, a, b,
+                                           base + 2 * stride, rows, f32, pf);
+#endif
+        else
+            CAT(thread_range, SFX)(c, d, nmodes, A, R, M, a, b, base, base + stride,
+                                   base + 2 * stride, rows, f32, pf);
     }
     /* The shared rows, in thread order: the first time a row is seen it is
      * stored, after that added to. */

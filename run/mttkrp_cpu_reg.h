@@ -1,0 +1,198 @@
+/* The register-sum MTTKRP kernel for one factor precision and one vector
+ * width: mttkrp_cpu_impl.h includes this once per instruction set, with
+ * REAL and SFX (the precision), VB (vector bytes: the set's register
+ * width), VSFX (the instance's name suffix) and VTARGET (its target
+ * attribute). Thread mapping, slots and the bytes model are as in
+ * mttkrp_cpu_impl.h's header. */
+
+/* Every layout without block keys: the row's sum lives in NV vector
+ * registers of VB bytes instead of the scratch row (the unrolled loops over
+ * u are what let GCC keep acc[] in registers). Summing into memory chains
+ * the nonzeros of a row through a load, an add and a store of the same
+ * lines, a round trip per nonzero that no prefetch hides. On the 2-core
+ * EPYC VM, rank 32, per round of three modes: with the factors in L2
+ * (cpu20m's generator on dims 2000 x 1000 x 500) f64 0.094 -> 0.060 s, f32
+ * 0.063 -> 0.034 s; cpu20m f32 0.29-0.34 -> 0.22-0.25 s, f64 about 5% (its
+ * gathers from beyond L2 set the pace), f64 rank 64 about 20% (AVX-512
+ * build, VB 64).
+ *
+ * One call sums the columns [c0, c0 + lanes) of the rows, lanes at most
+ * 8 vectors (with VB 64: 64 f64 or 128 f32 columns); a wider rank takes
+ * several calls,
+ * each a pass over the thread's nonzeros (8 or 12 more bytes streamed a
+ * nonzero against 1 KiB of rows gathered). When lanes is not a multiple of
+ * a vector the last vector reads past the window, into the next row: the
+ * rows too near a matrix's end for that (idx >= nsafe[j]) are copied into
+ * a buffer first, and only the window's lanes are stored. */
+typedef REAL CAT(vec, VSFX) __attribute__((vector_size(VB)));
+typedef REAL CAT(uvec, VSFX) __attribute__((vector_size(VB), aligned(sizeof(REAL)), may_alias));
+
+static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
+    const amp_copy *c, unsigned d, unsigned nmodes, const uint64_t *nrows,
+    const REAL *const *A, unsigned R_run, REAL *restrict M, uint64_t a, uint64_t b,
+    REAL *restrict slots, uint64_t *slot_rows, const int pf, const int vf32, const int three,
+    const unsigned NV, const int part, const int exact, unsigned c0)
+{
+    typedef CAT(vec, VSFX) vec;
+    typedef CAT(uvec, VSFX) uvec;
+    enum { VL = VB / sizeof(REAL) };
+    /* part: the window's last vector is only partly the window's; exact:
+     * the rank is the one window (a constant, so row addresses are shifts:
+     * a multiply would sit on every gather's latency). */
+    const unsigned W = NV * VL, R = exact ? W : R_run, lanes = part ? R - c0 : W;
+    const amp_mode_layout *l = &c->layout;
+    const unsigned osh = l->shift[d];
+    const uint64_t omask = l->width[d] >= 64 ? UINT64_MAX : (UINT64_C(1) << l->width[d]) - 1;
+    unsigned nother = 0, sh[AMP_MAX_MODES];
+    uint64_t mask[AMP_MAX_MODES], nsafe[AMP_MAX_MODES];
+    const REAL *F[AMP_MAX_MODES];
+    for (unsigned m = 0; m < nmodes; m++) {
+        if (m == d)
+            continue;
+        sh[nother] = l->shift[m];
+        mask[nother] = l->width[m] >= 64 ? UINT64_MAX : (UINT64_C(1) << l->width[m]) - 1;
+        /* Row idx reads [idx R + c0, idx R + c0 + W) of the matrix: the
+         * rows below nsafe can read a whole window in place. */
+        const uint64_t total = nrows[m] * R;
+        nsafe[nother] = total >= c0 + W ? (total - c0 - W) / R + 1 : 0;
+        F[nother++] = A[m] + c0;
+    }
+    /* Rows near a factor's end, copied; the lanes past the window are
+     * computed but never stored: zero keeps them ordinary numbers. */
+    REAL pad[AMP_MAX_MODES][8 * VL];
+    for (unsigned j = 0; j < nother; j++)
+        for (unsigned r = lanes; r < W; r++)
+            pad[j][r] = 0;
+    const uint64_t *restrict words = c->words;
+    const float *restrict v32 = c->vals;
+    const double *restrict v64 = c->vals;
+    uint64_t cur = UINT64_MAX;
+    int first = 1;
+    vec acc[8];
+#pragma GCC unroll 8
+    for (unsigned u = 0; u < NV; u++)
+        acc[u] = (vec){0};
+
+/* Row idx of input j, through pad where its window would run past the
+ * matrix's end. */
+#define ROW(j, idx)                                                                        \
+    (part && __builtin_expect((idx) >= nsafe[j], 0)                                        \
+         ? (const REAL *)memcpy(pad[j], F[j] + (idx) * R, lanes * sizeof(REAL))            \
+         : F[j] + (idx) * R)
+
+    for (uint64_t k = a; k < b; k++) {
+        const uint64_t w = words[k];
+        const uint64_t row = (w >> osh) & omask;
+        if (row != cur) {
+            if (cur != UINT64_MAX) {
+                REAL *dst = M + cur * R + c0;
+                if (first) {
+                    dst = slots + c0;
+                    slot_rows[0] = cur;
+                    first = 0;
+                }
+#pragma GCC unroll 8
+                for (unsigned u = 0; u + 1 < NV; u++)
+                    *(uvec *)(dst + u * VL) = acc[u];
+                if (!part) {
+                    *(uvec *)(dst + (NV - 1) * VL) = acc[NV - 1];
+                } else {
+                    for (unsigned r = (NV - 1) * VL; r < lanes; r++)
+                        dst[r] = acc[NV - 1][r - (NV - 1) * VL];
+                }
+            }
+            cur = row;
+#pragma GCC unroll 8
+            for (unsigned u = 0; u < NV; u++)
+                acc[u] = (vec){0};
+        }
+        if (pf && k + PREFETCH_AHEAD < b) {
+            const uint64_t wa = words[k + PREFETCH_AHEAD];
+            const unsigned np = three ? 2 : nother;
+            for (unsigned j = 0; j < np; j++) {
+                const char *pj = (const char *)(F[j] + ((wa >> sh[j]) & mask[j]) * R);
+#pragma GCC unroll 8
+                for (unsigned off = 0; off < NV * VB; off += 64)
+                    __builtin_prefetch(pj + off);
+            }
+        }
+        const REAL v = vf32 ? (REAL)v32[k] : (REAL)v64[k];
+        const REAL *r0 = ROW(0, (w >> sh[0]) & mask[0]);
+        if (three) {
+            const REAL *r1 = ROW(1, (w >> sh[1]) & mask[1]);
+#pragma GCC unroll 8
+            for (unsigned u = 0; u < NV; u++)
+                acc[u] += v * *(const uvec *)(r0 + u * VL) * *(const uvec *)(r1 + u * VL);
+        } else {
+            vec t[8];
+#pragma GCC unroll 8
+            for (unsigned u = 0; u < NV; u++)
+                t[u] = v * *(const uvec *)(r0 + u * VL);
+            for (unsigned j = 1; j < nother; j++) {
+                const REAL *rj = ROW(j, (w >> sh[j]) & mask[j]);
+#pragma GCC unroll 8
+                for (unsigned u = 0; u < NV; u++)
+                    t[u] *= *(const uvec *)(rj + u * VL);
+            }
+#pragma GCC unroll 8
+            for (unsigned u = 0; u < NV; u++)
+                acc[u] += t[u];
+        }
+    }
+#undef ROW
+    if (cur != UINT64_MAX) {
+        REAL *dst = slots + (size_t)(first ? 0 : 1) * R + c0;
+        for (unsigned u = 0; u < NV; u++)
+            for (unsigned r = u * VL; r < lanes && r < (u + 1) * VL; r++)
+                dst[r] = acc[u][r - u * VL];
+        slot_rows[first ? 0 : 1] = cur;
+    }
+}
+
+#define REG_NV(THREE, NV, PART, EXACT, C0)                                                 \
+    CAT(reg_kernel, VSFX)(c, d, nmodes, nrows, A, R, M, a, b, slots, slot_rows, pf, f32, THREE, \
+                         NV, PART, EXACT, C0)
+#define REG_LAST(THREE, NV, C0)                                                             \
+    do {                                                                                    \
+        if ((C0) == 0 && R == (NV) * VL_)                                                   \
+            REG_NV(THREE, NV, 0, 1, 0);                                                     \
+        else if ((R - (C0)) % VL_ == 0)                                                     \
+            REG_NV(THREE, NV, 0, 0, C0);                                                    \
+        else                                                                                \
+            REG_NV(THREE, NV, 1, 0, C0);                                                    \
+    } while (0)
+/* Full windows of 8 vectors, then one of as many as the rest needs. */
+#define REG(THREE)                                                                          \
+    do {                                                                                    \
+        const unsigned VL_ = VB / sizeof(REAL);                                             \
+        unsigned c0 = 0;                                                                    \
+        for (; R - c0 > 8 * VL_; c0 += 8 * VL_)                                             \
+            REG_NV(THREE, 8, 0, 0, c0);                                                        \
+        switch ((R - c0 + VL_ - 1) / VL_) {                                                 \
+        case 1: REG_LAST(THREE, 1, c0); break;                                              \
+        case 2: REG_LAST(THREE, 2, c0); break;                                              \
+        case 3: REG_LAST(THREE, 3, c0); break;                                              \
+        case 4: REG_LAST(THREE, 4, c0); break;                                              \
+        case 5: REG_LAST(THREE, 5, c0); break;                                              \
+        case 6: REG_LAST(THREE, 6, c0); break;                                              \
+        case 7: REG_LAST(THREE, 7, c0); break;                                              \
+        default: REG_LAST(THREE, 8, c0); break;                                             \
+        }                                                                                   \
+    } while (0)
+
+/* One thread's range [a, b) of the mode-d copy, summed in registers:
+ * full windows of 8 vectors, then one of as many as the rest needs. */
+static VTARGET void CAT(reg_range, VSFX)(const amp_copy *c, unsigned d, unsigned nmodes,
+                                         const uint64_t *nrows, const REAL *const *A,
+                                         unsigned R, REAL *M, uint64_t a, uint64_t b,
+                                         REAL *slots, uint64_t *slot_rows, int f32, int pf)
+{
+    if (nmodes == 3)
+        REG(1);
+    else
+        REG(0);
+}
+
+#undef REG_NV
+#undef REG_LAST
+#undef REG
