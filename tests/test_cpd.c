@@ -133,6 +133,9 @@ static void test_random_mttkrp(void)
         /* 5 x 16 bits of compact indices: the keyed (> 64-bit) path. */
         {"5 modes, 80 index bits", 5, {1000000, 1000000, 1000000, 1000000, 1000000}, 70000, 0},
         {"3 modes, tiny dims", 3, {3, 2, 400}, 1500, 0},
+        /* A one-row mode (no row reads a whole window in place) and fewer
+         * nonzeros than the 8 threads. */
+        {"3 modes, 5 nonzeros", 3, {1, 2, 3}, 5, 0},
     };
     /* Two ranks a shape, for the register kernel's windows: whole vectors
      * (16, 32, 64), a part-filled last vector (10, 33, 65), several
@@ -141,7 +144,7 @@ static void test_random_mttkrp(void)
      * rank under one vector (3, 5, 7; f32 below 16) and the 80-bit shape
      * take the scratch-row kernel. */
     static const unsigned ranks[][2] = {{16, 7}, {32, 200}, {7, 16}, {64, 33},
-                                        {5, 129}, {3, 16}, {10, 65}};
+                                        {5, 129}, {3, 16}, {10, 65}, {16, 65}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         amp_coo x;
         amp_tensor t;
@@ -648,7 +651,7 @@ static void test_factor_files(void)
 int main(void)
 {
     int nreal = for_each_shared_tensor(NULL, NULL);
-    plan(7 * 7 + 1 + nreal * 4 + 4 + 2 * nreal + 2 + 1 + 3 + 1 + 6);
+    plan(8 * 7 + 1 + nreal * 4 + 4 + 2 * nreal + 2 + 1 + 3 + 1 + 6);
     test_random_mttkrp();
     real_check mttkrp_check = {real_mttkrp}, pack_check = {real_stream_pack};
     for_each_shared_tensor(with_real, &mttkrp_check);
