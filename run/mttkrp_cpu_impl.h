@@ -1,9 +1,12 @@
-/* The CPU MTTKRP kernel for one factor precision; mttkrp_cpu.c includes
+/* The CPU MTTKRP kernels for one factor precision; mttkrp_cpu.c includes
  * this twice, with REAL = double and float and SFX naming the instance.
+ * Two kernels: the register sum (mttkrp_cpu_reg.h, one per vector width)
+ * where the CPU and rank allow it, and the scratch-row sum (range_kernel)
+ * for the rest.
  *
  * Thread mapping: thread t of T owns the nonzeros [nnz t/T, nnz (t+1)/T)
- * of the mode-d copy, which is ordered by output row. A row is summed in
- * acc while the output index repeats and written once when it changes, so
+ * of the mode-d copy, which is ordered by output row. A row is summed
+ * while the output index repeats and written once when it changes, so
  * the hot rows of power-law data cost one store, not one per nonzero. A
  * thread's first and last rows may be shared with its neighbours: those
  * two go to per-thread slots that are added in thread order afterwards;
