@@ -50,7 +50,7 @@ static int detect_isa(void)
 int amp_mttkrp_ws_limit_isa(amp_mttkrp_ws *ws, int level)
 {
     int found = detect_isa();
-    ws->isa = level < found ? (level >= 4 ? 4 : level >= 3 ? 3 : 0) : found;
+    ws->isa = level >= found ? found : level >= 3 ? 3 : 0;
     return ws->isa;
 }
 

@@ -217,9 +217,7 @@ static void CAT(mttkrp, SFX)(const amp_tensor *t, unsigned d, const REAL *const 
      * rank 1 f64 0.16 -> 0.19 s a round of cpu20m, rank 8 f32 0.17-0.21 ->
      * 0.20-0.22); block keys take the scratch-row kernel. */
     int reg = c->layout.key_bits > 0 ? 0 : ws->isa;
-    if (reg == 4 && R < 64 / sizeof(REAL))
-        reg = 0;
-    if (reg == 3 && R < 32 / sizeof(REAL))
+    if (reg && R < (reg == 4 ? 64 : 32) / sizeof(REAL))
         reg = 0;
 #pragma omp parallel num_threads(T)
     {

@@ -73,6 +73,18 @@ static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
     for (unsigned u = 0; u < NV; u++)
         acc[u] = (vec){0};
 
+/* The window's lanes of acc to dst: whole vectors, the last one lane by
+ * lane when it is only partly the window's. */
+#define STORE(dst)                                                                         \
+    do {                                                                                   \
+        _Pragma("GCC unroll 8") for (unsigned u = 0; u + 1 < NV; u++)                      \
+            *(uvec *)((dst) + u * VL) = acc[u];                                            \
+        if (!part)                                                                         \
+            *(uvec *)((dst) + (NV - 1) * VL) = acc[NV - 1];                                \
+        else                                                                               \
+            for (unsigned r = (NV - 1) * VL; r < lanes; r++)                               \
+                (dst)[r] = acc[NV - 1][r - (NV - 1) * VL];                                 \
+    } while (0)
 /* Row idx of input j, through pad where its window would run past the
  * matrix's end. */
 #define ROW(j, idx)                                                                        \
@@ -91,15 +103,7 @@ static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
                     slot_rows[0] = cur;
                     first = 0;
                 }
-#pragma GCC unroll 8
-                for (unsigned u = 0; u + 1 < NV; u++)
-                    *(uvec *)(dst + u * VL) = acc[u];
-                if (!part) {
-                    *(uvec *)(dst + (NV - 1) * VL) = acc[NV - 1];
-                } else {
-                    for (unsigned r = (NV - 1) * VL; r < lanes; r++)
-                        dst[r] = acc[NV - 1][r - (NV - 1) * VL];
-                }
+                STORE(dst);
             }
             cur = row;
 #pragma GCC unroll 8
@@ -141,12 +145,10 @@ static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
     }
 #undef ROW
     if (cur != UINT64_MAX) {
-        REAL *dst = slots + (size_t)(first ? 0 : 1) * R + c0;
-        for (unsigned u = 0; u < NV; u++)
-            for (unsigned r = u * VL; r < lanes && r < (u + 1) * VL; r++)
-                dst[r] = acc[u][r - u * VL];
+        STORE(slots + (size_t)(first ? 0 : 1) * R + c0);
         slot_rows[first ? 0 : 1] = cur;
     }
+#undef STORE
 }
 
 #define REG_NV(THREE, NV, PART, EXACT, C0)                                                 \
