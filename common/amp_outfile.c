@@ -120,18 +120,24 @@ amp_status amp_outfile_pwrite(amp_outfile *of, const void *buf, size_t n, uint64
 
 void amp_outfile_flush_behind(amp_outfile *of)
 {
+    amp_outfile_flush_upto(of, of->written);
+}
+
+void amp_outfile_flush_upto(amp_outfile *of, uint64_t upto)
+{
 #ifdef SYNC_FILE_RANGE_WRITE
     /* Start writeback of every full 64 MiB as it is written, so that the
      * fsync at commit finds most of the file already on its way to disk
      * instead of flushing it all at the end. */
     const uint64_t step = UINT64_C(64) << 20;
-    if (of->written - of->flushing >= step) {
-        uint64_t len = (of->written - of->flushing) / step * step;
+    if (upto > of->flushing && upto - of->flushing >= step) {
+        uint64_t len = (upto - of->flushing) / step * step;
         (void)sync_file_range(of->fd, (off_t)of->flushing, (off_t)len, SYNC_FILE_RANGE_WRITE);
         of->flushing += len;
     }
 #else
     (void)of;
+    (void)upto;
 #endif
 }
 

@@ -31,6 +31,9 @@ amp_status amp_outfile_pwrite(amp_outfile *of, const void *buf, size_t n, uint64
 /* Start writeback of what has been written so far (in 64 MiB steps), so
  * that commit's fsync finds most of it on its way to disk. */
 void amp_outfile_flush_behind(amp_outfile *of);
+/* The same for a writer that knows the first upto bytes are written
+ * (and may be behind `written`, which counts bytes reserved). */
+void amp_outfile_flush_upto(amp_outfile *of, uint64_t upto);
 /* fsync (unless no_sync is set), close, rename into place, then fsync the
  * directory. no_sync skips both fsyncs: other processes still see the file
  * complete or not at all, but a system crash soon after may leave it

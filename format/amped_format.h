@@ -194,6 +194,11 @@ typedef struct amp_write_opts {
                          * several GB/s per core */
     int threads;        /* compression threads; 0: the OpenMP default */
     int no_sync;        /* commit without fsync: faster, not crash-safe */
+    /* Compressed bytes that may wait for the disk (held in memory) before
+     * the compressing threads wait in turn; 0: threads x the largest raw
+     * chunk + 64 MiB. The next chunk in file order never waits, so any
+     * value works, 1 included (chunks then go one at a time). */
+    uint64_t queue_bytes;
     /* Optional, NULL for none: called by amp_writer_chunks once per chunk,
      * in file order, when the chunk takes its place in the file, with its
      * nonzeros. It runs on whichever writer thread holds that chunk, but

@@ -1,9 +1,10 @@
 /* Streaming .amp writer.
  *
- * Sections go to the temporary file as they are produced, so memory holds
- * at most what the caller is producing plus one compressed chunk per
- * thread; the directory is kept in memory (64 bytes per section) and
- * written last. The header is written as zeros first and filled in at
+ * Sections go to the temporary file as they are produced, through a
+ * thread that writes while the callers compute (write_queue.h), so memory
+ * holds what the caller is producing plus the compressed bytes on their
+ * way to the file (capped); the directory is kept in memory (64 bytes per
+ * section) and written last. The header is written as zeros first and filled in at
  * commit, when the directory's place and checksum are known: a file that
  * is cut short therefore has no valid header, and never a final name. */
 #include <config.h>
@@ -25,6 +26,7 @@
 
 #include "amp_outfile.h"
 #include "format_internal.h"
+#include "write_queue.h"
 
 /* Per-thread state of the parallel chunk writer, kept for the writer's
  * life: each mode copy reuses the buffers instead of faulting in fresh
@@ -43,6 +45,7 @@ typedef struct chunk_worker {
 
 struct amp_writer {
     amp_outfile out;
+    amp_write_queue *wq;    /* every section after the blank header goes through it */
     amp_write_opts opts;
     amp_section *secs;
     size_t nsecs, cap;
@@ -59,6 +62,8 @@ void amp_write_opts_init(amp_write_opts *opts)
 {
     opts->level = AMP_DEFAULT_LEVEL;
     opts->threads = 0;
+    opts->no_sync = 0;
+    opts->queue_bytes = 0;
     opts->progress = NULL;
     opts->progress_ctx = NULL;
 }
@@ -112,6 +117,8 @@ amp_status amp_writer_open(amp_writer **wp, const char *path, const amp_write_op
         unsigned char zero[AMP_HEADER_SIZE] = {0};
         rc = amp_outfile_write(&w->out, zero, sizeof zero, err);
     }
+    if (rc == AMP_OK)
+        rc = amp_wq_start(&w->wq, &w->out, err);
     if (rc != AMP_OK) {
         amp_writer_abort(w);
         return rc;
@@ -124,6 +131,9 @@ void amp_writer_abort(amp_writer *w)
 {
     if (w == NULL)
         return;
+    /* The thread stops before the file it writes to goes. */
+    (void)amp_wq_finish(w->wq, NULL);
+    w->wq = NULL;
     amp_outfile_abort(&w->out);
     for (unsigned d = 0; d < AMP_MAX_MODES; d++) {
         if (w->layouts[d] != NULL)
@@ -219,10 +229,13 @@ static amp_status append(amp_writer *w, const amp_section *desc, const void *sto
                          amp_error *err)
 {
     AMP_CHECK(grow_dir(w, 1, err));
+    amp_write_item *it = amp_wq_item(w->wq, stored_size);
+    if (it == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a %zu-byte section",
+                        stored_size);
+    memcpy(amp_wq_data(it), stored, stored_size);
     uint64_t at = place(w, desc, stored_size, raw_size, flags, hash);
-    AMP_CHECK(amp_outfile_pwrite(&w->out, stored, stored_size, at, err));
-    amp_outfile_flush_behind(&w->out);
-    return AMP_OK;
+    return amp_wq_submit(w->wq, it, at, err);
 }
 
 amp_status amp_writer_section(amp_writer *w, const amp_section *desc, const void *raw,
@@ -462,26 +475,45 @@ static amp_status ensure_workers(amp_writer *w, int n, amp_error *err)
 
 /* A compressed chunk waiting for its place in the file. */
 typedef struct pending_chunk {
-    const void *bytes;    /* the stored bytes: the worker's buffer or heap */
-    void *heap;           /* a copy set aside, freed once written */
+    amp_write_item *item;   /* its stored bytes, copied for the writing thread */
     size_t stored_size, raw_size;
     uint16_t flags;
     uint64_t hash;
-    uint64_t at;          /* its offset, once placed */
     int done;
 } pending_chunk;
 
-/* The chunks one thread placed in a row, to be written by it. */
-typedef struct place_batch {
-    size_t first, n;
-} place_batch;
+/* When a thread may start compressing chunk i: while the compressed bytes
+ * not yet written are under the cap, or when i is the next chunk to be
+ * placed (the bytes ahead of it cannot leave before it does), or after a
+ * failure. */
+typedef struct chunk_turn {
+    size_t i;
+    const size_t *next;
+    const int *failed;
+    uint64_t cap;
+} chunk_turn;
 
-static void batch_add(place_batch *b, size_t i)
+static int may_compress(void *ctx, uint64_t held)
 {
-    if (b->n == 0)
-        b->first = i;
-    b->n++;
+    const chunk_turn *t = ctx;
+    return held <= t->cap || __atomic_load_n(t->next, __ATOMIC_ACQUIRE) == t->i ||
+           __atomic_load_n(t->failed, __ATOMIC_ACQUIRE);
 }
+
+/* Record a chunk's failure (the first one wins) and stop the others,
+ * waking any held back at the cap. */
+static void chunk_failed(amp_writer *w, amp_status *rc, amp_error *err, int *failed,
+                         const amp_error *e)
+{
+#pragma omp critical(amp_writer_error)
+    {
+        if (*rc == AMP_OK)
+            *rc = amp_error_set(err, e->status, e->src_file, e->src_line, "%s", e->msg);
+    }
+    __atomic_store_n(failed, 1, __ATOMIC_RELEASE);
+    amp_wq_wake(w->wq);
+}
+
 
 amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t njobs,
                              amp_chunk_view_fn view, void *ctx, amp_error *err)
@@ -546,17 +578,18 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
             return rc;
     }
     /* Chunks are compressed out of order and placed in the file in order,
-     * so the file is the same for any thread count. A chunk that finishes
-     * before the ones ahead of it is copied aside and its thread moves on
-     * (an `omp ordered` wait here idled every thread behind one large
-     * chunk); whoever completes the chunk at the head places it and every
-     * waiting chunk after it. The bytes aside are capped. */
+     * so the file is the same for any thread count. Each compressed chunk
+     * is copied out of its thread's buffer; whoever completes the chunk at
+     * the head places it and every waiting chunk after it, and hands them
+     * to the writing thread. No thread waits for another's chunk or for
+     * the disk unless the bytes not yet written pass the cap. */
     pending_chunk *pend = calloc(njobs ? njobs : 1, sizeof *pend);
     if (pend == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: out of memory", path);
     size_t next = 0;
-    uint64_t aside = 0;
-    const uint64_t aside_cap = (uint64_t)nthreads * max_raw + (UINT64_C(64) << 20);
+    const uint64_t held_cap = w->opts.queue_bytes
+                                  ? w->opts.queue_bytes
+                                  : (uint64_t)nthreads * max_raw + (UINT64_C(64) << 20);
 #pragma omp parallel num_threads(nthreads)
     {
         int tid = 0;
@@ -568,117 +601,63 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
         amp_error_clear(&wk->err);
 #pragma omp for schedule(dynamic, 1)
         for (size_t i = 0; i < njobs; i++) {
+            chunk_turn turn = {i, &next, &failed, held_cap};
+            amp_wq_wait(w->wq, may_compress, &turn);
+            if (__atomic_load_n(&failed, __ATOMIC_ACQUIRE) || wk->rc != AMP_OK)
+                continue;
             const void *stored = NULL;
             size_t stored_size = 0, raw_size = (size_t)jobs[i].count * (8 + vsize);
             uint16_t flags = 0;
-            uint64_t hash = 0;
-            int skip;
-            for (;;) {
-                uint64_t held;
-#pragma omp atomic read
-                skip = failed;
-#pragma omp atomic read
-                held = aside;
-                if (skip || held <= aside_cap)
-                    break;
-                sched_yield();
-            }
-            if (!skip && wk->rc == AMP_OK) {
-                const uint64_t *words = NULL;
-                const void *vals = NULL;
-                wk->rc = view(ctx, i, &words, &vals, &wk->err);
-                if (wk->rc == AMP_OK)
-                    wk->rc = compress_chunk(wk, w->opts.level, (size_t)jobs[i].count, vsize,
-                                           forms, words, vals, &stored, &stored_size, &flags);
-                if (wk->rc == AMP_OK)
-                    hash = XXH3_64bits(stored, stored_size);
-            }
-            if (skip)
-                continue;
+            const uint64_t *words = NULL;
+            const void *vals = NULL;
+            wk->rc = view(ctx, i, &words, &vals, &wk->err);
+            if (wk->rc == AMP_OK)
+                wk->rc = compress_chunk(wk, w->opts.level, (size_t)jobs[i].count, vsize, forms,
+                                        words, vals, &stored, &stored_size, &flags);
+            amp_write_item *item = NULL;
+            if (wk->rc == AMP_OK && (item = amp_wq_item(w->wq, stored_size)) == NULL)
+                wk->rc = AMP_FAIL(&wk->err, AMP_ERR_NOMEM, "%s: out of memory for a "
+                                  "%zu-byte chunk", path, stored_size);
             if (wk->rc != AMP_OK) {
-#pragma omp critical(amp_writer_error)
-                {
-                    if (rc == AMP_OK)
-                        rc = amp_error_set(err, wk->rc, wk->err.src_file, wk->err.src_line,
-                                           "%s", wk->err.msg);
-                }
-#pragma omp atomic write
-                failed = 1;
+                chunk_failed(w, &rc, err, &failed, &wk->err);
                 continue;
             }
-            pending_chunk me = {stored, NULL, stored_size, raw_size, flags, hash, 0, 1};
-            place_batch todo = {0};
-            int at_head;
-#pragma omp critical(amp_writer_place)
-            at_head = next == i;
-            if (!at_head) {
-                /* Set aside a copy: the worker's buffer is needed for its
-                 * next chunk. */
-                void *copy = malloc(stored_size ? stored_size : 1);
-                if (copy == NULL) {
-#pragma omp critical(amp_writer_error)
-                    {
-                        if (rc == AMP_OK)
-                            rc = AMP_FAIL(err, AMP_ERR_NOMEM, "%s: out of memory", path);
-                    }
-#pragma omp atomic write
-                    failed = 1;
-                    continue;
-                }
-                memcpy(copy, stored, stored_size);
-                me.bytes = copy;
-                me.heap = copy;
-#pragma omp atomic update
-                aside += stored_size;
-            }
+            memcpy(amp_wq_data(item), stored, stored_size);
+            uint64_t hash = XXH3_64bits(amp_wq_data(item), stored_size);
+            int placed = 0;
 #pragma omp critical(amp_writer_place)
             {
-                pend[i] = me;
-                /* The head may have reached i while the copy was made. */
-                while (!failed && next < njobs && pend[next].done) {
+                pend[i] = (pending_chunk){item, stored_size, raw_size, flags, hash, 1};
+                while (!__atomic_load_n(&failed, __ATOMIC_ACQUIRE) && next < njobs &&
+                       pend[next].done) {
                     amp_section desc = {.type = AMP_SECTION_CHUNK, .mode = jobs[next].mode,
                                         .shard = jobs[next].shard, .seq = jobs[next].seq,
                                         .count = jobs[next].count, .aux = jobs[next].key};
                     pending_chunk *pc = &pend[next];
-                    pc->at = place(w, &desc, pc->stored_size, pc->raw_size, pc->flags,
-                                   pc->hash);
+                    uint64_t at = place(w, &desc, pc->stored_size, pc->raw_size, pc->flags,
+                                        pc->hash);
                     if (w->opts.progress != NULL)
                         w->opts.progress(w->opts.progress_ctx, jobs[next].count);
-                    batch_add(&todo, next);
-                    next++;
+                    amp_write_item *it = pc->item;
+                    pc->item = NULL;
+                    if (amp_wq_submit(w->wq, it, at, &wk->err) != AMP_OK)
+                        chunk_failed(w, &rc, err, &failed, &wk->err);
+                    __atomic_store_n(&next, next + 1, __ATOMIC_RELEASE);
+                    placed = 1;
                 }
             }
-            /* The bytes are written from every thread at once (page-cache
-             * copies of a whole file are too slow to serialize). */
-            for (size_t q = 0; q < todo.n; q++) {
-                pending_chunk *pc = &pend[todo.first + q];
-                amp_status wrc = amp_outfile_pwrite(&w->out, pc->bytes, pc->stored_size,
-                                                    pc->at, &wk->err);
-                if (pc->heap != NULL) {
-                    free(pc->heap);
-                    pc->heap = NULL;
-#pragma omp atomic update
-                    aside -= pc->stored_size;
-                }
-                if (wrc != AMP_OK) {
-#pragma omp critical(amp_writer_error)
-                    {
-                        if (rc == AMP_OK)
-                            rc = amp_error_set(err, wrc, wk->err.src_file, wk->err.src_line,
-                                               "%s", wk->err.msg);
-                    }
-#pragma omp atomic write
-                    failed = 1;
-                }
-            }
+            /* Threads held back at the cap may go once the head moves. */
+            if (placed)
+                amp_wq_wake(w->wq);
         }
     }
+    /* After a failure, chunks that never reached the head. */
     for (size_t i = 0; i < njobs; i++)
-        free(pend[i].heap);
+        amp_wq_discard(w->wq, pend[i].item);
     free(pend);
-    amp_outfile_flush_behind(&w->out);
     return rc;
 }
+
 
 /* The checks a reader will make, run on what was written, so that a bug in
  * a producer shows up here and not as a file that cannot be opened. */
@@ -723,6 +702,9 @@ amp_status amp_writer_commit(amp_writer *w, uint64_t *file_size, amp_error *err)
     amp_status rc = AMP_OK;
     unsigned char *dir = NULL;
     amp_error check = {0};
+    amp_write_queue *wq = w->wq;
+    w->wq = NULL;
+    AMP_CHECK_GOTO(amp_wq_finish(wq, err), rc, fail);
     if (check_written(w, &check) != AMP_OK) {
         rc = AMP_FAIL(err, check.status == AMP_ERR_NOMEM ? AMP_ERR_NOMEM : AMP_ERR_INTERNAL,
                       "refusing to finish an inconsistent file: %s", check.msg);

@@ -103,6 +103,14 @@ amp_status amp_write_bin(const amp_coo *t, const char *path, amp_error *err);
 /* Size and XXH3-64 of a regular file's bytes on disk (what `xxhsum -H3`
  * prints); both 0 for pipes and devices. */
 amp_status amp_file_digest(const char *path, uint64_t *size, uint64_t *hash, amp_error *err);
+/* The same on a thread of its own, so it overlaps other work: start, then
+ * finish for the result (which waits for it). A path that is not a
+ * regular file starts nothing (*job NULL), and finish of a NULL job gives
+ * 0 and 0. finish with size and hash NULL gives up early. */
+typedef struct amp_digest_job amp_digest_job;
+amp_status amp_file_digest_start(const char *path, amp_digest_job **job, amp_error *err);
+amp_status amp_file_digest_finish(amp_digest_job *job, uint64_t *size, uint64_t *hash,
+                                  amp_error *err);
 
 /* Storage management. amp_coo_reserve keeps contents and nmodes. */
 amp_status amp_coo_init(amp_coo *t, unsigned nmodes, amp_error *err);

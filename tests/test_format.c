@@ -315,7 +315,8 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
 
 /* Write t (freed here) on 1 and 4 threads with shards shards and chunks of
  * chunk_nnz, check the file against t, and the two files against each
- * other. 11 tests. */
+ * other; then on 4 threads that may hold only one compressed chunk at a
+ * time for the writing thread, which must change nothing. 12 tests. */
 static void test_tensor(const char *name, amp_coo *tp, int want_f64, uint32_t shards,
                         uint64_t chunk_nnz)
 {
@@ -359,6 +360,16 @@ static void test_tensor(const char *name, amp_coo *tp, int want_f64, uint32_t sh
     int same = rc == AMP_OK && read_file_bytes(p1, &b1, &n1) == 0 &&
                read_file_bytes(p4, &b4, &n4) == 0 && n1 == n4 && memcmp(b1, b4, n1) == 0;
     ok(same, "%s: 1 and 4 threads write byte-identical files (%zu bytes)", name, n1);
+    free(b4);
+    b4 = NULL;
+    amp_coo_free(&work);
+    copy_tensor(&t, &work);
+    o.write.queue_bytes = 1;
+    rc = amp_build_write(&work, p4, &o, NULL, &err);
+    same = rc == AMP_OK && b1 != NULL && read_file_bytes(p4, &b4, &n4) == 0 && n1 == n4 &&
+           memcmp(b1, b4, n1) == 0;
+    ok(same, "%s: 4 threads holding one chunk at a time for the disk write the same bytes",
+       name);
     free(b1);
     free(b4);
     amp_coo_free(&t);
@@ -901,7 +912,7 @@ int main(void)
     };
     size_t nshapes = sizeof shapes / sizeof shapes[0];
     int nreal = test_real_tensors(0);
-    plan(7 + 2 + 11 * (int)nshapes + 11 * nreal + 3 * 7 + 7 + 4 + 1 + 6 + 6);
+    plan(7 + 2 + 12 * (int)nshapes + 12 * nreal + 3 * 7 + 7 + 4 + 1 + 6 + 6);
     test_blco_fields();
     test_isp();
     for (size_t i = 0; i < nshapes; i++)
