@@ -38,19 +38,37 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Threads for a pass over n items that keeps a table of `per` counters
+ * per thread: one thread for small n (a team costs more than it saves), and
+ * no more than keep the tables within the items' own size. */
+static int pass_threads(uint64_t n, uint64_t per)
+{
+    int T = amp_max_threads();
+    if (n < (UINT64_C(1) << 16))
+        return 1;
+    while (T > 1 && (uint64_t)T * per > n + (UINT64_C(1) << 16))
+        T /= 2;
+    return T;
+}
+
 /* Slices ordered by degree, descending, ties by id ascending: an LSD radix
  * sort on the complemented degree, 16 bits a pass, over only the passes
- * the largest degree needs. order arrives sorted by id, and each pass is
- * stable, so ties keep ascending ids. Millions of slices sort in tens of
- * milliseconds, where qsort took half a second on rd100m's 3 M. */
+ * the largest degree needs, each pass a count per thread over fixed slices
+ * and a stable scatter. order arrives sorted by id, and each pass is
+ * stable, so ties keep ascending ids, for any thread count. Millions of
+ * slices sort in tens of milliseconds, where qsort took half a second on
+ * rd100m's 3 M. */
+#define DEGREE_DIGITS 65536
 static amp_status sort_heaviest_first(slice *order, uint64_t c, amp_error *err)
 {
     uint64_t top = 0;
+#pragma omp parallel for schedule(static) reduction(max : top) if (c >= (UINT64_C(1) << 16))
     for (uint64_t i = 0; i < c; i++)
         if (order[i].degree > top)
             top = order[i].degree;
+    int T = pass_threads(c, DEGREE_DIGITS);
     slice *tmp = malloc((size_t)(c ? c : 1) * sizeof *tmp);
-    size_t *count = malloc(65537 * sizeof *count);
+    uint64_t *count = malloc((size_t)T * DEGREE_DIGITS * sizeof *count);
     if (tmp == NULL || count == NULL) {
         free(tmp);
         free(count);
@@ -59,13 +77,21 @@ static amp_status sort_heaviest_first(slice *order, uint64_t c, amp_error *err)
     }
     slice *src = order, *dst = tmp;
     for (unsigned shift = 0; shift < 64 && (top >> shift) != 0; shift += 16) {
-        memset(count, 0, 65537 * sizeof *count);
-        for (uint64_t i = 0; i < c; i++)
-            count[((~src[i].degree >> shift) & 0xffff) + 1]++;
-        for (size_t b = 1; b <= 65536; b++)
-            count[b] += count[b - 1];
-        for (uint64_t i = 0; i < c; i++)
-            dst[count[(~src[i].degree >> shift) & 0xffff]++] = src[i];
+#pragma omp parallel num_threads(T)
+        {
+            int tid, nt;
+            uint64_t lo, hi;
+            amp_thread_range(c, &tid, &nt, &lo, &hi);
+            uint64_t *mine = count + (size_t)tid * DEGREE_DIGITS;
+            memset(mine, 0, DEGREE_DIGITS * sizeof *mine);
+            for (uint64_t i = lo; i < hi; i++)
+                mine[(~src[i].degree >> shift) & 0xffff]++;
+#pragma omp barrier
+#pragma omp single
+            amp_bucket_offsets(count, nt, DEGREE_DIGITS);
+            for (uint64_t i = lo; i < hi; i++)
+                dst[mine[(~src[i].degree >> shift) & 0xffff]++] = src[i];
+        }
         slice *t = src;
         src = dst;
         dst = t;
@@ -202,6 +228,64 @@ static void degree_histogram(const uint64_t *ind, uint64_t n, uint64_t dim, uint
     free(priv);
 }
 
+/* A dense mode's nonempty slices in ascending original order, from the
+ * degree table: their degrees and ids in *order, original indices in
+ * *uniq, and table[i] turned into slice i's compact index. Each thread
+ * counts its share of the table, then fills from its offset: the result of
+ * one pass in order, for any thread count. */
+static amp_status compact_slices(uint64_t *table, uint64_t dim, slice **orderp, uint64_t **uniqp,
+                                 uint64_t *cp, amp_error *err)
+{
+    int T = pass_threads(dim, 1);
+    uint64_t *start = calloc((size_t)T, sizeof *start);
+    slice *order = NULL;
+    uint64_t *uniq = NULL, c = 0;
+    int failed = 0;
+    if (start == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+#pragma omp parallel num_threads(T)
+    {
+        int tid, nt;
+        uint64_t lo, hi, mine = 0;
+        amp_thread_range(dim, &tid, &nt, &lo, &hi);
+        for (uint64_t i = lo; i < hi; i++)
+            mine += table[i] != 0;
+        start[tid] = mine;
+#pragma omp barrier
+#pragma omp single
+        {
+            for (int q = 0; q < nt; q++) {
+                uint64_t k = start[q];
+                start[q] = c;
+                c += k;
+            }
+            order = malloc((size_t)(c ? c : 1) * sizeof *order);
+            uniq = malloc((size_t)(c ? c : 1) * sizeof *uniq);
+            failed = order == NULL || uniq == NULL;
+        }
+        if (!failed) {
+            uint64_t j = start[tid];
+            for (uint64_t i = lo; i < hi; i++)
+                if (table[i] != 0) {
+                    order[j] = (slice){table[i], j};
+                    uniq[j] = i;
+                    table[i] = j++;
+                }
+        }
+    }
+    free(start);
+    if (failed) {
+        free(order);
+        free(uniq);
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for %llu slices",
+                        (unsigned long long)c);
+    }
+    *orderp = order;
+    *uniqp = uniq;
+    *cp = c;
+    return AMP_OK;
+}
+
 /* A min-heap of shards by load, ties to the lower shard number, so the
  * dealing is deterministic. */
 typedef struct heap_item {
@@ -274,18 +358,7 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for mode %u slices",
                            d + 1);
         degree_histogram(ind, n, dim, table);
-        for (uint64_t i = 0; i < dim; i++)
-            c += table[i] != 0;
-        order = malloc((size_t)c * sizeof *order);
-        uniq = malloc((size_t)c * sizeof *uniq);
-        if (order == NULL || uniq == NULL)
-            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
-        for (uint64_t i = 0, j = 0; i < dim; i++)
-            if (table[i] != 0) {
-                order[j] = (slice){table[i], j};
-                uniq[j] = i;
-                table[i] = j++;
-            }
+        AMP_CHECK_GOTO(compact_slices(table, dim, &order, &uniq, &c, err), rc, fail);
     } else {
         uint64_t *sorted = amp_huge_alloc(n * sizeof *sorted, "sorted indices", err);
         if (sorted == NULL)
@@ -326,7 +399,8 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
     }
 
     /* FLYCOO dealing: heaviest slice first, each to the least loaded shard
-     * (the greedy with the 4/3 bound). */
+     * (the greedy with the 4/3 bound). One thread: each step needs the one
+     * before. */
     AMP_CHECK_GOTO(sort_heaviest_first(order, c, err), rc, fail);
     uint32_t S = want_shards < c ? want_shards : (uint32_t)c;
     heap = malloc(S * sizeof *heap);
@@ -335,8 +409,7 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
     p->new_to_orig = malloc((size_t)c * sizeof *p->new_to_orig);
     p->row_nnz = malloc((size_t)c * sizeof *p->row_nnz);
     newlab = malloc((size_t)c * sizeof *newlab);
-    fill = calloc(S, sizeof *fill);
-    if (!heap || !shard_of || !p->shards || !p->new_to_orig || !p->row_nnz || !newlab || !fill)
+    if (!heap || !shard_of || !p->shards || !p->new_to_orig || !p->row_nnz || !newlab)
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for mode %u shards",
                        d + 1);
     for (uint32_t s = 0; s < S; s++)
@@ -358,15 +431,42 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
         p->shards[s].index_end = next + rows;
         next += rows;
     }
-    for (uint64_t j = 0; j < c; j++) {
-        uint32_t s = shard_of[j];
-        uint64_t label = p->shards[s].index_begin + fill[s]++;
-        newlab[order[j].id] = label;
-        p->new_to_orig[label] = uniq[order[j].id];
-        p->row_nnz[label] = order[j].degree;
+    /* Labels in dealing order within each shard: a stable counting pass by
+     * shard, each thread's share of the dealt slices after the shares of
+     * the threads before it. */
+    int T = pass_threads(c, S);
+    fill = calloc((size_t)T * S, sizeof *fill);
+    if (fill == NULL)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for mode %u shards",
+                       d + 1);
+#pragma omp parallel num_threads(T)
+    {
+        int tid, nt;
+        uint64_t lo, hi;
+        amp_thread_range(c, &tid, &nt, &lo, &hi);
+        uint64_t *mine = fill + (size_t)tid * S;
+        for (uint64_t j = lo; j < hi; j++)
+            mine[shard_of[j]]++;
+#pragma omp barrier
+#pragma omp single
+        for (uint32_t s = 0; s < S; s++) {
+            uint64_t at = p->shards[s].index_begin;
+            for (int q = 0; q < nt; q++) {
+                uint64_t k = fill[(size_t)q * S + s];
+                fill[(size_t)q * S + s] = at;
+                at += k;
+            }
+        }
+        for (uint64_t j = lo; j < hi; j++) {
+            uint64_t label = mine[shard_of[j]]++;
+            newlab[order[j].id] = label;
+            p->new_to_orig[label] = uniq[order[j].id];
+            p->row_nnz[label] = order[j].degree;
+        }
     }
     /* Relabel the tensor's mode d in place. */
     if (table != NULL) {
+#pragma omp parallel for schedule(static) if (c >= (UINT64_C(1) << 16))
         for (uint64_t i = 0; i < c; i++)
             table[uniq[i]] = newlab[i];
 #pragma omp parallel for schedule(static)
