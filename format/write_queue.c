@@ -133,14 +133,6 @@ amp_status amp_wq_submit(amp_write_queue *q, amp_write_item *it, uint64_t offset
     return rc;
 }
 
-uint64_t amp_wq_held(amp_write_queue *q)
-{
-    pthread_mutex_lock(&q->mu);
-    uint64_t h = q->held;
-    pthread_mutex_unlock(&q->mu);
-    return h;
-}
-
 void amp_wq_wait(amp_write_queue *q, int (*ready)(void *ctx, uint64_t held), void *ctx)
 {
     pthread_mutex_lock(&q->mu);

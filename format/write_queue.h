@@ -35,10 +35,8 @@ void amp_wq_discard(amp_write_queue *q, amp_write_item *it);
 amp_status amp_wq_submit(amp_write_queue *q, amp_write_item *it, uint64_t offset,
                          amp_error *err);
 
-/* Bytes in items not yet written. */
-uint64_t amp_wq_held(amp_write_queue *q);
-
-/* Sleep until ready(ctx, held) holds, held being amp_wq_held's count.
+/* Sleep until ready(ctx, held) holds, held being the bytes of items
+ * allocated and not yet written.
  * ready runs under the queue's lock and is asked again whenever an item
  * has been written or amp_wq_wake is called; a caller that changes what
  * else ready reads calls amp_wq_wake after the change. */
