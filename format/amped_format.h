@@ -195,9 +195,10 @@ typedef struct amp_write_opts {
     int threads;        /* compression threads; 0: the OpenMP default */
     int no_sync;        /* commit without fsync: faster, not crash-safe */
     /* Compressed bytes that may wait for the disk (held in memory) before
-     * the compressing threads wait in turn; 0: threads x the largest raw
-     * chunk + 64 MiB. The next chunk in file order never waits, so any
-     * value works, 1 included (chunks then go one at a time). */
+     * a thread waits instead of starting another chunk; 0: threads x the
+     * largest raw chunk + 64 MiB. Chunks being compressed are not counted,
+     * so up to one more compressed chunk per thread can be held. The next
+     * chunk in file order never waits, so any value works, 1 included. */
     uint64_t queue_bytes;
     /* Optional, NULL for none: called by amp_writer_chunks once per chunk,
      * in file order, when the chunk takes its place in the file, with its

@@ -22,6 +22,7 @@ struct amp_write_queue {
     amp_write_item *head, *tail;
     uint64_t held;            /* bytes of items allocated and not yet written */
     int closing;
+    int discard;              /* drop items instead of writing them */
     amp_status rc;            /* the first write error; later items are dropped */
     amp_error err;
 };
@@ -40,9 +41,10 @@ static void *write_loop(void *arg)
         if (q->head == NULL)
             q->tail = NULL;
         amp_status rc = q->rc;
+        int discard = q->discard;
         pthread_mutex_unlock(&q->mu);
         amp_error err = {0};
-        if (rc == AMP_OK) {
+        if (rc == AMP_OK && !discard) {
             rc = amp_outfile_pwrite(q->of, it->data, it->size, it->at, &err);
             /* Items come in file order, so everything below here is written. */
             if (rc == AMP_OK)
@@ -148,12 +150,13 @@ void amp_wq_wake(amp_write_queue *q)
     pthread_mutex_unlock(&q->mu);
 }
 
-amp_status amp_wq_finish(amp_write_queue *q, amp_error *err)
+static amp_status stop(amp_write_queue *q, int discard, amp_error *err)
 {
     if (q == NULL)
         return AMP_OK;
     pthread_mutex_lock(&q->mu);
     q->closing = 1;
+    q->discard = discard;
     pthread_cond_signal(&q->work);
     pthread_mutex_unlock(&q->mu);
     pthread_join(q->thread, NULL);
@@ -165,4 +168,14 @@ amp_status amp_wq_finish(amp_write_queue *q, amp_error *err)
     pthread_mutex_destroy(&q->mu);
     free(q);
     return rc;
+}
+
+amp_status amp_wq_finish(amp_write_queue *q, amp_error *err)
+{
+    return stop(q, 0, err);
+}
+
+void amp_wq_abandon(amp_write_queue *q)
+{
+    (void)stop(q, 1, NULL);
 }

@@ -46,5 +46,8 @@ void amp_wq_wake(amp_write_queue *q);
 /* Write everything queued, stop the thread and free the queue (NULL is
  * fine); returns the first write error. */
 amp_status amp_wq_finish(amp_write_queue *q, amp_error *err);
+/* The same for a file being given up: what is still queued is dropped,
+ * not written. */
+void amp_wq_abandon(amp_write_queue *q);
 
 #endif

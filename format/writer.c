@@ -132,7 +132,7 @@ void amp_writer_abort(amp_writer *w)
     if (w == NULL)
         return;
     /* The thread stops before the file it writes to goes. */
-    (void)amp_wq_finish(w->wq, NULL);
+    amp_wq_abandon(w->wq);
     w->wq = NULL;
     amp_outfile_abort(&w->out);
     for (unsigned d = 0; d < AMP_MAX_MODES; d++) {

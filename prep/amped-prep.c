@@ -234,6 +234,7 @@ static amp_status write_amp(amp_digest_job *digest, const char *shown, const cha
 {
     double t0 = amp_now();
     AMP_CHECK(amp_file_digest_finish(digest, &build->source_size, &build->source_hash, err));
+    double digest_wait = amp_now() - t0;
     char params[512];
     snprintf(params, sizeof params, "shards=%lu\nchunk-nnz=%llu\nvalues=%s\nlevel=%d\n"
              "duplicates=%s\nremap-streams=%s\n", (unsigned long)build->shards,
@@ -296,8 +297,8 @@ static amp_status write_amp(amp_digest_job *digest, const char *shown, const cha
         printf("memory:     peak %s resident (%.1f bytes per nonzero)\n",
                amp_format_bytes(sz, sizeof sz, (uint64_t)ru.ru_maxrss * 1024),
                (double)ru.ru_maxrss * 1024.0 / (double)t->nnz);
-    amp_log(AMP_LOG_DEBUG, "digest and values %.3f s, build %.3f s",
-            rep.seconds_values, amp_now() - t0);
+    amp_log(AMP_LOG_DEBUG, "waited %.3f s for the source checksum; values %.3f s, build %.3f s",
+            digest_wait, rep.seconds_values, amp_now() - t0);
     return AMP_OK;
 }
 

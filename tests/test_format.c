@@ -315,8 +315,8 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
 
 /* Write t (freed here) on 1 and 4 threads with shards shards and chunks of
  * chunk_nnz, check the file against t, and the two files against each
- * other; then on 4 threads that may hold only one compressed chunk at a
- * time for the writing thread, which must change nothing. 12 tests. */
+ * other; then on 4 threads that wait whenever any compressed bytes are
+ * still unwritten (a 1-byte cap), which must change nothing. 12 tests. */
 static void test_tensor(const char *name, amp_coo *tp, int want_f64, uint32_t shards,
                         uint64_t chunk_nnz)
 {
@@ -368,8 +368,7 @@ static void test_tensor(const char *name, amp_coo *tp, int want_f64, uint32_t sh
     rc = amp_build_write(&work, p4, &o, NULL, &err);
     same = rc == AMP_OK && b1 != NULL && read_file_bytes(p4, &b4, &n4) == 0 && n1 == n4 &&
            memcmp(b1, b4, n1) == 0;
-    ok(same, "%s: 4 threads holding one chunk at a time for the disk write the same bytes",
-       name);
+    ok(same, "%s: 4 threads held back at a 1-byte queue cap write the same bytes", name);
     free(b1);
     free(b4);
     amp_coo_free(&t);
