@@ -38,13 +38,18 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Below this many slices a pass over them stays on one thread: it takes
+ * milliseconds, and a team that must wait for every member lost 10-40 ms a
+ * pass on the 2-core VM (cpu20m's 50 k to 200 k slices). */
+#define SLICE_PASS_PARALLEL (UINT64_C(1) << 20)
+
 /* Threads for a pass over n items that keeps a table of `per` counters
- * per thread: one thread for small n (a team costs more than it saves), and
- * no more than keep the tables within the items' own size. */
+ * per thread: one thread for fewer than SLICE_PASS_PARALLEL, and no more
+ * than keep the tables within the items' own size. */
 static int pass_threads(uint64_t n, uint64_t per)
 {
     int T = amp_max_threads();
-    if (n < (UINT64_C(1) << 16))
+    if (n < SLICE_PASS_PARALLEL)
         return 1;
     while (T > 1 && (uint64_t)T * per > n + (UINT64_C(1) << 16))
         T /= 2;
@@ -62,7 +67,7 @@ static int pass_threads(uint64_t n, uint64_t per)
 static amp_status sort_heaviest_first(slice *order, uint64_t c, amp_error *err)
 {
     uint64_t top = 0;
-#pragma omp parallel for schedule(static) reduction(max : top) if (c >= (UINT64_C(1) << 16))
+#pragma omp parallel for schedule(static) reduction(max : top) if (c >= SLICE_PASS_PARALLEL)
     for (uint64_t i = 0; i < c; i++)
         if (order[i].degree > top)
             top = order[i].degree;
@@ -466,7 +471,7 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
     }
     /* Relabel the tensor's mode d in place. */
     if (table != NULL) {
-#pragma omp parallel for schedule(static) if (c >= (UINT64_C(1) << 16))
+#pragma omp parallel for schedule(static) if (c >= SLICE_PASS_PARALLEL)
         for (uint64_t i = 0; i < c; i++)
             table[uniq[i]] = newlab[i];
 #pragma omp parallel for schedule(static)

@@ -906,6 +906,10 @@ int main(void)
         /* Enough nonzeros for the hypersparse mode's radix sort to split
          * among threads (one per 65536). */
         {"hypersparse mode, 200k nonzeros", 3, {UINT64_C(1) << 44, 300, 200}, 200000, 1, 1},
+        /* Over a million nonempty slices in the first mode: the
+         * relabelling's passes over slices go parallel (SLICE_PASS_PARALLEL
+         * in prep/build.c), and 1 and 4 threads must agree. */
+        {"2 modes, 1.3 M slices", 2, {UINT64_C(1) << 22, 7}, 1500000, 0, 0},
         {"6 modes, 78 index bits", 6, {1000000, 1000000, 1000000, 1000000, 1000000, 1000000},
          5000, 0, 1},
     };
