@@ -10,7 +10,6 @@
 #include <config.h>
 
 #include <errno.h>
-#include <sched.h>
 #include <string.h>
 #include <stdlib.h>
 #include <unistd.h>

@@ -453,15 +453,9 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
         for (uint64_t j = lo; j < hi; j++)
             mine[shard_of[j]]++;
 #pragma omp barrier
+        /* Shards' rows are consecutive from 0, so bucket offsets are labels. */
 #pragma omp single
-        for (uint32_t s = 0; s < S; s++) {
-            uint64_t at = p->shards[s].index_begin;
-            for (int q = 0; q < nt; q++) {
-                uint64_t k = fill[(size_t)q * S + s];
-                fill[(size_t)q * S + s] = at;
-                at += k;
-            }
-        }
+        amp_bucket_offsets(fill, nt, S);
         for (uint64_t j = lo; j < hi; j++) {
             uint64_t label = mine[shard_of[j]]++;
             newlab[order[j].id] = label;

@@ -42,13 +42,10 @@ static void *digest_run(void *arg)
         job->rc = AMP_FAIL(err, AMP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    struct stat st;
     state = XXH3_createState();
     buf = malloc(BLOCK);
     if (state == NULL || buf == NULL)
         AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory");
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        goto done;   /* a pipe or device: no fingerprint, not an error */
     XXH3_64bits_reset(state);
     uint64_t size = 0;
     while (!__atomic_load_n(&job->cancel, __ATOMIC_RELAXED)) {
@@ -119,13 +116,4 @@ amp_status amp_file_digest_finish(amp_digest_job *job, uint64_t *size, uint64_t 
     free(job->path);
     free(job);
     return rc;
-}
-
-amp_status amp_file_digest(const char *path, uint64_t *size, uint64_t *hash, amp_error *err)
-{
-    amp_digest_job *job;
-    *size = 0;
-    *hash = 0;
-    AMP_CHECK(amp_file_digest_start(path, &job, err));
-    return amp_file_digest_finish(job, size, hash, err);
 }
