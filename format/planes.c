@@ -8,8 +8,9 @@
  * their decompression 1.4-2.6x faster (bench/RESULTS.md). Values in
  * planes help most data too, but repeated floating-point values compress
  * better whole, so the writer tries both per chunk (writer.c).
- * The un-transform runs on every read, so it is an SSE2 8x8 byte transpose
- * (SSE2 is part of x86-64), with a portable loop elsewhere. */
+ * Both directions are SSE2 (part of x86-64), with portable loops
+ * elsewhere: the transform runs on every chunk written and the un-transform
+ * on every chunk read. */
 #include <config.h>
 
 #include <string.h>
@@ -19,10 +20,57 @@
 
 #include "format_internal.h"
 
+#ifdef __SSE2__
+/* Eight 32-bit lanes holding values below 2^16 (two registers), packed to
+ * eight 16-bit lanes: packs saturates signed, so the values are moved down
+ * by 2^15 first and back up after. */
+static inline __m128i pack_u16(__m128i a, __m128i b)
+{
+    const __m128i bias32 = _mm_set1_epi32(0x8000);
+    const __m128i bias16 = _mm_set1_epi16((short)0x8000);
+    return _mm_xor_si128(_mm_packs_epi32(_mm_sub_epi32(a, bias32), _mm_sub_epi32(b, bias32)),
+                         bias16);
+}
+
+/* Bytes `first` and first + 1 of 8 words, as 16-bit lanes in word order. */
+static inline __m128i word_pairs8(const uint64_t *w, __m128i shift)
+{
+    const __m128i mask = _mm_set_epi32(0, 0xFFFF, 0, 0xFFFF);
+    __m128i r[4];
+    for (int j = 0; j < 4; j++)
+        r[j] = _mm_and_si128(_mm_srl_epi64(_mm_loadu_si128((const __m128i *)(w + 2 * j)), shift),
+                             mask);
+    /* Each 64-bit lane's value to the register's low two 32-bit lanes. */
+    for (int j = 0; j < 4; j++)
+        r[j] = _mm_shuffle_epi32(r[j], _MM_SHUFFLE(3, 1, 2, 0));
+    return pack_u16(_mm_unpacklo_epi64(r[0], r[1]), _mm_unpacklo_epi64(r[2], r[3]));
+}
+
+/* Two planes from 16 lanes of byte pairs: low bytes, then high bytes. */
+static inline void split_pairs16(__m128i a, __m128i b, unsigned char *lo, unsigned char *hi)
+{
+    const __m128i low = _mm_set1_epi16(0x00FF);
+    _mm_storeu_si128((__m128i *)lo,
+                     _mm_packus_epi16(_mm_and_si128(a, low), _mm_and_si128(b, low)));
+    _mm_storeu_si128((__m128i *)hi, _mm_packus_epi16(_mm_srli_epi16(a, 8), _mm_srli_epi16(b, 8)));
+}
+#endif
+
+/* The writer makes planes two at a time (count 2), on every chunk it
+ * compresses: that case is SSE2, 16 words a step. */
 void amp_word_planes(const uint64_t *words, size_t n, unsigned first, unsigned count,
                      unsigned char *planes)
 {
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+#ifdef __SSE2__
+    if (count == 2) {
+        __m128i shift = _mm_cvtsi32_si128((int)(8 * first));
+        for (; i + 16 <= n; i += 16)
+            split_pairs16(word_pairs8(words + i, shift), word_pairs8(words + i + 8, shift),
+                          planes + i, planes + n + i);
+    }
+#endif
+    for (; i < n; i++) {
         uint64_t w = words[i] >> (8 * first);
         for (unsigned b = 0; b < count; b++)
             planes[b * n + i] = (unsigned char)(w >> (8 * b));
@@ -32,7 +80,23 @@ void amp_word_planes(const uint64_t *words, size_t n, unsigned first, unsigned c
 void amp_u32_planes(const uint32_t *v, size_t n, unsigned first, unsigned count,
                     unsigned char *planes)
 {
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+#ifdef __SSE2__
+    if (count == 2) {
+        __m128i shift = _mm_cvtsi32_si128((int)(8 * first));
+        const __m128i mask = _mm_set1_epi32(0xFFFF);
+        for (; i + 16 <= n; i += 16) {
+            __m128i r[4];
+            for (int j = 0; j < 4; j++)
+                r[j] = _mm_and_si128(
+                    _mm_srl_epi32(_mm_loadu_si128((const __m128i *)(v + i + 4 * j)), shift),
+                    mask);
+            split_pairs16(pack_u16(r[0], r[1]), pack_u16(r[2], r[3]), planes + i,
+                          planes + n + i);
+        }
+    }
+#endif
+    for (; i < n; i++) {
         uint32_t w = v[i] >> (8 * first);
         for (unsigned b = 0; b < count; b++)
             planes[b * n + i] = (unsigned char)(w >> (8 * b));
