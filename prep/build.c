@@ -1,10 +1,12 @@
 /* amp_build_write: tensor in memory -> .amp file. See amp_build.h.
  *
- * Memory beyond the tensor itself: one 8-byte permutation per nonzero for
- * the mode copy being written, per-mode slice tables, and one chunk buffer
- * per writer thread. Every result is independent of the thread count: the
- * shard dealing and the relabelling are sequential over slices, the copy
- * order is a stable counting sort, sums are taken in fixed blocks. */
+ * Memory beyond the tensor itself: at most two mode copies at a time (copy
+ * 1, kept as the source of the others, and the one being written),
+ * per-mode slice tables, and the writer's per-thread buffers; amped-prep(1)
+ * has the formula. Every result is independent of the thread count: the
+ * shard dealing is sequential over slices, the other passes over slices
+ * and the copy order are stable counting sorts, sums are taken in fixed
+ * blocks. */
 #include <config.h>
 
 #include <math.h>
