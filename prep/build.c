@@ -293,33 +293,60 @@ static amp_status compact_slices(uint64_t *table, uint64_t dim, slice **orderp, 
     return AMP_OK;
 }
 
-/* A min-heap of shards by load, ties to the lower shard number, so the
- * dealing is deterministic. */
-typedef struct heap_item {
-    uint64_t load;
-    uint32_t shard;
-} heap_item;
+/* The least-loaded shard, ties to the lower number (so the dealing is
+ * deterministic), as a winner tree: leaves are shards (padded to a power
+ * of two with loads that never win), each inner node holds the winner of
+ * its two children, the root the shard to deal to next. After a shard's
+ * load grows only its path to the root is replayed, one branch-free pick
+ * a level; a binary heap's sift-down branched unpredictably at every
+ * level, and the dealing is the one pass over slices that stays serial
+ * (each step needs the one before). */
+typedef struct shard_tree {
+    uint64_t *load;    /* leaves: P loads */
+    uint32_t *node;    /* 2 P entries: node[P + s] = s, node[1] the root */
+    uint64_t P;
+} shard_tree;
 
-static int lighter(const heap_item *a, const heap_item *b)
+/* a comes from the left subtree, so a < b: ties go to a. */
+static inline uint32_t lighter_of(const uint64_t *load, uint32_t a, uint32_t b)
 {
-    return a->load < b->load || (a->load == b->load && a->shard < b->shard);
+    return load[b] < load[a] ? b : a;
 }
 
-static void sift_down(heap_item *h, size_t n, size_t i)
+static amp_status shard_tree_init(shard_tree *t, uint32_t S, amp_error *err)
 {
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && lighter(&h[l], &h[m]))
-            m = l;
-        if (r < n && lighter(&h[r], &h[m]))
-            m = r;
-        if (m == i)
-            return;
-        heap_item t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
+    t->P = 1;
+    while (t->P < S)
+        t->P <<= 1;
+    t->load = malloc((size_t)t->P * sizeof *t->load);
+    t->node = malloc((size_t)(2 * t->P) * sizeof *t->node);
+    if (t->load == NULL || t->node == NULL) {
+        free(t->load);
+        free(t->node);
+        t->load = NULL;
+        t->node = NULL;
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for %lu shards", (unsigned long)S);
     }
+    for (uint64_t s = 0; s < t->P; s++) {
+        t->load[s] = s < S ? 0 : UINT64_MAX;
+        t->node[t->P + s] = (uint32_t)s;
+    }
+    for (uint64_t i = t->P - 1; i >= 1; i--)
+        t->node[i] = lighter_of(t->load, t->node[2 * i], t->node[2 * i + 1]);
+    return AMP_OK;
+}
+
+static inline void shard_tree_add(shard_tree *t, uint32_t s, uint64_t degree)
+{
+    t->load[s] += degree;
+    for (uint64_t i = (t->P + s) >> 1; i >= 1; i >>= 1)
+        t->node[i] = lighter_of(t->load, t->node[2 * i], t->node[2 * i + 1]);
+}
+
+static void shard_tree_free(shard_tree *t)
+{
+    free(t->load);
+    free(t->node);
 }
 
 typedef struct mode_plan {
@@ -352,7 +379,7 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
     uint64_t *ind = t->ind[d];
     uint64_t *table = NULL, *uniq = NULL, *newlab = NULL, *fill = NULL;
     slice *order = NULL;
-    heap_item *heap = NULL;
+    shard_tree tree = {NULL, NULL, 0};
     uint32_t *shard_of = NULL;
     amp_status rc = AMP_OK;
     uint64_t c = 0;
@@ -410,24 +437,21 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
      * before. */
     AMP_CHECK_GOTO(sort_heaviest_first(order, c, err), rc, fail);
     uint32_t S = want_shards < c ? want_shards : (uint32_t)c;
-    heap = malloc(S * sizeof *heap);
+    AMP_CHECK_GOTO(shard_tree_init(&tree, S, err), rc, fail);
     shard_of = malloc((size_t)c * sizeof *shard_of);
     p->shards = calloc(S, sizeof *p->shards);
     p->new_to_orig = malloc((size_t)c * sizeof *p->new_to_orig);
     p->row_nnz = malloc((size_t)c * sizeof *p->row_nnz);
     newlab = malloc((size_t)c * sizeof *newlab);
-    if (!heap || !shard_of || !p->shards || !p->new_to_orig || !p->row_nnz || !newlab)
+    if (!shard_of || !p->shards || !p->new_to_orig || !p->row_nnz || !newlab)
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for mode %u shards",
                        d + 1);
-    for (uint32_t s = 0; s < S; s++)
-        heap[s] = (heap_item){0, s};
     for (uint64_t j = 0; j < c; j++) {
-        uint32_t s = heap[0].shard;
+        uint32_t s = tree.node[1];
         shard_of[j] = s;
-        heap[0].load += order[j].degree;
+        shard_tree_add(&tree, s, order[j].degree);
         p->shards[s].nnz += order[j].degree;
         p->shards[s].index_end++;       /* row count for now */
-        sift_down(heap, S, 0);
     }
     /* Shard s owns rows [begin, end); inside, slices in dealing order, so
      * heaviest first. */
@@ -495,7 +519,7 @@ fail:
     free(newlab);
     free(fill);
     free(order);
-    free(heap);
+    shard_tree_free(&tree);
     free(shard_of);
     if (rc != AMP_OK)
         plan_free(p);

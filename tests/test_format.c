@@ -270,6 +270,62 @@ static void rebuild_planes(const amp_section *s, const unsigned char *in, unsign
     }
 }
 
+/* The FLYCOO dealing replayed plainly from what the file says: slices by
+ * degree descending, then original index ascending, each to the shard
+ * with the fewest nonzeros so far (the lowest numbered on ties, found by
+ * a scan), labelled in dealing order inside its shard. */
+typedef struct dealt_slice {
+    uint64_t degree, orig;
+} dealt_slice;
+
+static int heavier_first(const void *a, const void *b)
+{
+    const dealt_slice *x = a, *y = b;
+    if (x->degree != y->degree)
+        return x->degree > y->degree ? -1 : 1;
+    return x->orig < y->orig ? -1 : x->orig > y->orig;
+}
+
+static int dealing_replays(const amp_mode_layout *l, const uint64_t *degree,
+                           const uint64_t *new_to_orig, uint64_t c)
+{
+    uint32_t S = l->nshards;
+    dealt_slice *v = malloc((c ? c : 1) * sizeof *v);
+    uint64_t *load = calloc(S ? S : 1, 8), *fill = calloc(S ? S : 1, 8);
+    int good = v != NULL && load != NULL && fill != NULL && S > 0;
+    for (uint64_t k = 0; good && k < c; k++)
+        v[k] = (dealt_slice){degree[k], new_to_orig[k]};
+    if (good)
+        qsort(v, c, sizeof *v, heavier_first);
+    for (uint64_t j = 0; good && j < c; j++) {
+        uint32_t s = 0;
+        for (uint32_t q = 1; q < S; q++)
+            if (load[q] < load[s])
+                s = q;
+        load[s] += v[j].degree;
+        uint64_t at = l->shards[s].index_begin + fill[s]++;
+        good = at < l->shards[s].index_end && new_to_orig[at] == v[j].orig;
+    }
+    for (uint32_t s = 0; good && s < S; s++)
+        good = load[s] == l->shards[s].nnz &&
+               fill[s] == l->shards[s].index_end - l->shards[s].index_begin;
+    free(v);
+    free(load);
+    free(fill);
+    return good;
+}
+
+/* Coordinates of copy 1's nonzeros with their positions there, sorted by
+ * coordinates: where a later copy's nonzero came from. */
+static int cmp_coords(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    for (unsigned i = 0; i + 1 < row_words; i++)
+        if (x[i] != y[i])
+            return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
 /* Decode every mode copy back to original coordinates and compare with the
  * source tensor; check the shard and ordering properties on the way. */
 static void check_file(const char *path, const amp_coo *orig, const char *name)
@@ -292,12 +348,15 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
     ok(relabel_ok, "%s: relabellings read and are one-to-one", name);
     uint64_t *want = tensor_rows(orig);
     int copies_ok = 1, shards_ok = 1, heavy_first = 1, planes_ok = 1, planar_seen = 0;
+    int dealt_ok = 1, stable_ok = 1;
+    uint64_t *from0 = NULL;   /* copy 1: coordinates and position, by coordinates */
     amp_section_reader *r;
     amp_section_reader_new(f, &r, &err);
     for (unsigned d = 0; d < nm; d++) {
         const amp_mode_layout *l = amp_file_mode(f, d);
         uint64_t *got = malloc(m->nnz * row_words * 8), k = 0;
         uint64_t *row_count = calloc(m->compact_dims[d], 8);
+        uint64_t *row_of = malloc(m->nnz * 8);
         for (uint32_t s = 0; s < l->nshards; s++) {
             const amp_shard *sh = &l->shards[s];
             for (uint32_t c = 0; c < sh->nchunks; c++) {
@@ -324,6 +383,7 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
                         if (mm == d) {
                             shards_ok &= idx >= sh->index_begin && idx < sh->index_end;
                             row_count[idx]++;
+                            row_of[k] = idx;
                         }
                         got[k * row_words + mm] = relabel[mm][idx];
                     }
@@ -337,20 +397,45 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
         }
         for (uint64_t i = 0; i < m->compact_dims[d]; i++)
             shards_ok &= row_count[i] > 0;   /* compact: no empty row */
+        dealt_ok &= dealing_replays(l, row_count, relabel[d], m->compact_dims[d]);
         if (k != m->nnz) {
             copies_ok = 0;
-        } else {
+        } else if (d == 0) {
+            /* The value word becomes the position in copy 1. */
+            from0 = malloc(m->nnz * row_words * 8);
+            memcpy(from0, got, m->nnz * row_words * 8);
+            for (uint64_t i = 0; i < m->nnz; i++)
+                from0[i * row_words + nm] = i;
+            qsort(from0, m->nnz, row_words * 8, cmp_coords);
+        } else if (from0 != NULL) {
+            /* Later copies are stable scatters of copy 1: inside a row,
+             * nonzeros in copy 1's order. */
+            uint64_t *last = calloc(m->compact_dims[d], 8);
+            for (uint64_t i = 0; i < m->nnz && stable_ok; i++) {
+                const uint64_t *hit =
+                    bsearch(&got[i * row_words], from0, m->nnz, row_words * 8, cmp_coords);
+                stable_ok = hit != NULL && hit[nm] + 1 > last[row_of[i]];
+                if (stable_ok)
+                    last[row_of[i]] = hit[nm] + 1;
+            }
+            free(last);
+        }
+        if (k == m->nnz) {
             qsort(got, m->nnz, row_words * 8, cmp_rows);
             copies_ok &= memcmp(got, want, m->nnz * row_words * 8) == 0;
         }
         free(got);
         free(row_count);
+        free(row_of);
     }
+    free(from0);
     amp_section_reader_free(r);
     ok(copies_ok, "%s: each of the %u mode copies holds every nonzero once, value exact", name,
        nm);
     ok(shards_ok, "%s: every output row is nonempty and inside its chunk's shard", name);
     ok(heavy_first, "%s: inside a shard, heavier rows come first", name);
+    ok(dealt_ok, "%s: shards and labels are the greedy dealing, replayed", name);
+    ok(stable_ok, "%s: inside a row of a later copy, nonzeros keep copy 1's order", name);
     ok(planes_ok, "%s: chunks read as byte planes rebuild to the same bytes%s", name,
        planar_seen ? "" : " (none planar)");
     size_t bad = 99;
@@ -365,7 +450,7 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
 /* Write t (freed here) on 1 and 4 threads with shards shards and chunks of
  * chunk_nnz, check the file against t, and the two files against each
  * other; then on 4 threads that wait whenever any compressed bytes are
- * still unwritten (a 1-byte cap), which must change nothing. 12 tests. */
+ * still unwritten (a 1-byte cap), which must change nothing. 14 tests. */
 static void test_tensor(const char *name, amp_coo *tp, int want_f64, uint32_t shards,
                         uint64_t chunk_nnz)
 {
@@ -964,7 +1049,7 @@ int main(void)
     };
     size_t nshapes = sizeof shapes / sizeof shapes[0];
     int nreal = test_real_tensors(0);
-    plan(2 + 7 + 2 + 12 * (int)nshapes + 12 * nreal + 3 * 7 + 7 + 4 + 1 + 6 + 6);
+    plan(2 + 7 + 2 + 14 * (int)nshapes + 14 * nreal + 3 * 7 + 7 + 4 + 1 + 6 + 6);
     test_planes();
     test_blco_fields();
     test_isp();
