@@ -772,6 +772,11 @@ static void recode_init(recoder *r, const copy_source *src, const amp_mode_layou
     memset(r, 0, sizeof *r);
     if (src->t != NULL || src->cl->key_bits > 0 || l->key_bits > 0)
         return;
+    /* Fields move, they are not resized: every copy's widths come from the
+     * same dimensions. */
+    for (unsigned m = 0; m < src->nmodes; m++)
+        if (src->cl->width[m] != l->width[m])
+            return;
     r->ok = 1;
     r->nmodes = src->nmodes;
     for (unsigned m = 0; m < src->nmodes; m++) {
@@ -821,6 +826,8 @@ static void buckets_free(row_buckets *b)
 {
     free(b->of);
     free(b->first);
+    b->of = NULL;
+    b->first = NULL;
 }
 
 /* Consecutive rows into buckets of at most `most` nonzeros (and rows), a
@@ -846,6 +853,10 @@ static amp_status group_rows(const uint64_t *rowptr, uint64_t rows, uint64_t mos
         r = e;
     }
     b->first[b->n] = rows;
+    /* Sized for one bucket per row; give back what the grouping saved. */
+    uint64_t *fit = realloc(b->first, (size_t)(b->n + 1) * sizeof *fit);
+    if (fit != NULL)
+        b->first = fit;
     return AMP_OK;
 }
 
@@ -856,8 +867,11 @@ static amp_status order_buckets(mode_copy *c, const amp_mode_layout *l, unsigned
                                 amp_error *err)
 {
     int T = amp_max_threads();
-    size_t vs = c->vsize, per_thread = (size_t)most * (8 + 8 + 8 + vs);
-    unsigned char *scratch = malloc((size_t)T * per_thread);
+    size_t vs = c->vsize, kb = c->keys != NULL ? 8 : 0;
+    /* Words, row cursors, keys, values; whole cache lines a thread, so the
+     * 8-byte arrays stay aligned and threads share no line. */
+    size_t per_thread = ((size_t)most * (8 + 8 + kb + vs) + 63) & ~(size_t)63;
+    unsigned char *scratch = aligned_alloc(64, (size_t)T * per_thread);
     if (scratch == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the mode %u copy", d + 1);
     unsigned sh = l->shift[d], w = l->width[d];
@@ -870,8 +884,8 @@ static amp_status order_buckets(mode_copy *c, const amp_mode_layout *l, unsigned
 #else
         unsigned char *buf = scratch;
 #endif
-        uint64_t *bw = (uint64_t *)buf, *bk = bw + most, *at = bk + most;
-        unsigned char *bv = (unsigned char *)(at + most);
+        uint64_t *bw = (uint64_t *)buf, *at = bw + most, *bk = at + most;
+        unsigned char *bv = (unsigned char *)(bk + (kb ? most : 0));
 #pragma omp for schedule(dynamic, 4)
         for (uint64_t b = 0; b < B->n; b++) {
             uint64_t r0 = B->first[b], r1 = B->first[b + 1];
@@ -945,7 +959,7 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
     if (write && (c->words == NULL || c->vals == NULL || (l->key_bits > 0 && c->keys == NULL)))
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for the mode %u copy",
                        d + 1);
-    if (write && rows < UINT32_MAX)
+    if (write && rows <= UINT32_MAX)   /* bucket numbers below rows fit 32 bits */
         AMP_CHECK_GOTO(group_rows(rowptr, rows, most, &B, err), rc, fail);
     /* Each thread scatters a contiguous, in-order share of the nonzeros
      * with its own cursor per bucket, the cursors placed so thread t's
