@@ -229,6 +229,18 @@ amp_status amp_writer_mode(amp_writer *w, const amp_mode_layout *layout, amp_err
 amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_to_orig,
                               amp_error *err);
 
+/* A section compressed and hashed ahead of its place in the file, on any
+ * thread (after amp_writer_meta, concurrently with the other calls on w),
+ * then placed by amp_writer_put in the order of the other calls. The
+ * bytes are those amp_writer_relabel would write. */
+typedef struct amp_packed amp_packed;
+amp_status amp_writer_pack_relabel(const amp_writer *w, unsigned mode,
+                                   const uint64_t *new_to_orig, amp_packed **packed,
+                                   amp_error *err);
+/* Places and frees packed, whatever the outcome. */
+amp_status amp_writer_put(amp_writer *w, amp_packed *packed, amp_error *err);
+void amp_packed_free(amp_packed *packed);
+
 /* Chunks are found through a callback so that they are compressed and
  * hashed in parallel on the writer's threads and written in the order
  * given. Stored uncompressed, a chunk is its count little-endian u64

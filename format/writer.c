@@ -317,21 +317,87 @@ fail:
     return rc;
 }
 
-amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_to_orig,
-                              amp_error *err)
+struct amp_packed {
+    amp_section desc;
+    void *stored;        /* owned */
+    size_t stored_size, raw_size;
+    uint16_t flags;
+    uint64_t hash;
+};
+
+void amp_packed_free(amp_packed *packed)
 {
+    if (packed != NULL)
+        free(packed->stored);
+    free(packed);
+}
+
+/* Reads only w's metadata, options and name, which no call changes after
+ * amp_writer_meta: safe beside the writer's own thread. */
+amp_status amp_writer_pack_relabel(const amp_writer *w, unsigned mode,
+                                   const uint64_t *new_to_orig, amp_packed **packed,
+                                   amp_error *err)
+{
+    const char *path = w->out.final_path;
+    *packed = NULL;
     if (!w->have_meta || mode >= w->meta.nmodes)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%s: relabelling of mode %u before the "
-                        "metadata or out of range", w->out.final_path, mode + 1);
+                        "metadata or out of range", path, mode + 1);
     uint64_t n = w->meta.compact_dims[mode];
     for (uint64_t k = 0; k < n; k++)
         if (new_to_orig[k] >= w->meta.dims[mode])
             return AMP_FAIL(err, AMP_ERR_USAGE, "%s: mode %u relabelling maps %llu to %llu, "
-                            "beyond the dimension", w->out.final_path, mode + 1,
-                            (unsigned long long)k, (unsigned long long)new_to_orig[k]);
-    amp_section desc = {.type = AMP_SECTION_RELABEL, .flags = AMP_SECTION_ZSTD,
-                        .mode = mode, .shard = AMP_NO_INDEX, .count = n};
-    return amp_writer_section(w, &desc, new_to_orig, n * sizeof *new_to_orig, err);
+                            "beyond the dimension", path, mode + 1, (unsigned long long)k,
+                            (unsigned long long)new_to_orig[k]);
+    amp_packed *p = calloc(1, sizeof *p);
+    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    void *buf = NULL;
+    size_t cap = 0;
+    const void *stored = NULL;
+    amp_status rc = AMP_OK;
+    if (p == NULL || cctx == NULL)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+    p->desc = (amp_section){.type = AMP_SECTION_RELABEL, .flags = AMP_SECTION_ZSTD,
+                            .mode = mode, .shard = AMP_NO_INDEX, .count = n};
+    p->raw_size = n * sizeof *new_to_orig;
+    p->flags = p->desc.flags;
+    AMP_CHECK_GOTO(compress(cctx, w->opts.level, new_to_orig, p->raw_size, &buf, &cap,
+                            &stored, &p->stored_size, &p->flags, err),
+                   rc, fail);
+    if (stored == buf) {
+        p->stored = buf;
+        buf = NULL;
+    } else {
+        /* Stored as it is: the caller's array need not outlive the call. */
+        p->stored = malloc(p->stored_size ? p->stored_size : 1);
+        if (p->stored == NULL)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+        memcpy(p->stored, stored, p->stored_size);
+    }
+    p->hash = XXH3_64bits(p->stored, p->stored_size);
+    *packed = p;
+    p = NULL;
+fail:
+    free(buf);
+    ZSTD_freeCCtx(cctx);
+    amp_packed_free(p);
+    return rc;
+}
+
+amp_status amp_writer_put(amp_writer *w, amp_packed *packed, amp_error *err)
+{
+    amp_status rc = append(w, &packed->desc, packed->stored, packed->stored_size,
+                           packed->raw_size, packed->flags, packed->hash, err);
+    amp_packed_free(packed);
+    return rc;
+}
+
+amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_to_orig,
+                              amp_error *err)
+{
+    amp_packed *p;
+    AMP_CHECK(amp_writer_pack_relabel(w, mode, new_to_orig, &p, err));
+    return amp_writer_put(w, p, err);
 }
 
 
