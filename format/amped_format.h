@@ -229,16 +229,22 @@ amp_status amp_writer_mode(amp_writer *w, const amp_mode_layout *layout, amp_err
 amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_to_orig,
                               amp_error *err);
 
-/* A section compressed and hashed ahead of its place in the file, on any
- * thread (after amp_writer_meta, concurrently with the other calls on w),
- * then placed by amp_writer_put in the order of the other calls. The
- * bytes are those amp_writer_relabel would write. */
+/* A relabel section compressed and hashed ahead of its place in the file,
+ * on any thread, then placed by amp_writer_put among the other calls: the
+ * bytes amp_writer_relabel would write there. A pack may start once
+ * amp_writer_meta has returned (on another thread: started after it, or
+ * synchronized with it) and may run beside any call on w except
+ * amp_writer_commit and amp_writer_abort, which free w: every pack must
+ * have returned before them. new_to_orig must not change during the call;
+ * it is copied, so it need not outlive it. */
 typedef struct amp_packed amp_packed;
 amp_status amp_writer_pack_relabel(const amp_writer *w, unsigned mode,
                                    const uint64_t *new_to_orig, amp_packed **packed,
                                    amp_error *err);
-/* Places and frees packed, whatever the outcome. */
+/* Places a section packed for w and frees it, whatever the outcome; NULL
+ * or a section packed for another writer is refused (and freed). */
 amp_status amp_writer_put(amp_writer *w, amp_packed *packed, amp_error *err);
+/* Frees a packed section that will not be placed; NULL is allowed. */
 void amp_packed_free(amp_packed *packed);
 
 /* Chunks are found through a callback so that they are compressed and

@@ -19,6 +19,7 @@
  * parameter only shapes the output, any reader decodes it. */
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
+#include <zstd_errors.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -195,8 +196,9 @@ static amp_status compress(ZSTD_CCtx *cctx, int level, const void *raw, size_t n
     set_level(cctx, level);
     size_t z = ZSTD_compress2(cctx, *out, *out_cap, raw, n);
     if (ZSTD_isError(z))
-        return AMP_FAIL(err, AMP_ERR_INTERNAL, "compression failed: %s",
-                        ZSTD_getErrorName(z));
+        return AMP_FAIL(err, ZSTD_getErrorCode(z) == ZSTD_error_memory_allocation
+                                 ? AMP_ERR_NOMEM : AMP_ERR_INTERNAL,
+                        "compression failed: %s", ZSTD_getErrorName(z));
     if (z < n) {
         *stored = *out;
         *stored_size = z;
@@ -318,6 +320,7 @@ fail:
 }
 
 struct amp_packed {
+    const amp_writer *owner;
     amp_section desc;
     void *stored;        /* owned */
     size_t stored_size, raw_size;
@@ -333,10 +336,10 @@ void amp_packed_free(amp_packed *packed)
 }
 
 /* Reads only w's metadata, options and name, which no call changes after
- * amp_writer_meta: safe beside the writer's own thread. */
-amp_status amp_writer_pack_relabel(const amp_writer *w, unsigned mode,
-                                   const uint64_t *new_to_orig, amp_packed **packed,
-                                   amp_error *err)
+ * amp_writer_meta: safe beside the writer's own thread. cctx is the
+ * caller's, or NULL for one of the call's own (none at level 0). */
+static amp_status pack_relabel(const amp_writer *w, ZSTD_CCtx *cctx, unsigned mode,
+                               const uint64_t *new_to_orig, amp_packed **packed, amp_error *err)
 {
     const char *path = w->out.final_path;
     *packed = NULL;
@@ -349,14 +352,18 @@ amp_status amp_writer_pack_relabel(const amp_writer *w, unsigned mode,
             return AMP_FAIL(err, AMP_ERR_USAGE, "%s: mode %u relabelling maps %llu to %llu, "
                             "beyond the dimension", path, mode + 1, (unsigned long long)k,
                             (unsigned long long)new_to_orig[k]);
+    ZSTD_CCtx *own = NULL;
     amp_packed *p = calloc(1, sizeof *p);
-    ZSTD_CCtx *cctx = ZSTD_createCCtx();
     void *buf = NULL;
     size_t cap = 0;
     const void *stored = NULL;
     amp_status rc = AMP_OK;
-    if (p == NULL || cctx == NULL)
-        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+    if (cctx == NULL && w->opts.level != 0)
+        cctx = own = ZSTD_createCCtx();
+    if (p == NULL || (cctx == NULL && w->opts.level != 0))
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "%s: out of memory for mode %u's "
+                       "relabelling", path, mode + 1);
+    p->owner = w;
     p->desc = (amp_section){.type = AMP_SECTION_RELABEL, .flags = AMP_SECTION_ZSTD,
                             .mode = mode, .shard = AMP_NO_INDEX, .count = n};
     p->raw_size = n * sizeof *new_to_orig;
@@ -371,7 +378,8 @@ amp_status amp_writer_pack_relabel(const amp_writer *w, unsigned mode,
         /* Stored as it is: the caller's array need not outlive the call. */
         p->stored = malloc(p->stored_size ? p->stored_size : 1);
         if (p->stored == NULL)
-            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "%s: out of memory for mode %u's "
+                           "relabelling", path, mode + 1);
         memcpy(p->stored, stored, p->stored_size);
     }
     p->hash = XXH3_64bits(p->stored, p->stored_size);
@@ -379,13 +387,25 @@ amp_status amp_writer_pack_relabel(const amp_writer *w, unsigned mode,
     p = NULL;
 fail:
     free(buf);
-    ZSTD_freeCCtx(cctx);
+    ZSTD_freeCCtx(own);
     amp_packed_free(p);
     return rc;
 }
 
+amp_status amp_writer_pack_relabel(const amp_writer *w, unsigned mode,
+                                   const uint64_t *new_to_orig, amp_packed **packed,
+                                   amp_error *err)
+{
+    return pack_relabel(w, NULL, mode, new_to_orig, packed, err);
+}
+
 amp_status amp_writer_put(amp_writer *w, amp_packed *packed, amp_error *err)
 {
+    if (packed == NULL || packed->owner != w) {
+        amp_packed_free(packed);
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: no section, or one packed for another "
+                        "file", w->out.final_path);
+    }
     amp_status rc = append(w, &packed->desc, packed->stored, packed->stored_size,
                            packed->raw_size, packed->flags, packed->hash, err);
     amp_packed_free(packed);
@@ -396,7 +416,7 @@ amp_status amp_writer_relabel(amp_writer *w, unsigned mode, const uint64_t *new_
                               amp_error *err)
 {
     amp_packed *p;
-    AMP_CHECK(amp_writer_pack_relabel(w, mode, new_to_orig, &p, err));
+    AMP_CHECK(pack_relabel(w, w->cctx, mode, new_to_orig, &p, err));
     return amp_writer_put(w, p, err);
 }
 

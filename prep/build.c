@@ -322,11 +322,18 @@ typedef struct shard_dealer {
     deal_key *by_q, *eligible;   /* deal_run's scratch, S entries each */
 } shard_dealer;
 
-/* Runs dealt at once: at least DEAL_RUN_PER_SHARD slices per shard, and
- * few enough shards that deal_run's insertion sort (up to S^2 / 2 moves a
- * run) stays below a few moves per slice. */
+/* Runs dealt at once: at least DEAL_RUN_PER_SHARD slices per shard and
+ * S^2 / 16, so that deal_run's insertion sort (up to S^2 / 2 moves a run)
+ * costs at most 8 moves a slice, and at most DEAL_RUN_MAX_SHARDS shards
+ * (its scratch). */
 #define DEAL_RUN_PER_SHARD 4
 #define DEAL_RUN_MAX_SHARDS 256
+
+static int deal_as_run(const shard_dealer *t, uint64_t n)
+{
+    uint64_t S = t->S;
+    return t->by_q != NULL && n >= DEAL_RUN_PER_SHARD * S && n >= S * S / 16;
+}
 
 /* a comes from the left subtree, so a < b: ties go to a. */
 static inline uint32_t lighter_of(const uint64_t *load, uint32_t a, uint32_t b)
@@ -360,14 +367,19 @@ static amp_status dealer_init(shard_dealer *t, uint32_t S, amp_error *err)
         t->P <<= 1;
     t->load = malloc((size_t)t->P * sizeof *t->load);
     t->node = malloc((size_t)(2 * t->P) * sizeof *t->node);
-    if (S <= DEAL_RUN_MAX_SHARDS) {
-        t->by_q = malloc((size_t)S * sizeof *t->by_q);
-        t->eligible = malloc((size_t)S * sizeof *t->eligible);
-    }
-    if (t->load == NULL || t->node == NULL ||
-        (S <= DEAL_RUN_MAX_SHARDS && (t->by_q == NULL || t->eligible == NULL))) {
+    if (t->load == NULL || t->node == NULL) {
         dealer_free(t);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for %lu shards", (unsigned long)S);
+    }
+    if (S <= DEAL_RUN_MAX_SHARDS) {
+        /* Optional: without them every slice is dealt on its own. */
+        t->by_q = malloc((size_t)S * sizeof *t->by_q);
+        t->eligible = malloc((size_t)S * sizeof *t->eligible);
+        if (t->by_q == NULL || t->eligible == NULL) {
+            free(t->by_q);
+            free(t->eligible);
+            t->by_q = t->eligible = NULL;
+        }
     }
     for (uint64_t s = 0; s < t->P; s++)
         t->load[s] = s < S ? 0 : UINT64_MAX;
@@ -536,7 +548,7 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
         uint64_t e = j + 1, degree = order[j].degree;
         while (e < c && order[e].degree == degree)
             e++;
-        if (dealer.by_q != NULL && e - j >= (uint64_t)DEAL_RUN_PER_SHARD * S) {
+        if (deal_as_run(&dealer, e - j)) {
             deal_run(&dealer, degree, e - j, shard_of + j);
             next_shard = dealer.node[1];
             j = e;
@@ -1298,7 +1310,8 @@ static void packer_start(relabel_packer *pk, const amp_writer *w, const mode_pla
     pk->w = w;
     pk->plans = plans;
     pk->nmodes = nmodes;
-    if (pthread_mutex_init(&pk->mu, NULL) != 0)
+    /* One thread asked for: no second one doing the work. */
+    if (amp_max_threads() < 2 || pthread_mutex_init(&pk->mu, NULL) != 0)
         return;
     if (pthread_cond_init(&pk->ready, NULL) != 0) {
         pthread_mutex_destroy(&pk->mu);
