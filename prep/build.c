@@ -561,20 +561,10 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
     }
     for (uint32_t s = 0; s < S; s++)
         p->shards[s].nnz = dealer.load[s];
-    for (uint64_t j = 0; j < c; j++)
-        p->shards[shard_of[j]].index_end++;       /* row count for now */
-    /* Shard s owns rows [begin, end); inside, slices in dealing order, so
-     * heaviest first. */
-    uint64_t next = 0;
-    for (uint32_t s = 0; s < S; s++) {
-        uint64_t rows = p->shards[s].index_end;
-        p->shards[s].index_begin = next;
-        p->shards[s].index_end = next + rows;
-        next += rows;
-    }
-    /* Labels in dealing order within each shard: a stable counting pass by
-     * shard, each thread's share of the dealt slices after the shares of
-     * the threads before it. */
+    /* Labels in dealing order within each shard, so heaviest first: a
+     * stable counting pass by shard, each thread's share of the dealt
+     * slices after the shares of the threads before it. Shard s owns the
+     * rows [begin, end) its labels fill. */
     int T = pass_threads(c, S);
     fill = calloc((size_t)T * S, sizeof *fill);
     if (fill == NULL)
@@ -591,7 +581,13 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
 #pragma omp barrier
         /* Shards' rows are consecutive from 0, so bucket offsets are labels. */
 #pragma omp single
-        amp_bucket_offsets(fill, nt, S);
+        {
+            amp_bucket_offsets(fill, nt, S);
+            for (uint32_t s = 0; s < S; s++) {
+                p->shards[s].index_begin = fill[s];
+                p->shards[s].index_end = s + 1 < S ? fill[s + 1] : c;
+            }
+        }
         for (uint64_t j = lo; j < hi; j++) {
             uint64_t label = mine[shard_of[j]]++;
             newlab[order[j].id] = label;
