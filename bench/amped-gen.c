@@ -20,7 +20,7 @@
 #include "amp_cli.h"
 #include "amp_log.h"
 #include "amp_parse.h"
-#include "amp_tensor.h"
+#include "amp_coo.h"
 #include "amp_timer.h"
 
 #define PROGRAM "amped-gen"

@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "amp_cpd.h"
+#include "amp_core.h"
 #include "amp_timer.h"
-#include "cuda/amp_cuda.h"
+#include "amp_cuda.h"
 
 static double rel_diff(const double *a, const double *b, uint64_t n)
 {

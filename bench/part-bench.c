@@ -14,9 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp_cpd.h"
+#include "amp_core.h"
 #include "amp_parse.h"
-#include "amp_partition.h"
 #include "amp_timer.h"
 #include "amped_format.h"
 

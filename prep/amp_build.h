@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "amp_tensor.h"
+#include "amp_coo.h"
 #include "amped_format.h"
 
 #ifdef __cplusplus

@@ -28,7 +28,7 @@
 #include "amp_outfile.h"
 #include "amp_parse.h"
 #include "amp_progress.h"
-#include "amp_tensor.h"
+#include "amp_coo.h"
 #include "amp_timer.h"
 
 #define PROGRAM "amped-prep"

@@ -17,7 +17,7 @@
 
 #include <xxhash.h>
 
-#include "amp_tensor.h"
+#include "amp_coo.h"
 
 struct amp_digest_job {
     char *path;

@@ -19,23 +19,22 @@
 
 #include "amp_alloc.h"
 #include "amp_cli.h"
-#include "amp_cpd.h"
+#include "amp_cpu.h"
+#include "gpu_run.h"
 #include "amp_log.h"
 #include "amp_outfile.h"
 #include "amp_parse.h"
 #include "amp_progress.h"
 #include "amp_timer.h"
 #include "amped_format.h"
-#include "gpu_run.h"
 #include "inspect.h"
 #include "run_report.h"
 #ifdef AMP_HAVE_CUDA
-#include "cuda/amp_cuda.h"
+#include "amp_cuda.h"
 #endif
 
 #define PROGRAM "amped-run"
 
-#define MAX_RANK 4096
 #define MAX_ITERS 1000000
 
 enum {
@@ -154,7 +153,7 @@ static void usage(void)
            "  -V, --version        output version and build information and exit\n"
            "\n"
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
-           "Report bugs to: %s\n", MAX_RANK, d.rank, d.max_iters, d.tol, d.seed,
+           "Report bugs to: %s\n", AMP_CPU_MAX_RANK, d.rank, d.max_iters, d.tol, d.seed,
            AMP_SEND_PARTS_MAX,
            AMP_STREAM_CHUNK_DEFAULT, PACKAGE_BUGREPORT);
 }
@@ -217,6 +216,7 @@ typedef struct run_args {
     const char *init, *output, *json;
     int gpus;                  /* AMP_GPUS_AUTO, 0 (the CPU) or a count */
     amp_gpu_opts gpu;
+    amp_gpu_als_opts gpu_als;
     amp_factor_format format;
     int mttkrp_only, check, quiet;
     amp_run_report report;
@@ -277,7 +277,7 @@ static int run_mttkrp_only(run_args *a, const amp_tensor *t, const amp_cpd *c, i
         for (unsigned m = 0; m < t->nmodes; m++)
             sec[m] *= a->opts.max_iters;
     } else {
-        rc = amp_cpd_time_mttkrp(t, &a->opts, c, sec, &err);
+        rc = amp_cpu_time_mttkrp(t, &a->opts, c, sec, &err);
     }
     if (rc != AMP_OK) {
         amp_log_error(&err);
@@ -322,7 +322,7 @@ static int run_check(run_args *a, const amp_tensor *t, const amp_cpd *c, amp_gpu
     amp_error err = {0};
     double rel[AMP_MAX_MODES], worst = 0;
     if ((gr ? amp_gpu_run_check(gr, t, c, rel, &err)
-            : amp_cpd_check_mttkrp(t, &a->opts, c, rel, &err)) != AMP_OK) {
+            : amp_cpu_check_mttkrp(t, &a->opts, c, rel, &err)) != AMP_OK) {
         amp_log_error(&err);
         return EXIT_FAILURE;
     }
@@ -594,7 +594,7 @@ static int run(run_args *a)
     }
     a->opts.on_iter = on_iter;
     a->opts.ctx = a;
-    rc = gr ? amp_gpu_run_als(gr, &t, &a->opts, &c, &err) : amp_cpd_als(&t, &a->opts, &c, &err);
+    rc = gr ? amp_gpu_run_als(gr, &t, &a->opts, &a->gpu_als, &c, &err) : amp_cpu_als(&t, &a->opts, &c, &err);
     if (rc != AMP_OK)
         goto fail;
     if (c.pinv_used)
@@ -683,7 +683,7 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "r:o:t:qvhV", long_options, NULL)) != -1) {
         switch (c) {
         case 'r':
-            if (amp_parse_u64(optarg, 1, MAX_RANK, "--rank", &u, &err))
+            if (amp_parse_u64(optarg, 1, AMP_CPU_MAX_RANK, "--rank", &u, &err))
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             a.opts.rank = (unsigned)u;
             break;
@@ -753,7 +753,7 @@ int main(int argc, char **argv)
         case OPT_SEND_PARTS:
             if (amp_parse_u64(optarg, 0, AMP_SEND_PARTS_MAX, "--send-parts", &u, &err))
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            a.opts.gpu_parts = (unsigned)u;
+            a.gpu_als.send_parts = (unsigned)u;
             break;
         case OPT_PARTITION:
             if (amp_parse_choice(optarg, partitions, "--partition", &choice, &err))
@@ -831,9 +831,9 @@ int main(int argc, char **argv)
                                "one", a.gpus, a.gpu.ndevices, a.gpu.ndevices == 1 ? "" : "s");
     if (a.gpu.ndevices > 0)
         a.gpus = (int)a.gpu.ndevices;
-    if (a.gpu.overlap && a.opts.gpu_parts > 1)
+    if (a.gpu.overlap && a.gpu_als.send_parts > 1)
         return amp_usage_error(PROGRAM, "--overlap sends a mode's rows during the next MTTKRP, "
-                               "--send-parts=%u during its own: give one", a.opts.gpu_parts);
+                               "--send-parts=%u during its own: give one", a.gpu_als.send_parts);
     a.path = argv[optind];
     if (want_info || want_verify) {
         int status = EXIT_SUCCESS;

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "amp_cpd.h"
+#include "amp_core.h"
 
 typedef struct amp_iter_record {
     unsigned iter;

@@ -7,7 +7,7 @@
 #include <math.h>
 
 #include "amp_build.h"
-#include "amp_cpd.h"
+#include "amp_cpu.h"
 #include "test_util.h"
 
 typedef struct shape {

@@ -12,7 +12,8 @@
 #include <string.h>
 
 #include "amp_build.h"
-#include "amp_cpd.h"
+#include "amp_cpu.h"
+#include "stream_pack.h"
 #include "tap.h"
 #include "test_util.h"
 #include "cpd_util.h"
@@ -83,28 +84,28 @@ static void check_mttkrp(const char *name, const amp_coo *x, const amp_tensor *t
         double e = rel_diff(M, ref, t->rows[d] * R);
         worst_ref = e > worst_ref || isnan(e) ? e : worst_ref;
         for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
-            amp_mttkrp_ws *ws;
-            if (amp_mttkrp_ws_new(threads[i], R, &ws, &err) != AMP_OK)
+            amp_cpu_mttkrp_ws *ws;
+            if (amp_cpu_mttkrp_ws_new(threads[i], R, &ws, &err) != AMP_OK)
                 exit(99);
             /* Every kernel this CPU can run: the register sums of each
              * width it has, and the scratch-row sum. */
             int done[5] = {0};
             for (int want = 4; want >= 0; want--) {
-                int isa = amp_mttkrp_ws_limit_isa(ws, want);
+                int isa = amp_cpu_mttkrp_ws_limit_isa(ws, want);
                 if (done[isa]++)
                     continue;
                 memset(M, 0xff, t->rows[d] * R * sizeof *M);   /* NaN: every row must be written */
-                amp_mttkrp_f64(t, d, (const double *const *)A, R, M, ws);
+                amp_cpu_mttkrp_f64(t, d, (const double *const *)A, R, M, ws);
                 e = rel_diff(M, ref, t->rows[d] * R);
                 worst64 = e > worst64 || isnan(e) ? e : worst64;
                 memset(M32, 0xff, t->rows[d] * R * sizeof *M32);
-                amp_mttkrp_f32(t, d, (const float *const *)A32, R, M32, ws);
+                amp_cpu_mttkrp_f32(t, d, (const float *const *)A32, R, M32, ws);
                 for (uint64_t k = 0; k < t->rows[d] * R; k++)
                     M[k] = M32[k];
                 e = rel_diff(M, ref, t->rows[d] * R);
                 worst32 = e > worst32 || isnan(e) ? e : worst32;
             }
-            amp_mttkrp_ws_free(ws);
+            amp_cpu_mttkrp_ws_free(ws);
         }
     }
     ok(worst_ref <= TOL_F64, "%s: copy-based reference = COO reference (%.2e)", name, worst_ref);
@@ -366,13 +367,13 @@ static void test_als_exact(void)
     o.tol = 1e-12;
     o.threads = 2;
     int okay = amp_cpd_init_random(&t, 4, 3, &c, &err) == AMP_OK &&
-               amp_cpd_als(&t, &o, &c, &err) == AMP_OK;
+               amp_cpu_als(&t, &o, &c, &err) == AMP_OK;
     ok(okay && c.fit > 0.999, "exact rank-4 tensor with disjoint supports: fit %.6f > 0.999 "
        "(%u iterations)", c.fit, c.iters);
     amp_cpd_free(&c);
     o.precision = AMP_PRECISION_F32;
     okay = amp_cpd_init_random(&t, 4, 3, &c, &err) == AMP_OK &&
-           amp_cpd_als(&t, &o, &c, &err) == AMP_OK;
+           amp_cpu_als(&t, &o, &c, &err) == AMP_OK;
     ok(okay && c.fit > 0.999, "the same in f32: fit %.6f > 0.999", c.fit);
     amp_cpd_free(&c);
     amp_tensor_free(&t);
@@ -405,7 +406,7 @@ static void test_als_aminoacid(void)
     o.tol = 1e-10;
     amp_cpd c;
     int okay = amp_cpd_init_random(&t, 3, 1, &c, &err) == AMP_OK &&
-               amp_cpd_als(&t, &o, &c, &err) == AMP_OK;
+               amp_cpu_als(&t, &o, &c, &err) == AMP_OK;
     ok(okay && c.fit > 0.97, "aminoacid.tns, rank 3: fit %.6f > 0.97 after %u iterations",
        c.fit, c.iters);
     amp_cpd_free(&c);
@@ -447,14 +448,14 @@ static void test_als_deterministic(void)
     amp_cpd_init_random(&t, 8, 43, &c, &err);
     ok(same_factors(&a, &b) && !same_factors(&a, &c),
        "random factors depend on the seed and only on it");
-    amp_cpd_als(&t, &o, &a, &err);
-    amp_cpd_als(&t, &o, &b, &err);
+    amp_cpu_als(&t, &o, &a, &err);
+    amp_cpu_als(&t, &o, &b, &err);
     ok(a.iters == 5 && same_factors(&a, &b), "same seed, same threads: the same factors, bit "
        "for bit (fit %.12f)", a.fit);
     amp_cpd_free(&c);
     o.threads = 1;
     amp_cpd_init_random(&t, 8, 42, &c, &err);
-    amp_cpd_als(&t, &o, &c, &err);
+    amp_cpu_als(&t, &o, &c, &err);
     ok(fabs(c.fit - a.fit) < 1e-9, "1 thread agrees with 3 to rounding (%.3e)",
        fabs(c.fit - a.fit));
     amp_cpd_free(&a);
@@ -486,7 +487,7 @@ static void test_als_rank_deficient(void)
     o.max_iters = 20;
     amp_cpd c;
     int okay = amp_cpd_init_random(&t, 6, 1, &c, &err) == AMP_OK &&
-               amp_cpd_als(&t, &o, &c, &err) == AMP_OK;
+               amp_cpu_als(&t, &o, &c, &err) == AMP_OK;
     ok(okay && c.pinv_used && isfinite(c.fit) && c.fit > 0,
        "rank 6 on a 2-mode tensor with a mode of 3: pseudo-inverse used, fit %.4f finite", c.fit);
     amp_cpd_free(&c);
@@ -571,7 +572,7 @@ static void test_factor_files(void)
     o.max_iters = 3;
     amp_cpd c;
     amp_cpd_init_random(&t, 4, 1, &c, &err);
-    amp_cpd_als(&t, &o, &c, &err);
+    amp_cpu_als(&t, &o, &c, &err);
     char prefix[600];
     snprintf(prefix, sizeof prefix, "%s", test_path("out"));
     ok(amp_factors_write(&t, &c, prefix, AMP_FACTORS_TEXT, AMP_PRECISION_F64, &err) == AMP_OK,

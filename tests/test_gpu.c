@@ -23,7 +23,7 @@
 #include "tap.h"
 #include "cpd_util.h"
 #ifdef AMP_HAVE_CUDA
-#include "cuda/amp_cuda.h"
+#include "amp_cuda.h"
 #endif
 
 #ifdef AMP_HAVE_CUDA
@@ -389,7 +389,7 @@ static int check_gpu_als_as(const char *name, const amp_tensor *t, unsigned R, u
         for (int gpu = 0; gpu < 2; gpu++) {
             if (amp_cpd_init_random(t, R, 5, &c[gpu], &err) != AMP_OK ||
                 (gpu ? amp_gpu_cpd_als(g, t, &o, &c[gpu], &err)
-                     : amp_cpd_als(t, &o, &c[gpu], &err)) != AMP_OK) {
+                     : amp_cpu_als(t, &o, &c[gpu], &err)) != AMP_OK) {
                 diag("%s", amp_error_message(&err));
                 fails++;
             }

@@ -8,19 +8,19 @@
  * within 1e-12 of the f64 reference (normwise), 1e-4 in f32; after 10
  * f64 iterations the fit within 1e-6 of the CPU's and the 1-GPU run's,
  * the factors and lambda within 1e-6 (normwise), also with every update
- * rescaled (gpu_rescale_bound 1). f32 CP-ALS: 1 iteration within 1e-2 of
+ * rescaled (rescale_bound 1). f32 CP-ALS: 1 iteration within 1e-2 of
  * one GPU's (fit and factors), 4 iterations' fit within 1e-4 of the f64
  * CPU's. */
 #include <config.h>
 
 #include <inttypes.h>
 
-#include "amp_partition.h"
+#include "amp_cpu.h"
 #include "gpu_run.h"
 #include "tap.h"
 #include "cpd_util.h"
 #ifdef AMP_HAVE_CUDA
-#include "cuda/amp_cuda.h"
+#include "amp_cuda.h"
 #endif
 
 #define RANK 7
@@ -59,22 +59,21 @@ static amp_status open_run(const amp_tensor *t, unsigned gpus, const config *cf,
     return amp_gpu_run_open(&o, t, run, err);
 }
 
-/* iters 0: ITERS in f64, 1 in f32; bound and parts: as amp_cpd_opts's
- * gpu_rescale_bound and gpu_parts. */
+/* iters 0: ITERS in f64, 1 in f32; bound and parts: as amp_gpu_als_opts's
+ * rescale_bound and send_parts. */
 static amp_status decompose_xp(const amp_tensor *t, amp_gpu_run *run, int f32, unsigned iters,
                                double bound, unsigned parts, amp_cpd *c, amp_error *err)
 {
     amp_cpd_opts o;
     amp_cpd_opts_init(&o);
     o.rank = RANK;
-    o.gpu_parts = parts;
     o.max_iters = iters ? iters : f32 ? 1 : ITERS;
-    o.gpu_rescale_bound = bound;
+    amp_gpu_als_opts go = {.rescale_bound = bound, .send_parts = parts};
     o.precision = f32 ? AMP_PRECISION_F32 : AMP_PRECISION_F64;
     o.tol = 0;
     amp_status rc = amp_cpd_init_random(t, RANK, 5, c, err);
     if (rc == AMP_OK)
-        rc = run ? amp_gpu_run_als(run, t, &o, c, err) : amp_cpd_als(t, &o, c, err);
+        rc = run ? amp_gpu_run_als(run, t, &o, &go, c, err) : amp_cpu_als(t, &o, c, err);
     return rc;
 }
 

@@ -11,8 +11,7 @@
 #include <string.h>
 
 #include "amp_build.h"
-#include "amp_cpd.h"
-#include "amp_partition.h"
+#include "amp_core.h"
 #include "tap.h"
 #include "test_util.h"
 #include "cpd_util.h"

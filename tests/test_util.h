@@ -11,7 +11,7 @@
 #include <omp.h>
 #endif
 
-#include "amp_tensor.h"
+#include "amp_coo.h"
 
 static char test_dir[256];
 

@@ -76,6 +76,7 @@ struct als_run {
     const amp_partition *p;
     const amp_tensor *t;
     const amp_cpd_opts *o;
+    amp_gpu_als_opts go;   /* the GPU settings, defaults filled in */
     amp_cpd *c;
     std::atomic<int> failed{0};
     std::mutex lock;
@@ -280,10 +281,10 @@ static_assert(AMP_SEND_PARTS_MAX == AMP_GPU_CUTS, "a part is a range between cut
 
 /* w->parts: every GPU decides the same from the same tables, since their
  * sends must pair. */
-static amp_status choose_parts(const amp_cpd_opts *o, als_run *run, gpu_als *w, amp_error *err)
+static amp_status choose_parts(als_run *run, gpu_als *w, amp_error *err)
 {
     const amp_partition *p = run->p;
-    unsigned want = o->gpu_parts;
+    unsigned want = run->go.send_parts;
     w->waves = PART_WAVES;
     want = want > AMP_GPU_CUTS ? AMP_GPU_CUTS : want < 1 ? 1 : want;
     for (unsigned m = 0; m < w->N; m++)
@@ -377,7 +378,7 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
         CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->part_solved[k], cudaEventDisableTiming), err,
                       rc, fail);
     }
-    AMP_CHECK_GOTO(choose_parts(o, run, w, err), rc, fail);
+    AMP_CHECK_GOTO(choose_parts(run, w, err), rc, fail);
     CUDA_TRY_GOTO(cudaEventCreate(&w->fit0), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreate(&w->fit1), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->factored, cudaEventDisableTiming), err, rc, fail);
@@ -413,8 +414,8 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     w->c = w->scales + (size_t)2 * w->N * R;
     /* The other N - 1 modes' scales multiply an MTTKRP input by at most
      * 2^40 (an f32 M then overflows only for values past 1e26). */
-    w->scale_bound = o->gpu_rescale_bound > 0 ? o->gpu_rescale_bound
-                                              : exp2(40.0 / (w->N > 1 ? w->N - 1 : 1));
+    w->scale_bound = run->go.rescale_bound > 0 ? run->go.rescale_bound
+                                               : exp2(40.0 / (w->N > 1 ? w->N - 1 : 1));
     /* The starting factors are taken as they are. */
     CUDA_TRY_GOTO(amp_gpu_fill(w->scales, (size_t)2 * w->N * R, 1.0, w->s), err, rc, fail);
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->inner, R * sizeof(double)), err, rc, fail);
@@ -1017,7 +1018,8 @@ static void rank_main(als_run *run, unsigned rank)
 
 extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comms,
                                             const amp_partition *p, const amp_tensor *t,
-                                            const amp_cpd_opts *o, amp_cpd *c,
+                                            const amp_cpd_opts *o,
+                                            const amp_gpu_als_opts *go, amp_cpd *c,
                                             amp_gpu_run_stats *stats, amp_error *err)
 {
     const unsigned n = p ? p->ngpus : 1;
@@ -1034,6 +1036,7 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
     run->p = p;
     run->t = t;
     run->o = o;
+    run->go = go ? *go : amp_gpu_als_opts{};
     run->c = c;
     run->stats = stats;
     memset(run->rc, 0, sizeof run->rc);
@@ -1094,7 +1097,7 @@ extern "C" amp_status amp_gpu_cpd_als(const amp_gpu_tensor *g, const amp_tensor 
                                       const amp_cpd_opts *o, amp_cpd *c, amp_error *err)
 {
     amp_gpu_tensor *one = (amp_gpu_tensor *)g;
-    return amp_gpu_cpd_als_multi(&one, NULL, NULL, t, o, c, NULL, err);
+    return amp_gpu_cpd_als_multi(&one, NULL, NULL, t, o, NULL, c, NULL, err);
 }
 
 extern "C" size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32,

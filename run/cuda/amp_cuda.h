@@ -6,9 +6,10 @@
 #include <stddef.h>
 
 #include "amp_comm.h"
-#include "amp_cpd.h"
+#include "amp_core.h"
+#include "gpu_run.h"
+#include "stream_pack.h"
 #include "amp_error.h"
-#include "amp_partition.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -95,9 +96,6 @@ int amp_gpu_tensor_cuts(const amp_gpu_tensor *g, unsigned d, uint64_t *row_cut);
  * compared. */
 amp_status amp_gpu_upload_check(int device, size_t bytes, amp_error *err);
 
-/* The largest rank the GPU kernels take. */
-#define AMP_GPU_MAX_RANK 512
-
 /* M = MTTKRP(d) on device memory: A[m] rows[m] x rank and M rows[d] x rank,
  * row-major, f32 when f32 is set, else f64; rank 1 to 512. stream: a
  * cudaStream_t, NULL for the default stream. */
@@ -182,8 +180,8 @@ typedef struct amp_gpu_run_stats {
  * phase; stats (if not NULL) every GPU's. */
 amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comms,
                                  const amp_partition *p, const amp_tensor *t,
-                                 const amp_cpd_opts *o, amp_cpd *c, amp_gpu_run_stats *stats,
-                                 amp_error *err);
+                                 const amp_cpd_opts *o, const amp_gpu_als_opts *go,
+                                 amp_cpd *c, amp_gpu_run_stats *stats, amp_error *err);
 
 /* Device bytes a CP-ALS of t at this rank needs: the factors, their f32
  * shadows, the MTTKRP output and scratch, plus the mode copies when

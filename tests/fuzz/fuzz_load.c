@@ -14,8 +14,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "amp_cpd.h"
-#include "amp_tensor.h"
+#include "amp_core.h"
+#include "amp_coo.h"
 #include "amped_format.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

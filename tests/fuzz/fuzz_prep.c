@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "amp_build.h"
-#include "amp_cpd.h"
-#include "amp_tensor.h"
+#include "amp_core.h"
+#include "amp_coo.h"
 #include "amped_format.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,5 +1,5 @@
-/* MTTKRP on the CPU, straight from the BLCO words of a mode copy, and the
- * plain reference it is checked against. The kernel itself, its thread
+/* MTTKRP on the CPU, straight from the BLCO words of a mode copy (checked
+ * against the core's plain reference, run/core/mttkrp_ref.c). The kernel itself, its thread
  * mapping and its bytes model are in mttkrp_cpu_impl.h. */
 #include <config.h>
 
@@ -11,7 +11,7 @@
 #endif
 
 #include "amp_alloc.h"
-#include "amp_cpd.h"
+#include "amp_cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
 /* AVX-512 and AVX2+FMA builds of the kernels beside the baseline one: the
@@ -24,7 +24,7 @@
 #define AMP_KERNEL_CLONES
 #endif
 
-struct amp_mttkrp_ws {
+struct amp_cpu_mttkrp_ws {
     int nthreads;
     unsigned rank;
     size_t stride;          /* rank rounded up to a cache line of doubles */
@@ -47,14 +47,14 @@ static int detect_isa(void)
     return 0;
 }
 
-int amp_mttkrp_ws_limit_isa(amp_mttkrp_ws *ws, int level)
+int amp_cpu_mttkrp_ws_limit_isa(amp_cpu_mttkrp_ws *ws, int level)
 {
     int found = detect_isa();
     ws->isa = level >= found ? found : level >= 3 ? 3 : 0;
     return ws->isa;
 }
 
-amp_status amp_mttkrp_ws_new(int threads, unsigned rank, amp_mttkrp_ws **out, amp_error *err)
+amp_status amp_cpu_mttkrp_ws_new(int threads, unsigned rank, amp_cpu_mttkrp_ws **out, amp_error *err)
 {
     int T = 1;
 #ifdef _OPENMP
@@ -62,7 +62,7 @@ amp_status amp_mttkrp_ws_new(int threads, unsigned rank, amp_mttkrp_ws **out, am
 #else
     (void)threads;
 #endif
-    amp_mttkrp_ws *ws = calloc(1, sizeof *ws);
+    amp_cpu_mttkrp_ws *ws = calloc(1, sizeof *ws);
     if (ws == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     ws->nthreads = T;
@@ -78,14 +78,14 @@ amp_status amp_mttkrp_ws_new(int threads, unsigned rank, amp_mttkrp_ws **out, am
     ws->scratch = amp_alloc((size_t)T * ws->thread_bytes, "MTTKRP scratch", err);
     ws->slot_rows = malloc(2 * (size_t)T * sizeof *ws->slot_rows);
     if (ws->scratch == NULL || ws->slot_rows == NULL) {
-        amp_mttkrp_ws_free(ws);
+        amp_cpu_mttkrp_ws_free(ws);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for MTTKRP scratch");
     }
     *out = ws;
     return AMP_OK;
 }
 
-void amp_mttkrp_ws_free(amp_mttkrp_ws *ws)
+void amp_cpu_mttkrp_ws_free(amp_cpu_mttkrp_ws *ws)
 {
     if (ws == NULL)
         return;
@@ -106,59 +106,14 @@ void amp_mttkrp_ws_free(amp_mttkrp_ws *ws)
 #undef REAL
 #undef SFX
 
-void amp_mttkrp_f64(const amp_tensor *t, unsigned d, const double *const *A, unsigned rank,
-                    double *M, amp_mttkrp_ws *ws)
+void amp_cpu_mttkrp_f64(const amp_tensor *t, unsigned d, const double *const *A,
+                        unsigned rank, double *M, amp_cpu_mttkrp_ws *ws)
 {
     mttkrp_f64(t, d, A, rank, M, ws);
 }
 
-void amp_mttkrp_f32(const amp_tensor *t, unsigned d, const float *const *A, unsigned rank,
-                    float *M, amp_mttkrp_ws *ws)
+void amp_cpu_mttkrp_f32(const amp_tensor *t, unsigned d, const float *const *A,
+                        unsigned rank, float *M, amp_cpu_mttkrp_ws *ws)
 {
     mttkrp_f32(t, d, A, rank, M, ws);
-}
-
-/* Every index decoded the general way (amp_blco_field, key included), one
- * nonzero at a time, summed in f64 in file order. */
-amp_status amp_mttkrp_reference(const amp_tensor *t, unsigned src, unsigned d,
-                                const double *const *A, unsigned rank, double *M,
-                                amp_error *err)
-{
-    const amp_copy *c = &t->copies[src];
-    const amp_mode_layout *l = &c->layout;
-    memset(M, 0, (size_t)t->rows[d] * rank * sizeof *M);
-    double *row = malloc((size_t)rank * sizeof *row);
-    if (row == NULL)
-        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    for (size_t b = 0; b < c->nblocks; b++) {
-        for (uint64_t k = c->block_start[b]; k < c->block_start[b + 1]; k++) {
-            double v = t->value_type == AMP_VALUES_F32 ? ((const float *)c->vals)[k]
-                                                       : ((const double *)c->vals)[k];
-            for (unsigned r = 0; r < rank; r++)
-                row[r] = v;
-            uint64_t out = 0;
-            for (unsigned m = 0; m < t->nmodes; m++) {
-                uint64_t i = amp_blco_field(c->block_key[b], c->words[k], l->shift[m],
-                                            l->width[m]);
-                if (m == d) {
-                    out = i;
-                    continue;
-                }
-                for (unsigned r = 0; r < rank; r++)
-                    row[r] *= A[m][i * rank + r];
-            }
-            for (unsigned r = 0; r < rank; r++)
-                M[out * rank + r] += row[r];
-        }
-    }
-    free(row);
-    return AMP_OK;
-}
-
-double amp_mttkrp_min_bytes(const amp_tensor *t, unsigned rank, size_t factor_size)
-{
-    double bytes = (double)t->nnz * (8.0 + (double)amp_value_size(t->value_type));
-    for (unsigned m = 0; m < t->nmodes; m++)
-        bytes += (double)t->rows[m] * rank * (double)factor_size;   /* inputs and output */
-    return bytes;
 }

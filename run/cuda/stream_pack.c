@@ -21,7 +21,7 @@
 #endif
 
 #include "amp_alloc.h"
-#include "amp_cpd.h"
+#include "stream_pack.h"
 
 #define MAX_DECIMALS 9
 

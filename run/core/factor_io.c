@@ -17,7 +17,7 @@
 #endif
 
 #include "amp_alloc.h"
-#include "amp_cpd.h"
+#include "amp_core.h"
 #include "amp_outfile.h"
 
 /* Rows formatted per thread and written in order, a batch at a time, so a

@@ -1,4 +1,4 @@
-/* Shards dealt to GPUs and each GPU's part of a tensor (amp_partition.h). */
+/* Shards dealt to GPUs and each GPU's part of a tensor (amp_core.h). */
 #include <config.h>
 
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #endif
 
 #include "amp_alloc.h"
-#include "amp_partition.h"
+#include "amp_core.h"
 
 void amp_partition_free(amp_partition *p)
 {

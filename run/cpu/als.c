@@ -24,22 +24,12 @@
 #include <lapacke.h>
 
 #include "amp_alloc.h"
-#include "amp_cpd.h"
+#include "amp_cpu.h"
 #include "amp_timer.h"
 
 #ifdef HAVE_OPENBLAS_SET_NUM_THREADS
 void openblas_set_num_threads(int n);
 #endif
-
-void amp_cpd_opts_init(amp_cpd_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    o->rank = 16;
-    o->max_iters = 50;
-    o->tol = 1e-5;
-    o->seed = 1;
-    o->precision = AMP_PRECISION_F64;
-}
 
 static int thread_count(int threads)
 {
@@ -49,63 +39,6 @@ static int thread_count(int threads)
     (void)threads;
     return 1;
 #endif
-}
-
-/* ---- factors ------------------------------------------------------------- */
-
-void amp_cpd_free(amp_cpd *c)
-{
-    for (unsigned m = 0; m < c->nmodes; m++)
-        amp_huge_free(c->A[m], (size_t)c->rows[m] * c->rank * sizeof(double) + 1);
-    free(c->lambda);
-    memset(c, 0, sizeof *c);
-}
-
-static amp_status cpd_alloc(const amp_tensor *t, unsigned rank, amp_cpd *c, amp_error *err)
-{
-    memset(c, 0, sizeof *c);
-    c->nmodes = t->nmodes;
-    c->rank = rank;
-    c->lambda = malloc((size_t)rank * sizeof *c->lambda);
-    if (c->lambda == NULL)
-        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    for (unsigned r = 0; r < rank; r++)
-        c->lambda[r] = 1;
-    for (unsigned m = 0; m < t->nmodes; m++) {
-        c->rows[m] = t->rows[m];
-        size_t bytes;
-        if (amp_mul_size((size_t)t->rows[m] * sizeof(double), rank, &bytes, err) != AMP_OK ||
-            (c->A[m] = amp_huge_alloc(bytes + 1, "a factor matrix", err)) == NULL) {
-            amp_cpd_free(c);
-            return err ? err->status : AMP_ERR_NOMEM;
-        }
-    }
-    return AMP_OK;
-}
-
-/* A counter-based generator: entry (m, i, r) depends on nothing else, so
- * the factors are the same however the rows are split among threads. */
-static inline uint64_t mix64(uint64_t z)
-{
-    z += UINT64_C(0x9E3779B97F4A7C15);
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
-amp_status amp_cpd_init_random(const amp_tensor *t, unsigned rank, uint64_t seed, amp_cpd *c,
-                               amp_error *err)
-{
-    AMP_CHECK(cpd_alloc(t, rank, c, err));
-    for (unsigned m = 0; m < t->nmodes; m++) {
-        double *A = c->A[m];
-        uint64_t base = mix64(seed ^ mix64(m + 1));
-        int64_t n = (int64_t)(c->rows[m] * rank);
-#pragma omp parallel for schedule(static)
-        for (int64_t k = 0; k < n; k++)
-            A[k] = (double)(mix64(base + (uint64_t)k) >> 11) * 0x1.0p-53;
-    }
-    return AMP_OK;
 }
 
 /* ---- the small dense algebra ------------------------------------------- */
@@ -340,7 +273,7 @@ typedef struct als_work {
     float *A32[AMP_MAX_MODES];  /* f32 factors for the f32 kernel */
     double *G[AMP_MAX_MODES];
     double *V, *L, *P, *inner, *scratch;
-    amp_mttkrp_ws *ws;
+    amp_cpu_mttkrp_ws *ws;
 } als_work;
 
 static void work_free(als_work *w, unsigned N)
@@ -356,7 +289,7 @@ static void work_free(als_work *w, unsigned N)
     free(w->P);
     free(w->inner);
     free(w->scratch);
-    amp_mttkrp_ws_free(w->ws);
+    amp_cpu_mttkrp_ws_free(w->ws);
 }
 
 static amp_status work_new(const amp_tensor *t, const amp_cpd_opts *o, als_work *w,
@@ -386,7 +319,7 @@ static amp_status work_new(const amp_tensor *t, const amp_cpd_opts *o, als_work 
         for (unsigned m = 0; m < N && ok; m++)
             ok = (w->A32[m] = malloc((size_t)t->rows[m] * R * sizeof(float) + 1)) != NULL;
     }
-    if (ok && amp_mttkrp_ws_new(w->T, R, &w->ws, err) != AMP_OK)
+    if (ok && amp_cpu_mttkrp_ws_new(w->T, R, &w->ws, err) != AMP_OK)
         ok = 0;
     if (!ok) {
         work_free(w, N);
@@ -415,10 +348,10 @@ static void to_f64(const float *src, double *dst, uint64_t n, int T)
 static void mttkrp(const amp_tensor *t, unsigned d, const amp_cpd *c, als_work *w, int f32)
 {
     if (f32) {
-        amp_mttkrp_f32(t, d, (const float *const *)w->A32, c->rank, w->M32, w->ws);
+        amp_cpu_mttkrp_f32(t, d, (const float *const *)w->A32, c->rank, w->M32, w->ws);
         to_f64(w->M32, w->M, t->rows[d] * c->rank, w->T);
     } else {
-        amp_mttkrp_f64(t, d, (const double *const *)c->A, c->rank, w->M, w->ws);
+        amp_cpu_mttkrp_f64(t, d, (const double *const *)c->A, c->rank, w->M, w->ws);
     }
 }
 
@@ -430,7 +363,7 @@ static void blas_one_thread(void)
 #endif
 }
 
-amp_status amp_cpd_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
+amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
                        amp_error *err)
 {
     const unsigned N = t->nmodes, R = c->rank;
@@ -500,7 +433,7 @@ done:
 
 /* ---- measurement and checking -------------------------------------------- */
 
-amp_status amp_cpd_time_mttkrp(const amp_tensor *t, const amp_cpd_opts *o, const amp_cpd *c,
+amp_status amp_cpu_time_mttkrp(const amp_tensor *t, const amp_cpd_opts *o, const amp_cpd *c,
                                double *seconds, amp_error *err)
 {
     als_work w;
@@ -521,7 +454,7 @@ amp_status amp_cpd_time_mttkrp(const amp_tensor *t, const amp_cpd_opts *o, const
     return AMP_OK;
 }
 
-amp_status amp_cpd_check_mttkrp(const amp_tensor *t, const amp_cpd_opts *o, const amp_cpd *c,
+amp_status amp_cpu_check_mttkrp(const amp_tensor *t, const amp_cpd_opts *o, const amp_cpd *c,
                                 double *rel_err, amp_error *err)
 {
     als_work w;

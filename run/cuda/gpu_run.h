@@ -7,8 +7,11 @@
 
 #include <stdint.h>
 
-#include "amp_cpd.h"
-#include "amp_partition.h"
+#include "amp_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define AMP_GPUS_AUTO (-1)   /* every visible GPU, or the CPU when there is none */
 
@@ -51,6 +54,19 @@ typedef struct amp_gpu_opts {
     amp_load_progress_fn progress;
     void *progress_ctx;
 } amp_gpu_opts;
+
+/* The GPU CP-ALS's own settings beyond amp_cpd_opts; zero: the default. */
+#define AMP_SEND_PARTS_MAX 8
+typedef struct amp_gpu_als_opts {
+    /* A stored factor is rescaled in place where a column's scale leaves
+     * [1/bound, bound]; 0: 2^(40/(N-1)). 1 rescales at every update
+     * (tests take that path on purpose). */
+    double rescale_bound;
+    /* Several GPUs: a mode's rows are solved and sent in this many parts
+     * as its MTTKRP finishes each (1 to AMP_SEND_PARTS_MAX; 0 or 1: whole,
+     * once solved, the default: bench/RESULTS.md has the measurements). */
+    unsigned send_parts;
+} amp_gpu_als_opts;
 
 typedef struct amp_gpu_run amp_gpu_run;
 
@@ -97,7 +113,7 @@ unsigned amp_gpu_run_parts(const amp_gpu_run *run, unsigned m);
 
 /* CP-ALS on the run's GPUs from c's factors (file order in and out). */
 amp_status amp_gpu_run_als(amp_gpu_run *run, const amp_tensor *t, const amp_cpd_opts *o,
-                           amp_cpd *c, amp_error *err);
+                           const amp_gpu_als_opts *go, amp_cpd *c, amp_error *err);
 /* After amp_gpu_run_als: per GPU, per mode and per phase, in seconds (see
  * amp_gpu_run_stats). */
 void amp_gpu_run_times(const amp_gpu_run *run, unsigned gpu, double *mttkrp, double *busy,
@@ -112,4 +128,7 @@ amp_status amp_gpu_run_time_mttkrp(amp_gpu_run *run, const amp_tensor *t, const 
 amp_status amp_gpu_run_check(amp_gpu_run *run, const amp_tensor *t, const amp_cpd *c,
                              double *rel, amp_error *err);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

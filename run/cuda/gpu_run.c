@@ -16,8 +16,8 @@
 #include "amp_timer.h"
 #include "gpu_run.h"
 #ifdef AMP_HAVE_CUDA
-#include "cuda/amp_comm.h"
-#include "cuda/amp_cuda.h"
+#include "amp_comm.h"
+#include "amp_cuda.h"
 #endif
 
 #ifndef AMP_HAVE_CUDA
@@ -95,9 +95,9 @@ static amp_status no_cuda(amp_error *err)
 }
 
 amp_status amp_gpu_run_als(amp_gpu_run *run, const amp_tensor *t, const amp_cpd_opts *o,
-                           amp_cpd *c, amp_error *err)
+                           const amp_gpu_als_opts *go, amp_cpd *c, amp_error *err)
 {
-    (void)run, (void)t, (void)o, (void)c;
+    (void)run, (void)t, (void)o, (void)go, (void)c;
     return no_cuda(err);
 }
 
@@ -508,11 +508,11 @@ static amp_status reorder(const amp_gpu_run *r, amp_cpd *c, int to_run, amp_erro
 }
 
 amp_status amp_gpu_run_als(amp_gpu_run *r, const amp_tensor *t, const amp_cpd_opts *o,
-                           amp_cpd *c, amp_error *err)
+                           const amp_gpu_als_opts *go, amp_cpd *c, amp_error *err)
 {
     AMP_CHECK(reorder(r, c, 1, err));
     amp_status rc = amp_gpu_cpd_als_multi(r->g, r->n > 1 ? r->comm : NULL,
-                                          r->have_part ? &r->part : NULL, t, o, c, &r->stats,
+                                          r->have_part ? &r->part : NULL, t, o, go, c, &r->stats,
                                           err);
     amp_error e2 = {0};
     amp_status back = reorder(r, c, 0, rc == AMP_OK ? err : &e2);

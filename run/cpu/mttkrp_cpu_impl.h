@@ -200,7 +200,7 @@ AMP_KERNEL_CLONES static void CAT(thread_range, SFX)(
 #undef RANGE
 
 static void CAT(mttkrp, SFX)(const amp_tensor *t, unsigned d, const REAL *const *A,
-                             unsigned R, REAL *M, amp_mttkrp_ws *ws)
+                             unsigned R, REAL *M, amp_cpu_mttkrp_ws *ws)
 {
     const amp_copy *c = &t->copies[d];
     const int T = ws->nthreads;

@@ -14,7 +14,7 @@
 #endif
 
 #include "amp_alloc.h"
-#include "amp_cpd.h"
+#include "amp_core.h"
 
 typedef struct load_job {
     const amp_section *sec;

@@ -1,13 +1,16 @@
-/* The CPU backend of amped-run: an .amp file's mode copies in memory,
- * MTTKRP on them, CP-ALS, and the factor files.
+/* The core of amped-run that both backends share: an .amp file's mode
+ * copies as loaded, the decomposition's options and factors (allocation,
+ * random start, files), the partition of shards over GPUs, and the plain
+ * f64 reference MTTKRP every kernel is checked against.
  *
- * This backend is the reference the GPU paths are checked against and the
- * fallback without a GPU. Every index is in the file's relabelled (compact)
- * space until the factors are written, when the relabelling is undone.
- * Nothing here prints or exits. */
-#ifndef AMP_CPD_H
-#define AMP_CPD_H
+ * It knows no backend: the CPU (run/cpu) and CUDA (run/cuda) backends
+ * build on it and never on each other. Every index is in the file's
+ * relabelled (compact) space until the factors are written, when the
+ * relabelling is undone. Nothing here prints or exits. */
+#ifndef AMP_CORE_H
+#define AMP_CORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "amped_format.h"
@@ -30,7 +33,7 @@ typedef struct amp_copy {
     uint64_t *block_start;     /* nblocks + 1 positions */
     uint64_t *block_key;
     /* The output rows the nonzeros fall in: every row of the mode for a
-     * loaded file; the rows one GPU owns for a part (amp_partition.h). */
+     * loaded file; the rows one GPU owns for a part (amp_partition_tensor). */
     uint64_t row_begin, row_count;
     /* A part's copy holds first the nonzeros whose row of the mode updated
      * just before this one its GPU owns (early_nnz of them, by output
@@ -96,30 +99,24 @@ amp_status amp_tensor_read_chunks(const amp_file *f, const amp_tensor *t, int th
                                   amp_load_progress_fn progress, void *progress_ctx,
                                   amp_error *err);
 
-/* ---- MTTKRP -------------------------------------------------------------- */
+/* ---- the decomposition rank --------------------------------------------- */
 
-/* Per-thread scratch for one rank: boundary rows shared between threads. */
-typedef struct amp_mttkrp_ws amp_mttkrp_ws;
+/* The largest rank each backend takes: the CPU's is what its per-thread
+ * scratch and the R x R algebra stay sensible at; the GPU's is what its
+ * kernels hold in registers and shared memory. */
+#define AMP_CPU_MAX_RANK 4096u
+#define AMP_GPU_MAX_RANK 512u
 
-amp_status amp_mttkrp_ws_new(int threads, unsigned rank, amp_mttkrp_ws **ws, amp_error *err);
-void amp_mttkrp_ws_free(amp_mttkrp_ws *ws);
-/* The widest register sums the kernel may use: 4 (AVX-512), 3 (AVX2) or 0
- * (none: the row is summed in memory); the CPU's own widest is the default
- * and the most a cap can give. Returns the level in use. For tests and
- * benchmarks, which compare the kernels on one machine. */
-int amp_mttkrp_ws_limit_isa(amp_mttkrp_ws *ws, int level);
+/* The one check of a rank against a backend's limit (max: one of the
+ * above); what names the rank in the message, such as "--rank". */
+amp_status amp_rank_check(unsigned rank, unsigned max, const char *what, amp_error *err);
+
+/* ---- the reference MTTKRP ---------------------------------------------- */
 
 /* M = X_(d) (A_{N-1} kr ... kr A_0, mode d left out): rows[d] x rank,
- * row-major, every row written. A[m] is rows[m] x rank, row-major. The
- * work is split into equal nonzero ranges, one per thread, so the result
- * is the same bit for bit for the same thread count. */
-void amp_mttkrp_f64(const amp_tensor *t, unsigned d, const double *const *A, unsigned rank,
-                    double *M, amp_mttkrp_ws *ws);
-void amp_mttkrp_f32(const amp_tensor *t, unsigned d, const float *const *A, unsigned rank,
-                    float *M, amp_mttkrp_ws *ws);
-
-/* The plain reference: one pass over copy `src` (any mode's copy), f64,
- * one thread. For tests and --check. */
+ * row-major, every row written; A[m] is rows[m] x rank, row-major. The
+ * plain reference: one pass over copy `src` (any mode's copy), f64, one
+ * thread. For tests and --check. */
 amp_status amp_mttkrp_reference(const amp_tensor *t, unsigned src, unsigned d,
                                 const double *const *A, unsigned rank, double *M,
                                 amp_error *err);
@@ -128,56 +125,17 @@ amp_status amp_mttkrp_reference(const amp_tensor *t, unsigned src, unsigned d,
  * input factor once, the output once. */
 double amp_mttkrp_min_bytes(const amp_tensor *t, unsigned rank, size_t factor_size);
 
-/* ---- the stream layout (stream_pack.c) ---------------------------------- */
-
-/* A mode copy packed one 64-bit word per nonzero for streaming to a GPU:
- * the other modes' indices from bit 0 (shift, width as in a layout; the
- * output mode's shift is 64: the row is the key of its run), and above
- * them the value as an integer q (two's complement when a value is
- * negative), value = q / 10^decimals
- * in the value's type. Runs of equal output rows: run_start (nruns + 1)
- * and run_row. */
-typedef struct amp_stream_copy {
-    uint64_t nnz;
-    uint64_t *words;
-    size_t nruns;
-    uint64_t *run_start, *run_row;
-    uint8_t shift[AMP_MAX_MODES], width[AMP_MAX_MODES];
-    unsigned qshift, qbits, decimals;
-    int qsigned;               /* q is two's complement; else unsigned */
-} amp_stream_copy;
-
-/* Pack copy d on `threads` threads (0: the OpenMP default); *packed is 0 (and s empty) when a
- * value is not q / 10^k exactly for k <= 9 or the bits exceed 64. */
-amp_status amp_stream_pack(const amp_tensor *t, unsigned d, int threads, amp_stream_copy *s,
-                           int *packed, amp_error *err);
-void amp_stream_copy_free(amp_stream_copy *s);
-/* The value a packed word holds (f32 values when f32 is set). */
-double amp_stream_value(const amp_stream_copy *s, uint64_t word, int f32);
-
-/* ---- CP-ALS -------------------------------------------------------------- */
+/* ---- the decomposition: options, phases, factors ------------------------ */
 
 typedef enum amp_precision { AMP_PRECISION_F64 = 0, AMP_PRECISION_F32 } amp_precision;
 
-/* The most parts amp_cpd_opts.gpu_parts may ask for. */
-#define AMP_SEND_PARTS_MAX 8
-
 typedef struct amp_cpd_opts {
-    unsigned rank;
+    unsigned rank;             /* the decomposition rank: amp_rank_check */
     unsigned max_iters;
     double tol;                /* stop when the fit changes by less; 0: never */
     uint64_t seed;
     amp_precision precision;   /* of the MTTKRP; the R x R algebra is f64 */
     int threads;               /* 0: OpenMP default */
-    /* GPU backend: a stored factor is rescaled in place where a column's
-     * scale leaves [1/bound, bound]; 0: 2^(40/(N-1)). 1 rescales at every
-     * update (tests take that path on purpose). */
-    double gpu_rescale_bound;
-    /* Several GPUs: a mode's rows are solved and sent in this many parts
-     * as its MTTKRP finishes each (1 to AMP_SEND_PARTS_MAX; 0 or 1:
-     * whole, once solved, the default: on rd100m parts gained at most 1%
-     * and lost from 4 parts on, bench/RESULTS.md). */
-    unsigned gpu_parts;
     /* Called after every iteration, from the calling thread. */
     void (*on_iter)(void *ctx, unsigned iter, double fit, double delta, double seconds);
     void *ctx;
@@ -209,20 +167,6 @@ amp_status amp_cpd_init_random(const amp_tensor *t, unsigned rank, uint64_t seed
                                amp_error *err);
 void amp_cpd_free(amp_cpd *c);
 
-/* Run CP-ALS from the factors in c (random or read). */
-amp_status amp_cpd_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
-                       amp_error *err);
-
-/* Time opts->max_iters rounds of MTTKRP over every mode (the papers'
- * measure): seconds[d] summed over rounds. */
-amp_status amp_cpd_time_mttkrp(const amp_tensor *t, const amp_cpd_opts *o, const amp_cpd *c,
-                               double *seconds, amp_error *err);
-
-/* Largest normwise relative difference, per mode, between the kernel of
- * opts->precision and the f64 reference on c's factors. */
-amp_status amp_cpd_check_mttkrp(const amp_tensor *t, const amp_cpd_opts *o, const amp_cpd *c,
-                                double *rel_err, amp_error *err);
-
 /* ---- factor files -------------------------------------------------------- */
 
 typedef enum amp_factor_format { AMP_FACTORS_TEXT = 0, AMP_FACTORS_NPY } amp_factor_format;
@@ -239,6 +183,95 @@ amp_status amp_factors_write(const amp_tensor *t, const amp_cpd *c, const char *
  * PREFIX.lambda.mat, when present, folded into the last mode's columns. */
 amp_status amp_factors_read(const amp_tensor *t, const char *prefix, unsigned rank,
                             amp_cpd *c, amp_error *err);
+
+/* Work for several GPUs: which GPU computes which nonzeros and owns which
+ * factor rows, and each GPU's part of the tensor.
+ *
+ * Owner computes (the default, AMPED's sharding): per mode, the file's
+ * shards are dealt largest first to the GPU with the fewest nonzeros so
+ * far. A GPU writes only the output rows of its shards, so no two GPUs
+ * ever add into the same row. The run renumbers each mode's rows so that
+ * every GPU's rows are one contiguous range (its shards one after the
+ * other, GPU 0 first); a part's BLCO words are re-encoded in that order.
+ * Then solving, normalizing and exchanging a GPU's rows each touch one
+ * range, and the exchange lands rows in place.
+ *
+ * Equal nonzeros (the ablation): each mode copy cut into equal ranges of
+ * nonzeros whatever their rows; every GPU's partial MTTKRP covers every
+ * row and is summed across GPUs (reduce-scatter), after which GPU g owns
+ * row block g of ceil(rows / N) rows. Rows keep the file's order.
+ *
+ * Nothing here needs a GPU: the parts are ordinary amp_tensors. */
+/* ---- the partition of shards over GPUs --------------------------------- */
+
+#define AMP_MAX_GPUS 64
+
+typedef enum amp_partition_kind {
+    AMP_PARTITION_OWNER = 0,      /* shards dealt to GPUs, rows owned */
+    AMP_PARTITION_EQUAL_NNZ       /* equal nonzero ranges, rows reduced */
+} amp_partition_kind;
+
+typedef struct amp_part_mode {
+    uint32_t nshards;
+    uint32_t *owner;                      /* GPU of each shard (owner computes) */
+    uint64_t nnz[AMP_MAX_GPUS];           /* nonzeros each GPU computes */
+    uint32_t nshards_of[AMP_MAX_GPUS];    /* shards each GPU holds */
+    /* Rows each GPU solves and sends to the others, in run order. */
+    uint64_t row_begin[AMP_MAX_GPUS], row_count[AMP_MAX_GPUS];
+    uint64_t *run_row;                    /* file row -> run row; NULL: the same */
+    uint64_t largest_shard;               /* nonzeros of the largest shard */
+} amp_part_mode;
+
+typedef struct amp_partition {
+    amp_partition_kind kind;
+    unsigned ngpus, nmodes;
+    /* Set before amp_partition_tensor to order each part's copies in two
+     * groups (see amp_copy.early_nnz) so that a mode's rows can travel
+     * while the next mode's MTTKRP runs on the first group. */
+    int overlap;
+    /* How the parts find a row's run number: 0 by size (a per-shard map
+     * where a mode's run_row table exceeds twice a core's L2, else the
+     * table), 1 the map always, -1 the table always (tests compare). */
+    int row_lookup;
+    unsigned map_buckets;      /* the map's coarse table; 0: 65536 (tests: a few) */
+    uint64_t rows[AMP_MAX_MODES];
+    amp_part_mode modes[AMP_MAX_MODES];
+} amp_partition;
+
+/* Deal t's modes to ngpus GPUs (1 to AMP_MAX_GPUS). */
+amp_status amp_partition_new(const amp_tensor *t, unsigned ngpus, amp_partition_kind kind,
+                             amp_partition *p, amp_error *err);
+void amp_partition_free(amp_partition *p);
+
+/* Largest GPU's nonzeros over the mean, for mode m; *best (if not NULL)
+ * gets a bound no dealing of the file's shards can beat: a shard is not
+ * split, so the largest one over the mean when it exceeds it. */
+double amp_partition_imbalance(const amp_partition *p, unsigned m, double *best);
+
+/* GPU gpu's part of t as a tensor of its own (t is not changed and may be
+ * freed after): per mode, the nonzeros that GPU computes, in the run's row
+ * numbering, still ordered by output row; copies[d].row_begin/row_count
+ * say which rows its MTTKRP writes. rows[], norm_sq and the value type are
+ * t's; new_to_orig is not set. Free with amp_tensor_free. */
+amp_status amp_partition_tensor(const amp_tensor *t, const amp_partition *p, unsigned gpu,
+                                int threads, amp_tensor *part, amp_error *err);
+
+/* Every GPU's part at once (parts[0 .. p->ngpus - 1]), built mode by mode;
+ * the parts equal amp_partition_tensor's. release is NULL or t itself:
+ * then each mode copy's words and values are freed (set NULL) as soon as
+ * every part of that mode exists, so the peak is t plus one mode's parts;
+ * t keeps its dimensions, rows, block tables and relabellings but can no
+ * longer be read for nonzeros (t->bytes counts what is left). On failure
+ * no part is left, and the modes released before it stay released. */
+amp_status amp_partition_tensors(const amp_tensor *t, const amp_partition *p, int threads,
+                                 amp_tensor *release, amp_tensor *parts, amp_error *err);
+
+/* Factor rows (rows[m] x rank, row-major) from the file's order to the
+ * run's and back; src and dst must not overlap. */
+void amp_partition_rows_to_run(const amp_partition *p, unsigned m, unsigned rank,
+                               const double *src, double *dst);
+void amp_partition_rows_to_file(const amp_partition *p, unsigned m, unsigned rank,
+                                const double *src, double *dst);
 
 #ifdef __cplusplus
 }
