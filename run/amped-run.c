@@ -25,6 +25,7 @@
 #include "amp_outfile.h"
 #include "amp_parse.h"
 #include "amp_progress.h"
+#include "amp_threads.h"
 #include "amp_timer.h"
 #include "amped_format.h"
 #include "inspect.h"
@@ -490,99 +491,89 @@ static amp_status load_nonzeros(const run_args *a, const amp_file *f, int thread
     return rc;
 }
 
-static int run(run_args *a)
-{
-    amp_error err = {0};
-    amp_file *f = NULL;
+/* What one run holds, released in run()'s one cleanup. */
+typedef struct run_state {
+    amp_file *f;
     amp_tensor t;
-    amp_cpd c = {0};
-    amp_gpu_run *gr = NULL;
-    amp_report_gpu *rg = NULL;
-    int status = EXIT_FAILURE, have_t = 0;
-    double t_start = amp_now();
-    int threads = a->opts.threads;
-#ifdef _OPENMP
-    if (threads == 0)
-        threads = omp_get_max_threads();
-#else
-    threads = 1;
-#endif
-    if (amp_file_open(a->path, &f, &err) != AMP_OK)
-        goto fail;
-    /* The nonzeros are read once the backend is known: a resident GPU
-     * run reads them from the file straight to the GPU. Only --check
-     * needs them in host memory whatever the backend (its reference). */
-    amp_status rc = amp_tensor_load_layout(f, &t, &err);
-    if (rc != AMP_OK)
-        goto fail;
-    have_t = 1;
-    amp_progress bar;
-    if (a->check && load_nonzeros(a, f, threads, &t, &err) != AMP_OK)
-        goto fail;
+    int have_t;
+    amp_cpd c;
+    amp_gpu_run *gr;
+    amp_report_gpu *rg;
+    int threads;
+    double t_start;
+} run_state;
+
+/* The tensor's layout, then its nonzeros where the backend wants them: a
+ * resident GPU run reads them from the file straight to the GPU; the CPU
+ * backend (asked for, or for want of a GPU) into host memory. Only
+ * --check needs them in host memory whatever the backend (its
+ * reference). */
+static amp_status load(run_args *a, run_state *s, amp_error *err)
+{
+    AMP_CHECK(amp_file_open(a->path, &s->f, err));
+    AMP_CHECK(amp_tensor_load_layout(s->f, &s->t, err));
+    s->have_t = 1;
+    if (a->check)
+        AMP_CHECK(load_nonzeros(a, s->f, s->threads, &s->t, err));
     a->report.path = a->path;
-    a->report.t = &t;
+    a->report.t = &s->t;
     a->report.opts = &a->opts;
     a->report.backend = "cpu";
-    a->report.threads = threads;
-    a->report.seconds_load = amp_now() - t_start;
+    a->report.threads = s->threads;
+    a->report.seconds_load = amp_now() - s->t_start;
     if (a->gpus != 0) {
+        amp_progress bar;
         a->gpu.path = a->path;
         a->gpu.gpus = a->gpus;
         a->gpu.rank = a->opts.rank;
         a->gpu.f32 = a->opts.precision == AMP_PRECISION_F32;
         a->gpu.threads = a->opts.threads;
-        /* Only --check reads the nonzeros again (its CPU reference). */
-        a->gpu.release = a->check ? NULL : &t;
-        a->gpu.file = f;
+        a->gpu.release = a->check ? NULL : &s->t;
+        a->gpu.file = s->f;
         a->gpu.progress = amp_progress_callback;
         a->gpu.progress_ctx = &bar;
         amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
-        rc = amp_gpu_run_open(&a->gpu, &t, &gr, &err);
+        amp_status rc = amp_gpu_run_open(&a->gpu, &s->t, &s->gr, err);
         amp_progress_end(&bar);
-        if (rc != AMP_OK)
-            goto fail;
+        a->gpu.progress_ctx = NULL;
+        AMP_CHECK(rc);
     }
-    if (gr) {
+    if (s->gr) {
         amp_gpu_info in;
-        amp_gpu_run_info(gr, 0, &in);
+        amp_gpu_run_info(s->gr, 0, &in);
         a->report.backend = "gpu";
         a->report.device = in.name;
-        a->report.seconds_load += amp_gpu_run_load_seconds(gr);
-        a->report.seconds_upload = amp_gpu_run_upload_seconds(gr);
-        a->report.direct_upload = amp_gpu_run_direct(gr);
-        a->report.stream_bytes_per_nnz = amp_gpu_run_stream_bytes_per_nnz(gr, &t);
-    } else if (t.layout_only) {   /* the CPU backend, asked for or for want of a GPU */
+        a->report.seconds_load += amp_gpu_run_load_seconds(s->gr);
+        a->report.seconds_upload = amp_gpu_run_upload_seconds(s->gr);
+        a->report.direct_upload = amp_gpu_run_direct(s->gr);
+        a->report.stream_bytes_per_nnz = amp_gpu_run_stream_bytes_per_nnz(s->gr, &s->t);
+    } else if (s->t.layout_only) {
         double t0 = amp_now();
-        if (load_nonzeros(a, f, threads, &t, &err) != AMP_OK)
-            goto fail;
+        AMP_CHECK(load_nonzeros(a, s->f, s->threads, &s->t, err));
         a->report.seconds_load += amp_now() - t0;
     }
-    if (!a->quiet) {
-        print_tensor(a, &t, threads, gr != NULL);
-        if (gr)
-            print_gpus(a, &t, gr);
-        printf("loaded:    %.3f s", a->report.seconds_load);
-        if (gr && a->report.direct_upload)
-            printf(" (the tables), the nonzeros from the file straight to the GPU %.3f s",
-                   a->report.seconds_upload);
-        else if (gr)
-            printf(", to the GPU%s %.3f s", amp_gpu_run_count(gr) > 1 ? "s" : "",
-                   a->report.seconds_upload);
-        printf("\n");
-    }
-    warn_rank(&t, a->opts.rank);
-    rc = a->init ? amp_factors_read(&t, a->init, a->opts.rank, &c, &err)
-                 : amp_cpd_init_random(&t, a->opts.rank, a->opts.seed, &c, &err);
-    if (rc != AMP_OK)
-        goto fail;
-    if (a->mttkrp_only) {
-        status = run_mttkrp_only(a, &t, &c, threads, gr);
-        goto done;
-    }
-    if (a->check) {
-        status = run_check(a, &t, &c, gr);
-        goto done;
-    }
+    return AMP_OK;
+}
+
+static void print_loaded(const run_args *a, const run_state *s)
+{
+    print_tensor(a, &s->t, s->threads, s->gr != NULL);
+    if (s->gr)
+        print_gpus(a, &s->t, s->gr);
+    printf("loaded:    %.3f s", a->report.seconds_load);
+    if (s->gr && a->report.direct_upload)
+        printf(" (the tables), the nonzeros from the file straight to the GPU %.3f s",
+               a->report.seconds_upload);
+    else if (s->gr)
+        printf(", to the GPU%s %.3f s", amp_gpu_run_count(s->gr) > 1 ? "s" : "",
+               a->report.seconds_upload);
+    printf("\n");
+}
+
+/* CP-ALS on the chosen backend, its report filled in and the factors
+ * written. */
+static amp_status decompose(run_args *a, run_state *s, amp_error *err)
+{
     if (!a->quiet) {
         printf("cp-als:    rank %u, at most %u iterations, tol %g\n", a->opts.rank,
                a->opts.max_iters, a->opts.tol);
@@ -594,58 +585,89 @@ static int run(run_args *a)
     }
     a->opts.on_iter = on_iter;
     a->opts.ctx = a;
-    rc = gr ? amp_gpu_run_als(gr, &t, &a->opts, &a->gpu_als, &c, &err) : amp_cpu_als(&t, &a->opts, &c, &err);
-    if (rc != AMP_OK)
-        goto fail;
-    if (c.pinv_used)
+    AMP_CHECK(s->gr ? amp_gpu_run_als(s->gr, &s->t, &a->opts, &a->gpu_als, &s->c, err)
+                    : amp_cpu_als(&s->t, &a->opts, &s->c, err));
+    if (s->c.pinv_used)
         amp_log(AMP_LOG_WARN, "a Gram product was not positive definite: those solves used "
                 "the pseudo-inverse (is the rank above what the data supports?)");
-    a->report.final_fit = c.fit;
-    a->report.converged = c.converged;
-    a->report.phase_seconds = c.seconds;
+    a->report.final_fit = s->c.fit;
+    a->report.converged = s->c.converged;
+    a->report.phase_seconds = s->c.seconds;
     double t_out = amp_now();
-    if (a->output && amp_factors_write(&t, &c, a->output, a->format, a->opts.precision,
-                                       &err) != AMP_OK)
-        goto fail;
+    if (a->output)
+        AMP_CHECK(amp_factors_write(&s->t, &s->c, a->output, a->format, a->opts.precision,
+                                    err));
     a->report.seconds_output = amp_now() - t_out;
-    a->report.seconds_total = amp_now() - t_start;
+    a->report.seconds_total = amp_now() - s->t_start;
+    if (s->gr) {
+        s->rg = calloc(amp_gpu_run_count(s->gr), sizeof *s->rg);
+        if (s->rg == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    }
+    return AMP_OK;
+}
+
+static void print_summary(const run_args *a, const run_state *s)
+{
+    const amp_cpd *c = &s->c;
+    const char *ext = a->format == AMP_FACTORS_NPY ? "npy" : "mat";
+    if (s->gr)
+        printf("time:      load %.3f, to the GPU%s %.3f; GPU time: mttkrp %.3f, gram %.3f, "
+               "solve %.3f, normalize %.3f, fit %.3f; output %.3f, total %.3f s\n",
+               a->report.seconds_load, amp_gpu_run_count(s->gr) > 1 ? "s" : "",
+               a->report.seconds_upload, c->seconds[AMP_PHASE_MTTKRP],
+               c->seconds[AMP_PHASE_GRAM], c->seconds[AMP_PHASE_SOLVE],
+               c->seconds[AMP_PHASE_NORMALIZE], c->seconds[AMP_PHASE_FIT],
+               a->report.seconds_output, a->report.seconds_total);
+    else
+        printf("time:      load %.3f, mttkrp %.3f, gram %.3f, solve %.3f, normalize %.3f, "
+               "fit %.3f, output %.3f, total %.3f s\n", a->report.seconds_load,
+               c->seconds[AMP_PHASE_MTTKRP], c->seconds[AMP_PHASE_GRAM],
+               c->seconds[AMP_PHASE_SOLVE], c->seconds[AMP_PHASE_NORMALIZE],
+               c->seconds[AMP_PHASE_FIT], a->report.seconds_output, a->report.seconds_total);
+    if (s->gr && amp_gpu_run_count(s->gr) > 1)
+        printf("           nccl %.3f (the slowest GPU's time of each phase)\n",
+               c->seconds[AMP_PHASE_COMM]);
+    if (a->output)
+        printf("factors:   %s.mode1.%s ... %s.mode%u.%s, %s.lambda.%s\n", a->output, ext,
+               a->output, s->t.nmodes, ext, a->output, ext);
+    else
+        printf("factors:   not written (-o PREFIX writes them)\n");
+}
+
+static int run(run_args *a)
+{
+    amp_error err = {0};
+    run_state s;
+    memset(&s, 0, sizeof s);
+    s.t_start = amp_now();
+    s.threads = amp_thread_count(a->opts.threads);
+    int status = EXIT_FAILURE;
+    if (load(a, &s, &err) != AMP_OK)
+        goto fail;
     if (!a->quiet)
-        printf("final fit: %.10f after %u iteration%s (%s)\n", c.fit, c.iters,
-               c.iters == 1 ? "" : "s", a->report.converged ? "converged" : "iteration limit");
-    if (gr) {
-        rg = calloc(amp_gpu_run_count(gr), sizeof *rg);
-        if (rg == NULL) {
-            amp_error_set(&err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
-            goto fail;
-        }
-        gpu_times(a, &t, gr, rg);
+        print_loaded(a, &s);
+    warn_rank(&s.t, a->opts.rank);
+    if ((a->init ? amp_factors_read(&s.t, a->init, a->opts.rank, &s.c, &err)
+                 : amp_cpd_init_random(&s.t, a->opts.rank, a->opts.seed, &s.c, &err)) != AMP_OK)
+        goto fail;
+    if (a->mttkrp_only) {
+        status = run_mttkrp_only(a, &s.t, &s.c, s.threads, s.gr);
+        goto done;
     }
-    if (!a->quiet) {
-        if (gr)
-            printf("time:      load %.3f, to the GPU%s %.3f; GPU time: mttkrp %.3f, gram %.3f, "
-                   "solve %.3f, normalize %.3f, fit %.3f%s; output %.3f, total %.3f s\n",
-                   a->report.seconds_load, amp_gpu_run_count(gr) > 1 ? "s" : "",
-                   a->report.seconds_upload, c.seconds[AMP_PHASE_MTTKRP],
-                   c.seconds[AMP_PHASE_GRAM], c.seconds[AMP_PHASE_SOLVE],
-                   c.seconds[AMP_PHASE_NORMALIZE], c.seconds[AMP_PHASE_FIT], "",
-                   a->report.seconds_output, a->report.seconds_total);
-        else
-            printf("time:      load %.3f, mttkrp %.3f, gram %.3f, solve %.3f, normalize %.3f, "
-                   "fit %.3f, output %.3f, total %.3f s\n", a->report.seconds_load,
-                   c.seconds[AMP_PHASE_MTTKRP], c.seconds[AMP_PHASE_GRAM],
-                   c.seconds[AMP_PHASE_SOLVE], c.seconds[AMP_PHASE_NORMALIZE],
-                   c.seconds[AMP_PHASE_FIT], a->report.seconds_output, a->report.seconds_total);
-        if (gr && amp_gpu_run_count(gr) > 1)
-            printf("           nccl %.3f (the slowest GPU's time of each phase)\n",
-                   c.seconds[AMP_PHASE_COMM]);
-        if (a->output)
-            printf("factors:   %s.mode1.%s ... %s.mode%u.%s, %s.lambda.%s\n", a->output,
-                   a->format == AMP_FACTORS_NPY ? "npy" : "mat", a->output, t.nmodes,
-                   a->format == AMP_FACTORS_NPY ? "npy" : "mat", a->output,
-                   a->format == AMP_FACTORS_NPY ? "npy" : "mat");
-        else
-            printf("factors:   not written (-o PREFIX writes them)\n");
+    if (a->check) {
+        status = run_check(a, &s.t, &s.c, s.gr);
+        goto done;
     }
+    if (decompose(a, &s, &err) != AMP_OK)
+        goto fail;
+    if (!a->quiet)
+        printf("final fit: %.10f after %u iteration%s (%s)\n", s.c.fit, s.c.iters,
+               s.c.iters == 1 ? "" : "s", a->report.converged ? "converged" : "iteration limit");
+    if (s.gr)
+        gpu_times(a, &s.t, s.gr, s.rg);
+    if (!a->quiet)
+        print_summary(a, &s);
     if (a->json && amp_report_write_json(&a->report, a->json, &err) != AMP_OK)
         goto fail;
     status = EXIT_SUCCESS;
@@ -653,151 +675,163 @@ static int run(run_args *a)
 fail:
     amp_log_error(&err);
 done:
-    amp_gpu_run_close(gr);
-    free(rg);
-    amp_cpd_free(&c);
-    if (have_t)
-        amp_tensor_free(&t);
-    amp_file_close(f);
+    amp_gpu_run_close(s.gr);
+    free(s.rg);
+    amp_cpd_free(&s.c);
+    if (s.have_t)
+        amp_tensor_free(&s.t);
+    amp_file_close(s.f);
     free(a->report.iters);
     return status;
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for beyond run_args. */
+typedef struct cli_args {
+    amp_log_level level;
+    int want_list, want_info, want_verify, gpus_given;
+    uint64_t threads;
+} cli_args;
+
+#define USAGE_FAIL(err) amp_usage_error(PROGRAM, "%s", amp_error_message(err))
+
+/* --devices: distinct GPU numbers. */
+static int parse_devices(const char *text, amp_gpu_opts *g, amp_error *err)
 {
-    amp_log_level level = AMP_LOG_INFO;
-    int c, want_list = 0, want_info = 0, want_verify = 0;
-    uint64_t threads = 0, u;
-    amp_error err = {0};
-    run_args a;
-    memset(&a, 0, sizeof a);
-    a.gpus = AMP_GPUS_AUTO;
-    int gpus_given = 0;
-    amp_cpd_opts_init(&a.opts);
+    uint64_t list[AMP_MAX_GPUS];
+    size_t n = 0;
+    if (amp_parse_u64_list(text, AMP_MAX_GPUS, 0, AMP_MAX_GPUS - 1, "--devices", list, &n, err))
+        return USAGE_FAIL(err);
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < i; j++)
+            if (list[j] == list[i])
+                return amp_usage_error(PROGRAM, "--devices: GPU %" PRIu64 " is listed twice",
+                                       list[i]);
+        g->devices[i] = (int)list[i];
+    }
+    g->ndevices = (unsigned)n;
+    return -1;
+}
+
+/* One option of the decomposition or the GPUs: -1 when taken, else the
+ * exit status (a usage error); 0 when the option is none of these. */
+static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
+{
     static const char *const precisions[] = {"f64", "f32", NULL};
     static const char *const formats[] = {"text", "npy", NULL};
     static const char *const memories[] = {"auto", "resident", "stream", "compressed", NULL};
     static const char *const partitions[] = {"shards", "equal-nnz", NULL};
+    uint64_t u;
     int choice;
-    argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
+    switch (c) {
+    case 'r':
+        if (amp_parse_u64(optarg, 1, AMP_CPU_MAX_RANK, "--rank", &u, err))
+            return USAGE_FAIL(err);
+        a->opts.rank = (unsigned)u;
+        return -1;
+    case OPT_ITERS:
+        if (amp_parse_u64(optarg, 1, MAX_ITERS, "--iters", &u, err))
+            return USAGE_FAIL(err);
+        a->opts.max_iters = (unsigned)u;
+        return -1;
+    case OPT_TOL:
+        return amp_parse_double(optarg, 0, 1, "--tol", &a->opts.tol, err) ? USAGE_FAIL(err) : -1;
+    case OPT_SEED:
+        return amp_parse_u64(optarg, 0, UINT64_MAX, "--seed", &a->opts.seed, err)
+                   ? USAGE_FAIL(err) : -1;
+    case OPT_INIT:
+        a->init = optarg;
+        return -1;
+    case OPT_PRECISION:
+        if (amp_parse_choice(optarg, precisions, "--precision", &choice, err))
+            return USAGE_FAIL(err);
+        a->opts.precision = choice == 1 ? AMP_PRECISION_F32 : AMP_PRECISION_F64;
+        return -1;
+    case 'o':
+        a->output = optarg;
+        return -1;
+    case OPT_FORMAT:
+        if (amp_parse_choice(optarg, formats, "--format", &choice, err))
+            return USAGE_FAIL(err);
+        a->format = choice == 1 ? AMP_FACTORS_NPY : AMP_FACTORS_TEXT;
+        return -1;
+    case OPT_JSON:
+        a->json = optarg;
+        return -1;
+    case OPT_MTTKRP_ONLY:
+        a->mttkrp_only = 1;
+        return -1;
+    case OPT_CHECK:
+        a->check = 1;
+        return -1;
+    case OPT_GPUS:
+        if (amp_parse_u64(optarg, 0, AMP_MAX_GPUS, "--gpus", &u, err))
+            return USAGE_FAIL(err);
+        a->gpus = (int)u;
+        cli->gpus_given = 1;
+        return -1;
+    case OPT_DEVICES:
+        return parse_devices(optarg, &a->gpu, err);
+    case OPT_OVERLAP:
+        a->gpu.overlap = 1;
+        return -1;
+    case OPT_SEND_PARTS:
+        if (amp_parse_u64(optarg, 0, AMP_SEND_PARTS_MAX, "--send-parts", &u, err))
+            return USAGE_FAIL(err);
+        a->gpu_als.send_parts = (unsigned)u;
+        return -1;
+    case OPT_PARTITION:
+        if (amp_parse_choice(optarg, partitions, "--partition", &choice, err))
+            return USAGE_FAIL(err);
+        a->gpu.partition = choice == 1 ? AMP_PARTITION_EQUAL_NNZ : AMP_PARTITION_OWNER;
+        return -1;
+    case OPT_MEMORY:
+        if (amp_parse_choice(optarg, memories, "--memory", &choice, err))
+            return USAGE_FAIL(err);
+        a->gpu.memory = choice;
+        return -1;
+    case OPT_STREAM_CHUNK:
+        return amp_parse_u64(optarg, AMP_STREAM_CHUNK_MIN, UINT64_C(1) << 40, "--stream-chunk",
+                             &a->gpu.stream_chunk, err) ? USAGE_FAIL(err) : -1;
+    case OPT_DEVICE_MEMORY:
+        return amp_parse_size(optarg, 1, UINT64_MAX, "--device-memory", &a->gpu.device_memory,
+                              err) ? USAGE_FAIL(err) : -1;
+    case OPT_HOST_MEMORY:
+        return amp_parse_size(optarg, 1, UINT64_MAX, "--host-memory", &a->gpu.host_memory,
+                              err) ? USAGE_FAIL(err) : -1;
+    }
+    return 0;
+}
+
+/* The options: -1 to go on, else the exit status. */
+static int parse_options(int argc, char **argv, run_args *a, cli_args *cli)
+{
+    amp_error err = {0};
+    int c;
     while ((c = getopt_long(argc, argv, "r:o:t:qvhV", long_options, NULL)) != -1) {
+        int taken = parse_run_option(c, a, cli, &err);
+        if (taken > 0)
+            return taken;
+        if (taken < 0)
+            continue;
         switch (c) {
-        case 'r':
-            if (amp_parse_u64(optarg, 1, AMP_CPU_MAX_RANK, "--rank", &u, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            a.opts.rank = (unsigned)u;
-            break;
-        case OPT_ITERS:
-            if (amp_parse_u64(optarg, 1, MAX_ITERS, "--iters", &u, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            a.opts.max_iters = (unsigned)u;
-            break;
-        case OPT_TOL:
-            if (amp_parse_double(optarg, 0, 1, "--tol", &a.opts.tol, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            break;
-        case OPT_SEED:
-            if (amp_parse_u64(optarg, 0, UINT64_MAX, "--seed", &a.opts.seed, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            break;
-        case OPT_INIT:
-            a.init = optarg;
-            break;
-        case OPT_PRECISION:
-            if (amp_parse_choice(optarg, precisions, "--precision", &choice, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            a.opts.precision = choice == 1 ? AMP_PRECISION_F32 : AMP_PRECISION_F64;
-            break;
-        case 'o':
-            a.output = optarg;
-            break;
-        case OPT_FORMAT:
-            if (amp_parse_choice(optarg, formats, "--format", &choice, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            a.format = choice == 1 ? AMP_FACTORS_NPY : AMP_FACTORS_TEXT;
-            break;
-        case OPT_JSON:
-            a.json = optarg;
-            break;
-        case OPT_MTTKRP_ONLY:
-            a.mttkrp_only = 1;
-            break;
-        case OPT_CHECK:
-            a.check = 1;
-            break;
-        case OPT_GPUS:
-            if (amp_parse_u64(optarg, 0, AMP_MAX_GPUS, "--gpus", &u, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            a.gpus = (int)u;
-            gpus_given = 1;
-            break;
-        case OPT_DEVICES: {
-            uint64_t list[AMP_MAX_GPUS];
-            size_t n = 0;
-            if (amp_parse_u64_list(optarg, AMP_MAX_GPUS, 0, AMP_MAX_GPUS - 1, "--devices", list,
-                                   &n, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            for (size_t i = 0; i < n; i++) {
-                for (size_t j = 0; j < i; j++)
-                    if (list[j] == list[i])
-                        return amp_usage_error(PROGRAM, "--devices: GPU %" PRIu64 " is listed "
-                                               "twice", list[i]);
-                a.gpu.devices[i] = (int)list[i];
-            }
-            a.gpu.ndevices = (unsigned)n;
-            break;
-        }
-        case OPT_OVERLAP:
-            a.gpu.overlap = 1;
-            break;
-        case OPT_SEND_PARTS:
-            if (amp_parse_u64(optarg, 0, AMP_SEND_PARTS_MAX, "--send-parts", &u, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            a.gpu_als.send_parts = (unsigned)u;
-            break;
-        case OPT_PARTITION:
-            if (amp_parse_choice(optarg, partitions, "--partition", &choice, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            a.gpu.partition = choice == 1 ? AMP_PARTITION_EQUAL_NNZ : AMP_PARTITION_OWNER;
-            break;
-        case OPT_MEMORY:
-            if (amp_parse_choice(optarg, memories, "--memory", &choice, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            a.gpu.memory = choice;
-            break;
-        case OPT_STREAM_CHUNK:
-            if (amp_parse_u64(optarg, AMP_STREAM_CHUNK_MIN, UINT64_C(1) << 40, "--stream-chunk",
-                              &a.gpu.stream_chunk, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            break;
-        case OPT_DEVICE_MEMORY:
-            if (amp_parse_size(optarg, 1, UINT64_MAX, "--device-memory", &a.gpu.device_memory,
-                               &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            break;
-        case OPT_HOST_MEMORY:
-            if (amp_parse_size(optarg, 1, UINT64_MAX, "--host-memory", &a.gpu.host_memory,
-                               &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            break;
         case OPT_LIST_DEVICES:
-            want_list = 1;
+            cli->want_list = 1;
             break;
         case OPT_INFO:
-            want_info = 1;
+            cli->want_info = 1;
             break;
         case OPT_VERIFY:
-            want_verify = 1;
+            cli->want_verify = 1;
             break;
         case 't':
-            if (amp_parse_u64(optarg, 1, 4096, "--threads", &threads, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+            if (amp_parse_u64(optarg, 1, 4096, "--threads", &cli->threads, &err))
+                return USAGE_FAIL(&err);
             break;
         case 'q':
-            level = AMP_LOG_WARN;
+            cli->level = AMP_LOG_WARN;
             break;
         case 'v':
-            level = AMP_LOG_DEBUG;
+            cli->level = AMP_LOG_DEBUG;
             break;
         case 'h':
             usage();
@@ -810,45 +844,71 @@ int main(int argc, char **argv)
             return AMP_EXIT_USAGE;
         }
     }
-    amp_log_init("amped-run", level);
-    if (want_list) {
+    return -1;
+}
+
+/* The operands and the options that exclude each other: -1 when they
+ * agree, else the exit status. */
+static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
+{
+    if (cli->want_list) {
         if (optind < argc)
-            return amp_usage_error(PROGRAM, "--list-devices takes no FILE; extra operand '%s'", argv[optind]);
-        return list_devices();
+            return amp_usage_error(PROGRAM, "--list-devices takes no FILE; extra operand '%s'",
+                                   argv[optind]);
+        return -1;
     }
     if (optind == argc)
         return amp_usage_error(PROGRAM, "missing FILE.amp (prepare one with amped-prep)");
     if (optind + 1 < argc)
         return amp_usage_error(PROGRAM, "one FILE only; extra operand '%s'", argv[optind + 1]);
-    if (a.mttkrp_only + a.check + (want_info || want_verify) > 1)
+    if (a->mttkrp_only + a->check + (cli->want_info || cli->want_verify) > 1)
         return amp_usage_error(PROGRAM, "--mttkrp-only, --check and --info/--verify are "
                                "separate actions: give one");
-    if ((a.mttkrp_only || a.check) && a.output)
+    if ((a->mttkrp_only || a->check) && a->output)
         return amp_usage_error(PROGRAM, "-o writes factors of a decomposition; --mttkrp-only "
                                "and --check compute none");
-    if (a.gpu.ndevices > 0 && gpus_given && a.gpus != (int)a.gpu.ndevices)
+    if (a->gpu.ndevices > 0 && cli->gpus_given && a->gpus != (int)a->gpu.ndevices)
         return amp_usage_error(PROGRAM, "--gpus %d and --devices with %u GPU%s disagree: give "
-                               "one", a.gpus, a.gpu.ndevices, a.gpu.ndevices == 1 ? "" : "s");
-    if (a.gpu.ndevices > 0)
-        a.gpus = (int)a.gpu.ndevices;
-    if (a.gpu.overlap && a.gpu_als.send_parts > 1)
+                               "one", a->gpus, a->gpu.ndevices, a->gpu.ndevices == 1 ? "" : "s");
+    if (a->gpu.ndevices > 0)
+        a->gpus = (int)a->gpu.ndevices;
+    if (a->gpu.overlap && a->gpu_als.send_parts > 1)
         return amp_usage_error(PROGRAM, "--overlap sends a mode's rows during the next MTTKRP, "
-                               "--send-parts=%u during its own: give one", a.gpu_als.send_parts);
-    a.path = argv[optind];
-    if (want_info || want_verify) {
-        int status = EXIT_SUCCESS;
-        if (want_info)
+                               "--send-parts=%u during its own: give one", a->gpu_als.send_parts);
+    a->path = argv[optind];
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    run_args a;
+    memset(&a, 0, sizeof a);
+    a.gpus = AMP_GPUS_AUTO;
+    amp_cpd_opts_init(&a.opts);
+    cli_args cli = {.level = AMP_LOG_INFO};
+    argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
+    int status = parse_options(argc, argv, &a, &cli);
+    if (status >= 0)
+        return status;
+    amp_log_init("amped-run", cli.level);
+    if ((status = check_args(argc, argv, &a, &cli)) >= 0)
+        return status;
+    if (cli.want_list)
+        return list_devices();
+    if (cli.want_info || cli.want_verify) {
+        status = EXIT_SUCCESS;
+        if (cli.want_info)
             status = amp_inspect_info(a.path);
-        if (want_verify && status == EXIT_SUCCESS)
-            status = amp_inspect_verify(a.path, (int)threads, level < AMP_LOG_INFO);
+        if (cli.want_verify && status == EXIT_SUCCESS)
+            status = amp_inspect_verify(a.path, (int)cli.threads, cli.level < AMP_LOG_INFO);
         return status;
     }
 #ifdef _OPENMP
-    if (threads)
-        omp_set_num_threads((int)threads);
+    if (cli.threads)
+        omp_set_num_threads((int)cli.threads);
 #endif
-    a.opts.threads = (int)threads;
-    a.quiet = level < AMP_LOG_INFO;
+    a.opts.threads = (int)cli.threads;
+    a.quiet = cli.level < AMP_LOG_INFO;
     amp_outfile_cleanup_on_signals();
     return run(&a);
 }

@@ -1,0 +1,89 @@
+#!/bin/sh
+# The boundaries between the libraries, read from the #include lines: a
+# folder may include its own headers and those of the folders it builds on,
+# never a sibling's. The build enforces the same through each library's
+# include path (Makefile.am); this test also catches a header reached by a
+# relative path ("../cpu/amp_cpu.h") or a library given a wider path.
+#
+#   common     <- nothing else
+#   format     <- common
+#   prep       <- format, common
+#   run/core   <- format, common
+#   run/cpu    <- run/core, format, common
+#   run/comm   <- common
+#   run/cuda   <- run/core, run/comm, format, common
+#   run        <- every run/ library, format, common (not prep)
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+cd "$top_srcdir" || exit 1
+
+allowed() {   # folder -> the folders it may include from, itself first
+    case $1 in
+    common) echo common ;;
+    format) echo format common ;;
+    prep) echo prep format common ;;
+    run/core) echo run/core format common ;;
+    run/cpu) echo run/cpu run/core format common ;;
+    run/comm) echo run/comm common ;;
+    run/cuda) echo run/cuda run/core run/comm format common ;;
+    run) echo run run/core run/cpu run/cuda run/comm format common ;;
+    esac
+}
+
+# Where a header lives: the folder (of those above) holding a file of that
+# name, "" when none does (a system header or config.h).
+home_of() {
+    for dir in common format prep run/core run/cpu run/comm run/cuda run; do
+        if test -f "$dir/$1"; then
+            echo "$dir"
+            return
+        fi
+    done
+}
+
+# The includes of files (as seen from folder) that break its boundary.
+violations() {   # folder file...
+    _folder=$1
+    shift
+    for _f in "$@"; do
+        for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$_f"); do
+            case $inc in
+            */*) printf ' %s' "$_f:$inc(a path)"; continue ;;
+            esac
+            home=$(home_of "$inc")
+            test -n "$home" || continue
+            ok=
+            for a in $(allowed "$_folder"); do
+                test "$a" = "$home" && ok=1
+            done
+            test -n "$ok" || printf ' %s' "$_f:$inc(from $home)"
+        done
+    done
+}
+
+for folder in common format prep run/core run/cpu run/comm run/cuda run; do
+    set --
+    for f in "$folder"/*.c "$folder"/*.h "$folder"/*.cu "$folder"/*.cuh; do
+        test -f "$f" && set -- "$@" "$f"
+    done
+    nfiles=$#
+    bad=$(violations "$folder" "$@")
+    if test "$nfiles" -gt 0 && test -z "$bad"; then
+        pass "$folder: $nfiles files include only from: $(allowed "$folder")"
+    else
+        fail "$folder: $nfiles files; includes outside its boundary:$bad"
+    fi
+done
+
+# The check must see a violation when there is one: a run/cuda file naming
+# the CPU backend's header, or reaching a header by a path.
+printf '#include <stdio.h>\n#include "amp_core.h"\n#include "amp_cpu.h"\n' >"$T/probe.cu"
+is "a run/cpu header in run/cuda is refused" "$(violations run/cuda "$T/probe.cu")" \
+    " $T/probe.cu:amp_cpu.h(from run/cpu)"
+printf '#include "../cpu/amp_cpu.h"\n' >"$T/probe.c"
+is "a header reached by a path is refused" "$(violations run/cuda "$T/probe.c")" \
+    " $T/probe.c:../cpu/amp_cpu.h(a path)"
+printf '#include "amped_format.h"\n' >"$T/probe.c"
+is "format/ is within run/core's boundary" "$(violations run/core "$T/probe.c")" ""
+
+done_testing
