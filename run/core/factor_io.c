@@ -12,13 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "amp_alloc.h"
 #include "amp_core.h"
 #include "amp_outfile.h"
+#include "amp_threads.h"
 
 /* Rows formatted per thread and written in order, a batch at a time, so a
  * factor of millions of rows needs neither one thread nor one huge buffer. */
@@ -78,10 +76,7 @@ static size_t pack_rows(const out_matrix *m, uint64_t a, uint64_t b, int f32, ch
 static amp_status write_matrix(amp_outfile *of, const out_matrix *m, int npy, int f32,
                                amp_error *err)
 {
-    int T = 1;
-#ifdef _OPENMP
-    T = omp_get_max_threads();
-#endif
+    int T = amp_max_threads();
     size_t piece_bytes = (size_t)ROWS_PER_PIECE * m->R * 26 + 1;
     char *buf = amp_alloc((size_t)T * piece_bytes, "factor output", err);
     size_t *len = malloc((size_t)T * sizeof *len);
@@ -94,10 +89,7 @@ static amp_status write_matrix(amp_outfile *of, const out_matrix *m, int npy, in
          base += (uint64_t)T * ROWS_PER_PIECE) {
 #pragma omp parallel num_threads(T)
         {
-            int me = 0;
-#ifdef _OPENMP
-            me = omp_get_thread_num();
-#endif
+            int me = amp_thread_id();
             uint64_t a = base + (uint64_t)me * ROWS_PER_PIECE, b = a + ROWS_PER_PIECE;
             if (a > m->rows)
                 a = m->rows;

@@ -4,12 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "amp_alloc.h"
 #include "amp_core.h"
+#include "amp_threads.h"
 
 void amp_partition_free(amp_partition *p)
 {
@@ -196,9 +194,9 @@ typedef struct split_rule {
  * one range of file rows moved as a block, so a row's run row is its own
  * plus its shard's shift. A coarse table (row >> shift: the shards that
  * can hold it) and a binary search among those find the shard from
- * arrays that stay in a core's L2. The run_row table (8 bytes a row: 38
- * MB for 4.8 M rows) read at random for every nonzero took 84% of the
- * part builder's time on an Amazon-shaped tensor. */
+ * arrays that stay in a core's L2. The run_row table (8 bytes a row) read
+ * at random for every nonzero was most of the part builder's time on an
+ * Amazon-shaped tensor (bench/RESULTS.md, part-bench). */
 #define SHARD_MAP_BUCKETS 65536
 
 typedef struct shard_map {
@@ -220,9 +218,9 @@ static void shard_map_free(shard_map *sm)
 /* The map of mode m, or none (nshards 0) where m keeps its numbering,
  * where its shards are not one run of ranges in row order, or where its
  * run_row table fits twice a core's L2 (sysconf; 1 MiB if unknown): there
- * the table is faster (a 200 K-row mode: 0.30 s against 0.52 s, the
- * binary search in the few buckets that hold the heavy rows of many
- * shards costing more than an L2 hit). */
+ * the table is faster, the binary search in the few buckets that hold the
+ * heavy rows of many shards costing more than an L2 hit (bench/RESULTS.md,
+ * part-bench). */
 static amp_status shard_map_new(const amp_tensor *t, const amp_partition *p, unsigned m,
                                 uint64_t l2, shard_map *sm, amp_error *err)
 {
@@ -442,11 +440,7 @@ static amp_status part_copy(const amp_tensor *t, const amp_partition *p, const s
     }
     out->early_nnz = n;
     if (n > 0) {
-        int T = threads > 0 ? threads : 1;
-#ifdef _OPENMP
-        if (threads <= 0)
-            T = omp_get_max_threads();
-#endif
+        int T = amp_thread_count(threads);
         uint64_t *early = calloc(3 * ((size_t)T + 1), sizeof *early);
         if (early == NULL)
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
@@ -483,11 +477,7 @@ static amp_status part_copy(const amp_tensor *t, const amp_partition *p, const s
      * a nonzero's high bits into another key: counted per slice, then
      * placed, on the same fixed slices. */
     size_t nb = 1;
-    int T = threads > 0 ? threads : 1;
-#ifdef _OPENMP
-    if (threads <= 0)
-        T = omp_get_max_threads();
-#endif
+    int T = amp_thread_count(threads);
     uint64_t *starts = keys ? calloc((size_t)T + 1, sizeof *starts) : NULL;
     if (keys && starts == NULL)
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");

@@ -9,12 +9,10 @@
 
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "amp_alloc.h"
 #include "amp_core.h"
+#include "amp_threads.h"
 
 typedef struct load_job {
     const amp_section *sec;
@@ -208,10 +206,7 @@ amp_status amp_tensor_read_chunks(const amp_file *f, const amp_tensor *t, int th
     int failed = 0;
 #pragma omp parallel num_threads(nt)
     {
-        int me = 0;
-#ifdef _OPENMP
-        me = omp_get_thread_num();
-#endif
+        int me = amp_thread_id();
         amp_error my = {0};
         amp_section_reader *r = NULL;
         amp_status mrc = amp_section_reader_new(f, &r, &my);
@@ -297,10 +292,7 @@ amp_status amp_tensor_load_nonzeros(const amp_file *f, int threads,
     size_t vsize = amp_value_size(t->value_type);
     if (!t->layout_only)
         return AMP_OK;
-#ifdef _OPENMP
-    if (threads <= 0)
-        threads = omp_get_max_threads();
-#endif
+    threads = amp_thread_count(threads);
     amp_status rc = AMP_OK;
     for (unsigned d = 0; d < t->nmodes && rc == AMP_OK; d++) {
         amp_copy *c = &t->copies[d];

@@ -16,9 +16,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include <cblas.h>
 #include <lapacke.h>
@@ -26,20 +23,11 @@
 #include "amp_alloc.h"
 #include "amp_cpu.h"
 #include "amp_timer.h"
+#include "amp_threads.h"
 
 #ifdef HAVE_OPENBLAS_SET_NUM_THREADS
 void openblas_set_num_threads(int n);
 #endif
-
-static int thread_count(int threads)
-{
-#ifdef _OPENMP
-    return threads > 0 ? threads : omp_get_max_threads();
-#else
-    (void)threads;
-    return 1;
-#endif
-}
 
 /* ---- the small dense algebra ------------------------------------------- */
 
@@ -143,14 +131,10 @@ static void gram(const double *A, uint64_t rows, unsigned R, int T, double *scra
 {
 #pragma omp parallel num_threads(T)
     {
-        int me = 0;
-#ifdef _OPENMP
-        me = omp_get_thread_num();
-#endif
+        int me = amp_thread_id();
         partials p = thread_partials(scratch, me, R);
         memset(p.G, 0, (size_t)R * R * sizeof *p.G);
-        gram_rows(A, rows * (uint64_t)me / (uint64_t)T, rows * (uint64_t)(me + 1) / (uint64_t)T,
-                  R, p.G);
+        gram_rows(A, amp_part_start(rows, me, T), amp_part_start(rows, me + 1, T), R, p.G);
     }
     combine_gram(scratch, T, R, NULL, G);
 }
@@ -183,13 +167,10 @@ static amp_status update_mode(const double *M, uint64_t rows, unsigned R, const 
         *pinv_used = 1;
 #pragma omp parallel num_threads(T)
     {
-        int me = 0;
-#ifdef _OPENMP
-        me = omp_get_thread_num();
-#endif
+        int me = amp_thread_id();
         partials p = thread_partials(scratch, me, R);
         memset(p.G, 0, ((size_t)R * R + 3 * (size_t)R) * sizeof *p.G);
-        uint64_t a = rows * (uint64_t)me / (uint64_t)T, b = rows * (uint64_t)(me + 1) / (uint64_t)T;
+        uint64_t a = amp_part_start(rows, me, T), b = amp_part_start(rows, me + 1, T);
         for (uint64_t lo = a; lo < b; lo += UPDATE_BLOCK) {
             uint64_t hi = b - lo < UPDATE_BLOCK ? b : lo + UPDATE_BLOCK, n = hi - lo;
             double *Ab = A + lo * R;
@@ -297,7 +278,7 @@ static amp_status work_new(const amp_tensor *t, const amp_cpd_opts *o, als_work 
 {
     unsigned N = t->nmodes, R = o->rank;
     memset(w, 0, sizeof *w);
-    w->T = thread_count(o->threads);
+    w->T = amp_thread_count(o->threads);
     w->R = R;
     for (unsigned m = 0; m < N; m++)
         if (t->rows[m] > w->max_rows)

@@ -6,12 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "amp_alloc.h"
 #include "amp_cpu.h"
+#include "amp_threads.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
 /* AVX-512 and AVX2+FMA builds of the kernels beside the baseline one: the
@@ -56,12 +54,7 @@ int amp_cpu_mttkrp_ws_limit_isa(amp_cpu_mttkrp_ws *ws, int level)
 
 amp_status amp_cpu_mttkrp_ws_new(int threads, unsigned rank, amp_cpu_mttkrp_ws **out, amp_error *err)
 {
-    int T = 1;
-#ifdef _OPENMP
-    T = threads > 0 ? threads : omp_get_max_threads();
-#else
-    (void)threads;
-#endif
+    int T = amp_thread_count(threads);
     amp_cpu_mttkrp_ws *ws = calloc(1, sizeof *ws);
     if (ws == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");

@@ -17,15 +17,12 @@
  * rows of R * sizeof(REAL) gathered (cached when rows repeat, as the
  * heavy ones of power-law data do). FLOPs: N R per nonzero. The gathers
  * are latency-bound, so the rows of the nonzero PREFETCH_AHEAD places on
- * are prefetched: 0.66 -> 0.44 s per round of three modes on cpu20m, rank
- * 32, 2 threads (8 ahead: 0.51; 64: no better than 32). But when the
+ * are prefetched (32 ahead measured best of 8, 32 and 64). But when the
  * factors read are small enough to stay in a core's L2 the prefetches are
- * only instructions: a tensor of cpu20m's nonzeros with dims 2000 x 1000
- * x 500 took 0.233 s per round on one thread with them, 0.142 without
- * (Xeon VM, 2 MiB L2), so the caller turns them off there (pf). Their
- * loop over a row's cache lines is unrolled: 0.233 -> 0.186 s where they
- * run on that tensor; prefetching fewer lines than the row's cost cpu20m
- * 20-30%. */
+ * only instructions, and slower, so the caller turns them off there (pf).
+ * Their loop over a row's cache lines is unrolled, and every line of the
+ * row is prefetched: fewer lost on cpu20m. The timings are in
+ * bench/RESULTS.md. */
 
 #ifndef PREFETCH_AHEAD
 #define PREFETCH_AHEAD 32
@@ -178,9 +175,9 @@ AMP_KERNEL_CLONES static void CAT(thread_range, SFX)(
 #ifdef AMP_REG_KERNELS
 /* The register-sum kernel for each instruction set, its vectors as wide as
  * that set's registers: GCC keeps wider generic vectors in memory, which
- * on an AVX2 build made the register sum 1.6-5x slower than summing in the
- * scratch row (found in review: 105 K instructions, 36 K of them stack
- * accesses, in the AVX2 copy of a 64-byte-vector version). */
+ * on an AVX2 build made the register sum slower than summing in the
+ * scratch row (found in review: a third of the AVX2 copy's instructions
+ * of a 64-byte-vector version were stack accesses). */
 #define VB 64
 #define VSFX CAT(SFX, _v4)
 #define VTARGET __attribute__((target("arch=x86-64-v4")))
@@ -213,22 +210,18 @@ static void CAT(mttkrp, SFX)(const amp_tensor *t, unsigned d, const REAL *const 
             gathered += (size_t)t->rows[m] * R * sizeof(REAL);
     const int pf = gathered > ws->l2_bytes / 2;
     /* The register sum where the CPU has one and the rank fills a vector
-     * (below that it gathers a whole vector a row, and lost on the VM:
-     * rank 1 f64 0.16 -> 0.19 s a round of cpu20m, rank 8 f32 0.17-0.21 ->
-     * 0.20-0.22); block keys take the scratch-row kernel. */
+     * (below that it gathers a whole vector a row, and lost at ranks 1 and
+     * 8, bench/RESULTS.md); block keys take the scratch-row kernel. */
     int reg = c->layout.key_bits > 0 ? 0 : ws->isa;
     if (reg && R < (reg == 4 ? 64 : 32) / sizeof(REAL))
         reg = 0;
 #pragma omp parallel num_threads(T)
     {
-        int me = 0;
-#ifdef _OPENMP
-        me = omp_get_thread_num();
-#endif
+        int me = amp_thread_id();
         REAL *base = (REAL *)((char *)ws->scratch + (size_t)me * ws->thread_bytes);
         uint64_t *rows = ws->slot_rows + 2 * (size_t)me;
         rows[0] = rows[1] = UINT64_MAX;
-        uint64_t a = nnz * (uint64_t)me / (uint64_t)T, b = nnz * (uint64_t)(me + 1) / (uint64_t)T;
+        uint64_t a = amp_part_start(nnz, me, T), b = amp_part_start(nnz, me + 1, T);
         const int f32 = t->value_type == AMP_VALUES_F32;
         if (a >= b)
             ;

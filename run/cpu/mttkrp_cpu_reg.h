@@ -9,12 +9,9 @@
  * registers of VB bytes instead of the scratch row (the unrolled loops over
  * u are what let GCC keep acc[] in registers). Summing into memory chains
  * the nonzeros of a row through a load, an add and a store of the same
- * lines, a round trip per nonzero that no prefetch hides. On the 2-core
- * EPYC VM, rank 32, per round of three modes: with the factors in L2
- * (cpu20m's generator on dims 2000 x 1000 x 500) f64 0.094 -> 0.060 s, f32
- * 0.063 -> 0.034 s; cpu20m f32 0.29-0.34 -> 0.22-0.25 s, f64 about 5% (its
- * gathers from beyond L2 set the pace), f64 rank 64 about 20% (AVX-512
- * build, VB 64).
+ * lines, a round trip per nonzero that no prefetch hides. It gains most
+ * where the factors stay in L2, least in f64 where gathers from beyond L2
+ * set the pace (bench/RESULTS.md has the rounds).
  *
  * One call sums the columns [c0, c0 + lanes) of the rows, lanes at most
  * 8 vectors (with VB 64: 64 f64 or 128 f32 columns); a wider rank takes

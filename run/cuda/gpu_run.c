@@ -7,12 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "amp_alloc.h"
 #include "amp_cli.h"
+#include "amp_threads.h"
 #include "amp_timer.h"
 #include "gpu_run.h"
 #ifdef AMP_HAVE_CUDA
@@ -370,12 +368,7 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
     }
     r->direct = r->n == 1 && r->chunk[0] == 0 && t->layout_only;
     if (r->compressed || r->direct) {
-        int threads = o->threads;
-#ifdef _OPENMP
-        threads = threads > 0 ? threads : omp_get_max_threads();
-#else
-        threads = 1;
-#endif
+        int threads = amp_thread_count(o->threads);
         if (r->compressed)
             AMP_CHECK_GOTO(amp_gpu_tensor_upload_compressed(r->dev[0].ordinal, o->file, t,
                                                             threads, o->progress,

@@ -16,12 +16,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "amp_alloc.h"
 #include "stream_pack.h"
+#include "amp_threads.h"
 
 #define MAX_DECIMALS 9
 
@@ -99,12 +97,7 @@ amp_status amp_stream_pack(const amp_tensor *t, unsigned d, int threads, amp_str
     const amp_mode_layout *l = &c->layout;
     const int f32 = t->value_type == AMP_VALUES_F32;
     const uint64_t nnz = c->nnz;
-#ifdef _OPENMP
-    const int T = threads > 0 ? threads : omp_get_max_threads();
-#else
-    const int T = 1;
-    (void)threads;
-#endif
+    const int T = amp_thread_count(threads);
     memset(s, 0, sizeof *s);
     *packed = 0;
 
@@ -166,8 +159,8 @@ amp_status amp_stream_pack(const amp_tensor *t, unsigned d, int threads, amp_str
             qmax = a;
         s->words[k] = (uint64_t)q;
     }
-    /* A sign bit only when a value is negative: rd100m's mode-2 copy has
-     * 44 bits of other indices and values of 20 bits. */
+    /* A sign bit only when a value is negative: every bit spared here is
+     * room for the other modes' indices. */
     unsigned qneed = 1;
     while (qneed < 64 && (qmax >> qneed) != 0)
         qneed++;
