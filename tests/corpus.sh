@@ -33,7 +33,7 @@ gen_expect bad-long-first.tns 1 "bad-long-first.tns:1: $LONG"
 { printf '1 1 1 1\n# comment\n2 2 2 '; repeat 9 70000; printf '\n3 3 3 3\n'; } >"$G/bad-long-data.tns"
 gen_expect bad-long-data.tns 1 "bad-long-data.tns:3: $LONG"
 # A long comment before any data, and one after data: the limit holds for
-# comment lines too (amp_tensor.h: "Comment lines are held to the same limit").
+# comment lines too (amp_coo.h: "Comment lines are held to the same limit").
 { printf '#'; repeat ' ' 70000; printf '\n1 1 1 1\n'; } >"$G/bad-long-comment-first.tns"
 gen_expect bad-long-comment-first.tns 1 "bad-long-comment-first.tns:1: $LONG"
 { printf '1 1 1 1\n#'; repeat x 70000; printf '\n2 2 2 2\n'; } >"$G/bad-long-comment.tns"

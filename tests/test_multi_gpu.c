@@ -1,4 +1,4 @@
-/* CP-ALS and MTTKRP on two GPUs (run/gpu_run.c over NCCL) against the CPU
+/* CP-ALS and MTTKRP on two GPUs (run/cuda/gpu_run.c over NCCL) against the CPU
  * backend and one GPU, from the same starting factors, for each way of
  * splitting the work (owner-computes shards, equal-nnz) and each memory
  * mode (resident, streamed in odd-sized chunks); skipped unless the
