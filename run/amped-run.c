@@ -525,15 +525,12 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
         amp_progress bar;
         a->gpu.path = a->path;
         a->gpu.gpus = a->gpus;
-        a->gpu.rank = a->opts.rank;
-        a->gpu.f32 = a->opts.precision == AMP_PRECISION_F32;
-        a->gpu.threads = a->opts.threads;
         a->gpu.release = a->check ? NULL : &s->t;
         a->gpu.file = s->f;
         a->gpu.progress = amp_progress_callback;
         a->gpu.progress_ctx = &bar;
         amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
-        amp_status rc = amp_gpu_run_open(&a->gpu, &s->t, &s->gr, err);
+        amp_status rc = amp_gpu_run_open(&a->gpu, &a->opts, &s->t, &s->gr, err);
         amp_progress_end(&bar);
         a->gpu.progress_ctx = NULL;
         AMP_CHECK(rc);

@@ -54,9 +54,11 @@ static amp_status open_run(const amp_tensor *t, unsigned gpus, const config *cf,
     o.overlap = cf->overlap;
     o.memory = cf->memory;
     o.stream_chunk = cf->memory == AMP_MEMORY_STREAM ? chunk : 0;
-    o.rank = R;
-    o.f32 = f32;
-    return amp_gpu_run_open(&o, t, run, err);
+    amp_cpd_opts cpd;
+    amp_cpd_opts_init(&cpd);
+    cpd.rank = R;
+    cpd.precision = f32 ? AMP_PRECISION_F32 : AMP_PRECISION_F64;
+    return amp_gpu_run_open(&o, &cpd, t, run, err);
 }
 
 /* iters 0: ITERS in f64, 1 in f32; bound and parts: as amp_gpu_als_opts's

@@ -107,8 +107,8 @@ amp_status amp_tensor_read_chunks(const amp_file *f, const amp_tensor *t, int th
 #define AMP_CPU_MAX_RANK 4096u
 #define AMP_GPU_MAX_RANK 512u
 
-/* The one check of a rank against a backend's limit (max: one of the
- * above); what names the rank in the message, such as "--rank". */
+/* The check of a rank against a backend's limit (max: one of the above):
+ * "WHAT takes rank 1 to MAX, not RANK" when it fails. */
 amp_status amp_rank_check(unsigned rank, unsigned max, const char *what, amp_error *err);
 
 /* ---- the reference MTTKRP ---------------------------------------------- */

@@ -12,7 +12,7 @@ amp_status amp_rank_check(unsigned rank, unsigned max, const char *what, amp_err
 {
     if (rank >= 1 && rank <= max)
         return AMP_OK;
-    return AMP_FAIL(err, AMP_ERR_USAGE, "%s must be 1 to %u, not %u", what, max, rank);
+    return AMP_FAIL(err, AMP_ERR_USAGE, "%s takes rank 1 to %u, not %u", what, max, rank);
 }
 
 void amp_cpd_opts_init(amp_cpd_opts *o)

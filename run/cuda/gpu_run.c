@@ -20,10 +20,10 @@
 
 #ifndef AMP_HAVE_CUDA
 
-amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run **run,
-                            amp_error *err)
+amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
+                            const amp_tensor *t, amp_gpu_run **run, amp_error *err)
 {
-    (void)t;
+    (void)cpd, (void)t;
     *run = NULL;
     if (o->gpus == AMP_GPUS_AUTO && o->ndevices == 0)
         return AMP_OK;
@@ -131,6 +131,8 @@ struct amp_gpu_run {
     amp_gpu_tensor *g[AMP_MAX_GPUS];
     amp_comm *comm[AMP_MAX_GPUS];
     int f32;                          /* the MTTKRP's precision */
+    unsigned rank;                    /* the decomposition's */
+    int threads;                      /* CPU threads for the host's work */
     unsigned nmodes;
     uint64_t nnz[AMP_MAX_GPUS][AMP_MAX_MODES], rows[AMP_MAX_GPUS][AMP_MAX_MODES];
     uint64_t chunk[AMP_MAX_GPUS];     /* 0: resident */
@@ -153,7 +155,7 @@ static amp_status load_nonzeros(const amp_gpu_opts *o, amp_gpu_run *r, amp_error
     if (o->release == NULL || !o->release->layout_only)   /* t has its nonzeros */
         return AMP_OK;
     double t0 = amp_now();
-    amp_status rc = amp_tensor_load_nonzeros(o->file, o->threads, o->progress, o->progress_ctx,
+    amp_status rc = amp_tensor_load_nonzeros(o->file, r->threads, o->progress, o->progress_ctx,
                                              o->release, err);
     r->load_seconds += amp_now() - t0;
     return rc;
@@ -196,11 +198,12 @@ static size_t device_budget(const amp_gpu_opts *o, const amp_cuda_device *d)
 
 /* Resident when it fits (or forced), else streamed in chunks of what the
  * memory left allows: the decision for one GPU and its part. */
-static amp_status plan(const amp_gpu_opts *o, const amp_tensor *part, const amp_cuda_device *d,
-                       uint64_t *chunk_out, size_t *need_out, amp_error *err)
+static amp_status plan(const amp_gpu_opts *o, const amp_gpu_run *r, const amp_tensor *part,
+                       const amp_cuda_device *d, uint64_t *chunk_out, size_t *need_out,
+                       amp_error *err)
 {
     size_t avail = device_budget(o, d);
-    size_t need = amp_gpu_als_bytes(part, o->rank, o->f32, 0);
+    size_t need = amp_gpu_als_bytes(part, r->rank, r->f32, 0);
     uint64_t chunk = 0, max_nnz = 1;
     char nb[32], ab[32];
     amp_format_bytes(ab, sizeof ab, avail);
@@ -210,7 +213,7 @@ static amp_status plan(const amp_gpu_opts *o, const amp_tensor *part, const amp_
         (o->memory == AMP_MEMORY_AUTO && need > avail)) {
         /* What is left after the factors and work space goes to the ring
          * of chunk buffers. */
-        size_t base = amp_gpu_als_bytes(part, o->rank, o->f32, 1) - amp_gpu_ring_bytes(part, 1);
+        size_t base = amp_gpu_als_bytes(part, r->rank, r->f32, 1) - amp_gpu_ring_bytes(part, 1);
         size_t per = amp_gpu_ring_bytes(part, 1);
         chunk = o->stream_chunk;
         if (chunk == 0) {
@@ -224,7 +227,7 @@ static amp_status plan(const amp_gpu_opts *o, const amp_tensor *part, const amp_
             need > avail)
             return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory even with "
                             "the tensor streamed%s, and GPU %d (%s) offers %s%s; --gpus 0 runs "
-                            "on the CPU", o->path, o->rank, nb,
+                            "on the CPU", o->path, r->rank, nb,
                             o->stream_chunk ? " in chunks of --stream-chunk" : "", d->ordinal,
                             d->name, ab, o->device_memory ? " (--device-memory)" : " free");
         if (chunk == 0)   /* an empty part: a ring of one nonzero */
@@ -234,7 +237,7 @@ static amp_status plan(const amp_gpu_opts *o, const amp_tensor *part, const amp_
         if (need > avail)
             return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory with the "
                             "tensor resident, and GPU %d (%s) offers %s%s; --memory auto "
-                            "streams it instead", o->path, o->rank, nb, d->ordinal, d->name, ab,
+                            "streams it instead", o->path, r->rank, nb, d->ordinal, d->name, ab,
                             o->device_memory ? " (--device-memory)" : " free");
     }
     *chunk_out = chunk;
@@ -274,8 +277,8 @@ static int want_compressed(const amp_gpu_opts *o, const amp_tensor *t)
     return need > have;
 }
 
-amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run **out,
-                            amp_error *err)
+amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
+                            const amp_tensor *t, amp_gpu_run **out, amp_error *err)
 {
     amp_status rc = AMP_OK;
     amp_cuda_device dev[AMP_MAX_GPUS];
@@ -290,11 +293,11 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
                         o->ndevices ? (int)o->ndevices : o->gpus, amp_error_message(&e));
     }
     count = count > AMP_MAX_GPUS ? AMP_MAX_GPUS : count;
-    if (o->rank > AMP_GPU_MAX_RANK) {
+    if (amp_rank_check(cpd->rank, AMP_GPU_MAX_RANK, "the GPU backend", &e) != AMP_OK) {
         if (!asked)
             return AMP_OK;
-        return AMP_FAIL(err, AMP_ERR_USAGE, "the GPU backend takes rank 1 to %d, not %u; "
-                        "--gpus 0 runs any rank on the CPU", AMP_GPU_MAX_RANK, o->rank);
+        return AMP_FAIL(err, e.status, "%s; --gpus 0 runs any rank on the CPU",
+                        amp_error_message(&e));
     }
     char names[4096];
     list_names(dev, count, names, sizeof names);
@@ -317,7 +320,9 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
         for (unsigned k = 0; k < r->n; k++)
             r->dev[k] = dev[k];
     }
-    r->f32 = o->f32;
+    r->f32 = cpd->precision == AMP_PRECISION_F32;
+    r->rank = cpd->rank;
+    r->threads = cpd->threads;
     if (r->n > 1 && !amp_comm_available() && !asked)
         r->n = 1;   /* every GPU, as far as a build without NCCL can join them */
     if (r->n > 1 && !amp_comm_available())
@@ -338,7 +343,7 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
         AMP_CHECK_GOTO(amp_partition_new(t, r->n, o->partition, &r->part, err), rc, fail);
         r->have_part = 1;
         r->part.overlap = o->overlap;
-        AMP_CHECK_GOTO(amp_partition_tensors(t, &r->part, o->threads, o->release, r->parts,
+        AMP_CHECK_GOTO(amp_partition_tensors(t, &r->part, r->threads, o->release, r->parts,
                                              err), rc, fail);
     }
     r->nmodes = t->nmodes;
@@ -348,27 +353,27 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_
             r->nnz[k][m] = pt->copies[m].nnz;
             r->rows[k][m] = pt->copies[m].row_count;
         }
-        AMP_CHECK_GOTO(plan(o, pt, &r->dev[k], &r->chunk[k], &r->need[k], err), rc, fail);
+        AMP_CHECK_GOTO(plan(o, r, pt, &r->dev[k], &r->chunk[k], &r->need[k], err), rc, fail);
     }
     if (r->n == 1 && r->chunk[0] != 0 && want_compressed(o, t)) {
         /* The ring holds the file's chunks as they are. */
         r->compressed = 1;
         r->chunk[0] = amp_gpu_file_chunk_nnz(o->file);
-        r->need[0] = amp_gpu_als_bytes(t, o->rank, o->f32, r->chunk[0]);
+        r->need[0] = amp_gpu_als_bytes(t, r->rank, r->f32, r->chunk[0]);
         size_t avail = device_budget(o, &r->dev[0]);
         if (r->need[0] > avail) {
             char nb[32], ab[32];
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory "
                            "streamed from compressed chunks (the file's chunks hold up to "
                            "%" PRIu64 " nonzeros), and GPU %d (%s) offers %s", o->path,
-                           o->rank, amp_format_bytes(nb, sizeof nb, r->need[0]), r->chunk[0],
+                           r->rank, amp_format_bytes(nb, sizeof nb, r->need[0]), r->chunk[0],
                            r->dev[0].ordinal, r->dev[0].name,
                            amp_format_bytes(ab, sizeof ab, avail));
         }
     }
     r->direct = r->n == 1 && r->chunk[0] == 0 && t->layout_only;
     if (r->compressed || r->direct) {
-        int threads = amp_thread_count(o->threads);
+        int threads = amp_thread_count(r->threads);
         if (r->compressed)
             AMP_CHECK_GOTO(amp_gpu_tensor_upload_compressed(r->dev[0].ordinal, o->file, t,
                                                             threads, o->progress,

@@ -36,9 +36,6 @@ typedef struct amp_gpu_opts {
      * from compressed chunks. 0: what the system reports available. */
     uint64_t host_memory;
     uint64_t stream_chunk;       /* 0: chosen from the memory left */
-    unsigned rank;
-    int f32;
-    int threads;                 /* CPU threads for splitting the tensor */
     /* NULL, or the tensor given to amp_gpu_run_open itself: then, on
      * several GPUs, each mode copy's nonzeros are freed once every GPU's
      * part of it is built (amp_partition_tensors), so the host holds the
@@ -73,8 +70,8 @@ typedef struct amp_gpu_run amp_gpu_run;
 /* Pick the GPUs, split t among them and put each part on its GPU. *run is
  * NULL (and the status AMP_OK) when the CPU should run instead: no GPU
  * found or a rank above the kernels', with opts->gpus AMP_GPUS_AUTO. */
-amp_status amp_gpu_run_open(const amp_gpu_opts *opts, const amp_tensor *t, amp_gpu_run **run,
-                            amp_error *err);
+amp_status amp_gpu_run_open(const amp_gpu_opts *opts, const amp_cpd_opts *cpd,
+                            const amp_tensor *t, amp_gpu_run **run, amp_error *err);
 void amp_gpu_run_close(amp_gpu_run *run);
 
 unsigned amp_gpu_run_count(const amp_gpu_run *run);
