@@ -277,6 +277,113 @@ static int want_compressed(const amp_gpu_opts *o, const amp_tensor *t)
     return need > have;
 }
 
+/* The GPUs of the run: --devices, or the first --gpus (every one for
+ * AMP_GPUS_AUTO) of the count found. */
+static amp_status pick_gpus(const amp_gpu_opts *o, const amp_cuda_device *dev, int count,
+                            amp_gpu_run *r, amp_error *err)
+{
+    char names[4096];
+    list_names(dev, count, names, sizeof names);
+    if (o->ndevices > 0) {
+        r->n = o->ndevices;
+        for (unsigned k = 0; k < r->n; k++) {
+            if (o->devices[k] < 0 || o->devices[k] >= count)
+                return AMP_FAIL(err, AMP_ERR_USAGE, "--devices: there is no GPU %d; this "
+                                "machine has %d: %s", o->devices[k], count, names);
+            r->dev[k] = dev[o->devices[k]];
+        }
+        return AMP_OK;
+    }
+    r->n = o->gpus == AMP_GPUS_AUTO ? (unsigned)count : (unsigned)o->gpus;
+    if (r->n > (unsigned)count)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--gpus %u: this machine has %d GPU%s: %s", r->n,
+                        count, count == 1 ? "" : "s", names);
+    for (unsigned k = 0; k < r->n; k++)
+        r->dev[k] = dev[k];
+    return AMP_OK;
+}
+
+/* Several GPUs: the shards dealt and each GPU's part built (the tensor's
+ * nonzeros read into host memory first when they are not there). */
+static amp_status split(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run *r,
+                        amp_error *err)
+{
+    AMP_CHECK(load_nonzeros(o, r, err));
+    AMP_CHECK(amp_partition_new(t, r->n, o->partition, &r->part, err));
+    r->have_part = 1;
+    r->part.overlap = o->overlap;
+    return amp_partition_tensors(t, &r->part, r->threads, o->release, r->parts, err);
+}
+
+/* Per GPU, resident or streamed and in what chunks (plan); then whether
+ * one GPU streams the file's compressed chunks instead. */
+static amp_status plan_all(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run *r,
+                           amp_error *err)
+{
+    r->nmodes = t->nmodes;
+    for (unsigned k = 0; k < r->n; k++) {
+        const amp_tensor *pt = part_of(r, t, k);
+        for (unsigned m = 0; m < t->nmodes; m++) {
+            r->nnz[k][m] = pt->copies[m].nnz;
+            r->rows[k][m] = pt->copies[m].row_count;
+        }
+        AMP_CHECK(plan(o, r, pt, &r->dev[k], &r->chunk[k], &r->need[k], err));
+    }
+    if (r->n == 1 && r->chunk[0] != 0 && want_compressed(o, t)) {
+        /* The ring holds the file's chunks as they are. */
+        r->compressed = 1;
+        r->chunk[0] = amp_gpu_file_chunk_nnz(o->file);
+        r->need[0] = amp_gpu_als_bytes(t, r->rank, r->f32, r->chunk[0]);
+        size_t avail = device_budget(o, &r->dev[0]);
+        if (r->need[0] > avail) {
+            char nb[32], ab[32];
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory streamed "
+                            "from compressed chunks (the file's chunks hold up to %" PRIu64
+                            " nonzeros), and GPU %d (%s) offers %s", o->path, r->rank,
+                            amp_format_bytes(nb, sizeof nb, r->need[0]), r->chunk[0],
+                            r->dev[0].ordinal, r->dev[0].name,
+                            amp_format_bytes(ab, sizeof ab, avail));
+        }
+    }
+    r->direct = r->n == 1 && r->chunk[0] == 0 && t->layout_only;
+    return AMP_OK;
+}
+
+/* Every GPU's part onto its GPU, from where the plan says: the file
+ * (compressed chunks kept, or straight to a resident copy) or host
+ * memory. */
+static amp_status upload(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run *r,
+                         amp_error *err)
+{
+    int threads = amp_thread_count(r->threads);
+    if (r->compressed)
+        return amp_gpu_tensor_upload_compressed(r->dev[0].ordinal, o->file, t, threads,
+                                                o->progress, o->progress_ctx, &r->g[0], err);
+    if (r->direct)
+        return amp_gpu_tensor_upload_file(r->dev[0].ordinal, o->file, t, threads, o->progress,
+                                          o->progress_ctx, &r->g[0], err);
+    /* Streamed: its host memory is the source. */
+    AMP_CHECK(load_nonzeros(o, r, err));
+    /* Resident parts go to their GPUs at once (a copy from pageable
+     * memory is bound by one CPU thread); streamed ones one after the
+     * other, since packing them takes every thread already. */
+    int all_resident = 1;
+    amp_status rcs[AMP_MAX_GPUS];
+    amp_error errs[AMP_MAX_GPUS];
+    memset(errs, 0, sizeof errs);
+    for (unsigned k = 0; k < r->n; k++)
+        all_resident &= r->chunk[k] == 0;
+#pragma omp parallel for num_threads(all_resident ? (int)r->n : 1) schedule(static, 1)
+    for (int k = 0; k < (int)r->n; k++)
+        rcs[k] = amp_gpu_tensor_upload(r->dev[k].ordinal, part_of(r, t, (unsigned)k),
+                                       r->chunk[k], &r->g[k], &errs[k]);
+    for (unsigned k = 0; k < r->n; k++)
+        if (rcs[k] != AMP_OK)   /* the GPU's own failure, where it happened */
+            return amp_error_set(err, errs[k].status, errs[k].src_file, errs[k].src_line,
+                                 "GPU %d: %s", r->dev[k].ordinal, amp_error_message(&errs[k]));
+    return AMP_OK;
+}
+
 amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
                             const amp_tensor *t, amp_gpu_run **out, amp_error *err)
 {
@@ -299,27 +406,10 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
         return AMP_FAIL(err, e.status, "%s; --gpus 0 runs any rank on the CPU",
                         amp_error_message(&e));
     }
-    char names[4096];
-    list_names(dev, count, names, sizeof names);
     amp_gpu_run *r = calloc(1, sizeof *r);
     if (r == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    if (o->ndevices > 0) {
-        r->n = o->ndevices;
-        for (unsigned k = 0; k < r->n; k++) {
-            if (o->devices[k] < 0 || o->devices[k] >= count)
-                AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_USAGE, "--devices: there is no GPU %d; "
-                               "this machine has %d: %s", o->devices[k], count, names);
-            r->dev[k] = dev[o->devices[k]];
-        }
-    } else {
-        r->n = o->gpus == AMP_GPUS_AUTO ? (unsigned)count : (unsigned)o->gpus;
-        if (r->n > (unsigned)count)
-            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_USAGE, "--gpus %u: this machine has %d GPU%s: "
-                           "%s", r->n, count, count == 1 ? "" : "s", names);
-        for (unsigned k = 0; k < r->n; k++)
-            r->dev[k] = dev[k];
-    }
+    AMP_CHECK_GOTO(pick_gpus(o, dev, count, r, err), rc, fail);
     r->f32 = cpd->precision == AMP_PRECISION_F32;
     r->rank = cpd->rank;
     r->threads = cpd->threads;
@@ -328,7 +418,6 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
     if (r->n > 1 && !amp_comm_available())
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "%u GPUs need NCCL, and this build "
                        "has none (configure --with-nccl); --gpus 1 runs on one", r->n);
-
     if (o->memory == AMP_MEMORY_COMPRESSED && (r->n > 1 || o->file == NULL))
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_USAGE, "--memory compressed streams to one GPU, "
                        "not %u", r->n);
@@ -338,74 +427,10 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
     /* Reading the nonzeros into host memory, where it happens here, is
      * load time, not upload time. */
     double t0 = amp_now();
-    if (r->n > 1) {
-        AMP_CHECK_GOTO(load_nonzeros(o, r, err), rc, fail);
-        AMP_CHECK_GOTO(amp_partition_new(t, r->n, o->partition, &r->part, err), rc, fail);
-        r->have_part = 1;
-        r->part.overlap = o->overlap;
-        AMP_CHECK_GOTO(amp_partition_tensors(t, &r->part, r->threads, o->release, r->parts,
-                                             err), rc, fail);
-    }
-    r->nmodes = t->nmodes;
-    for (unsigned k = 0; k < r->n; k++) {
-        const amp_tensor *pt = part_of(r, t, k);
-        for (unsigned m = 0; m < t->nmodes; m++) {
-            r->nnz[k][m] = pt->copies[m].nnz;
-            r->rows[k][m] = pt->copies[m].row_count;
-        }
-        AMP_CHECK_GOTO(plan(o, r, pt, &r->dev[k], &r->chunk[k], &r->need[k], err), rc, fail);
-    }
-    if (r->n == 1 && r->chunk[0] != 0 && want_compressed(o, t)) {
-        /* The ring holds the file's chunks as they are. */
-        r->compressed = 1;
-        r->chunk[0] = amp_gpu_file_chunk_nnz(o->file);
-        r->need[0] = amp_gpu_als_bytes(t, r->rank, r->f32, r->chunk[0]);
-        size_t avail = device_budget(o, &r->dev[0]);
-        if (r->need[0] > avail) {
-            char nb[32], ab[32];
-            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory "
-                           "streamed from compressed chunks (the file's chunks hold up to "
-                           "%" PRIu64 " nonzeros), and GPU %d (%s) offers %s", o->path,
-                           r->rank, amp_format_bytes(nb, sizeof nb, r->need[0]), r->chunk[0],
-                           r->dev[0].ordinal, r->dev[0].name,
-                           amp_format_bytes(ab, sizeof ab, avail));
-        }
-    }
-    r->direct = r->n == 1 && r->chunk[0] == 0 && t->layout_only;
-    if (r->compressed || r->direct) {
-        int threads = amp_thread_count(r->threads);
-        if (r->compressed)
-            AMP_CHECK_GOTO(amp_gpu_tensor_upload_compressed(r->dev[0].ordinal, o->file, t,
-                                                            threads, o->progress,
-                                                            o->progress_ctx, &r->g[0], err),
-                           rc, fail);
-        else
-            AMP_CHECK_GOTO(amp_gpu_tensor_upload_file(r->dev[0].ordinal, o->file, t, threads,
-                                                      o->progress, o->progress_ctx, &r->g[0],
-                                                      err), rc, fail);
-    } else {
-        /* Streamed: its host memory is the source. */
-        AMP_CHECK_GOTO(load_nonzeros(o, r, err), rc, fail);
-        /* Resident parts go to their GPUs at once (a copy from pageable
-         * memory is bound by one CPU thread); streamed ones one after the
-         * other, since packing them takes every thread already. */
-        int all_resident = 1;
-        amp_status rcs[AMP_MAX_GPUS];
-        amp_error errs[AMP_MAX_GPUS];
-        memset(errs, 0, sizeof errs);
-        for (unsigned k = 0; k < r->n; k++)
-            all_resident &= r->chunk[k] == 0;
-#pragma omp parallel for num_threads(all_resident ? (int)r->n : 1) schedule(static, 1)
-        for (int k = 0; k < (int)r->n; k++)
-            rcs[k] = amp_gpu_tensor_upload(r->dev[k].ordinal, part_of(r, t, (unsigned)k),
-                                           r->chunk[k], &r->g[k], &errs[k]);
-        for (unsigned k = 0; k < r->n; k++)
-            if (rcs[k] != AMP_OK) {
-                rc = amp_error_set(err, errs[k].status, errs[k].src_file, errs[k].src_line,
-                                   "GPU %d: %s", r->dev[k].ordinal, amp_error_message(&errs[k]));
-                goto fail;
-            }
-    }
+    if (r->n > 1)
+        AMP_CHECK_GOTO(split(o, t, r, err), rc, fail);
+    AMP_CHECK_GOTO(plan_all(o, t, r, err), rc, fail);
+    AMP_CHECK_GOTO(upload(o, t, r, err), rc, fail);
     if (r->n > 1) {
         int ordinals[AMP_MAX_GPUS];
         for (unsigned k = 0; k < r->n; k++)
