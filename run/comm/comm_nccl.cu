@@ -33,8 +33,7 @@ struct amp_comm {
     do {                                                                                    \
         ncclResult_t r_ = (call);                                                           \
         if (r_ != ncclSuccess)                                                              \
-            return amp_error_set((err), AMP_ERR_CUDA, __FILE__, __LINE__, "%s: %s", #call,    \
-                                 ncclGetErrorString(r_));                                   \
+            return AMP_FAIL((err), AMP_ERR_CUDA, "%s: %s", #call, ncclGetErrorString(r_));  \
     } while (0)
 #endif
 

@@ -236,8 +236,7 @@ static amp_status wait_until(gpu_als *w, const char *what, Sync sync, Query quer
     if (w->nranks == 1) {
         cudaError_t e = sync();
         if (e != cudaSuccess)
-            return amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__, "%s: %s", what,
-                                 cudaGetErrorString(e));
+            return CUDA_FAIL(err, e, what);
         return AMP_OK;
     }
     for (;;) {
@@ -245,8 +244,7 @@ static amp_status wait_until(gpu_als *w, const char *what, Sync sync, Query quer
         if (e == cudaSuccess)
             return AMP_OK;
         if (e != cudaErrorNotReady)
-            return amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__, "GPU %u: %s", w->rank,
-                                 cudaGetErrorString(e));
+            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u: %s", w->rank, cudaGetErrorString(e));
         if (w->run->failed.load())
             return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u stopped: another GPU failed", w->rank);
         AMP_CHECK(amp_comm_check(w->comm, err));

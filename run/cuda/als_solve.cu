@@ -142,8 +142,8 @@ extern "C" amp_status amp_gpu_solve_stats_host(int device, const double *M, int 
     float *M32 = NULL, *dA32 = NULL;
     int sms = 0;
     if (R < 1 || R > AMP_GPU_SOLVE_MAX_RANK)
-        return amp_error_set(err, AMP_ERR_USAGE, __FILE__, __LINE__, "the fused solve takes "
-                             "rank 1 to %d, not %u", AMP_GPU_SOLVE_MAX_RANK, R);
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the fused solve takes rank 1 to %d, not %u",
+                        AMP_GPU_SOLVE_MAX_RANK, R);
     const size_t n = (size_t)rows * R, msize = m_f32 ? 4 : 8;
     CUDA_TRY(cudaSetDevice(device), err);
     CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), err);
@@ -151,7 +151,7 @@ extern "C" amp_status amp_gpu_solve_stats_host(int device, const double *M, int 
     if (m_f32) {
         M32 = (float *)malloc(n * sizeof *M32 + 1);
         if (M32 == NULL)
-            return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
         for (size_t k = 0; k < n; k++)
             M32[k] = (float)M[k];
     }

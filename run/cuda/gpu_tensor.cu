@@ -217,7 +217,7 @@ static amp_status tensor_upload(int device, const amp_tensor *t, uint64_t chunk_
     amp_gpu_uploader *up = NULL;
     amp_gpu_tensor *g = (amp_gpu_tensor *)calloc(1, sizeof *g);
     if (g == NULL)
-        return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     g->device = device;
     g->nmodes = t->nmodes;
     g->vals_f32 = t->value_type == AMP_VALUES_F32;
@@ -366,8 +366,7 @@ extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uin
                                             amp_gpu_tensor **out, amp_error *err)
 {
     if (t->layout_only)
-        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "a tensor without "
-                             "its nonzeros to upload");
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "a tensor without its nonzeros to upload");
     return tensor_upload(device, t, chunk_nnz, NULL, out, err);
 }
 
@@ -394,7 +393,7 @@ static amp_status upload_from_file(int device, const amp_file *f, const amp_tens
                                    amp_error *err)
 {
     if (threads < 1)
-        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "%d threads", threads);
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "%d threads", threads);
     file_source src = {f, std::min(threads, 64), progress, progress_ctx, compressed};
     return tensor_upload(device, t, compressed ? amp_gpu_file_chunk_nnz(f) : 0, &src, out, err);
 }

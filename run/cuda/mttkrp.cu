@@ -600,8 +600,7 @@ static amp_status launch(mttkrp_fn fn, const mttkrp_args &a, int sm_count, int p
     fn<<<team_grid(a.nnz, sm_count, per_sm, lanes), 256, 0, s>>>(a);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
-        return amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__, "MTTKRP kernel launch: %s",
-                             cudaGetErrorString(e));
+        return CUDA_FAIL(err, e, "MTTKRP kernel launch");
     return AMP_OK;
 }
 
@@ -641,8 +640,8 @@ static amp_status run_range(const amp_gpu_tensor *g, const gpu_copy *c, mttkrp_a
         return AMP_OK;
     if (g->zstream) {   /* one GPU: the whole copy */
         if (begin != 0 || end != c->nnz)
-            return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "part of a copy "
-                                 "streamed from compressed chunks");
+            return AMP_FAIL(err, AMP_ERR_INTERNAL, "part of a copy streamed from compressed "
+                            "chunks");
         zlaunch z = {g, a, fn, per_sm, lanes, s};
         return gpu_zstream_run(g, (unsigned)(c - g->copies), launch_zchunk, &z, s, err);
     }
@@ -691,8 +690,7 @@ static amp_status setup(const amp_gpu_tensor *g, unsigned d, void *const *A, uns
 {
     const gpu_copy *c = &g->copies[d];
     if (R == 0 || R > 512)
-        return amp_error_set(err, AMP_ERR_USAGE, __FILE__, __LINE__,
-                             "the GPU MTTKRP takes rank 1 to 512, not %u", R);
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the GPU MTTKRP takes rank 1 to 512, not %u", R);
     memset(a, 0, sizeof *a);
     a->block_start = c->block_start;
     a->block_key = c->block_key;
@@ -763,9 +761,8 @@ extern "C" amp_status amp_gpu_mttkrp_cuts(const amp_gpu_tensor *g, unsigned d, v
     const gpu_copy *c = &g->copies[d];
     cudaStream_t s = (cudaStream_t)stream;
     if (!c->has_cuts || first > last || last > AMP_GPU_CUTS)
-        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "cuts %u to %u of "
-                             "mode %u's copy, which has %s", first, last, d + 1,
-                             c->has_cuts ? "fewer" : "none");
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "cuts %u to %u of mode %u's copy, which has %s",
+                        first, last, d + 1, c->has_cuts ? "fewer" : "none");
     mttkrp_args a;
     mttkrp_fn fn = NULL;
     int per_sm = 0;
@@ -811,7 +808,7 @@ static amp_status mttkrp_host(const amp_gpu_tensor *g, const double *const *A, u
         maxr = g->rows[m] > maxr ? g->rows[m] : maxr;
     stage = malloc((size_t)maxr * R * rs);
     if (stage == NULL)
-        return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     for (unsigned m = 0; m < g->nmodes; m++) {
         size_t n = (size_t)g->rows[m] * R;
         CUDA_TRY_GOTO(cudaMalloc(&dA[m], n * rs + 8), err, rc, done);
@@ -928,7 +925,7 @@ extern "C" amp_status amp_gpu_mttkrp_cuts_host(const amp_gpu_tensor *g, const do
                                                amp_error *err)
 {
     if (parts < 1 || parts > AMP_GPU_CUTS || only >= (int)parts)
-        return amp_error_set(err, AMP_ERR_USAGE, __FILE__, __LINE__, "%u parts: 1 to %d, "
-                             "part %d of them", parts, AMP_GPU_CUTS, only);
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%u parts: 1 to %d, part %d of them", parts,
+                        AMP_GPU_CUTS, only);
     return mttkrp_host(g, A, R, f32, d, M_host, 0, NULL, parts, only, waves, err);
 }

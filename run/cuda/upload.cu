@@ -79,11 +79,11 @@ extern "C" amp_status amp_gpu_uploader_new(int device, int workers, amp_gpu_uplo
 {
     amp_status rc = AMP_OK;
     if (workers > UPLOAD_WORKERS_MAX)
-        return amp_error_set(err, AMP_ERR_USAGE, __FILE__, __LINE__, "%d upload workers: at "
-                             "most %d", workers, (int)UPLOAD_WORKERS_MAX);
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%d upload workers: at most %d", workers,
+                        (int)UPLOAD_WORKERS_MAX);
     amp_gpu_uploader *u = (amp_gpu_uploader *)calloc(1, sizeof *u);
     if (u == NULL)
-        return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     u->device = device;
     unsigned hw = std::thread::hardware_concurrency();
     u->nworkers = workers > 0 ? workers
@@ -201,10 +201,8 @@ extern "C" amp_status amp_gpu_upload_check(int device, size_t bytes, amp_error *
     unsigned char *host = (unsigned char *)malloc(bytes ? bytes : 1);
     unsigned char *back = (unsigned char *)malloc(bytes ? bytes : 1);
     void *dev = NULL;
-    if (host == NULL || back == NULL) {
-        rc = amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
-        goto fail;
-    }
+    if (host == NULL || back == NULL)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < bytes; i++)
         host[i] = (unsigned char)((i * UINT64_C(0x9E3779B97F4A7C15)) >> 56);
     memset(back, 0, bytes);
@@ -217,8 +215,8 @@ extern "C" amp_status amp_gpu_upload_check(int device, size_t bytes, amp_error *
     CUDA_TRY_GOTO(cudaMemcpy(back, dev, bytes, cudaMemcpyDeviceToHost), err, rc, fail);
     for (size_t i = 0; i < bytes; i++)
         if (back[i] != host[i]) {
-            rc = amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "byte %zu of %zu "
-                               "arrived as %u, not %u", i, bytes, back[i], host[i]);
+            rc = AMP_FAIL(err, AMP_ERR_INTERNAL, "byte %zu of %zu arrived as %u, not %u", i,
+                          bytes, back[i], host[i]);
             break;
         }
 fail:
