@@ -70,7 +70,7 @@ enum {
 
 /* What the GPUs' threads share. */
 struct als_run {
-    unsigned n;
+    unsigned ngpus;
     amp_gpu_tensor *const *g;
     amp_comm *const *comms;
     const amp_partition *p;
@@ -94,11 +94,12 @@ typedef struct gpu_als {
     unsigned N, R;
     int f32;
     uint64_t max_rows;
-    /* Multi-GPU: this GPU's rank, its rows of each mode, and how every
-     * GPU's rows sit in a factor (for the exchange, in doubles). */
+    /* Multi-GPU: this GPU's index in the run and the run's GPUs, its rows
+     * of each mode, and how every GPU's rows sit in a factor (for the
+     * exchange, in doubles). */
     als_run *run;
     amp_comm *comm;
-    unsigned rank, nranks;
+    unsigned gpu, ngpus;
     int reduce;                /* equal-nnz: M is summed across GPUs */
     int overlap;               /* the parts' copies are in two groups */
     uint64_t own_begin[AMP_MAX_MODES], own_rows[AMP_MAX_MODES];
@@ -114,7 +115,7 @@ typedef struct gpu_als {
     /* Several GPUs, from the second iteration: mode m's MTTKRP runs in
      * parts[m] ranges of rows (1: whole); each range is solved on ps as
      * soon as it is done and sent on xs, while s goes on with the next
-     * range. cuts[r][m]: GPU r's row cuts of mode m (amp_gpu_tensor_cuts);
+     * range. cuts[gpu][m]: that GPU's row cuts of mode m (amp_gpu_tensor_cuts);
      * part k of K spans cuts k CUTS / K to (k + 1) CUTS / K. */
     unsigned parts[AMP_MAX_MODES];
     /* How mode m's rows went out at its last update: in parts[m] parts,
@@ -233,7 +234,7 @@ template <typename Sync, typename Query>
 static amp_status wait_until(gpu_als *w, const char *what, Sync sync, Query query,
                              amp_error *err)
 {
-    if (w->nranks == 1) {
+    if (w->ngpus == 1) {
         cudaError_t e = sync();
         if (e != cudaSuccess)
             return CUDA_FAIL(err, e, what);
@@ -244,9 +245,9 @@ static amp_status wait_until(gpu_als *w, const char *what, Sync sync, Query quer
         if (e == cudaSuccess)
             return AMP_OK;
         if (e != cudaErrorNotReady)
-            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u: %s", w->rank, cudaGetErrorString(e));
+            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u: %s", w->gpu, cudaGetErrorString(e));
         if (w->run->failed.load())
-            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u stopped: another GPU failed", w->rank);
+            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u stopped: another GPU failed", w->gpu);
         AMP_CHECK(amp_comm_check(w->comm, err));
         std::this_thread::yield();
     }
@@ -287,19 +288,19 @@ static amp_status choose_parts(als_run *run, gpu_als *w, amp_error *err)
     want = want > AMP_GPU_CUTS ? AMP_GPU_CUTS : want < 1 ? 1 : want;
     for (unsigned m = 0; m < w->N; m++)
         w->parts[m] = 1;
-    if (run->n < 2 || want < 2 || w->reduce || w->overlap || p == NULL ||
+    if (run->ngpus < 2 || want < 2 || w->reduce || w->overlap || p == NULL ||
         w->R > AMP_GPU_SOLVE_MAX_RANK)
         return AMP_OK;
-    w->cuts = (uint64_t(*)[AMP_MAX_MODES][AMP_GPU_CUTS + 1])calloc(run->n, sizeof *w->cuts);
+    w->cuts = (uint64_t(*)[AMP_MAX_MODES][AMP_GPU_CUTS + 1])calloc(run->ngpus, sizeof *w->cuts);
     if (w->cuts == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     for (unsigned m = 0; m < w->N; m++) {
         int able = 1;
-        for (unsigned r = 0; r < run->n && able; r++) {
-            const uint64_t *c = w->cuts[r][m];
-            able = amp_gpu_tensor_cuts(run->g[r], m, w->cuts[r][m]) &&
-                   c[0] == p->modes[m].row_begin[r] &&
-                   c[AMP_GPU_CUTS] == p->modes[m].row_begin[r] + p->modes[m].row_count[r];
+        for (unsigned gpu = 0; gpu < run->ngpus && able; gpu++) {
+            const uint64_t *c = w->cuts[gpu][m];
+            able = amp_gpu_tensor_cuts(run->g[gpu], m, w->cuts[gpu][m]) &&
+                   c[0] == p->modes[m].row_begin[gpu] &&
+                   c[AMP_GPU_CUTS] == p->modes[m].row_begin[gpu] + p->modes[m].row_count[gpu];
         }
         if (able)
             w->parts[m] = want;
@@ -308,7 +309,7 @@ static amp_status choose_parts(als_run *run, gpu_als *w, amp_error *err)
 }
 
 static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, als_run *run,
-                              unsigned rank, gpu_als *w, amp_error *err)
+                              unsigned gpu, gpu_als *w, amp_error *err)
 {
     amp_status rc = AMP_OK;
     const unsigned R = o->rank;
@@ -319,26 +320,26 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     w->R = R;
     w->f32 = o->precision == AMP_PRECISION_F32;
     w->run = run;
-    w->rank = rank;
-    w->nranks = run->n;
-    w->comm = run->comms ? run->comms[rank] : NULL;
-    w->reduce = p && p->kind == AMP_PARTITION_EQUAL_NNZ && run->n > 1;
-    w->overlap = p && p->overlap && run->n > 1;
-    uint64_t m_rows = 0;   /* rows of M: reduce-scatter wants n equal blocks */
+    w->gpu = gpu;
+    w->ngpus = run->ngpus;
+    w->comm = run->comms ? run->comms[gpu] : NULL;
+    w->reduce = p && p->kind == AMP_PARTITION_EQUAL_NNZ && run->ngpus > 1;
+    w->overlap = p && p->overlap && run->ngpus > 1;
+    uint64_t m_rows = 0;   /* rows of M: reduce-scatter wants ngpus equal blocks */
     for (unsigned m = 0; m < w->N; m++) {
         w->max_rows = g->rows[m] > w->max_rows ? g->rows[m] : w->max_rows;
-        w->own_begin[m] = p ? p->modes[m].row_begin[rank] : 0;
-        w->own_rows[m] = p ? p->modes[m].row_count[rank] : g->rows[m];
-        w->reduce_block[m] = (g->rows[m] + run->n - 1) / run->n;
-        uint64_t mr = w->reduce ? w->reduce_block[m] * run->n : g->rows[m];
+        w->own_begin[m] = p ? p->modes[m].row_begin[gpu] : 0;
+        w->own_rows[m] = p ? p->modes[m].row_count[gpu] : g->rows[m];
+        w->reduce_block[m] = (g->rows[m] + run->ngpus - 1) / run->ngpus;
+        uint64_t mr = w->reduce ? w->reduce_block[m] * run->ngpus : g->rows[m];
         m_rows = mr > m_rows ? mr : m_rows;
-        w->gather_offset[m] = (uint64_t *)malloc(run->n * sizeof(uint64_t));
-        w->gather_count[m] = (uint64_t *)malloc(run->n * sizeof(uint64_t));
+        w->gather_offset[m] = (uint64_t *)malloc(run->ngpus * sizeof(uint64_t));
+        w->gather_count[m] = (uint64_t *)malloc(run->ngpus * sizeof(uint64_t));
         if (w->gather_offset[m] == NULL || w->gather_count[m] == NULL)
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
-        for (unsigned r = 0; r < run->n; r++) {
-            w->gather_offset[m][r] = (p ? p->modes[m].row_begin[r] : 0) * R;
-            w->gather_count[m][r] = (p ? p->modes[m].row_count[r] : g->rows[m]) * R;
+        for (unsigned q = 0; q < run->ngpus; q++) {   /* every GPU's rows */
+            w->gather_offset[m][q] = (p ? p->modes[m].row_begin[q] : 0) * R;
+            w->gather_count[m][q] = (p ? p->modes[m].row_count[q] : g->rows[m]) * R;
         }
     }
     CUDA_TRY_GOTO(cudaSetDevice(g->device), err, rc, fail);
@@ -576,7 +577,7 @@ static amp_status settle_exchange(gpu_als *w, unsigned m, amp_error *err)
     float ms = 0;
     CUDA_TRY(cudaEventElapsedTime(&ms, w->ex0[m], w->ex1[m]), err);
     if (w->run->stats)
-        w->run->stats->exchange[w->rank][m] += ms / 1e3;
+        w->run->stats->exchange[w->gpu][m] += ms / 1e3;
     w->ex_pending[m] = 0;
     return AMP_OK;
 }
@@ -598,9 +599,9 @@ static amp_status send_rows(gpu_als *w, unsigned d, unsigned pieces, amp_error *
      * at the end. */
     for (unsigned k = 0; k < pieces; k++) {
         const unsigned a = k * AMP_GPU_CUTS / pieces, b = (k + 1) * AMP_GPU_CUTS / pieces;
-        for (unsigned r = 0; r < w->nranks && pieces > 1; r++) {
-            off[r] = w->cuts[r][d][a] * w->R;
-            cnt[r] = (w->cuts[r][d][b] - w->cuts[r][d][a]) * w->R;
+        for (unsigned gpu = 0; gpu < w->ngpus && pieces > 1; gpu++) {
+            off[gpu] = w->cuts[gpu][d][a] * w->R;
+            cnt[gpu] = (w->cuts[gpu][d][b] - w->cuts[gpu][d][a]) * w->R;
         }
         AMP_CHECK_GOTO(amp_comm_allgatherv(w->comm, w->f32 ? (void *)w->A32[d]
                                                            : (void *)w->A[d],
@@ -623,14 +624,14 @@ static amp_status parts_solve(const amp_gpu_tensor *g, gpu_als *w, unsigned d, u
                               amp_error *err)
 {
     amp_status rc = AMP_OK;
-    const unsigned R = w->R, K = w->parts[d], n = w->nranks;
+    const unsigned R = w->R, K = w->parts[d];
     uint64_t off[AMP_MAX_GPUS], cnt[AMP_MAX_GPUS];
     unsigned total = 0;
     const unsigned most = (4u * (unsigned)g->sm_count + K - 1) / K;
     AMP_CHECK_GOTO(settle_exchange(w, d, err), rc, done);
     for (unsigned k = 0; k < K; k++) {
         const unsigned a = k * AMP_GPU_CUTS / K, b = (k + 1) * AMP_GPU_CUTS / K;
-        const uint64_t r0 = w->cuts[w->rank][d][a], rows = w->cuts[w->rank][d][b] - r0;
+        const uint64_t r0 = w->cuts[w->gpu][d][a], rows = w->cuts[w->gpu][d][b] - r0;
         CUDA_TRY_GOTO(cudaStreamWaitEvent(w->ps, w->part_done[k], 0), err, rc, done);
         if (rows > 0) {
             uint64_t most_rows = rows / 64 + 1;
@@ -647,9 +648,9 @@ static amp_status parts_solve(const amp_gpu_tensor *g, gpu_als *w, unsigned d, u
         CUDA_TRY_GOTO(cudaStreamWaitEvent(w->xs, w->part_solved[k], 0), err, rc, done);
         if (k == 0)
             CUDA_TRY_GOTO(cudaEventRecord(w->ex0[d], w->xs), err, rc, done);
-        for (unsigned r = 0; r < n; r++) {
-            off[r] = w->cuts[r][d][a] * R;
-            cnt[r] = (w->cuts[r][d][b] - w->cuts[r][d][a]) * R;
+        for (unsigned gpu = 0; gpu < w->ngpus; gpu++) {
+            off[gpu] = w->cuts[gpu][d][a] * R;
+            cnt[gpu] = (w->cuts[gpu][d][b] - w->cuts[gpu][d][a]) * R;
         }
         AMP_CHECK_GOTO(amp_comm_allgatherv(w->comm, w->f32 ? (void *)w->A32[d]
                                                            : (void *)w->A[d],
@@ -695,7 +696,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
      * first iteration, which always rescales (before sending), nor where
      * the next MTTKRP starts on local rows before the others' are in
      * (overlap): those must not change under it. */
-    const int early_send = w->nranks > 1 && !first && !w->overlap;
+    const int early_send = w->ngpus > 1 && !first && !w->overlap;
     /* ... and, where the mode is cut into parts, range by range as its
      * MTTKRP finishes each (parts_solve). That needs P before the
      * MTTKRP: V^-1 is taken from the factor before the host knows whether
@@ -715,7 +716,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
                                       cudaMemcpyDeviceToDevice, w->s), err, rc, done);
     }
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_FACTOR], w->s), err, rc, done);
-    if (w->nranks > 1 && !w->overlap)   /* every nonzero may need the rows in transit */
+    if (w->ngpus > 1 && !w->overlap)   /* every nonzero may need the rows in transit */
         CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err, rc, done);
     if (w->sent_early[prev]) {   /* counted with the wait for them */
         const uint64_t pr = g->rows[prev];
@@ -755,7 +756,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
                        rc, done);
     }
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_EARLY], w->s), err, rc, done);
-    if (w->nranks > 1)   /* the other GPUs' rows of the mode before */
+    if (w->ngpus > 1)   /* the other GPUs' rows of the mode before */
         CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_WAITED], w->s), err, rc, done);
     if (!in_parts && !(early_send && fused && w->parts[d] > 1))
@@ -836,7 +837,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     /* The Gram of the stored rows, made the normalized factor's. */
     CUDA_TRY_GOTO(amp_gpu_scale_gram(w->G[d], w->sig[d], R, w->s), err, rc, done);
     CUDA_TRY_GOTO(cudaEventRecord(ev[EV_GRAM_COMM], w->s), err, rc, done);
-    if (w->nranks > 1 && !early_send)
+    if (w->ngpus > 1 && !early_send)
         AMP_CHECK_GOTO(send_rows(w, d, 1, err), rc, done);
     w->sent_in[d] = in_parts ? w->parts[d] : early_send ? 1 : 0;
 done:
@@ -866,15 +867,15 @@ static amp_status add_phase_times(gpu_als *w, double *seconds, amp_error *err)
                 reach += sec;
             if (st) {
                 if (phase_of[e] == AMP_PHASE_MTTKRP)
-                    st->mttkrp[w->rank][m] += sec;
+                    st->mttkrp[w->gpu][m] += sec;
                 if (phase_of[e] == AMP_PHASE_COMM)
-                    st->comm[w->rank][m] += sec;
+                    st->comm[w->gpu][m] += sec;
                 else
-                    st->busy[w->rank][m] += sec;
+                    st->busy[w->gpu][m] += sec;
             }
         }
-        w->run->reach[w->rank].push_back(reach);
-        if (w->nranks > 1 && w->ex_pending[m] && cudaEventQuery(w->ex1[m]) == cudaSuccess)
+        w->run->reach[w->gpu].push_back(reach);
+        if (w->ngpus > 1 && w->ex_pending[m] && cudaEventQuery(w->ex1[m]) == cudaSuccess)
             AMP_CHECK_GOTO(settle_exchange(w, m, err), rc, done);
     }
     CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, w->fit0, w->fit1), err, rc, done);
@@ -886,33 +887,33 @@ done:
 /* This GPU failed: say so first (so the report names it, not a peer that
  * stopped because of it), then cancel its collectives so that no peer
  * waits for it forever. */
-static void fail_rank(als_run *run, unsigned rank)
+static void fail_gpu(als_run *run, unsigned gpu)
 {
     {
         std::lock_guard<std::mutex> hold(run->lock);
         if (run->first_failed < 0)
-            run->first_failed = (int)rank;
+            run->first_failed = (int)gpu;
     }
-    if (run->n > 1) {
+    if (run->ngpus > 1) {
         run->failed.store(1);
-        amp_comm_abort(run->comms[rank]);
+        amp_comm_abort(run->comms[gpu]);
     }
 }
 
 /* One GPU's whole run. */
-static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
+static amp_status als_one_gpu(als_run *run, unsigned gpu, amp_error *err)
 {
     gpu_als w;
     amp_status rc = AMP_OK;
-    const amp_gpu_tensor *g = run->g[rank];
+    const amp_gpu_tensor *g = run->g[gpu];
     const amp_cpd_opts *o = run->o;
     amp_cpd *c = run->c;
     const unsigned N = g->nmodes, R = c->rank;
-    double *seconds = run->seconds[rank];
+    double *seconds = run->seconds[gpu];
     int pinv_used = 0;
-    rc = gpu_als_new(g, o, run, rank, &w, err);   /* frees what it made on failure */
+    rc = gpu_als_new(g, o, run, gpu, &w, err);   /* frees what it made on failure */
     if (rc != AMP_OK) {
-        fail_rank(run, rank);
+        fail_gpu(run, gpu);
         return rc;
     }
     for (unsigned m = 0; m < N; m++) {
@@ -961,7 +962,7 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
             fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
             double delta = fabs(fit - old_fit);
             iters = it + 1;
-            if (rank == 0 && o->on_iter)
+            if (gpu == 0 && o->on_iter)
                 o->on_iter(o->ctx, it + 1, fit, delta, wall_now() - t_iter);
             /* Every GPU computes the same fit from the same summed terms,
              * so all stop together. */
@@ -971,7 +972,7 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
             }
             old_fit = fit;
         }
-        if (rank == 0) {
+        if (gpu == 0) {
             c->fit = fit;
             c->iters = iters;
             c->converged = converged;
@@ -983,14 +984,14 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
     }
     for (unsigned m = 0; m < N; m++)   /* the last rows sent and received */
         AMP_CHECK_GOTO(settle_exchange(&w, m, err), rc, done);
-    if (w.f32 && w.nranks > 1) {   /* the f64 rows, which only the shadows left */
+    if (w.f32 && w.ngpus > 1) {   /* the f64 rows, which only the shadows left */
         CUDA_TRY_GOTO(cudaStreamWaitEvent(w.s, w.ex1[N - 1], 0), err, rc, done);
         for (unsigned m = 0; m < N; m++)
             AMP_CHECK_GOTO(amp_comm_allgatherv(w.comm, w.A[m], 0, w.gather_offset[m],
                                                w.gather_count[m], w.s, err), rc, done);
         AMP_CHECK_GOTO(wait_stream(&w, err), rc, done);
     }
-    if (rank == 0) {
+    if (gpu == 0) {
         for (unsigned m = 0; m < N; m++) {   /* normalized, for the output */
             CUDA_TRY_GOTO(amp_gpu_scale_columns(w.A[m], g->rows[m], R, w.sig[m], w.s), err, rc,
                           done);
@@ -1004,14 +1005,14 @@ static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
     }
 done:
     if (rc != AMP_OK)   /* before freeing: cudaFree waits for the device */
-        fail_rank(run, rank);
+        fail_gpu(run, gpu);
     gpu_als_free(&w);
     return rc;
 }
 
-static void rank_main(als_run *run, unsigned rank)
+static void gpu_main(als_run *run, unsigned gpu)
 {
-    run->rc[rank] = als_rank(run, rank, &run->err[rank]);
+    run->rc[gpu] = als_one_gpu(run, gpu, &run->err[gpu]);
 }
 
 extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comms,
@@ -1020,15 +1021,15 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
                                             const amp_gpu_als_opts *go, amp_cpd *c,
                                             amp_gpu_run_stats *stats, amp_error *err)
 {
-    const unsigned n = p ? p->ngpus : 1;
+    const unsigned ngpus = p ? p->ngpus : 1;
     if (c->rank != o->rank)
         return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", c->rank, o->rank);
-    if (n > 1 && comms == NULL)
-        return AMP_FAIL(err, AMP_ERR_USAGE, "%u GPUs need their communicators", n);
+    if (ngpus > 1 && comms == NULL)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%u GPUs need their communicators", ngpus);
     als_run *run = new (std::nothrow) als_run;
     if (run == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    run->n = n;
+    run->ngpus = ngpus;
     run->g = g;
     run->comms = comms;
     run->p = p;
@@ -1042,27 +1043,27 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
     memset(run->seconds, 0, sizeof run->seconds);
     if (stats) {
         memset(stats, 0, sizeof *stats);
-        stats->ngpus = n;
+        stats->ngpus = ngpus;
         stats->nmodes = t->nmodes;
     }
     std::vector<std::thread> threads;
     amp_status rc = AMP_OK;
     try {
-        for (unsigned r = 1; r < n; r++)
-            threads.emplace_back(rank_main, run, r);
+        for (unsigned gpu = 1; gpu < ngpus; gpu++)
+            threads.emplace_back(gpu_main, run, gpu);
     } catch (...) {
         run->failed.store(1);
-        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "could not start a thread for each of %u GPUs", n);
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "could not start a thread for each of %u GPUs", ngpus);
     }
     if (rc == AMP_OK)
-        rank_main(run, 0);
+        gpu_main(run, 0);
     else
         amp_comm_abort(comms[0]);
     for (auto &th : threads)
         th.join();
     if (rc == AMP_OK && run->first_failed >= 0) {
         const amp_error *e = &run->err[run->first_failed];
-        if (n > 1)
+        if (ngpus > 1)
             rc = amp_error_set(err, e->status, e->src_file, e->src_line, "GPU %d of the run: %s",
                                run->first_failed, amp_error_message(e));
         else
@@ -1071,20 +1072,20 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
     }
     if (rc == AMP_OK) {
         memset(c->seconds, 0, sizeof c->seconds);
-        for (unsigned r = 0; r < n; r++)
+        for (unsigned gpu = 0; gpu < ngpus; gpu++)
             for (int ph = 0; ph < AMP_NPHASES; ph++) {
-                c->seconds[ph] = run->seconds[r][ph] > c->seconds[ph] ? run->seconds[r][ph]
-                                                                       : c->seconds[ph];
+                c->seconds[ph] = run->seconds[gpu][ph] > c->seconds[ph] ? run->seconds[gpu][ph]
+                                                                         : c->seconds[ph];
                 if (stats)
-                    stats->phase[r][ph] = run->seconds[r][ph];
+                    stats->phase[gpu][ph] = run->seconds[gpu][ph];
             }
         if (stats)   /* idle: behind the last GPU to reach each collective */
             for (size_t k = 0; k < run->reach[0].size(); k++) {
                 double last = 0;
-                for (unsigned r = 0; r < n; r++)
-                    last = run->reach[r][k] > last ? run->reach[r][k] : last;
-                for (unsigned r = 0; r < n; r++)
-                    stats->idle[r][k % t->nmodes] += last - run->reach[r][k];
+                for (unsigned gpu = 0; gpu < ngpus; gpu++)
+                    last = run->reach[gpu][k] > last ? run->reach[gpu][k] : last;
+                for (unsigned gpu = 0; gpu < ngpus; gpu++)
+                    stats->idle[gpu][k % t->nmodes] += last - run->reach[gpu][k];
             }
     }
     delete run;

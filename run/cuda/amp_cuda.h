@@ -170,8 +170,8 @@ typedef struct amp_gpu_run_stats {
 } amp_gpu_run_stats;
 
 /* CP-ALS on p->ngpus GPUs, one host thread each (the caller's is GPU 0's,
- * which calls o->on_iter): g[r] holds GPU r's part of t (amp_partition_tensor),
- * comms[r] its communicator. c's factors are in the run's row order on the
+ * which calls o->on_iter): g[i] holds GPU i's part of t (amp_partition_tensor),
+ * comms[i] its communicator. c's factors are in the run's row order on the
  * way in and out (amp_partition_rows_to_run / _to_file), normalized. Each
  * GPU solves the rows it owns (stored unnormalized, with column scales
  * that every GPU computes alike, als_gpu.cu); column norms, fit terms and Gram
