@@ -18,8 +18,8 @@
  *       a stream and communicator of their own), while the steps below
  *       run; from the second iteration on
  *   column sums of squares, of A .* M, max |A|; summed (max) across GPUs
- *     (rank <= 32: A_d, its f32 shadow and the column sums in one pass,
- *     als_solve.cu)
+ *     (rank <= AMP_GPU_SOLVE_MAX_RANK: A_d, its f32 shadow and the column
+ *     sums in one pass, als_solve.cu)
  *   lambda, and A_d's new column scale (A_d is rescaled in place only
  *       on the first iteration or where its scale moved more than
  *       2^(40/(N-1)), 2^20 on 3 modes:
@@ -685,8 +685,8 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
         F[m] = w->f32 ? (void *)w->A32[m] : (void *)w->A[m];
     void *Mk = w->f32 ? (void *)w->M32 : (void *)w->M;
     const unsigned prev = (d + w->N - 1) % w->N;
-    /* Ranks up to 32 solve and take the column statistics in one pass,
-     * from the f32 M as it is (als_solve.cu). */
+    /* Ranks up to AMP_GPU_SOLVE_MAX_RANK solve and take the column
+     * statistics in one pass, from the f32 M as it is (als_solve.cu). */
     const int fused = R <= AMP_GPU_SOLVE_MAX_RANK;
     const void *Mk_own = w->f32 ? (const void *)(w->M32 + rb * R) : (const void *)Mown;
     /* Several GPUs send a mode's rows as soon as they are solved, while

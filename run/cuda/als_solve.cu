@@ -1,6 +1,7 @@
 /* The solve of a CP-ALS mode fused with the column statistics that follow
- * it, for ranks up to 32: A = M P (P = V^-1 or its pseudo-inverse, R x R,
- * with the factors' column scales folded in: als_kernels.cu)
+ * it, for ranks up to AMP_GPU_SOLVE_MAX_RANK (32, a warp's lanes): A = M P
+ * (P = V^-1 or its pseudo-inverse, R x R, with the factors' column scales
+ * folded in: als_kernels.cu)
  * and, per block of rows, each column's sum of squares, max |a| and sum
  * of a .* m, in one pass. The separate path (cublasDgemm, then
  * column_stats reading A and M again, and in f32 a conversion of M to f64
@@ -35,6 +36,7 @@
 #include "gpu_internal.h"
 
 enum { SOLVE_WARPS = 8, SOLVE_ROWS = 4 };
+static_assert(AMP_GPU_SOLVE_MAX_RANK <= 32, "one lane a column, P's column in 32 registers");
 
 template <typename mreal>
 __global__ void __launch_bounds__(256, 2)

@@ -479,6 +479,10 @@ static mttkrp_fn pick_noc(unsigned nother, int narrow)
     return mttkrp_generic<real, vtype, RPL>;
 }
 
+/* The largest kernel below holds 16 registers a lane, 16 x 32 entries of
+ * a row: the GPU's rank limit (amp_core.h) may not pass it. */
+static_assert(AMP_GPU_MAX_RANK <= 16 * 32, "a row of the largest rank fits pick_rpl's kernels");
+
 /* U shrinks as the rank grows so the rows in flight fit in registers. */
 template <typename real, typename vtype>
 static mttkrp_fn pick_rpl(unsigned R, unsigned nother, int narrow)
@@ -689,8 +693,9 @@ static amp_status setup(const amp_gpu_tensor *g, unsigned d, void *const *A, uns
                         unsigned *lanes, amp_error *err)
 {
     const gpu_copy *c = &g->copies[d];
-    if (R == 0 || R > 512)
-        return AMP_FAIL(err, AMP_ERR_USAGE, "the GPU MTTKRP takes rank 1 to 512, not %u", R);
+    if (R == 0 || R > AMP_GPU_MAX_RANK)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the GPU MTTKRP takes rank 1 to %u, not %u",
+                        AMP_GPU_MAX_RANK, R);
     memset(a, 0, sizeof *a);
     a->block_start = c->block_start;
     a->block_key = c->block_key;
