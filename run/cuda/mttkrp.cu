@@ -98,6 +98,35 @@ __device__ __forceinline__ uint32_t block_of(const mttkrp_args &a, uint64_t k)
     return block_of(a.block_start, a.nblocks, k);
 }
 
+/* The prologue of every MTTKRP kernel: in a persistent grid of teams of L
+ * lanes (a warp: L = 32), team t of T owns the nonzeros [nnz t / T,
+ * nnz (t + 1) / T). Sets the range [lo, hi) of this thread's team; false
+ * where it is empty (the thread has nothing to do). */
+template <int L>
+__device__ __forceinline__ bool team_range(const mttkrp_args &a, uint64_t &lo, uint64_t &hi)
+{
+    const uint64_t team = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / L;
+    const uint64_t nteams = (uint64_t)gridDim.x * blockDim.x / L;
+    lo = a.nnz * team / nteams;
+    hi = a.nnz * (team + 1) / nteams;
+    return lo < hi;
+}
+
+/* The block of a team's first nonzero, lo. */
+__device__ __forceinline__ uint32_t first_block(const mttkrp_args &a, uint64_t lo)
+{
+    return a.nblocks > 1 ? block_of(a, lo + a.offset) : 0;
+}
+
+/* The factors of the NOC input modes, typed. */
+template <typename real, int NOC>
+__device__ __forceinline__ void input_factors(const mttkrp_args &a, const real *(&F)[NOC])
+{
+#pragma unroll
+    for (int m = 0; m < NOC; m++)
+        F[m] = (const real *)a.F[m];
+}
+
 /* Adds the product rows of nonzero u of a group into the running row sum:
  * a row sums in registers while the output index repeats and is flushed
  * when it changes. */
@@ -133,17 +162,13 @@ template <typename real, typename vtype, int RPL, int U, int NOC>
 __global__ void __launch_bounds__(256) mttkrp_lanes(const mttkrp_args a)
 {
     const unsigned lane = threadIdx.x & 31;
-    const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) >> 5;
-    const uint64_t nwarps = ((uint64_t)gridDim.x * blockDim.x) >> 5;
-    const uint64_t lo = a.nnz * warp / nwarps, hi = a.nnz * (warp + 1) / nwarps;
-    if (lo >= hi)
+    uint64_t lo, hi;
+    if (!team_range<32>(a, lo, hi))
         return;
     const unsigned R = a.R;
     const vtype *vals = (const vtype *)a.vals;
     const real *F[NOC];
-#pragma unroll
-    for (int m = 0; m < NOC; m++)
-        F[m] = (const real *)a.F[m];
+    input_factors<real, NOC>(a, F);
     real *M = (real *)a.M;
     real acc[RPL];
 #pragma unroll
@@ -151,7 +176,7 @@ __global__ void __launch_bounds__(256) mttkrp_lanes(const mttkrp_args a)
         acc[j] = 0;
     uint64_t cur = ~0ull;
     int first = 1;
-    uint32_t blk = a.nblocks > 1 ? block_of(a, lo + a.offset) : 0;
+    uint32_t blk = first_block(a, lo);
 
     for (uint64_t base = lo; base < hi; base += 32) {
         const uint64_t k = base + lane;
@@ -267,10 +292,8 @@ __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
     const unsigned lane = threadIdx.x % L;
     const unsigned tmask = L == 32 ? 0xffffffffu
                                    : ((1u << L) - 1) << ((threadIdx.x & 31) / L * L);
-    const uint64_t team = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / L;
-    const uint64_t nteams = (uint64_t)gridDim.x * blockDim.x / L;
-    const uint64_t lo = a.nnz * team / nteams, hi = a.nnz * (team + 1) / nteams;
-    if (lo >= hi)
+    uint64_t lo, hi;
+    if (!team_range<L>(a, lo, hi))
         return;
     const unsigned R = a.R;
     bool active[RPT];
@@ -279,9 +302,7 @@ __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
         active[j] = (lane + j * L) * VN < R;
     const vtype *vals = (const vtype *)a.vals;
     const real *F[NOC];
-#pragma unroll
-    for (int m = 0; m < NOC; m++)
-        F[m] = (const real *)a.F[m];
+    input_factors<real, NOC>(a, F);
     real *M = (real *)a.M;
     vec acc[RPT];
 #pragma unroll
@@ -289,7 +310,7 @@ __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
         acc[j] = vzero<vec>();
     uint64_t cur = ~0ull;
     int first = 1;
-    uint32_t blk = a.nblocks > 1 ? block_of(a, lo + a.offset) : 0;
+    uint32_t blk = first_block(a, lo);
 
     for (uint64_t base = lo; base < hi; base += L) {
         const uint64_t k = base + lane;
@@ -379,10 +400,8 @@ template <typename real, typename vtype, int RPL>
 __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
 {
     const unsigned lane = threadIdx.x & 31;
-    const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) >> 5;
-    const uint64_t nwarps = ((uint64_t)gridDim.x * blockDim.x) >> 5;
-    const uint64_t lo = a.nnz * warp / nwarps, hi = a.nnz * (warp + 1) / nwarps;
-    if (lo >= hi)
+    uint64_t lo, hi;
+    if (!team_range<32>(a, lo, hi))
         return;
     const unsigned R = a.R;
     const vtype *vals = (const vtype *)a.vals;
@@ -393,7 +412,7 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
         acc[j] = 0;
     uint64_t cur = ~0ull;
     int first = 1;
-    uint32_t blk = a.nblocks > 1 ? block_of(a, lo + a.offset) : 0;
+    uint32_t blk = first_block(a, lo);
     uint64_t key = a.block_key[blk], block_end = a.block_start[blk + 1];
 
     for (uint64_t base = lo; base < hi; base += 32) {
