@@ -669,26 +669,18 @@ done:
     return rc;
 }
 
-static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, int first,
-                              int *pinv_used, amp_error *err)
-{
-    amp_status rc = AMP_OK;
-    const unsigned R = w->R;
-    const uint64_t rb = w->own_begin[d], nown = w->own_rows[d];
-    const double one = 1, zero = 0;
-    cudaEvent_t *ev = w->ev[d];
-    const amp_mode_set gs = mode_set(w, w->G), ss = mode_set(w, w->sig);
-    double *Mown = w->M ? w->M + rb * R : NULL, *Aown = w->A[d] + rb * R;
-    int pinv = 0;
-    void *F[AMP_MAX_MODES];
-    for (unsigned m = 0; m < w->N; m++)
-        F[m] = w->f32 ? (void *)w->A32[m] : (void *)w->A[m];
-    void *Mk = w->f32 ? (void *)w->M32 : (void *)w->M;
-    const unsigned prev = (d + w->N - 1) % w->N;
+/* What the update of one mode decides before it starts, for its steps
+ * (update_mode). */
+struct mode_update {
+    unsigned d, prev;          /* the mode, and the one updated before it */
+    int first;                 /* the first iteration */
+    uint64_t rb, nown;         /* the rows of mode d this GPU owns */
+    cudaEvent_t *ev;           /* ev[EV_...] of mode d */
+    void *F[AMP_MAX_MODES];    /* the MTTKRP's factors: f32 shadows or f64 */
+    void *Mk;                  /* the MTTKRP's output, f32 or f64 */
     /* Ranks up to AMP_GPU_SOLVE_MAX_RANK solve and take the column
      * statistics in one pass, from the f32 M as it is (als_solve.cu). */
-    const int fused = R <= AMP_GPU_SOLVE_MAX_RANK;
-    const void *Mk_own = w->f32 ? (const void *)(w->M32 + rb * R) : (const void *)Mown;
+    int fused;
     /* Several GPUs send a mode's rows as soon as they are solved, while
      * the column statistics and the Gram are taken; where lambda_kernel
      * then asks for a rescale (rarely), every GPU applies it to all the
@@ -696,152 +688,253 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
      * first iteration, which always rescales (before sending), nor where
      * the next MTTKRP starts on local rows before the others' are in
      * (overlap): those must not change under it. */
-    const int early_send = w->ngpus > 1 && !first && !w->overlap;
+    int early_send;
     /* ... and, where the mode is cut into parts, range by range as its
      * MTTKRP finishes each (parts_solve). That needs P before the
      * MTTKRP: V^-1 is taken from the factor before the host knows whether
      * the factorization held; where it did not (rarely), the mode is
-     * solved whole from the pseudo-inverse after the MTTKRP instead. */
-    int in_parts = early_send && fused && w->parts[d] > 1, fell_back = 0;
-    unsigned blocks = amp_gpu_stats_blocks(nown, g->sm_count);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_START], w->s), err, rc, done);
-    CUDA_TRY_GOTO(amp_gpu_hadamard(&gs, d, R, w->V, w->s), err, rc, done);
+     * solved whole from the pseudo-inverse after the MTTKRP instead
+     * (fell_back). */
+    int in_parts, fell_back;
+    unsigned blocks;           /* of the column statistics in w->partial */
+};
+
+static void plan_update(const amp_gpu_tensor *g, gpu_als *w, unsigned d, int first,
+                        mode_update *u)
+{
+    u->d = d;
+    u->prev = (d + w->N - 1) % w->N;
+    u->first = first;
+    u->rb = w->own_begin[d];
+    u->nown = w->own_rows[d];
+    u->ev = w->ev[d];
+    for (unsigned m = 0; m < w->N; m++)
+        u->F[m] = w->f32 ? (void *)w->A32[m] : (void *)w->A[m];
+    u->Mk = w->f32 ? (void *)w->M32 : (void *)w->M;
+    u->fused = w->R <= AMP_GPU_SOLVE_MAX_RANK;
+    u->early_send = w->ngpus > 1 && !first && !w->overlap;
+    u->in_parts = u->early_send && u->fused && w->parts[d] > 1;
+    u->fell_back = 0;
+    u->blocks = amp_gpu_stats_blocks(u->nown, g->sm_count);
+}
+
+/* V, the Hadamard product of the other modes' Grams, and its Cholesky
+ * factor; solving in parts, P = V^-1 from it already. */
+static amp_status factor_mode(gpu_als *w, const mode_update *u, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const unsigned R = w->R;
+    const amp_mode_set gs = mode_set(w, w->G);
+    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_START], w->s), err, rc, done);
+    CUDA_TRY_GOTO(amp_gpu_hadamard(&gs, u->d, R, w->V, w->s), err, rc, done);
     AMP_CHECK_GOTO(factor(w, err), rc, done);
-    if (in_parts) {
+    if (u->in_parts) {
         CUSOLVER_TRY_GOTO(cusolverDnDpotri(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R, w->L,
-                                           (int)R, w->work, w->lwork, w->info + 1 + d), err,
+                                           (int)R, w->work, w->lwork, w->info + 1 + u->d), err,
                           rc, done);
         CUDA_TRY_GOTO(amp_gpu_symmetrize(w->L, R, w->s), err, rc, done);
         CUDA_TRY_GOTO(cudaMemcpyAsync(w->P, w->L, (size_t)R * R * sizeof(double),
                                       cudaMemcpyDeviceToDevice, w->s), err, rc, done);
     }
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_FACTOR], w->s), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_FACTOR], w->s), err, rc, done);
+done:
+    return rc;
+}
+
+/* The MTTKRP's inputs ready: the rows of the mode before, and where they
+ * were sent early, the rescale lambda_kernel asked of them; solving in
+ * parts, the scales folded into P (after that rescale, which may change
+ * them). */
+static amp_status inputs_ready(const amp_gpu_tensor *g, gpu_als *w, const mode_update *u,
+                               amp_error *err)
+{
+    const unsigned R = w->R, prev = u->prev;
     if (w->ngpus > 1 && !w->overlap)   /* every nonzero may need the rows in transit */
-        CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err, rc, done);
+        CUDA_TRY(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err);
     if (w->sent_early[prev]) {   /* counted with the wait for them */
         const uint64_t pr = g->rows[prev];
         /* f32: the other GPUs' f64 rows are not current here, only the shadows */
-        CUDA_TRY_GOTO(amp_gpu_rescale_sent(w->f32 ? w->A[prev] + w->own_begin[prev] * R
-                                                  : w->A[prev],
-                                           w->f32 ? w->own_rows[prev] : pr,
-                                           w->f32 ? w->A32[prev] : NULL, pr, R, w->sig[prev],
-                                           w->rescale + prev, w->s), err, rc, done);
+        CUDA_TRY(amp_gpu_rescale_sent(w->f32 ? w->A[prev] + w->own_begin[prev] * R
+                                             : w->A[prev],
+                                      w->f32 ? w->own_rows[prev] : pr,
+                                      w->f32 ? w->A32[prev] : NULL, pr, R, w->sig[prev],
+                                      w->rescale + prev, w->s), err);
         w->sent_early[prev] = 0;
     }
-    /* (after the rescale above, which may change the scales folded in) */
-    if (in_parts)
-        CUDA_TRY_GOTO(amp_gpu_fold_scales(&ss, d, R, w->pre[d], w->P, w->c, w->s), err, rc,
-                      done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_READY], w->s), err, rc, done);
-    if (in_parts) {
-        /* The host learns whether potrf held while the MTTKRP runs. */
+    if (u->in_parts) {
+        const amp_mode_set ss = mode_set(w, w->sig);
+        CUDA_TRY(amp_gpu_fold_scales(&ss, u->d, R, w->pre[u->d], w->P, w->c, w->s), err);
+    }
+    CUDA_TRY(cudaEventRecord(u->ev[EV_READY], w->s), err);
+    return AMP_OK;
+}
+
+/* M = MTTKRP(d): in parts, range by range, while the host learns whether
+ * potrf held (if not, u->in_parts goes to 0 and u->fell_back to 1); else
+ * the nonzeros that need no other GPU's rows first, then, once those rows
+ * are in, the rest. */
+static amp_status mode_mttkrp(const amp_gpu_tensor *g, gpu_als *w, mode_update *u,
+                              amp_error *err)
+{
+    const unsigned R = w->R, d = u->d;
+    if (u->in_parts) {
         for (unsigned k = 0; k < w->parts[d]; k++) {
             const unsigned a = k * AMP_GPU_CUTS / w->parts[d];
             const unsigned b = (k + 1) * AMP_GPU_CUTS / w->parts[d];
-            AMP_CHECK_GOTO(amp_gpu_mttkrp_cuts(g, d, F, R, w->f32, Mk, a, b, w->waves, w->s,
-                                               err), rc, done);
-            CUDA_TRY_GOTO(cudaEventRecord(w->part_done[k], w->s), err, rc, done);
+            AMP_CHECK(amp_gpu_mttkrp_cuts(g, d, u->F, R, w->f32, u->Mk, a, b, w->waves, w->s,
+                                          err));
+            CUDA_TRY(cudaEventRecord(w->part_done[k], w->s), err);
         }
-        AMP_CHECK_GOTO(wait_event(w, w->factored, err), rc, done);
+        AMP_CHECK(wait_event(w, w->factored, err));
         if (w->host->info < 0)
-            AMP_RAISE_GOTO(err, rc, done, AMP_ERR_INTERNAL, "cusolverDnDpotrf rejected "
-                           "argument %d", -w->host->info);
+            return AMP_FAIL(err, AMP_ERR_INTERNAL, "cusolverDnDpotrf rejected argument %d",
+                            -w->host->info);
         if (w->host->info > 0) {   /* the whole mode from the pseudo-inverse, below */
-            in_parts = 0;
-            fell_back = 1;
-            CUDA_TRY_GOTO(cudaMemsetAsync(w->info + 1 + d, 0, sizeof(int), w->s), err, rc, done);
+            u->in_parts = 0;
+            u->fell_back = 1;
+            CUDA_TRY(cudaMemsetAsync(w->info + 1 + d, 0, sizeof(int), w->s), err);
         }
     } else {
-        AMP_CHECK_GOTO(amp_gpu_mttkrp_group(g, d, F, R, w->f32, Mk, AMP_GPU_EARLY, w->s, err),
-                       rc, done);
+        AMP_CHECK(amp_gpu_mttkrp_group(g, d, u->F, R, w->f32, u->Mk, AMP_GPU_EARLY, w->s, err));
     }
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_EARLY], w->s), err, rc, done);
+    CUDA_TRY(cudaEventRecord(u->ev[EV_EARLY], w->s), err);
     if (w->ngpus > 1)   /* the other GPUs' rows of the mode before */
-        CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err, rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_WAITED], w->s), err, rc, done);
-    if (!in_parts && !(early_send && fused && w->parts[d] > 1))
-        AMP_CHECK_GOTO(amp_gpu_mttkrp_group(g, d, F, R, w->f32, Mk, AMP_GPU_LATE, w->s, err),
+        CUDA_TRY(cudaStreamWaitEvent(w->s, w->ex1[u->prev], 0), err);
+    CUDA_TRY(cudaEventRecord(u->ev[EV_WAITED], w->s), err);
+    if (!u->in_parts && !(u->early_send && u->fused && w->parts[d] > 1))
+        AMP_CHECK(amp_gpu_mttkrp_group(g, d, u->F, R, w->f32, u->Mk, AMP_GPU_LATE, w->s, err));
+    return AMP_OK;
+}
+
+/* Solved in parts (parts_solve): the MTTKRP ends at the last range, and
+ * the solve's share is what runs after it. */
+static amp_status solve_in_parts(const amp_gpu_tensor *g, gpu_als *w, mode_update *u,
+                                 amp_error *err)
+{
+    CUDA_TRY(cudaEventRecord(u->ev[EV_MTTKRP], w->s), err);
+    CUDA_TRY(cudaEventRecord(u->ev[EV_REDUCE], w->s), err);
+    CUDA_TRY(cudaEventRecord(u->ev[EV_INVERT], w->s), err);
+    AMP_CHECK(parts_solve(g, w, u->d, &u->blocks, err));
+    CUDA_TRY(cudaEventRecord(u->ev[EV_SOLVE], w->s), err);
+    return AMP_OK;
+}
+
+/* Solved whole: M summed across GPUs (equal-nnz), P = V^-1 or the
+ * pseudo-inverse with the scales folded in, A_d = M P and the column
+ * statistics (fused, or cuBLAS and column_stats), and the rows sent when
+ * they go early. */
+static amp_status solve_whole(gpu_als *w, const mode_update *u, int *pinv_used, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const unsigned R = w->R, d = u->d;
+    const uint64_t rb = u->rb, nown = u->nown;
+    const double one = 1, zero = 0;
+    const amp_mode_set ss = mode_set(w, w->sig);
+    double *Mown = w->M ? w->M + rb * R : NULL, *Aown = w->A[d] + rb * R;
+    const void *Mk_own = w->f32 ? (const void *)(w->M32 + rb * R) : (const void *)Mown;
+    int pinv = 0;
+    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_MTTKRP], w->s), err, rc, done);
+    if (w->reduce)   /* equal-nnz: every GPU's partial rows, summed */
+        AMP_CHECK_GOTO(amp_comm_reduce_scatter(w->comm, w->f32 ? (void *)w->M32 : (void *)w->M,
+                                               w->reduce_block[d] * R, w->f32, w->s, err),
                        rc, done);
-    if (in_parts) {
-        /* MTTKRP ends at the last range; the solve's share is what runs
-         * after it. */
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_MTTKRP], w->s), err, rc, done);
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_REDUCE], w->s), err, rc, done);
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_INVERT], w->s), err, rc, done);
-        AMP_CHECK_GOTO(parts_solve(g, w, d, &blocks, err), rc, done);
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_REDUCE], w->s), err, rc, done);
+    if (w->f32 && nown > 0 && !u->fused)
+        CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32 + rb * R, Mown, nown * R, w->s), err, rc, done);
+
+    AMP_CHECK_GOTO(invert(w, d, &pinv, err), rc, done);
+    if (pinv)
+        *pinv_used = 1;
+    /* The MTTKRP's inputs lacked their scales and the stored factor is
+     * to be written at pre: both go into P, so no pass over rows does
+     * it. */
+    CUDA_TRY_GOTO(amp_gpu_fold_scales(&ss, d, R, w->pre[d], w->P, w->c, w->s), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_INVERT], w->s), err, rc, done);
+    if (u->fused) {
+        CUDA_TRY_GOTO(amp_gpu_solve_stats(Mk_own, w->f32, w->P, nown, R, u->blocks, Aown,
+                                          w->f32 ? w->A32[d] + rb * R : NULL, w->partial,
+                                          w->s), err, rc, done);
+        CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_SOLVE], w->s), err, rc, done);
+        if (u->early_send)
+            AMP_CHECK_GOTO(send_rows(w, d, u->fell_back ? w->parts[d] : 1, err), rc, done);
     } else {
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_MTTKRP], w->s), err, rc, done);
-        if (w->reduce)   /* equal-nnz: every GPU's partial rows, summed */
-            AMP_CHECK_GOTO(amp_comm_reduce_scatter(w->comm, w->f32 ? (void *)w->M32
-                                                                   : (void *)w->M,
-                                                   w->reduce_block[d] * R, w->f32, w->s, err),
-                           rc, done);
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_REDUCE], w->s), err, rc, done);
-        if (w->f32 && nown > 0 && !fused)
-            CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32 + rb * R, Mown, nown * R, w->s), err, rc,
+        /* Row-major A = M P is, column-major, A^T = P^T M^T, and cuBLAS
+         * reads the row-major P as P^T. */
+        if (nown > 0)
+            CUBLAS_TRY_GOTO(cublasDgemm_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, R, (int64_t)nown,
+                                           R, &one, w->P, R, Mown, R, &zero, Aown, R), err, rc,
+                            done);
+        CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_SOLVE], w->s), err, rc, done);
+        CUDA_TRY_GOTO(amp_gpu_column_stats(Aown, Mown, nown, R, u->blocks, w->partial, w->s),
+                      err, rc, done);
+        if (w->f32 && nown > 0)
+            CUDA_TRY_GOTO(amp_gpu_to_f32(Aown, w->A32[d] + rb * R, nown * R, w->s), err, rc,
                           done);
-
-        AMP_CHECK_GOTO(invert(w, d, &pinv, err), rc, done);
-        if (pinv)
-            *pinv_used = 1;
-        /* The MTTKRP's inputs lacked their scales and the stored factor is
-         * to be written at pre: both go into P, so no pass over rows does
-         * it. */
-        CUDA_TRY_GOTO(amp_gpu_fold_scales(&ss, d, R, w->pre[d], w->P, w->c, w->s), err, rc,
-                      done);
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_INVERT], w->s), err, rc, done);
-        if (fused) {
-            CUDA_TRY_GOTO(amp_gpu_solve_stats(Mk_own, w->f32, w->P, nown, R, blocks, Aown,
-                                              w->f32 ? w->A32[d] + rb * R : NULL, w->partial,
-                                              w->s), err, rc, done);
-            CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
-            if (early_send)
-                AMP_CHECK_GOTO(send_rows(w, d, fell_back ? w->parts[d] : 1, err), rc, done);
-        } else {
-            /* Row-major A = M P is, column-major, A^T = P^T M^T, and cuBLAS
-             * reads the row-major P as P^T. */
-            if (nown > 0)
-                CUBLAS_TRY_GOTO(cublasDgemm_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, R,
-                                               (int64_t)nown, R, &one, w->P, R, Mown, R, &zero,
-                                               Aown, R), err, rc, done);
-            CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
-            CUDA_TRY_GOTO(amp_gpu_column_stats(Aown, Mown, nown, R, blocks, w->partial, w->s),
-                          err, rc, done);
-            if (w->f32 && nown > 0)
-                CUDA_TRY_GOTO(amp_gpu_to_f32(Aown, w->A32[d] + rb * R, nown * R, w->s), err, rc,
-                              done);
-            if (early_send)
-                AMP_CHECK_GOTO(send_rows(w, d, 1, err), rc, done);
-        }
+        if (u->early_send)
+            AMP_CHECK_GOTO(send_rows(w, d, 1, err), rc, done);
     }
-    CUDA_TRY_GOTO(amp_gpu_column_totals(w->partial, blocks, R, w->totals, w->s), err, rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_STATS], w->s), err, rc, done);
-    AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->totals, 2 * R, 0, w->s, err), rc, done);
-    AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->totals + 2 * R, R, 1, w->s, err), rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_STATS_COMM], w->s), err, rc, done);
-    CUDA_TRY_GOTO(amp_gpu_lambda(w->totals, R, first, w->c, w->pre[d], w->lambda, w->sig[d],
-                                 w->inner, w->rescale + d, w->scale_bound, w->s), err, rc, done);
-    /* Sent early: the Gram below is of the rows as they are, scaled by
-     * sig_d as it is, the same product as after a rescale. */
-    if (early_send)
-        w->sent_early[d] = 1;
-    else
-        CUDA_TRY_GOTO(amp_gpu_rescale(Aown, w->f32 ? w->A32[d] + rb * R : NULL, nown, R,
-                                      w->sig[d], w->rescale + d, w->s), err, rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_NORMALIZE], w->s), err, rc, done);
-
-    AMP_CHECK_GOTO(gram(w, d, rb, nown, err), rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_GRAM], w->s), err, rc, done);
-    AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->G[d], (size_t)R * R, 0, w->s, err), rc, done);
-    /* The Gram of the stored rows, made the normalized factor's. */
-    CUDA_TRY_GOTO(amp_gpu_scale_gram(w->G[d], w->sig[d], R, w->s), err, rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_GRAM_COMM], w->s), err, rc, done);
-    if (w->ngpus > 1 && !early_send)
-        AMP_CHECK_GOTO(send_rows(w, d, 1, err), rc, done);
-    w->sent_in[d] = in_parts ? w->parts[d] : early_send ? 1 : 0;
 done:
     return rc;
+}
+
+/* The column statistics summed across GPUs, lambda and the new column
+ * scale; A_d rescaled in place where lambda_kernel asks (or, sent early,
+ * later, by every GPU on all the rows it holds). */
+static amp_status normalize_mode(gpu_als *w, const mode_update *u, amp_error *err)
+{
+    const unsigned R = w->R, d = u->d;
+    CUDA_TRY(amp_gpu_column_totals(w->partial, u->blocks, R, w->totals, w->s), err);
+    CUDA_TRY(cudaEventRecord(u->ev[EV_STATS], w->s), err);
+    AMP_CHECK(amp_comm_allreduce(w->comm, w->totals, 2 * R, 0, w->s, err));
+    AMP_CHECK(amp_comm_allreduce(w->comm, w->totals + 2 * R, R, 1, w->s, err));
+    CUDA_TRY(cudaEventRecord(u->ev[EV_STATS_COMM], w->s), err);
+    CUDA_TRY(amp_gpu_lambda(w->totals, R, u->first, w->c, w->pre[d], w->lambda, w->sig[d],
+                            w->inner, w->rescale + d, w->scale_bound, w->s), err);
+    /* Sent early: the Gram below is of the rows as they are, scaled by
+     * sig_d as it is, the same product as after a rescale. */
+    if (u->early_send)
+        w->sent_early[d] = 1;
+    else
+        CUDA_TRY(amp_gpu_rescale(w->A[d] + u->rb * R, w->f32 ? w->A32[d] + u->rb * R : NULL,
+                                 u->nown, R, w->sig[d], w->rescale + d, w->s), err);
+    CUDA_TRY(cudaEventRecord(u->ev[EV_NORMALIZE], w->s), err);
+    return AMP_OK;
+}
+
+/* G_d, summed across GPUs and made the normalized factor's; then the rows
+ * to the other GPUs, where they did not go early. */
+static amp_status gram_mode(gpu_als *w, const mode_update *u, amp_error *err)
+{
+    const unsigned R = w->R, d = u->d;
+    AMP_CHECK(gram(w, d, u->rb, u->nown, err));
+    CUDA_TRY(cudaEventRecord(u->ev[EV_GRAM], w->s), err);
+    AMP_CHECK(amp_comm_allreduce(w->comm, w->G[d], (size_t)R * R, 0, w->s, err));
+    /* The Gram of the stored rows, made the normalized factor's. */
+    CUDA_TRY(amp_gpu_scale_gram(w->G[d], w->sig[d], R, w->s), err);
+    CUDA_TRY(cudaEventRecord(u->ev[EV_GRAM_COMM], w->s), err);
+    if (w->ngpus > 1 && !u->early_send)
+        AMP_CHECK(send_rows(w, d, 1, err));
+    return AMP_OK;
+}
+
+/* Mode d's update, queued on w->s (and xs, ps): the steps in the file's
+ * opening comment, each between events of ev[d]. */
+static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, int first,
+                              int *pinv_used, amp_error *err)
+{
+    mode_update u;
+    plan_update(g, w, d, first, &u);
+    AMP_CHECK(factor_mode(w, &u, err));
+    AMP_CHECK(inputs_ready(g, w, &u, err));
+    AMP_CHECK(mode_mttkrp(g, w, &u, err));
+    if (u.in_parts)
+        AMP_CHECK(solve_in_parts(g, w, &u, err));
+    else
+        AMP_CHECK(solve_whole(w, &u, pinv_used, err));
+    AMP_CHECK(normalize_mode(w, &u, err));
+    AMP_CHECK(gram_mode(w, &u, err));
+    w->sent_in[d] = u.in_parts ? w->parts[d] : u.early_send ? 1 : 0;
+    return AMP_OK;
 }
 
 /* GPU time of each phase of the last iteration into seconds; per mode
