@@ -308,104 +308,112 @@ static amp_status choose_parts(als_run *run, gpu_als *w, amp_error *err)
     return AMP_OK;
 }
 
-static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, als_run *run,
-                              unsigned gpu, gpu_als *w, amp_error *err)
+/* Which rows of each mode this GPU owns, and where every GPU's rows sit
+ * in a factor (gather_offset, gather_count, in values); *m_rows: the rows
+ * of M (a reduce-scatter wants ngpus equal blocks). */
+static amp_status plan_rows(const amp_gpu_tensor *g, const als_run *run, gpu_als *w,
+                            uint64_t *m_rows, amp_error *err)
 {
-    amp_status rc = AMP_OK;
-    const unsigned R = o->rank;
-    const size_t rr = (size_t)R * R * sizeof(double);
     const amp_partition *p = run->p;
-    memset(w, 0, sizeof *w);
-    w->N = g->nmodes;
-    w->R = R;
-    w->f32 = o->precision == AMP_PRECISION_F32;
-    w->run = run;
-    w->gpu = gpu;
-    w->ngpus = run->ngpus;
-    w->comm = run->comms ? run->comms[gpu] : NULL;
-    w->reduce = p && p->kind == AMP_PARTITION_EQUAL_NNZ && run->ngpus > 1;
-    w->overlap = p && p->overlap && run->ngpus > 1;
-    uint64_t m_rows = 0;   /* rows of M: reduce-scatter wants ngpus equal blocks */
+    const unsigned R = w->R, gpu = w->gpu;
     for (unsigned m = 0; m < w->N; m++) {
         w->max_rows = g->rows[m] > w->max_rows ? g->rows[m] : w->max_rows;
         w->own_begin[m] = p ? p->modes[m].row_begin[gpu] : 0;
         w->own_rows[m] = p ? p->modes[m].row_count[gpu] : g->rows[m];
         w->reduce_block[m] = (g->rows[m] + run->ngpus - 1) / run->ngpus;
         uint64_t mr = w->reduce ? w->reduce_block[m] * run->ngpus : g->rows[m];
-        m_rows = mr > m_rows ? mr : m_rows;
+        *m_rows = mr > *m_rows ? mr : *m_rows;
         w->gather_offset[m] = (uint64_t *)malloc(run->ngpus * sizeof(uint64_t));
         w->gather_count[m] = (uint64_t *)malloc(run->ngpus * sizeof(uint64_t));
         if (w->gather_offset[m] == NULL || w->gather_count[m] == NULL)
-            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
         for (unsigned q = 0; q < run->ngpus; q++) {   /* every GPU's rows */
             w->gather_offset[m][q] = (p ? p->modes[m].row_begin[q] : 0) * R;
             w->gather_count[m][q] = (p ? p->modes[m].row_count[q] : g->rows[m]) * R;
         }
     }
-    CUDA_TRY_GOTO(cudaSetDevice(g->device), err, rc, fail);
-    CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), err, rc, fail);
-    CUBLAS_TRY_GOTO(cublasCreate(&w->blas), err, rc, fail);
-    CUBLAS_TRY_GOTO(cublasSetStream(w->blas, w->s), err, rc, fail);
-    CUSOLVER_TRY_GOTO(cusolverDnCreate(&w->solver), err, rc, fail);
-    CUSOLVER_TRY_GOTO(cusolverDnSetStream(w->solver, w->s), err, rc, fail);
+    return AMP_OK;
+}
+
+/* The work stream, with cuBLAS and cuSOLVER on it. */
+static amp_status create_handles(gpu_als *w, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), err, rc, done);
+    CUBLAS_TRY_GOTO(cublasCreate(&w->blas), err, rc, done);
+    CUBLAS_TRY_GOTO(cublasSetStream(w->blas, w->s), err, rc, done);
+    CUSOLVER_TRY_GOTO(cusolverDnCreate(&w->solver), err, rc, done);
+    CUSOLVER_TRY_GOTO(cusolverDnSetStream(w->solver, w->s), err, rc, done);
+done:
+    return rc;
+}
+
+/* Per mode: the factor (f64, and its f32 shadow in an f32 run), its Gram
+ * and its events. */
+static amp_status alloc_modes(const amp_gpu_tensor *g, gpu_als *w, amp_error *err)
+{
+    const unsigned R = w->R;
     for (unsigned m = 0; m < w->N; m++) {
         size_t n = (size_t)g->rows[m] * R;
-        CUDA_TRY_GOTO(cudaMalloc((void **)&w->A[m], n * sizeof(double) + 8), err, rc, fail);
+        CUDA_TRY(cudaMalloc((void **)&w->A[m], n * sizeof(double) + 8), err);
         if (w->f32)
-            CUDA_TRY_GOTO(cudaMalloc((void **)&w->A32[m], n * sizeof(float) + 8), err, rc, fail);
-        CUDA_TRY_GOTO(cudaMalloc((void **)&w->G[m], rr), err, rc, fail);
+            CUDA_TRY(cudaMalloc((void **)&w->A32[m], n * sizeof(float) + 8), err);
+        CUDA_TRY(cudaMalloc((void **)&w->G[m], (size_t)R * R * sizeof(double)), err);
         for (int e = 0; e < EV_PER_MODE; e++)
-            CUDA_TRY_GOTO(cudaEventCreate(&w->ev[m][e]), err, rc, fail);
-        CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->own_ready[m], cudaEventDisableTiming), err, rc,
-                      fail);
-        CUDA_TRY_GOTO(cudaEventCreate(&w->ex0[m]), err, rc, fail);
-        CUDA_TRY_GOTO(cudaEventCreate(&w->ex1[m]), err, rc, fail);
+            CUDA_TRY(cudaEventCreate(&w->ev[m][e]), err);
+        CUDA_TRY(cudaEventCreateWithFlags(&w->own_ready[m], cudaEventDisableTiming), err);
+        CUDA_TRY(cudaEventCreate(&w->ex0[m]), err);
+        CUDA_TRY(cudaEventCreate(&w->ex1[m]), err);
     }
-    {
-        /* The rows' transfer and the parts' solves go first where they
-         * and an MTTKRP both wait for SMs. */
-        int least = 0, greatest = 0;
-        CUDA_TRY_GOTO(cudaDeviceGetStreamPriorityRange(&least, &greatest), err, rc, fail);
-        CUDA_TRY_GOTO(cudaStreamCreateWithPriority(&w->xs, cudaStreamNonBlocking, greatest), err,
-                      rc, fail);
-        CUDA_TRY_GOTO(cudaStreamCreateWithPriority(&w->ps, cudaStreamNonBlocking, greatest), err,
-                      rc, fail);
-    }
+    return AMP_OK;
+}
+
+/* The streams of the rows' transfer (xs) and of the parts' solves (ps),
+ * and the parts' events. */
+static amp_status create_exchange(gpu_als *w, amp_error *err)
+{
+    /* The rows' transfer and the parts' solves go first where they and an
+     * MTTKRP both wait for SMs. */
+    int least = 0, greatest = 0;
+    CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest), err);
+    CUDA_TRY(cudaStreamCreateWithPriority(&w->xs, cudaStreamNonBlocking, greatest), err);
+    CUDA_TRY(cudaStreamCreateWithPriority(&w->ps, cudaStreamNonBlocking, greatest), err);
     for (int k = 0; k < AMP_GPU_CUTS; k++) {
-        CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->part_done[k], cudaEventDisableTiming), err,
-                      rc, fail);
-        CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->part_solved[k], cudaEventDisableTiming), err,
-                      rc, fail);
+        CUDA_TRY(cudaEventCreateWithFlags(&w->part_done[k], cudaEventDisableTiming), err);
+        CUDA_TRY(cudaEventCreateWithFlags(&w->part_solved[k], cudaEventDisableTiming), err);
     }
-    AMP_CHECK_GOTO(choose_parts(run, w, err), rc, fail);
-    CUDA_TRY_GOTO(cudaEventCreate(&w->fit0), err, rc, fail);
-    CUDA_TRY_GOTO(cudaEventCreate(&w->fit1), err, rc, fail);
-    CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->factored, cudaEventDisableTiming), err, rc, fail);
+    return AMP_OK;
+}
+
+/* M (f64, f32 or both) of m_rows rows, the R x R and R-long scratch, the
+ * column scales (all 1: the starting factors are taken as they are) and
+ * the statistics' partials. */
+static amp_status alloc_scratch(const amp_gpu_tensor *g, gpu_als *w, uint64_t m_rows,
+                                amp_error *err)
+{
+    const unsigned R = w->R;
+    const size_t rr = (size_t)R * R * sizeof(double);
     /* The f64 M: the MTTKRP's output in f64, and in f32 the solve's
      * input where the fused solve does not take the f32 M as it is. */
     if (!w->f32 || R > AMP_GPU_SOLVE_MAX_RANK) {
-        CUDA_TRY_GOTO(cudaMalloc((void **)&w->M, (size_t)m_rows * R * sizeof(double) + 8),
-                      err, rc, fail);
+        CUDA_TRY(cudaMalloc((void **)&w->M, (size_t)m_rows * R * sizeof(double) + 8), err);
         /* Rows past the tensor's (padding of the reduce-scatter) stay zero. */
-        CUDA_TRY_GOTO(cudaMemset(w->M, 0, (size_t)m_rows * R * sizeof(double)), err, rc,
-                      fail);
+        CUDA_TRY(cudaMemset(w->M, 0, (size_t)m_rows * R * sizeof(double)), err);
     }
     if (w->f32) {
-        CUDA_TRY_GOTO(cudaMalloc((void **)&w->M32, (size_t)m_rows * R * sizeof(float) + 8),
-                      err, rc, fail);
-        CUDA_TRY_GOTO(cudaMemset(w->M32, 0, (size_t)m_rows * R * sizeof(float)), err, rc, fail);
+        CUDA_TRY(cudaMalloc((void **)&w->M32, (size_t)m_rows * R * sizeof(float) + 8), err);
+        CUDA_TRY(cudaMemset(w->M32, 0, (size_t)m_rows * R * sizeof(float)), err);
     }
     w->gram_chunks = gram_chunks_max(R);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->gram_partial, (w->gram_chunks + 1) * rr), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->V, rr), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->L, rr), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->P, rr), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->Qs, rr), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->w, R * sizeof(double)), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->lambda, R * sizeof(double)), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->scales, (2 * w->N + 1) * R * sizeof(double)), err,
-                  rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->rescale, AMP_MAX_MODES * sizeof(int)), err, rc, fail);
+    CUDA_TRY(cudaMalloc((void **)&w->gram_partial, (w->gram_chunks + 1) * rr), err);
+    CUDA_TRY(cudaMalloc((void **)&w->V, rr), err);
+    CUDA_TRY(cudaMalloc((void **)&w->L, rr), err);
+    CUDA_TRY(cudaMalloc((void **)&w->P, rr), err);
+    CUDA_TRY(cudaMalloc((void **)&w->Qs, rr), err);
+    CUDA_TRY(cudaMalloc((void **)&w->w, R * sizeof(double)), err);
+    CUDA_TRY(cudaMalloc((void **)&w->lambda, R * sizeof(double)), err);
+    CUDA_TRY(cudaMalloc((void **)&w->scales, (2 * w->N + 1) * R * sizeof(double)), err);
+    CUDA_TRY(cudaMalloc((void **)&w->rescale, AMP_MAX_MODES * sizeof(int)), err);
     for (unsigned m = 0; m < w->N; m++) {
         w->sig[m] = w->scales + (size_t)m * R;
         w->pre[m] = w->scales + (size_t)(w->N + m) * R;
@@ -413,38 +421,78 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     w->c = w->scales + (size_t)2 * w->N * R;
     /* The other N - 1 modes' scales multiply an MTTKRP input by at most
      * 2^40 (an f32 M then overflows only for values past 1e26). */
-    w->scale_bound = run->go.rescale_bound > 0 ? run->go.rescale_bound
-                                               : exp2(40.0 / (w->N > 1 ? w->N - 1 : 1));
+    w->scale_bound = w->run->go.rescale_bound > 0 ? w->run->go.rescale_bound
+                                                  : exp2(40.0 / (w->N > 1 ? w->N - 1 : 1));
     /* The starting factors are taken as they are. */
-    CUDA_TRY_GOTO(amp_gpu_fill(w->scales, (size_t)2 * w->N * R, 1.0, w->s), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->inner, R * sizeof(double)), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->totals, 3 * R * sizeof(double)), err, rc, fail);
+    CUDA_TRY(amp_gpu_fill(w->scales, (size_t)2 * w->N * R, 1.0, w->s), err);
+    CUDA_TRY(cudaMalloc((void **)&w->inner, R * sizeof(double)), err);
+    CUDA_TRY(cudaMalloc((void **)&w->totals, 3 * R * sizeof(double)), err);
     /* (the parts' blocks add up to at most AMP_GPU_CUTS more) */
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->partial, ((size_t)amp_gpu_stats_blocks(w->max_rows,
-                                                    g->sm_count) + AMP_GPU_CUTS) * 3 * R *
-                                                   sizeof(double)),
-                  err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->fit_terms, 2 * sizeof(double)), err, rc, fail);
+    CUDA_TRY(cudaMalloc((void **)&w->partial, ((size_t)amp_gpu_stats_blocks(w->max_rows,
+                                               g->sm_count) + AMP_GPU_CUTS) * 3 * R *
+                                              sizeof(double)),
+             err);
+    CUDA_TRY(cudaMalloc((void **)&w->fit_terms, 2 * sizeof(double)), err);
+    return AMP_OK;
+}
+
+/* The solver's status words (device and page-locked host) and its work
+ * space, the largest that potrf, potri and syevd ask for at R. */
+static amp_status alloc_solver_work(gpu_als *w, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const unsigned R = w->R;
+    int l1 = 0, l2 = 0, l3 = 0;
     /* [0]: potrf's status, read during the MTTKRP; [1 + m]: potri's for mode m,
      * read with the fit terms at the end of the iteration. */
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->info, (1 + AMP_MAX_MODES) * sizeof(int)), err, rc,
-                  fail);
-    CUDA_TRY_GOTO(cudaMemset(w->info, 0, (1 + AMP_MAX_MODES) * sizeof(int)), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMallocHost((void **)&w->host, sizeof *w->host), err, rc, fail);
-    {
-        int l1 = 0, l2 = 0, l3 = 0;
-        CUSOLVER_TRY_GOTO(cusolverDnDpotrf_bufferSize(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R,
-                                                      w->L, (int)R, &l1), err, rc, fail);
-        CUSOLVER_TRY_GOTO(cusolverDnDpotri_bufferSize(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R,
-                                                      w->L, (int)R, &l2), err, rc, fail);
-        CUSOLVER_TRY_GOTO(cusolverDnDsyevd_bufferSize(w->solver, CUSOLVER_EIG_MODE_VECTOR,
-                                                      CUBLAS_FILL_MODE_LOWER, (int)R, w->L,
-                                                      (int)R, w->w, &l3), err, rc, fail);
-        w->lwork = l1 > l2 ? l1 : l2;
-        w->lwork = l3 > w->lwork ? l3 : w->lwork;
-        CUDA_TRY_GOTO(cudaMalloc((void **)&w->work, ((size_t)w->lwork + 1) * sizeof(double)),
-                      err, rc, fail);
-    }
+                  done);
+    CUDA_TRY_GOTO(cudaMemset(w->info, 0, (1 + AMP_MAX_MODES) * sizeof(int)), err, rc, done);
+    CUDA_TRY_GOTO(cudaMallocHost((void **)&w->host, sizeof *w->host), err, rc, done);
+    CUSOLVER_TRY_GOTO(cusolverDnDpotrf_bufferSize(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R,
+                                                  w->L, (int)R, &l1), err, rc, done);
+    CUSOLVER_TRY_GOTO(cusolverDnDpotri_bufferSize(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R,
+                                                  w->L, (int)R, &l2), err, rc, done);
+    CUSOLVER_TRY_GOTO(cusolverDnDsyevd_bufferSize(w->solver, CUSOLVER_EIG_MODE_VECTOR,
+                                                  CUBLAS_FILL_MODE_LOWER, (int)R, w->L, (int)R,
+                                                  w->w, &l3), err, rc, done);
+    w->lwork = l1 > l2 ? l1 : l2;
+    w->lwork = l3 > w->lwork ? l3 : w->lwork;
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->work, ((size_t)w->lwork + 1) * sizeof(double)), err,
+                  rc, done);
+done:
+    return rc;
+}
+
+/* GPU gpu's state for a run, all of it on g's device; on failure, what was
+ * made is freed (gpu_als_free). */
+static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, als_run *run,
+                              unsigned gpu, gpu_als *w, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const amp_partition *p = run->p;
+    uint64_t m_rows = 0;
+    memset(w, 0, sizeof *w);
+    w->N = g->nmodes;
+    w->R = o->rank;
+    w->f32 = o->precision == AMP_PRECISION_F32;
+    w->run = run;
+    w->gpu = gpu;
+    w->ngpus = run->ngpus;
+    w->comm = run->comms ? run->comms[gpu] : NULL;
+    w->reduce = p && p->kind == AMP_PARTITION_EQUAL_NNZ && run->ngpus > 1;
+    w->overlap = p && p->overlap && run->ngpus > 1;
+    AMP_CHECK_GOTO(plan_rows(g, run, w, &m_rows, err), rc, fail);
+    CUDA_TRY_GOTO(cudaSetDevice(g->device), err, rc, fail);
+    AMP_CHECK_GOTO(create_handles(w, err), rc, fail);
+    AMP_CHECK_GOTO(alloc_modes(g, w, err), rc, fail);
+    AMP_CHECK_GOTO(create_exchange(w, err), rc, fail);
+    AMP_CHECK_GOTO(choose_parts(run, w, err), rc, fail);
+    CUDA_TRY_GOTO(cudaEventCreate(&w->fit0), err, rc, fail);
+    CUDA_TRY_GOTO(cudaEventCreate(&w->fit1), err, rc, fail);
+    CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->factored, cudaEventDisableTiming), err, rc, fail);
+    AMP_CHECK_GOTO(alloc_scratch(g, w, m_rows, err), rc, fail);
+    AMP_CHECK_GOTO(alloc_solver_work(w, err), rc, fail);
     return AMP_OK;
 fail:
     gpu_als_free(w);
@@ -993,109 +1041,145 @@ static void fail_gpu(als_run *run, unsigned gpu)
     }
 }
 
+/* The starting factors c->A onto the device and their Grams. */
+static amp_status load_factors(const amp_gpu_tensor *g, gpu_als *w, const amp_cpd *c,
+                               amp_error *err)
+{
+    const unsigned R = c->rank;
+    for (unsigned m = 0; m < w->N; m++) {
+        size_t n = (size_t)g->rows[m] * R;
+        /* On w->s itself: a pageable cudaMemcpy may return before its data
+         * lands, and w->s does not wait for the legacy stream. Every GPU
+         * starts from all of every factor, so each takes its Gram whole. */
+        CUDA_TRY(cudaMemcpyAsync(w->A[m], c->A[m], n * sizeof(double), cudaMemcpyHostToDevice,
+                                 w->s), err);
+        if (w->f32)
+            CUDA_TRY(amp_gpu_to_f32(w->A[m], w->A32[m], n, w->s), err);
+        AMP_CHECK(gram(w, m, 0, g->rows[m], err));
+        /* Every row is in: the first mode's waits pass at once. */
+        CUDA_TRY(cudaEventRecord(w->ex1[m], w->xs), err);
+    }
+    return AMP_OK;
+}
+
+/* The end of an iteration: the two fit terms (into w->host->terms) and
+ * potri's statuses on the host, and the iteration's phase times added to
+ * seconds. */
+static amp_status end_iteration(gpu_als *w, double *seconds, amp_error *err)
+{
+    const unsigned N = w->N, R = w->R;
+    /* <X, model> from the last mode's update: lambda_kernel made the
+     * column sums of its stored rows .* M into those of lambda .*
+     * A_normalized .* M_true (inner). */
+    CUDA_TRY(cudaEventRecord(w->fit0, w->s), err);
+    amp_mode_set gs = mode_set(w, w->G);
+    CUDA_TRY(amp_gpu_fit_terms(&gs, R, w->lambda, w->inner, w->fit_terms, w->s), err);
+    const int *potri = w->host->potri;
+    CUDA_TRY(cudaMemcpyAsync(w->host->terms, w->fit_terms, sizeof w->host->terms,
+                             cudaMemcpyDeviceToHost, w->s), err);
+    CUDA_TRY(cudaMemcpyAsync(w->host->potri, w->info + 1, N * sizeof(int),
+                             cudaMemcpyDeviceToHost, w->s), err);
+    CUDA_TRY(cudaEventRecord(w->fit1, w->s), err);
+    AMP_CHECK(wait_stream(w, err));
+    for (unsigned m = 0; m < N; m++)   /* 0 where the Cholesky path was not taken */
+        if (potri[m] != 0)
+            return AMP_FAIL(err, AMP_ERR_INTERNAL, "cusolverDnDpotri failed on mode %u's %ux%u "
+                            "Gram product (info %d)", m + 1, R, R, potri[m]);
+    return add_phase_times(w, seconds, err);
+}
+
+/* The iterations, until the fit changes by less than o->tol or
+ * o->max_iters; GPU 0 reports each (o->on_iter) and writes the outcome
+ * into c. */
+static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, amp_error *err)
+{
+    const amp_cpd_opts *o = run->o;
+    amp_cpd *c = run->c;
+    const unsigned N = g->nmodes;
+    double *seconds = run->seconds[w->gpu];
+    const double *terms = w->host->terms;
+    double old_fit = 0, norm_x = sqrt(run->t->norm_sq), fit = 0;
+    unsigned iters = 0;
+    int converged = 0, pinv_used = 0;
+    for (unsigned it = 0; it < o->max_iters; it++) {
+        double t_iter = wall_now();
+        for (unsigned d = 0; d < N; d++)
+            AMP_CHECK(update_mode(g, w, d, it == 0, &pinv_used, err));
+        AMP_CHECK(end_iteration(w, seconds, err));
+        double resid = run->t->norm_sq + terms[0] - 2 * terms[1];
+        fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
+        double delta = fabs(fit - old_fit);
+        iters = it + 1;
+        if (w->gpu == 0 && o->on_iter)
+            o->on_iter(o->ctx, it + 1, fit, delta, wall_now() - t_iter);
+        /* Every GPU computes the same fit from the same summed terms, so
+         * all stop together. */
+        if (it > 0 && delta < o->tol) {
+            converged = 1;
+            break;
+        }
+        old_fit = fit;
+    }
+    if (w->gpu == 0) {
+        c->fit = fit;
+        c->iters = iters;
+        c->converged = converged;
+        c->pinv_used = pinv_used;
+        if (run->stats)
+            for (unsigned m = 0; m < N; m++)
+                run->stats->parts[m] = w->sent_in[m];
+    }
+    return AMP_OK;
+}
+
+/* The last rows sent and received; in f32, the f64 rows, which only the
+ * shadows left. */
+static amp_status finish_exchange(gpu_als *w, amp_error *err)
+{
+    const unsigned N = w->N;
+    for (unsigned m = 0; m < N; m++)
+        AMP_CHECK(settle_exchange(w, m, err));
+    if (w->f32 && w->ngpus > 1) {
+        CUDA_TRY(cudaStreamWaitEvent(w->s, w->ex1[N - 1], 0), err);
+        for (unsigned m = 0; m < N; m++)
+            AMP_CHECK(amp_comm_allgatherv(w->comm, w->A[m], 0, w->gather_offset[m],
+                                          w->gather_count[m], w->s, err));
+        AMP_CHECK(wait_stream(w, err));
+    }
+    return AMP_OK;
+}
+
+/* The factors, normalized, and lambda into c (GPU 0). */
+static amp_status write_output(const amp_gpu_tensor *g, gpu_als *w, amp_cpd *c, amp_error *err)
+{
+    const unsigned R = c->rank;
+    for (unsigned m = 0; m < w->N; m++) {
+        CUDA_TRY(amp_gpu_scale_columns(w->A[m], g->rows[m], R, w->sig[m], w->s), err);
+        CUDA_TRY(cudaMemcpyAsync(c->A[m], w->A[m], (size_t)g->rows[m] * R * sizeof(double),
+                                 cudaMemcpyDeviceToHost, w->s), err);
+    }
+    if (c->iters > 0)
+        CUDA_TRY(cudaMemcpyAsync(c->lambda, w->lambda, R * sizeof(double),
+                                 cudaMemcpyDeviceToHost, w->s), err);
+    return wait_stream(w, err);
+}
+
 /* One GPU's whole run. */
 static amp_status als_one_gpu(als_run *run, unsigned gpu, amp_error *err)
 {
     gpu_als w;
     amp_status rc = AMP_OK;
     const amp_gpu_tensor *g = run->g[gpu];
-    const amp_cpd_opts *o = run->o;
-    amp_cpd *c = run->c;
-    const unsigned N = g->nmodes, R = c->rank;
-    double *seconds = run->seconds[gpu];
-    int pinv_used = 0;
-    rc = gpu_als_new(g, o, run, gpu, &w, err);   /* frees what it made on failure */
+    rc = gpu_als_new(g, run->o, run, gpu, &w, err);   /* frees what it made on failure */
     if (rc != AMP_OK) {
         fail_gpu(run, gpu);
         return rc;
     }
-    for (unsigned m = 0; m < N; m++) {
-        size_t n = (size_t)g->rows[m] * R;
-        /* On w.s itself: a pageable cudaMemcpy may return before its data
-         * lands, and w.s does not wait for the legacy stream. Every GPU
-         * starts from all of every factor, so each takes its Gram whole. */
-        CUDA_TRY_GOTO(cudaMemcpyAsync(w.A[m], c->A[m], n * sizeof(double),
-                                      cudaMemcpyHostToDevice, w.s), err, rc, done);
-        if (w.f32)
-            CUDA_TRY_GOTO(amp_gpu_to_f32(w.A[m], w.A32[m], n, w.s), err, rc, done);
-        AMP_CHECK_GOTO(gram(&w, m, 0, g->rows[m], err), rc, done);
-        /* Every row is in: the first mode's waits pass at once. */
-        CUDA_TRY_GOTO(cudaEventRecord(w.ex1[m], w.xs), err, rc, done);
-    }
-    {
-        double old_fit = 0, norm_x = sqrt(run->t->norm_sq), fit = 0;
-        unsigned iters = 0;
-        int converged = 0;
-        for (unsigned it = 0; it < o->max_iters; it++) {
-            double t_iter = wall_now();
-            for (unsigned d = 0; d < N; d++)
-                AMP_CHECK_GOTO(update_mode(g, &w, d, it == 0, &pinv_used, err), rc, done);
-            /* <X, model> from the last mode's update: lambda_kernel made
-             * the column sums of its stored rows .* M into those of
-             * lambda .* A_normalized .* M_true (inner). */
-            CUDA_TRY_GOTO(cudaEventRecord(w.fit0, w.s), err, rc, done);
-            amp_mode_set gs = mode_set(&w, w.G);
-            CUDA_TRY_GOTO(amp_gpu_fit_terms(&gs, R, w.lambda, w.inner, w.fit_terms, w.s), err, rc,
-                          done);
-            const double *terms = w.host->terms;
-            const int *potri = w.host->potri;
-            CUDA_TRY_GOTO(cudaMemcpyAsync(w.host->terms, w.fit_terms, sizeof w.host->terms,
-                                          cudaMemcpyDeviceToHost, w.s), err, rc, done);
-            CUDA_TRY_GOTO(cudaMemcpyAsync(w.host->potri, w.info + 1, N * sizeof(int),
-                                          cudaMemcpyDeviceToHost, w.s), err, rc, done);
-            CUDA_TRY_GOTO(cudaEventRecord(w.fit1, w.s), err, rc, done);
-            AMP_CHECK_GOTO(wait_stream(&w, err), rc, done);
-            for (unsigned m = 0; m < N; m++)   /* 0 where the Cholesky path was not taken */
-                if (potri[m] != 0)
-                    AMP_RAISE_GOTO(err, rc, done, AMP_ERR_INTERNAL, "cusolverDnDpotri failed "
-                                   "on mode %u's %ux%u Gram product (info %d)", m + 1, R, R,
-                                   potri[m]);
-            AMP_CHECK_GOTO(add_phase_times(&w, seconds, err), rc, done);
-            double resid = run->t->norm_sq + terms[0] - 2 * terms[1];
-            fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
-            double delta = fabs(fit - old_fit);
-            iters = it + 1;
-            if (gpu == 0 && o->on_iter)
-                o->on_iter(o->ctx, it + 1, fit, delta, wall_now() - t_iter);
-            /* Every GPU computes the same fit from the same summed terms,
-             * so all stop together. */
-            if (it > 0 && delta < o->tol) {
-                converged = 1;
-                break;
-            }
-            old_fit = fit;
-        }
-        if (gpu == 0) {
-            c->fit = fit;
-            c->iters = iters;
-            c->converged = converged;
-            c->pinv_used = pinv_used;
-            if (run->stats)
-                for (unsigned m = 0; m < N; m++)
-                    run->stats->parts[m] = w.sent_in[m];
-        }
-    }
-    for (unsigned m = 0; m < N; m++)   /* the last rows sent and received */
-        AMP_CHECK_GOTO(settle_exchange(&w, m, err), rc, done);
-    if (w.f32 && w.ngpus > 1) {   /* the f64 rows, which only the shadows left */
-        CUDA_TRY_GOTO(cudaStreamWaitEvent(w.s, w.ex1[N - 1], 0), err, rc, done);
-        for (unsigned m = 0; m < N; m++)
-            AMP_CHECK_GOTO(amp_comm_allgatherv(w.comm, w.A[m], 0, w.gather_offset[m],
-                                               w.gather_count[m], w.s, err), rc, done);
-        AMP_CHECK_GOTO(wait_stream(&w, err), rc, done);
-    }
-    if (gpu == 0) {
-        for (unsigned m = 0; m < N; m++) {   /* normalized, for the output */
-            CUDA_TRY_GOTO(amp_gpu_scale_columns(w.A[m], g->rows[m], R, w.sig[m], w.s), err, rc,
-                          done);
-            CUDA_TRY_GOTO(cudaMemcpyAsync(c->A[m], w.A[m], (size_t)g->rows[m] * R * sizeof(double),
-                                          cudaMemcpyDeviceToHost, w.s), err, rc, done);
-        }
-        if (c->iters > 0)
-            CUDA_TRY_GOTO(cudaMemcpyAsync(c->lambda, w.lambda, R * sizeof(double),
-                                          cudaMemcpyDeviceToHost, w.s), err, rc, done);
-        AMP_CHECK_GOTO(wait_stream(&w, err), rc, done);
-    }
+    AMP_CHECK_GOTO(load_factors(g, &w, run->c, err), rc, done);
+    AMP_CHECK_GOTO(iterate(g, run, &w, err), rc, done);
+    AMP_CHECK_GOTO(finish_exchange(&w, err), rc, done);
+    if (gpu == 0)
+        AMP_CHECK_GOTO(write_output(g, &w, run->c, err), rc, done);
 done:
     if (rc != AMP_OK)   /* before freeing: cudaFree waits for the device */
         fail_gpu(run, gpu);
