@@ -810,12 +810,110 @@ extern "C" amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *
     return amp_gpu_mttkrp_group(g, d, A, R, f32, M, AMP_GPU_ALL, stream, err);
 }
 
+/* dM = MTTKRP(d) in `parts` cut ranges (amp_gpu_mttkrp_cuts) on two
+ * streams taken in turn, each range after the one before; only >= 0:
+ * range `only` of them alone. */
+static amp_status mttkrp_in_parts(const amp_gpu_tensor *g, unsigned d, void *const *dA,
+                                  unsigned R, int f32, void *dM, unsigned parts, int only,
+                                  unsigned waves, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    cudaStream_t st[2] = {NULL, NULL};
+    cudaEvent_t ev = NULL;
+    /* cudaMemset may return before it is done, and non-blocking streams
+     * do not wait for the legacy stream it ran on: without this, a range
+     * could be written before the NaN lands on it. */
+    CUDA_TRY(cudaDeviceSynchronize(), err);
+    for (int k = 0; k < 2; k++)
+        CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&st[k], cudaStreamNonBlocking), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), err, rc, done);
+    /* A range alone after what the first does before its own nonzeros
+     * (zeroing a copy that is not gapless; the ranges after add into
+     * that), as in a run of them all. */
+    if (only > 0)
+        rc = amp_gpu_mttkrp_cuts(g, d, dA, R, f32, dM, 0, 0, waves, st[only % 2], err);
+    for (unsigned k = 0; k < parts && rc == AMP_OK; k++) {
+        if (only >= 0 && k != (unsigned)only)
+            continue;
+        cudaStream_t s = st[k % 2];
+        if (k > 0)
+            CUDA_TRY_GOTO(cudaStreamWaitEvent(s, ev, 0), err, rc, done);
+        rc = amp_gpu_mttkrp_cuts(g, d, dA, R, f32, dM, k * AMP_GPU_CUTS / parts,
+                                 (k + 1) * AMP_GPU_CUTS / parts, waves, s, err);
+        if (rc == AMP_OK)
+            CUDA_TRY_GOTO(cudaEventRecord(ev, s), err, rc, done);
+    }
+done:
+    cudaDeviceSynchronize();
+    for (int k = 0; k < 2; k++)
+        if (st[k])
+            cudaStreamDestroy(st[k]);
+    if (ev)
+        cudaEventDestroy(ev);
+    return rc;
+}
+
+/* dM (rows[d] x R, f32 or f64) into M_host in f64, through stage; rows
+ * outside the copy's range that the MTTKRP left as they were (NaN) read
+ * as 0. */
+static amp_status read_back(const amp_gpu_tensor *g, unsigned d, unsigned R, int f32,
+                            const void *dM, void *stage, double *M_host, amp_error *err)
+{
+    const size_t rs = f32 ? 4 : 8;
+    const gpu_copy *c = &g->copies[d];
+    size_t n = (size_t)g->rows[d] * R;
+    CUDA_TRY(cudaDeviceSynchronize(), err);
+    CUDA_TRY(cudaMemcpy(stage, dM, n * rs, cudaMemcpyDeviceToHost), err);
+    for (uint64_t i = 0; i < g->rows[d]; i++) {
+        const unsigned char *row = (const unsigned char *)stage + i * R * rs;
+        int untouched = i < c->row_begin || i >= c->row_begin + c->row_count;
+        for (size_t b = 0; b < R * rs && untouched; b++)
+            untouched = row[b] == 0xff;
+        for (unsigned r = 0; r < R; r++)
+            M_host[i * R + r] = untouched ? 0
+                              : f32   ? (double)((const float *)row)[r]
+                                      : ((const double *)row)[r];
+    }
+    return AMP_OK;
+}
+
+/* mode_seconds[m]: the mean time of one MTTKRP of each mode over `rounds`
+ * launches after one to warm up (events around the launches only). */
+static amp_status time_modes(const amp_gpu_tensor *g, void *const *dA, unsigned R, int f32,
+                             void *dM, unsigned rounds, double *mode_seconds, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    CUDA_TRY_GOTO(cudaEventCreate(&e0), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventCreate(&e1), err, rc, done);
+    for (unsigned m = 0; m < g->nmodes; m++) {
+        /* One warm-up launch, then the timed rounds. */
+        rc = amp_gpu_mttkrp(g, m, dA, R, f32, dM, NULL, err);
+        if (rc != AMP_OK)
+            goto done;
+        CUDA_TRY_GOTO(cudaEventRecord(e0), err, rc, done);
+        for (unsigned k = 0; k < rounds && rc == AMP_OK; k++)
+            rc = amp_gpu_mttkrp(g, m, dA, R, f32, dM, NULL, err);
+        if (rc != AMP_OK)
+            goto done;
+        CUDA_TRY_GOTO(cudaEventRecord(e1), err, rc, done);
+        CUDA_TRY_GOTO(cudaEventSynchronize(e1), err, rc, done);
+        float ms = 0;
+        CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, e0, e1), err, rc, done);
+        mode_seconds[m] = ms / 1e3 / rounds;
+    }
+done:
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
+    return rc;
+}
+
 /* Host factors in, host result out (f64 both ways), for checking the kernel
- * and for --check; with rounds > 0 also the mean seconds of one MTTKRP of
- * each mode over that many rounds (events around the launches only). */
-/* amp_gpu_mttkrp_host, or with parts > 0 its M in that many cut ranges
- * (amp_gpu_mttkrp_cuts) on two streams taken in turn, each range after
- * the one before; only >= 0: range `only` of them alone. */
+ * and for --check: M_host (if not NULL) gets MTTKRP(d), whole or with
+ * parts > 0 in that many cut ranges (mttkrp_in_parts); with rounds > 0
+ * also the mean seconds of one MTTKRP of each mode (time_modes). */
 static amp_status mttkrp_host(const amp_gpu_tensor *g, const double *const *A, unsigned R,
                               int f32, unsigned d, double *M_host, unsigned rounds,
                               double *mode_seconds, unsigned parts, int only, unsigned waves,
@@ -824,7 +922,6 @@ static amp_status mttkrp_host(const amp_gpu_tensor *g, const double *const *A, u
     amp_status rc = AMP_OK;
     void *dA[AMP_MAX_MODES] = {0}, *dM = NULL;
     void *stage = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
     size_t rs = f32 ? 4 : 8;
     uint64_t maxr = 1;
     CUDA_TRY(cudaSetDevice(g->device), err);
@@ -849,86 +946,15 @@ static amp_status mttkrp_host(const amp_gpu_tensor *g, const double *const *A, u
      * left as they were, read back as zero. */
     CUDA_TRY_GOTO(cudaMemset(dM, 0xff, (size_t)maxr * R * rs), err, rc, done);
     if (M_host != NULL) {
-        if (parts == 0) {
-            rc = amp_gpu_mttkrp(g, d, dA, R, f32, dM, NULL, err);
-        } else {
-            cudaStream_t st[2] = {NULL, NULL};
-            cudaEvent_t ev = NULL;
-            /* cudaMemset may return before it is done, and non-blocking
-             * streams do not wait for the legacy stream it ran on: without
-             * this, a range could be written before the NaN lands on it. */
-            CUDA_TRY_GOTO(cudaDeviceSynchronize(), err, rc, done);
-            for (int k = 0; k < 2; k++)
-                CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&st[k], cudaStreamNonBlocking), err, rc,
-                              parts_done);
-            CUDA_TRY_GOTO(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), err, rc,
-                          parts_done);
-            /* A range alone after what the first does before its own
-             * nonzeros (zeroing a copy that is not gapless; the ranges
-             * after add into that), as in a run of them all. */
-            if (only > 0)
-                rc = amp_gpu_mttkrp_cuts(g, d, dA, R, f32, dM, 0, 0, waves, st[only % 2], err);
-            for (unsigned k = 0; k < parts && rc == AMP_OK; k++) {
-                if (only >= 0 && k != (unsigned)only)
-                    continue;
-                cudaStream_t s = st[k % 2];
-                if (k > 0)
-                    CUDA_TRY_GOTO(cudaStreamWaitEvent(s, ev, 0), err, rc, parts_done);
-                rc = amp_gpu_mttkrp_cuts(g, d, dA, R, f32, dM, k * AMP_GPU_CUTS / parts,
-                                         (k + 1) * AMP_GPU_CUTS / parts, waves, s, err);
-                if (rc == AMP_OK)
-                    CUDA_TRY_GOTO(cudaEventRecord(ev, s), err, rc, parts_done);
-            }
-        parts_done:
-            cudaDeviceSynchronize();
-            for (int k = 0; k < 2; k++)
-                if (st[k])
-                    cudaStreamDestroy(st[k]);
-            if (ev)
-                cudaEventDestroy(ev);
-        }
-        if (rc != AMP_OK)
-            goto done;
-        CUDA_TRY_GOTO(cudaDeviceSynchronize(), err, rc, done);
-        const gpu_copy *c = &g->copies[d];
-        size_t n = (size_t)g->rows[d] * R;
-        CUDA_TRY_GOTO(cudaMemcpy(stage, dM, n * rs, cudaMemcpyDeviceToHost), err, rc, done);
-        for (uint64_t i = 0; i < g->rows[d]; i++) {
-            const unsigned char *row = (const unsigned char *)stage + i * R * rs;
-            int untouched = i < c->row_begin || i >= c->row_begin + c->row_count;
-            for (size_t b = 0; b < R * rs && untouched; b++)
-                untouched = row[b] == 0xff;
-            for (unsigned r = 0; r < R; r++)
-                M_host[i * R + r] = untouched ? 0
-                                  : f32   ? (double)((const float *)row)[r]
-                                          : ((const double *)row)[r];
-        }
+        AMP_CHECK_GOTO(parts == 0 ? amp_gpu_mttkrp(g, d, dA, R, f32, dM, NULL, err)
+                                  : mttkrp_in_parts(g, d, dA, R, f32, dM, parts, only, waves,
+                                                    err),
+                       rc, done);
+        AMP_CHECK_GOTO(read_back(g, d, R, f32, dM, stage, M_host, err), rc, done);
     }
-    if (rounds > 0) {
-        CUDA_TRY_GOTO(cudaEventCreate(&e0), err, rc, done);
-        CUDA_TRY_GOTO(cudaEventCreate(&e1), err, rc, done);
-        for (unsigned m = 0; m < g->nmodes; m++) {
-            /* One warm-up launch, then the timed rounds. */
-            rc = amp_gpu_mttkrp(g, m, dA, R, f32, dM, NULL, err);
-            if (rc != AMP_OK)
-                goto done;
-            CUDA_TRY_GOTO(cudaEventRecord(e0), err, rc, done);
-            for (unsigned k = 0; k < rounds && rc == AMP_OK; k++)
-                rc = amp_gpu_mttkrp(g, m, dA, R, f32, dM, NULL, err);
-            if (rc != AMP_OK)
-                goto done;
-            CUDA_TRY_GOTO(cudaEventRecord(e1), err, rc, done);
-            CUDA_TRY_GOTO(cudaEventSynchronize(e1), err, rc, done);
-            float ms = 0;
-            CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, e0, e1), err, rc, done);
-            mode_seconds[m] = ms / 1e3 / rounds;
-        }
-    }
+    if (rounds > 0)
+        AMP_CHECK_GOTO(time_modes(g, dA, R, f32, dM, rounds, mode_seconds, err), rc, done);
 done:
-    if (e0)
-        cudaEventDestroy(e0);
-    if (e1)
-        cudaEventDestroy(e1);
     for (unsigned m = 0; m < g->nmodes; m++)
         cudaFree(dA[m]);
     cudaFree(dM);
