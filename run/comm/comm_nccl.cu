@@ -47,8 +47,8 @@ extern "C" int amp_comm_available(void)
 }
 
 #ifdef AMP_HAVE_NCCL
-/* NCCL connects peers on their first collective and first send: tens of
- * milliseconds that belong to setting up, not to the first iteration. */
+/* NCCL connects peers on their first collective and first send: time
+ * that belongs to setting up, not to the first iteration. */
 static amp_status warm_up(amp_comm **comms, unsigned ngpus, int rows, amp_error *err)
 {
     amp_status rc = AMP_OK;

@@ -22,9 +22,9 @@
  *     sums in one pass, als_solve.cu)
  *   lambda, and A_d's new column scale (A_d is rescaled in place only
  *       on the first iteration or where its scale moved more than
- *       2^(40/(N-1)), 2^20 on 3 modes:
- *       that pass over its rows cost 1.3-1.5 ms of a 10.9-14.3 ms
- *       iteration on rd100m)
+ *       2^(40/(N-1)), 2^20 on 3 modes: that pass over its rows was a
+ *       sizeable share of an iteration, bench/RESULTS.md, "amped-run on
+ *       one GPU")
  *   G_d = A_d^T A_d                        batched cublasDgemm, row chunks,
  *                                          summed across GPUs, scaled
  *   several GPUs, first iteration or --overlap: A_d's rows sent now
@@ -274,8 +274,8 @@ static_assert(AMP_SEND_PARTS_MAX == AMP_GPU_CUTS, "a part is a range between cut
 
 /* A part's MTTKRP runs on a grid that fits on the GPU at once. Grids of
  * 3 or 4 times that, whose blocks would free SMs for the transfer as they
- * finish, made rd100m (2 H200s, rank 32, f64, 4 parts) 11.2 ms an
- * iteration instead of 8.8 (bench/RESULTS.md). */
+ * finish, made the iterations slower, not faster (bench/RESULTS.md,
+ * "amped-run on several GPUs", --send-parts). */
 #define PART_WAVES 1
 
 /* w->parts: every GPU decides the same from the same tables, since their
@@ -513,9 +513,9 @@ static amp_mode_set mode_set(const gpu_als *w, double *const *arrays)
 /* G = A^T A over rows [begin, begin + rows) of A[m]. With A row-major
  * rows x R, cuBLAS (column-major) sees A^T. One syrk or gemm over
  * millions of rows and a handful of columns ran at a few percent of the
- * memory bandwidth (cublasDsyrk: 42 ms per iteration on rd100m, rank 32);
- * a strided batch of gemms over row chunks, summed in chunk order, spreads
- * the rows over the whole GPU. */
+ * memory bandwidth (cublasDsyrk: bench/RESULTS.md, "amped-run on one
+ * GPU"); a strided batch of gemms over row chunks, summed in chunk order,
+ * spreads the rows over the whole GPU. */
 static amp_status gram(gpu_als *w, unsigned m, uint64_t begin, uint64_t rows, amp_error *err)
 {
     amp_status rc = AMP_OK;

@@ -57,7 +57,8 @@ __global__ void __launch_bounds__(256, 2)
     const uint64_t step = SOLVE_WARPS * SOLVE_ROWS;
     /* The next group's rows are loaded before this group is computed, so
      * the memory stays busy while the warp does the arithmetic (it was
-     * idle then: 1.6 TB/s). */
+     * idle then otherwise: bench/RESULTS.md, "amped-run on one GPU", the
+     * fused solve). */
     mreal next[SOLVE_ROWS];
 #pragma unroll
     for (int u = 0; u < SOLVE_ROWS; u++) {

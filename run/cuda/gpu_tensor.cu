@@ -18,11 +18,11 @@
 /* Whether a resident copy's rows run without a gap: nonzero 0 in row
  * first, each next nonzero in the same row or the one after, the last in
  * row last. Then the MTTKRP writes every row of [first, last] and M needs
- * no zeroing before it (about 0.8 GB of stores a round on rd100m in f32,
- * 3% of its MTTKRP): only the rows a team shares with its neighbours
- * take atomic adds, and zero_team_rows clears those. The format promises
- * it (every row nonempty: amped(5)); a file that breaks the promise gets
- * the memset. */
+ * no zeroing before it (a pass of stores over M each time:
+ * bench/RESULTS.md, "amped-run on one GPU"): only the rows a team shares
+ * with its neighbours take atomic adds, and zero_team_rows clears those.
+ * The format promises it (every row nonempty: amped(5)); a file that
+ * breaks the promise gets the memset. */
 __global__ void rows_gapless(const uint64_t *words, const uint64_t *block_start,
                              const uint64_t *block_key, uint32_t nblocks, uint64_t nnz,
                              unsigned shift, unsigned width, uint64_t first, uint64_t last,
@@ -107,7 +107,7 @@ extern "C" void amp_gpu_tensor_free(amp_gpu_tensor *g)
 }
 
 /* Page-lock a host range for asynchronous copies at the link's speed
- * (pageable memory copies at about 8 GB/s, pinned at about 55). */
+ * (pageable memory copies at a fraction of it: upload.cu). */
 static amp_status pin(amp_gpu_tensor *g, const void *p, size_t bytes, amp_error *err)
 {
     if (bytes == 0)

@@ -41,7 +41,8 @@ struct mttkrp_args {
     int packed;        /* the value is inside the word: q / 10^decimals */
     /* A second launch into what the first wrote: every row is added
      * atomically, not only a team's first and last (kept off the store
-     * path, which it slowed by 1-6% on rd100m when it was a branch there). */
+     * path, which a branch there slowed: bench/RESULTS.md, "amped-run on
+     * one GPU"). */
     int add;
     int qsigned;
     unsigned qshift, qbits;
@@ -155,8 +156,8 @@ __device__ __forceinline__ void accumulate(real *M, unsigned R, unsigned lane, u
  * loaded, so a nonzero costs the warp NOC + 2 shuffles of 32-bit row
  * numbers and its value rather than a 64-bit decode per lane. U nonzeros
  * have their factor rows loaded together: the gathers are latency-bound,
- * and U x NOC row reads in flight per warp instead of NOC is what moved
- * rd100m (rank 32, f64, H200) from 54 ms to 32 ms for all modes; the
+ * and U x NOC row reads in flight per warp instead of NOC is what made
+ * this kernel fast (bench/RESULTS.md, "amped-run on one GPU"); the
  * products are then added in order, so a row still sums in registers. */
 template <typename real, typename vtype, int RPL, int U, int NOC>
 __global__ void __launch_bounds__(256) mttkrp_lanes(const mttkrp_args a)
@@ -282,8 +283,9 @@ __device__ __forceinline__ void vatomic(float *p, float4 v)
  * takes vectors l, l + L, ...: each load instruction of the team is
  * coalesced): rank 32 is 8 lanes x 2 vectors in f64 and 8 x 1 in f32, so
  * a warp works on 4 nonzeros per instruction. The one-warp-per-nonzero
- * kernel was issue-bound (66% SM throughput, 18% DRAM on rd100m), so the
- * instructions per nonzero are what this divides. */
+ * kernel was issue-bound, far from the memory's bandwidth (Nsight Compute:
+ * bench/RESULTS.md, "amped-run on one GPU"), so the instructions per
+ * nonzero are what this divides. */
 template <typename real, typename vtype, int L, int RPT, int U, int NOC, int MINB>
 __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
 {
@@ -507,9 +509,9 @@ template <typename real, typename vtype>
 static mttkrp_fn pick_rpl(unsigned R, unsigned nother, int narrow)
 {
     unsigned rpl = (R + 31) / 32;
-    /* U = 8 at rank <= 32 in f32 (4 in f64, where 8 cost occupancy):
-     * rd100m on an H200, all modes, 17.0 -> 15.7 ms in f32, 17.1 -> 22.0
-     * ms in f64. */
+    /* U = 8 at rank <= 32 in f32 (4 in f64, where 8 cost occupancy and
+     * was slower): measured on rd100m, bench/RESULTS.md, "amped-run on
+     * one GPU". */
     if (rpl <= 1)
         return sizeof(real) == 4 ? pick_noc<real, vtype, 1, 8>(nother, narrow)
                                  : pick_noc<real, vtype, 1, 4>(nother, narrow);
@@ -522,21 +524,21 @@ static mttkrp_fn pick_rpl(unsigned R, unsigned nother, int narrow)
     return pick_noc<real, vtype, 16, 1>(nother, narrow);
 }
 
-/* U: nonzeros whose rows are loaded together. Measured on rd100m, rank
- * 32, H200, all modes: f64 (L 16, RPT 1) 18.3 ms with U 4, 14.7 with U 2;
- * f32 (L 8) 7.1 ms with U 4, 7.9 with U 2. */
+/* U: nonzeros whose rows are loaded together, 2 in f64 and 4 in f32,
+ * the faster of the two in each on rd100m (bench/RESULTS.md, "amped-run
+ * on one GPU"). */
 template <typename real, typename vtype, int L, int RPT>
 static mttkrp_fn pick_team_noc(unsigned nother)
 {
     const int U2 = sizeof(real) == 8 || RPT > 1 ? 2 : 4;
     /* Blocks of 256 an SM must hold: the kernel waits on its gathers
-     * (long scoreboard stalls: 60% of samples), so occupancy is worth a
-     * few spilled registers. f64, rank 32, rd100m: 90 registers and 2
-     * blocks 17.5 ms, 78 and 3 blocks 12.3 ms, 64 and 4 blocks 10.9 ms, 48
-     * and 5 blocks 20.4 ms; f32: 7.0-7.2 ms at 3 or 4 blocks. */
+     * (long scoreboard stalls most of the time), so occupancy is worth a
+     * few spilled registers, up to the point where the spills cost more:
+     * 4 blocks were the fastest in f64, and 3 as fast as 4 in f32
+     * (bench/RESULTS.md, "amped-run on one GPU", launch bounds). */
     const int MB = sizeof(real) == 8 ? 4 : 3;
     /* 4 and 5 modes hold more rows in flight: bounding them as tightly
-     * spilled 200-480 bytes a thread, so they keep 2 blocks. */
+     * made them spill far more, so they keep 2 blocks. */
     switch (nother) {
     case 1:
         return mttkrp_teams<real, vtype, L, RPT, 4, 1, MB>;
@@ -572,9 +574,9 @@ static mttkrp_fn pick_team(unsigned R, unsigned nother, int narrow, unsigned *la
     if (!narrow || nother < 1 || nother > 4 || R % vn != 0 || R > 64 * vn)
         return NULL;
     unsigned need = R / vn;
-    /* Two vectors a lane in f64 from rank 16 (rd100m, rank 32, all modes:
-     * 14.9 ms with 16 lanes x 1, 12.5 with 8 x 2); in f32 one (7.1 ms with
-     * 8 x 1, 7.2 with 4 x 2); two wherever 32 lanes x 1 is too few. */
+    /* Two vectors a lane in f64 from rank 16, one in f32, the faster
+     * choice in each on rd100m (bench/RESULTS.md, "amped-run on one
+     * GPU"); two wherever 32 lanes x 1 is too few. */
     const int two = need > 32 || (sizeof(real) == 8 && need >= 8);
     unsigned L = 4;
     while (L * (two ? 2 : 1) < need)

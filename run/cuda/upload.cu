@@ -1,12 +1,12 @@
 /* Host-to-device copies of pageable memory at link speed.
  *
  * cudaMemcpy from pageable memory goes through a driver staging buffer one
- * piece at a time: about 9 GB/s on the H200 hosts (a 62 GB resident tensor
- * took 6.7 s), a sixth of the link. Here W worker threads each own two
- * page-locked buffers and a stream: a worker copies the next piece of its
- * share into one buffer while the other buffer's piece is on the link, so
- * the rate is the smaller of the link's and W memcpy streams' (a few GB/s
- * each).
+ * piece at a time, at a fraction of the link's speed (bench/RESULTS.md,
+ * "the resident upload through page-locked staging"). Here W worker
+ * threads each own two page-locked buffers and a stream: a worker copies
+ * the next piece of its share into one buffer while the other buffer's
+ * piece is on the link, so the rate is the smaller of the link's and W
+ * memcpy streams'.
  *
  * Bytes moved: each byte is read from pageable memory once, written to and
  * read from a pinned buffer once (by the CPU, then the DMA engine), and
@@ -28,11 +28,10 @@
 #include "amp_cuda.h"
 #include "gpu_internal.h"
 
-/* Measured on the H100 host (16 cores), 3 GiB copies: 16 workers with
- * 2 MiB buffers 49.8 GB/s, 0.036 s to page-lock the 64 MiB of buffers;
- * 8 x 8 MiB 42-48 GB/s, 0.070 s; 16 x 8 MiB 42-45 GB/s, 0.131 s; 8 x
- * 32 MiB 28-32 GB/s, 0.243 s. cudaMemcpy from pageable memory 7.6-8.4
- * GB/s, from pinned memory 55 GB/s. */
+/* 16 workers with 2 MiB buffers: of the counts and sizes tried, the
+ * fastest copies and the least time spent page-locking the buffers
+ * (bench/RESULTS.md, "the resident upload through page-locked
+ * staging"). */
 enum {
     UPLOAD_WORKERS_DEFAULT = 16,   /* memcpy streams to fill one link */
     UPLOAD_WORKERS_MAX = 256,      /* one per thread reading the file */

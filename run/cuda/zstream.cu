@@ -14,8 +14,8 @@
  * Bytes moved per nonzero: the stored bytes read once by a worker
  * (stored_size / count, 1/ratio of the raw form), the raw form (8 + value
  * size) written into a slot, read by the copy engine and written to the
- * device. The rate is the smaller of W decoders' (about 1-2 GB/s of raw
- * form each) and the link's. */
+ * device. The rate is the smaller of W decoders' and the link's
+ * (bench/RESULTS.md, "streaming from compressed chunks"). */
 #include <config.h>
 
 #include <cuda_runtime.h>
