@@ -190,10 +190,16 @@ extern "C" void amp_comm_abort(amp_comm *c)
 #endif
 }
 
+/* A run of one GPU (or no communicator): its collectives do nothing. */
+static inline int one_gpu(const amp_comm *c)
+{
+    return c == NULL || c->ngpus == 1;
+}
+
 extern "C" amp_status amp_comm_allreduce(amp_comm *c, double *buf, size_t n, int max,
                                          void *stream, amp_error *err)
 {
-    if (c == NULL || c->ngpus == 1 || n == 0)
+    if (one_gpu(c) || n == 0)
         return AMP_OK;
 #ifdef AMP_HAVE_NCCL
     NCCL_TRY(ncclAllReduce(buf, buf, n, ncclDouble, max ? ncclMax : ncclSum, c->nccl,
@@ -209,7 +215,7 @@ extern "C" amp_status amp_comm_allgatherv(amp_comm *c, void *buf, int f32,
                                           const uint64_t *offset, const uint64_t *count,
                                           void *stream, amp_error *err)
 {
-    if (c == NULL || c->ngpus == 1)
+    if (one_gpu(c))
         return AMP_OK;
 #ifdef AMP_HAVE_NCCL
     cudaStream_t s = (cudaStream_t)stream;
@@ -244,7 +250,7 @@ extern "C" amp_status amp_comm_allgatherv(amp_comm *c, void *buf, int f32,
 extern "C" amp_status amp_comm_reduce_scatter(amp_comm *c, void *buf, size_t block, int f32,
                                               void *stream, amp_error *err)
 {
-    if (c == NULL || c->ngpus == 1 || block == 0)
+    if (one_gpu(c) || block == 0)
         return AMP_OK;
 #ifdef AMP_HAVE_NCCL
     size_t es = f32 ? 4 : 8;

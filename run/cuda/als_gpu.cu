@@ -186,30 +186,21 @@ static void gpu_als_free(gpu_als *w)
         cudaFree(w->A32[m]);
         cudaFree(w->G[m]);
         for (int e = 0; e < EV_PER_MODE; e++)
-            if (w->ev[m][e])
-                cudaEventDestroy(w->ev[m][e]);
-        cudaEvent_t x[3] = {w->own_ready[m], w->ex0[m], w->ex1[m]};
-        for (int e = 0; e < 3; e++)
-            if (x[e])
-                cudaEventDestroy(x[e]);
+            destroy_event(w->ev[m][e]);
+        destroy_event(w->own_ready[m]);
+        destroy_event(w->ex0[m]);
+        destroy_event(w->ex1[m]);
     }
     for (int k = 0; k < AMP_GPU_CUTS; k++) {
-        if (w->part_done[k])
-            cudaEventDestroy(w->part_done[k]);
-        if (w->part_solved[k])
-            cudaEventDestroy(w->part_solved[k]);
+        destroy_event(w->part_done[k]);
+        destroy_event(w->part_solved[k]);
     }
     free(w->cuts);
-    if (w->ps)
-        cudaStreamDestroy(w->ps);
-    if (w->xs)
-        cudaStreamDestroy(w->xs);
-    if (w->fit0)
-        cudaEventDestroy(w->fit0);
-    if (w->fit1)
-        cudaEventDestroy(w->fit1);
-    if (w->factored)
-        cudaEventDestroy(w->factored);
+    destroy_stream(w->ps);
+    destroy_stream(w->xs);
+    destroy_event(w->fit0);
+    destroy_event(w->fit1);
+    destroy_event(w->factored);
     void *p[] = {w->gram_partial, w->M, w->M32, w->V, w->L, w->P, w->Qs, w->w, w->lambda,
                  w->scales, w->inner, w->partial, w->totals, w->fit_terms, w->work, w->info,
                  w->rescale};
@@ -221,8 +212,7 @@ static void gpu_als_free(gpu_als *w)
         cublasDestroy(w->blas);
     if (w->solver)
         cusolverDnDestroy(w->solver);
-    if (w->s)
-        cudaStreamDestroy(w->s);
+    destroy_stream(w->s);
 }
 
 /* Wait until query() stops answering cudaErrorNotReady (sync(), named

@@ -43,6 +43,18 @@
         }                                                                                 \
     } while (0)
 
+/* For cleanup blocks: destroy an event or a stream if it was made. */
+static inline void destroy_event(cudaEvent_t e)
+{
+    if (e)
+        cudaEventDestroy(e);
+}
+static inline void destroy_stream(cudaStream_t s)
+{
+    if (s)
+        cudaStreamDestroy(s);
+}
+
 /* Device buffers a streamed tensor cycles through: one being filled, one
  * being read, one spare so a copy never waits for the kernel before. */
 #define AMP_GPU_RING 3

@@ -96,13 +96,10 @@ extern "C" void amp_gpu_tensor_free(amp_gpu_tensor *g)
     for (int b = 0; b < AMP_GPU_RING; b++) {
         cudaFree(g->ring_words[b]);
         cudaFree(g->ring_vals[b]);
-        if (g->copied[b])
-            cudaEventDestroy(g->copied[b]);
-        if (g->consumed[b])
-            cudaEventDestroy(g->consumed[b]);
+        destroy_event(g->copied[b]);
+        destroy_event(g->consumed[b]);
     }
-    if (g->copy_stream)
-        cudaStreamDestroy(g->copy_stream);
+    destroy_stream(g->copy_stream);
     free(g);
 }
 

@@ -848,10 +848,8 @@ static amp_status mttkrp_in_parts(const amp_gpu_tensor *g, unsigned d, void *con
 done:
     cudaDeviceSynchronize();
     for (int k = 0; k < 2; k++)
-        if (st[k])
-            cudaStreamDestroy(st[k]);
-    if (ev)
-        cudaEventDestroy(ev);
+        destroy_stream(st[k]);
+    destroy_event(ev);
     return rc;
 }
 
@@ -905,10 +903,8 @@ static amp_status time_modes(const amp_gpu_tensor *g, void *const *dA, unsigned 
         mode_seconds[m] = ms / 1e3 / rounds;
     }
 done:
-    if (e0)
-        cudaEventDestroy(e0);
-    if (e1)
-        cudaEventDestroy(e1);
+    destroy_event(e0);
+    destroy_event(e1);
     return rc;
 }
 

@@ -64,11 +64,9 @@ extern "C" void amp_gpu_uploader_free(amp_gpu_uploader *u)
         for (int b = 0; b < 2; b++) {
             if (w->pin[b])
                 cudaFreeHost(w->pin[b]);
-            if (w->free_again[b])
-                cudaEventDestroy(w->free_again[b]);
+            destroy_event(w->free_again[b]);
         }
-        if (w->stream)
-            cudaStreamDestroy(w->stream);
+        destroy_stream(w->stream);
     }
     free(u);
 }
