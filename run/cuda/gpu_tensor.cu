@@ -305,13 +305,30 @@ static amp_status make_ring(amp_gpu_tensor *g, size_t vsize, amp_error *err)
 /* The copies to the device were from pageable memory: make them complete
  * before kernels on any (non-blocking) stream read the tensor. Then a
  * resident tensor's copies are checked once (find_gapless, find_cuts). */
-static amp_status finish_upload(amp_gpu_tensor *g, amp_error *err)
+static amp_status make_ready(amp_gpu_tensor *g, amp_error *err)
 {
     CUDA_TRY(cudaDeviceSynchronize(), err);
     if (!g->streamed) {
         AMP_CHECK(find_gapless(g, err));
         AMP_CHECK(find_cuts(g, err));
     }
+    return AMP_OK;
+}
+
+/* The cleanup block of every upload below, with rc what it came to: g
+ * made ready if all went well, the uploader up (if any) freed, and g into
+ * *out, or freed if anything failed. */
+static amp_status end_upload(amp_status rc, amp_gpu_tensor *g, amp_gpu_uploader *up,
+                             amp_gpu_tensor **out, amp_error *err)
+{
+    if (rc == AMP_OK)
+        rc = make_ready(g, err);
+    amp_gpu_uploader_free(up);
+    if (rc != AMP_OK) {
+        amp_gpu_tensor_free(g);
+        return rc;
+    }
+    *out = g;
     return AMP_OK;
 }
 
@@ -335,21 +352,15 @@ static amp_status upload_resident(int device, const amp_tensor *t, amp_gpu_tenso
     for (unsigned m = 0; m < t->nmodes; m++) {
         const amp_copy *c = &t->copies[m];
         gpu_copy *d = &g->copies[m];
-        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, up, err), rc, fail);
-        AMP_CHECK_GOTO(alloc_resident(g, m, vsize, err), rc, fail);
+        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, up, err), rc, done);
+        AMP_CHECK_GOTO(alloc_resident(g, m, vsize, err), rc, done);
         AMP_CHECK_GOTO(amp_gpu_upload(up, d->words, c->words, (size_t)c->nnz * 8, err), rc,
-                       fail);
+                       done);
         AMP_CHECK_GOTO(amp_gpu_upload(up, d->vals, c->vals, (size_t)c->nnz * vsize, err), rc,
-                       fail);
+                       done);
     }
-    AMP_CHECK_GOTO(finish_upload(g, err), rc, fail);
-    amp_gpu_uploader_free(up);
-    *out = g;
-    return AMP_OK;
-fail:
-    amp_gpu_uploader_free(up);
-    amp_gpu_tensor_free(g);
-    return rc;
+done:
+    return end_upload(rc, g, up, out, err);
 }
 
 /* Streamed copy m from t's host memory: one word per nonzero in the
@@ -400,14 +411,10 @@ static amp_status upload_streamed(int device, const amp_tensor *t, uint64_t chun
     amp_gpu_tensor *g = NULL;
     AMP_CHECK(gpu_tensor_new(device, t, chunk_nnz, &g, err));
     for (unsigned m = 0; m < t->nmodes; m++)
-        AMP_CHECK_GOTO(stream_copy(g, t, m, err), rc, fail);
-    AMP_CHECK_GOTO(make_ring(g, amp_value_size(t->value_type), err), rc, fail);
-    AMP_CHECK_GOTO(finish_upload(g, err), rc, fail);
-    *out = g;
-    return AMP_OK;
-fail:
-    amp_gpu_tensor_free(g);
-    return rc;
+        AMP_CHECK_GOTO(stream_copy(g, t, m, err), rc, done);
+    AMP_CHECK_GOTO(make_ring(g, amp_value_size(t->value_type), err), rc, done);
+done:
+    return end_upload(rc, g, NULL, out, err);
 }
 
 extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
@@ -459,24 +466,18 @@ extern "C" amp_status amp_gpu_tensor_upload_file(int device, const amp_file *f,
     AMP_CHECK(reading_threads(&threads, err));
     AMP_CHECK(gpu_tensor_new(device, t, 0, &g, err));
     /* No fallback to plain copies: every reader needs its buffers. */
-    AMP_CHECK_GOTO(amp_gpu_uploader_new(device, threads, &up, err), rc, fail);
+    AMP_CHECK_GOTO(amp_gpu_uploader_new(device, threads, &up, err), rc, done);
     for (unsigned m = 0; m < t->nmodes; m++) {
-        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, up, err), rc, fail);
-        AMP_CHECK_GOTO(alloc_resident(g, m, vsize, err), rc, fail);
+        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, up, err), rc, done);
+        AMP_CHECK_GOTO(alloc_resident(g, m, vsize, err), rc, done);
     }
     sink.g = g;
     sink.up = up;
     AMP_CHECK_GOTO(amp_tensor_read_chunks(f, t, threads, 0, to_device, &sink, progress,
-                                          progress_ctx, err), rc, fail);
-    AMP_CHECK_GOTO(amp_gpu_uploader_wait(up, err), rc, fail);
-    AMP_CHECK_GOTO(finish_upload(g, err), rc, fail);
-    amp_gpu_uploader_free(up);
-    *out = g;
-    return AMP_OK;
-fail:
-    amp_gpu_uploader_free(up);
-    amp_gpu_tensor_free(g);
-    return rc;
+                                          progress_ctx, err), rc, done);
+    AMP_CHECK_GOTO(amp_gpu_uploader_wait(up, err), rc, done);
+done:
+    return end_upload(rc, g, up, out, err);
 }
 
 /* Streamed from the file's compressed chunks (zstream.cu), decoded on
@@ -493,18 +494,14 @@ extern "C" amp_status amp_gpu_tensor_upload_compressed(int device, const amp_fil
     AMP_CHECK(reading_threads(&threads, err));
     AMP_CHECK(gpu_tensor_new(device, t, amp_gpu_file_chunk_nnz(f), &g, err));
     for (unsigned m = 0; m < t->nmodes; m++) {   /* decoded as they stream */
-        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, NULL, err), rc, fail);
+        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, NULL, err), rc, done);
         g->stream_bytes += (double)t->copies[m].nnz * (8 + vsize);
     }
-    AMP_CHECK_GOTO(make_ring(g, vsize, err), rc, fail);
+    AMP_CHECK_GOTO(make_ring(g, vsize, err), rc, done);
     AMP_CHECK_GOTO(gpu_zstream_new(device, f, t, threads, progress, progress_ctx, &g->zstream,
-                                   err), rc, fail);
-    AMP_CHECK_GOTO(finish_upload(g, err), rc, fail);
-    *out = g;
-    return AMP_OK;
-fail:
-    amp_gpu_tensor_free(g);
-    return rc;
+                                   err), rc, done);
+done:
+    return end_upload(rc, g, NULL, out, err);
 }
 
 extern "C" int amp_gpu_tensor_compressed(const amp_gpu_tensor *g)
