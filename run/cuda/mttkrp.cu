@@ -501,7 +501,8 @@ static mttkrp_fn pick_noc(unsigned nother, int narrow)
 }
 
 /* The largest kernel below holds 16 registers a lane, 16 x 32 entries of
- * a row: the GPU's rank limit (amp_core.h) may not pass it. */
+ * a row: the GPU backend's rank limit (AMP_GPU_MAX_RANK, amp_core.h) may
+ * not pass it. */
 static_assert(AMP_GPU_MAX_RANK <= 16 * 32, "a row of the largest rank fits pick_rpl's kernels");
 
 /* U shrinks as the rank grows so the rows in flight fit in registers. */
