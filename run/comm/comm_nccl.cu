@@ -1,13 +1,13 @@
 /* amp_comm over NCCL (the CUDA toolkit's nccl.h), one process, two
  * communicators per GPU. Factor rows go point to point in one group (every
- * rank sends its rows to every other at once, both directions of each
- * link busy), which an all-gather cannot do for ranks of unequal size.
+ * GPU sends its rows to every other at once, both directions of each
+ * link busy), which an all-gather cannot do for GPUs of unequal shares.
  * They travel on a communicator of their own: NCCL runs one
  * communicator's operations in the order they were issued, so on a shared
  * one the small all-reduces issued while rows are in flight would wait for
  * the whole transfer. Two communicators' kernels must then be able to run
  * at once on a GPU (NCCL's condition for several communicators): they are
- * small grids, and every rank issues both kinds in the same order. */
+ * small grids, and every GPU issues both kinds in the same order. */
 #include <config.h>
 
 #include <cuda_runtime.h>
@@ -19,7 +19,7 @@
 #endif
 
 struct amp_comm {
-    unsigned rank, size;
+    unsigned gpu, ngpus;   /* this GPU's index in the run (its NCCL rank), the run's GPUs */
     int device;
 #ifdef AMP_HAVE_NCCL
     ncclComm_t nccl;   /* NULL for a run of one GPU */
@@ -33,8 +33,7 @@ struct amp_comm {
     do {                                                                                    \
         ncclResult_t r_ = (call);                                                           \
         if (r_ != ncclSuccess)                                                              \
-            return amp_error_set((err), AMP_ERR_CUDA, __FILE__, __LINE__, "%s: %s", #call,    \
-                                 ncclGetErrorString(r_));                                   \
+            return AMP_FAIL((err), AMP_ERR_CUDA, "%s: %s", #call, ncclGetErrorString(r_));  \
     } while (0)
 #endif
 
@@ -48,19 +47,19 @@ extern "C" int amp_comm_available(void)
 }
 
 #ifdef AMP_HAVE_NCCL
-/* NCCL connects peers on their first collective and first send: tens of
- * milliseconds that belong to setting up, not to the first iteration. */
-static amp_status warm_up(amp_comm **comms, unsigned n, int rows, amp_error *err)
+/* NCCL connects peers on their first collective and first send: time
+ * that belongs to setting up, not to the first iteration. */
+static amp_status warm_up(amp_comm **comms, unsigned ngpus, int rows, amp_error *err)
 {
     amp_status rc = AMP_OK;
     double *buf[64] = {0};
     cudaStream_t st[64] = {0};
-    for (unsigned r = 0; r < n && r < 64 && rc == AMP_OK; r++) {
+    for (unsigned r = 0; r < ngpus && r < 64 && rc == AMP_OK; r++) {
         cudaError_t e = cudaSetDevice(comms[r]->device);
         if (e == cudaSuccess)
-            e = cudaMalloc((void **)&buf[r], 2 * n * sizeof(double));
+            e = cudaMalloc((void **)&buf[r], 2 * ngpus * sizeof(double));
         if (e == cudaSuccess)
-            e = cudaMemset(buf[r], 0, 2 * n * sizeof(double));
+            e = cudaMemset(buf[r], 0, 2 * ngpus * sizeof(double));
         if (e == cudaSuccess)
             e = cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking);
         if (e != cudaSuccess)
@@ -69,14 +68,14 @@ static amp_status warm_up(amp_comm **comms, unsigned n, int rows, amp_error *err
     }
     ncclResult_t nr = ncclSuccess;
     if (rc == AMP_OK && (nr = ncclGroupStart()) == ncclSuccess) {
-        for (unsigned r = 0; r < n && nr == ncclSuccess; r++) {
+        for (unsigned r = 0; r < ngpus && nr == ncclSuccess; r++) {
             ncclComm_t c = rows ? comms[r]->rows : comms[r]->nccl;
             nr = ncclAllReduce(buf[r], buf[r], 1, ncclDouble, ncclSum, c, st[r]);
-            for (unsigned q = 0; q < n && nr == ncclSuccess; q++)
+            for (unsigned q = 0; q < ngpus && nr == ncclSuccess; q++)
                 if (q != r) {
                     nr = ncclSend(buf[r] + r, 1, ncclDouble, (int)q, c, st[r]);
                     if (nr == ncclSuccess)
-                        nr = ncclRecv(buf[r] + n + q, 1, ncclDouble, (int)q, c, st[r]);
+                        nr = ncclRecv(buf[r] + ngpus + q, 1, ncclDouble, (int)q, c, st[r]);
                 }
         }
         ncclResult_t end = ncclGroupEnd();
@@ -85,7 +84,7 @@ static amp_status warm_up(amp_comm **comms, unsigned n, int rows, amp_error *err
             rc = AMP_FAIL(err, AMP_ERR_CUDA, "NCCL's first collective failed: %s",
                           ncclGetErrorString(nr));
     }
-    for (unsigned r = 0; r < n && r < 64; r++) {
+    for (unsigned r = 0; r < ngpus && r < 64; r++) {
         if (st[r]) {
             cudaSetDevice(comms[r]->device);
             cudaError_t e = cudaStreamSynchronize(st[r]);
@@ -100,59 +99,59 @@ static amp_status warm_up(amp_comm **comms, unsigned n, int rows, amp_error *err
 }
 #endif
 
-extern "C" amp_status amp_comm_init_all(unsigned n, const int *devices, amp_comm **comms,
+extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, amp_comm **comms,
                                         amp_error *err)
 {
-    if (n == 0)
+    if (ngpus == 0)
         return AMP_FAIL(err, AMP_ERR_USAGE, "a communicator needs at least one GPU");
 #ifndef AMP_HAVE_NCCL
-    if (n > 1)
+    if (ngpus > 1)
         return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "%u GPUs need NCCL, and this build has none "
-                        "(configure --with-nccl)", n);
+                        "(configure --with-nccl)", ngpus);
 #endif
-    for (unsigned r = 0; r < n; r++) {
-        comms[r] = (amp_comm *)calloc(1, sizeof **comms);
-        if (comms[r] == NULL) {
-            for (unsigned q = 0; q < r; q++) {
+    for (unsigned gpu = 0; gpu < ngpus; gpu++) {
+        comms[gpu] = (amp_comm *)calloc(1, sizeof **comms);
+        if (comms[gpu] == NULL) {
+            for (unsigned q = 0; q < gpu; q++) {
                 free(comms[q]);
                 comms[q] = NULL;   /* the caller may free what it holds */
             }
             return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
         }
-        comms[r]->rank = r;
-        comms[r]->size = n;
-        comms[r]->device = devices[r];
+        comms[gpu]->gpu = gpu;
+        comms[gpu]->ngpus = ngpus;
+        comms[gpu]->device = devices[gpu];
     }
 #ifdef AMP_HAVE_NCCL
-    if (n > 1) {
-        ncclComm_t *nc = (ncclComm_t *)calloc(2 * (size_t)n, sizeof *nc);
-        ncclResult_t r = nc ? ncclCommInitAll(nc, (int)n, devices) : ncclSystemError;
+    if (ngpus > 1) {
+        ncclComm_t *nc = (ncclComm_t *)calloc(2 * (size_t)ngpus, sizeof *nc);
+        ncclResult_t r = nc ? ncclCommInitAll(nc, (int)ngpus, devices) : ncclSystemError;
         if (r == ncclSuccess) {
-            r = ncclCommInitAll(nc + n, (int)n, devices);
+            r = ncclCommInitAll(nc + ngpus, (int)ngpus, devices);
             if (r != ncclSuccess)
-                for (unsigned q = 0; q < n; q++)
+                for (unsigned q = 0; q < ngpus; q++)
                     ncclCommDestroy(nc[q]);
         }
         if (r != ncclSuccess) {
             free(nc);
-            for (unsigned q = 0; q < n; q++) {
+            for (unsigned q = 0; q < ngpus; q++) {
                 free(comms[q]);
                 comms[q] = NULL;
             }
-            return AMP_FAIL(err, AMP_ERR_CUDA, "NCCL could not join %u GPUs: %s", n,
+            return AMP_FAIL(err, AMP_ERR_CUDA, "NCCL could not join %u GPUs: %s", ngpus,
                             ncclGetErrorString(r));
         }
-        for (unsigned q = 0; q < n; q++) {
+        for (unsigned q = 0; q < ngpus; q++) {
             comms[q]->nccl = nc[q];
-            comms[q]->rows = nc[n + q];
+            comms[q]->rows = nc[ngpus + q];
         }
         free(nc);
-        amp_status rc = warm_up(comms, n, 0, err);
+        amp_status rc = warm_up(comms, ngpus, 0, err);
         if (rc == AMP_OK)
-            rc = warm_up(comms, n, 1, err);
+            rc = warm_up(comms, ngpus, 1, err);
         if (rc != AMP_OK) {
             /* Its collectives may still be queued: abort, not destroy. */
-            for (unsigned q = 0; q < n; q++) {
+            for (unsigned q = 0; q < ngpus; q++) {
                 amp_comm_abort(comms[q]);
                 amp_comm_free(comms[q]);
                 comms[q] = NULL;
@@ -191,20 +190,16 @@ extern "C" void amp_comm_abort(amp_comm *c)
 #endif
 }
 
-extern "C" unsigned amp_comm_rank(const amp_comm *c)
+/* A run of one GPU (or no communicator): its collectives do nothing. */
+static inline int one_gpu(const amp_comm *c)
 {
-    return c->rank;
-}
-
-extern "C" unsigned amp_comm_size(const amp_comm *c)
-{
-    return c->size;
+    return c == NULL || c->ngpus == 1;
 }
 
 extern "C" amp_status amp_comm_allreduce(amp_comm *c, double *buf, size_t n, int max,
                                          void *stream, amp_error *err)
 {
-    if (c == NULL || c->size == 1 || n == 0)
+    if (one_gpu(c) || n == 0)
         return AMP_OK;
 #ifdef AMP_HAVE_NCCL
     NCCL_TRY(ncclAllReduce(buf, buf, n, ncclDouble, max ? ncclMax : ncclSum, c->nccl,
@@ -220,7 +215,7 @@ extern "C" amp_status amp_comm_allgatherv(amp_comm *c, void *buf, int f32,
                                           const uint64_t *offset, const uint64_t *count,
                                           void *stream, amp_error *err)
 {
-    if (c == NULL || c->size == 1)
+    if (one_gpu(c))
         return AMP_OK;
 #ifdef AMP_HAVE_NCCL
     cudaStream_t s = (cudaStream_t)stream;
@@ -231,11 +226,11 @@ extern "C" amp_status amp_comm_allgatherv(amp_comm *c, void *buf, int f32,
     /* Close the group whatever happens inside it, so that the calls
      * after a failure are not swallowed by an open group. */
     ncclResult_t r = ncclSuccess;
-    for (unsigned peer = 0; peer < c->size && r == ncclSuccess; peer++) {
-        if (peer == c->rank)
+    for (unsigned peer = 0; peer < c->ngpus && r == ncclSuccess; peer++) {
+        if (peer == c->gpu)
             continue;
-        if (count[c->rank] > 0)
-            r = ncclSend(b + offset[c->rank] * es, count[c->rank], type, (int)peer, c->rows, s);
+        if (count[c->gpu] > 0)
+            r = ncclSend(b + offset[c->gpu] * es, count[c->gpu], type, (int)peer, c->rows, s);
         if (r == ncclSuccess && count[peer] > 0)
             r = ncclRecv(b + offset[peer] * es, count[peer], type, (int)peer, c->rows, s);
     }
@@ -255,11 +250,11 @@ extern "C" amp_status amp_comm_allgatherv(amp_comm *c, void *buf, int f32,
 extern "C" amp_status amp_comm_reduce_scatter(amp_comm *c, void *buf, size_t block, int f32,
                                               void *stream, amp_error *err)
 {
-    if (c == NULL || c->size == 1 || block == 0)
+    if (one_gpu(c) || block == 0)
         return AMP_OK;
 #ifdef AMP_HAVE_NCCL
     size_t es = f32 ? 4 : 8;
-    NCCL_TRY(ncclReduceScatter(buf, (char *)buf + (size_t)c->rank * block * es, block,
+    NCCL_TRY(ncclReduceScatter(buf, (char *)buf + (size_t)c->gpu * block * es, block,
                                f32 ? ncclFloat : ncclDouble, ncclSum, c->nccl,
                                (cudaStream_t)stream), err);
     return AMP_OK;
@@ -279,7 +274,7 @@ extern "C" amp_status amp_comm_check(amp_comm *c, amp_error *err)
     if (async == ncclSuccess || async == ncclInProgress)
         NCCL_TRY(ncclCommGetAsyncError(c->rows, &async), err);
     if (async != ncclSuccess && async != ncclInProgress)
-        return AMP_FAIL(err, AMP_ERR_CUDA, "NCCL (GPU %u of %u): %s", c->rank, c->size,
+        return AMP_FAIL(err, AMP_ERR_CUDA, "NCCL (GPU %u of %u): %s", c->gpu, c->ngpus,
                         ncclGetErrorString(async));
 #else
     (void)c, (void)err;

@@ -18,13 +18,13 @@
  *       a stream and communicator of their own), while the steps below
  *       run; from the second iteration on
  *   column sums of squares, of A .* M, max |A|; summed (max) across GPUs
- *     (rank <= 32: A_d, its f32 shadow and the column sums in one pass,
- *     als_solve.cu)
+ *     (rank <= AMP_GPU_SOLVE_MAX_RANK: A_d, its f32 shadow and the column
+ *     sums in one pass, als_solve.cu)
  *   lambda, and A_d's new column scale (A_d is rescaled in place only
  *       on the first iteration or where its scale moved more than
- *       2^(40/(N-1)), 2^20 on 3 modes:
- *       that pass over its rows cost 1.3-1.5 ms of a 10.9-14.3 ms
- *       iteration on rd100m)
+ *       2^(40/(N-1)), 2^20 on 3 modes: that pass over its rows was a
+ *       sizeable share of an iteration, bench/RESULTS.md, "amped-run on
+ *       one GPU")
  *   G_d = A_d^T A_d                        batched cublasDgemm, row chunks,
  *                                          summed across GPUs, scaled
  *   several GPUs, first iteration or --overlap: A_d's rows sent now
@@ -70,7 +70,7 @@ enum {
 
 /* What the GPUs' threads share. */
 struct als_run {
-    unsigned n;
+    unsigned ngpus;
     amp_gpu_tensor *const *g;
     amp_comm *const *comms;
     const amp_partition *p;
@@ -94,11 +94,12 @@ typedef struct gpu_als {
     unsigned N, R;
     int f32;
     uint64_t max_rows;
-    /* Multi-GPU: this GPU's rank, its rows of each mode, and how every
-     * GPU's rows sit in a factor (for the exchange, in doubles). */
+    /* Multi-GPU: this GPU's index in the run and the run's GPUs, its rows
+     * of each mode, and how every GPU's rows sit in a factor (for the
+     * exchange, in doubles). */
     als_run *run;
     amp_comm *comm;
-    unsigned rank, nranks;
+    unsigned gpu, ngpus;
     int reduce;                /* equal-nnz: M is summed across GPUs */
     int overlap;               /* the parts' copies are in two groups */
     uint64_t own_begin[AMP_MAX_MODES], own_rows[AMP_MAX_MODES];
@@ -114,7 +115,7 @@ typedef struct gpu_als {
     /* Several GPUs, from the second iteration: mode m's MTTKRP runs in
      * parts[m] ranges of rows (1: whole); each range is solved on ps as
      * soon as it is done and sent on xs, while s goes on with the next
-     * range. cuts[r][m]: GPU r's row cuts of mode m (amp_gpu_tensor_cuts);
+     * range. cuts[gpu][m]: that GPU's row cuts of mode m (amp_gpu_tensor_cuts);
      * part k of K spans cuts k CUTS / K to (k + 1) CUTS / K. */
     unsigned parts[AMP_MAX_MODES];
     /* How mode m's rows went out at its last update: in parts[m] parts,
@@ -185,30 +186,21 @@ static void gpu_als_free(gpu_als *w)
         cudaFree(w->A32[m]);
         cudaFree(w->G[m]);
         for (int e = 0; e < EV_PER_MODE; e++)
-            if (w->ev[m][e])
-                cudaEventDestroy(w->ev[m][e]);
-        cudaEvent_t x[3] = {w->own_ready[m], w->ex0[m], w->ex1[m]};
-        for (int e = 0; e < 3; e++)
-            if (x[e])
-                cudaEventDestroy(x[e]);
+            destroy_event(w->ev[m][e]);
+        destroy_event(w->own_ready[m]);
+        destroy_event(w->ex0[m]);
+        destroy_event(w->ex1[m]);
     }
     for (int k = 0; k < AMP_GPU_CUTS; k++) {
-        if (w->part_done[k])
-            cudaEventDestroy(w->part_done[k]);
-        if (w->part_solved[k])
-            cudaEventDestroy(w->part_solved[k]);
+        destroy_event(w->part_done[k]);
+        destroy_event(w->part_solved[k]);
     }
     free(w->cuts);
-    if (w->ps)
-        cudaStreamDestroy(w->ps);
-    if (w->xs)
-        cudaStreamDestroy(w->xs);
-    if (w->fit0)
-        cudaEventDestroy(w->fit0);
-    if (w->fit1)
-        cudaEventDestroy(w->fit1);
-    if (w->factored)
-        cudaEventDestroy(w->factored);
+    destroy_stream(w->ps);
+    destroy_stream(w->xs);
+    destroy_event(w->fit0);
+    destroy_event(w->fit1);
+    destroy_event(w->factored);
     void *p[] = {w->gram_partial, w->M, w->M32, w->V, w->L, w->P, w->Qs, w->w, w->lambda,
                  w->scales, w->inner, w->partial, w->totals, w->fit_terms, w->work, w->info,
                  w->rescale};
@@ -220,8 +212,7 @@ static void gpu_als_free(gpu_als *w)
         cublasDestroy(w->blas);
     if (w->solver)
         cusolverDnDestroy(w->solver);
-    if (w->s)
-        cudaStreamDestroy(w->s);
+    destroy_stream(w->s);
 }
 
 /* Wait until query() stops answering cudaErrorNotReady (sync(), named
@@ -233,11 +224,10 @@ template <typename Sync, typename Query>
 static amp_status wait_until(gpu_als *w, const char *what, Sync sync, Query query,
                              amp_error *err)
 {
-    if (w->nranks == 1) {
+    if (w->ngpus == 1) {
         cudaError_t e = sync();
         if (e != cudaSuccess)
-            return amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__, "%s: %s", what,
-                                 cudaGetErrorString(e));
+            return CUDA_FAIL(err, e, what);
         return AMP_OK;
     }
     for (;;) {
@@ -245,10 +235,9 @@ static amp_status wait_until(gpu_als *w, const char *what, Sync sync, Query quer
         if (e == cudaSuccess)
             return AMP_OK;
         if (e != cudaErrorNotReady)
-            return amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__, "GPU %u: %s", w->rank,
-                                 cudaGetErrorString(e));
+            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u: %s", w->gpu, cudaGetErrorString(e));
         if (w->run->failed.load())
-            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u stopped: another GPU failed", w->rank);
+            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u stopped: another GPU failed", w->gpu);
         AMP_CHECK(amp_comm_check(w->comm, err));
         std::this_thread::yield();
     }
@@ -275,8 +264,8 @@ static_assert(AMP_SEND_PARTS_MAX == AMP_GPU_CUTS, "a part is a range between cut
 
 /* A part's MTTKRP runs on a grid that fits on the GPU at once. Grids of
  * 3 or 4 times that, whose blocks would free SMs for the transfer as they
- * finish, made rd100m (2 H200s, rank 32, f64, 4 parts) 11.2 ms an
- * iteration instead of 8.8 (bench/RESULTS.md). */
+ * finish, made the iterations slower, not faster (bench/RESULTS.md,
+ * "amped-run on several GPUs", --send-parts). */
 #define PART_WAVES 1
 
 /* w->parts: every GPU decides the same from the same tables, since their
@@ -289,19 +278,19 @@ static amp_status choose_parts(als_run *run, gpu_als *w, amp_error *err)
     want = want > AMP_GPU_CUTS ? AMP_GPU_CUTS : want < 1 ? 1 : want;
     for (unsigned m = 0; m < w->N; m++)
         w->parts[m] = 1;
-    if (run->n < 2 || want < 2 || w->reduce || w->overlap || p == NULL ||
+    if (run->ngpus < 2 || want < 2 || w->reduce || w->overlap || p == NULL ||
         w->R > AMP_GPU_SOLVE_MAX_RANK)
         return AMP_OK;
-    w->cuts = (uint64_t(*)[AMP_MAX_MODES][AMP_GPU_CUTS + 1])calloc(run->n, sizeof *w->cuts);
+    w->cuts = (uint64_t(*)[AMP_MAX_MODES][AMP_GPU_CUTS + 1])calloc(run->ngpus, sizeof *w->cuts);
     if (w->cuts == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     for (unsigned m = 0; m < w->N; m++) {
         int able = 1;
-        for (unsigned r = 0; r < run->n && able; r++) {
-            const uint64_t *c = w->cuts[r][m];
-            able = amp_gpu_tensor_cuts(run->g[r], m, w->cuts[r][m]) &&
-                   c[0] == p->modes[m].row_begin[r] &&
-                   c[AMP_GPU_CUTS] == p->modes[m].row_begin[r] + p->modes[m].row_count[r];
+        for (unsigned gpu = 0; gpu < run->ngpus && able; gpu++) {
+            const uint64_t *c = w->cuts[gpu][m];
+            able = amp_gpu_tensor_cuts(run->g[gpu], m, w->cuts[gpu][m]) &&
+                   c[0] == p->modes[m].row_begin[gpu] &&
+                   c[AMP_GPU_CUTS] == p->modes[m].row_begin[gpu] + p->modes[m].row_count[gpu];
         }
         if (able)
             w->parts[m] = want;
@@ -309,104 +298,112 @@ static amp_status choose_parts(als_run *run, gpu_als *w, amp_error *err)
     return AMP_OK;
 }
 
-static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, als_run *run,
-                              unsigned rank, gpu_als *w, amp_error *err)
+/* Which rows of each mode this GPU owns, and where every GPU's rows sit
+ * in a factor (gather_offset, gather_count, in values); *m_rows: the rows
+ * of M (a reduce-scatter wants ngpus equal blocks). */
+static amp_status plan_rows(const amp_gpu_tensor *g, const als_run *run, gpu_als *w,
+                            uint64_t *m_rows, amp_error *err)
 {
-    amp_status rc = AMP_OK;
-    const unsigned R = o->rank;
-    const size_t rr = (size_t)R * R * sizeof(double);
     const amp_partition *p = run->p;
-    memset(w, 0, sizeof *w);
-    w->N = g->nmodes;
-    w->R = R;
-    w->f32 = o->precision == AMP_PRECISION_F32;
-    w->run = run;
-    w->rank = rank;
-    w->nranks = run->n;
-    w->comm = run->comms ? run->comms[rank] : NULL;
-    w->reduce = p && p->kind == AMP_PARTITION_EQUAL_NNZ && run->n > 1;
-    w->overlap = p && p->overlap && run->n > 1;
-    uint64_t m_rows = 0;   /* rows of M: reduce-scatter wants n equal blocks */
+    const unsigned R = w->R, gpu = w->gpu;
     for (unsigned m = 0; m < w->N; m++) {
         w->max_rows = g->rows[m] > w->max_rows ? g->rows[m] : w->max_rows;
-        w->own_begin[m] = p ? p->modes[m].row_begin[rank] : 0;
-        w->own_rows[m] = p ? p->modes[m].row_count[rank] : g->rows[m];
-        w->reduce_block[m] = (g->rows[m] + run->n - 1) / run->n;
-        uint64_t mr = w->reduce ? w->reduce_block[m] * run->n : g->rows[m];
-        m_rows = mr > m_rows ? mr : m_rows;
-        w->gather_offset[m] = (uint64_t *)malloc(run->n * sizeof(uint64_t));
-        w->gather_count[m] = (uint64_t *)malloc(run->n * sizeof(uint64_t));
+        w->own_begin[m] = p ? p->modes[m].row_begin[gpu] : 0;
+        w->own_rows[m] = p ? p->modes[m].row_count[gpu] : g->rows[m];
+        w->reduce_block[m] = (g->rows[m] + run->ngpus - 1) / run->ngpus;
+        uint64_t mr = w->reduce ? w->reduce_block[m] * run->ngpus : g->rows[m];
+        *m_rows = mr > *m_rows ? mr : *m_rows;
+        w->gather_offset[m] = (uint64_t *)malloc(run->ngpus * sizeof(uint64_t));
+        w->gather_count[m] = (uint64_t *)malloc(run->ngpus * sizeof(uint64_t));
         if (w->gather_offset[m] == NULL || w->gather_count[m] == NULL)
-            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
-        for (unsigned r = 0; r < run->n; r++) {
-            w->gather_offset[m][r] = (p ? p->modes[m].row_begin[r] : 0) * R;
-            w->gather_count[m][r] = (p ? p->modes[m].row_count[r] : g->rows[m]) * R;
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        for (unsigned q = 0; q < run->ngpus; q++) {   /* every GPU's rows */
+            w->gather_offset[m][q] = (p ? p->modes[m].row_begin[q] : 0) * R;
+            w->gather_count[m][q] = (p ? p->modes[m].row_count[q] : g->rows[m]) * R;
         }
     }
-    CUDA_TRY_GOTO(cudaSetDevice(g->device), err, rc, fail);
-    CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), err, rc, fail);
-    CUBLAS_TRY_GOTO(cublasCreate(&w->blas), err, rc, fail);
-    CUBLAS_TRY_GOTO(cublasSetStream(w->blas, w->s), err, rc, fail);
-    CUSOLVER_TRY_GOTO(cusolverDnCreate(&w->solver), err, rc, fail);
-    CUSOLVER_TRY_GOTO(cusolverDnSetStream(w->solver, w->s), err, rc, fail);
+    return AMP_OK;
+}
+
+/* The work stream, with cuBLAS and cuSOLVER on it. */
+static amp_status create_handles(gpu_als *w, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), err, rc, done);
+    CUBLAS_TRY_GOTO(cublasCreate(&w->blas), err, rc, done);
+    CUBLAS_TRY_GOTO(cublasSetStream(w->blas, w->s), err, rc, done);
+    CUSOLVER_TRY_GOTO(cusolverDnCreate(&w->solver), err, rc, done);
+    CUSOLVER_TRY_GOTO(cusolverDnSetStream(w->solver, w->s), err, rc, done);
+done:
+    return rc;
+}
+
+/* Per mode: the factor (f64, and its f32 shadow in an f32 run), its Gram
+ * and its events. */
+static amp_status alloc_modes(const amp_gpu_tensor *g, gpu_als *w, amp_error *err)
+{
+    const unsigned R = w->R;
     for (unsigned m = 0; m < w->N; m++) {
         size_t n = (size_t)g->rows[m] * R;
-        CUDA_TRY_GOTO(cudaMalloc((void **)&w->A[m], n * sizeof(double) + 8), err, rc, fail);
+        CUDA_TRY(cudaMalloc((void **)&w->A[m], n * sizeof(double) + 8), err);
         if (w->f32)
-            CUDA_TRY_GOTO(cudaMalloc((void **)&w->A32[m], n * sizeof(float) + 8), err, rc, fail);
-        CUDA_TRY_GOTO(cudaMalloc((void **)&w->G[m], rr), err, rc, fail);
+            CUDA_TRY(cudaMalloc((void **)&w->A32[m], n * sizeof(float) + 8), err);
+        CUDA_TRY(cudaMalloc((void **)&w->G[m], (size_t)R * R * sizeof(double)), err);
         for (int e = 0; e < EV_PER_MODE; e++)
-            CUDA_TRY_GOTO(cudaEventCreate(&w->ev[m][e]), err, rc, fail);
-        CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->own_ready[m], cudaEventDisableTiming), err, rc,
-                      fail);
-        CUDA_TRY_GOTO(cudaEventCreate(&w->ex0[m]), err, rc, fail);
-        CUDA_TRY_GOTO(cudaEventCreate(&w->ex1[m]), err, rc, fail);
+            CUDA_TRY(cudaEventCreate(&w->ev[m][e]), err);
+        CUDA_TRY(cudaEventCreateWithFlags(&w->own_ready[m], cudaEventDisableTiming), err);
+        CUDA_TRY(cudaEventCreate(&w->ex0[m]), err);
+        CUDA_TRY(cudaEventCreate(&w->ex1[m]), err);
     }
-    {
-        /* The rows' transfer and the parts' solves go first where they
-         * and an MTTKRP both wait for SMs. */
-        int least = 0, greatest = 0;
-        CUDA_TRY_GOTO(cudaDeviceGetStreamPriorityRange(&least, &greatest), err, rc, fail);
-        CUDA_TRY_GOTO(cudaStreamCreateWithPriority(&w->xs, cudaStreamNonBlocking, greatest), err,
-                      rc, fail);
-        CUDA_TRY_GOTO(cudaStreamCreateWithPriority(&w->ps, cudaStreamNonBlocking, greatest), err,
-                      rc, fail);
-    }
+    return AMP_OK;
+}
+
+/* The streams of the rows' transfer (xs) and of the parts' solves (ps),
+ * and the parts' events. */
+static amp_status create_exchange(gpu_als *w, amp_error *err)
+{
+    /* The rows' transfer and the parts' solves go first where they and an
+     * MTTKRP both wait for SMs. */
+    int least = 0, greatest = 0;
+    CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest), err);
+    CUDA_TRY(cudaStreamCreateWithPriority(&w->xs, cudaStreamNonBlocking, greatest), err);
+    CUDA_TRY(cudaStreamCreateWithPriority(&w->ps, cudaStreamNonBlocking, greatest), err);
     for (int k = 0; k < AMP_GPU_CUTS; k++) {
-        CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->part_done[k], cudaEventDisableTiming), err,
-                      rc, fail);
-        CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->part_solved[k], cudaEventDisableTiming), err,
-                      rc, fail);
+        CUDA_TRY(cudaEventCreateWithFlags(&w->part_done[k], cudaEventDisableTiming), err);
+        CUDA_TRY(cudaEventCreateWithFlags(&w->part_solved[k], cudaEventDisableTiming), err);
     }
-    AMP_CHECK_GOTO(choose_parts(run, w, err), rc, fail);
-    CUDA_TRY_GOTO(cudaEventCreate(&w->fit0), err, rc, fail);
-    CUDA_TRY_GOTO(cudaEventCreate(&w->fit1), err, rc, fail);
-    CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->factored, cudaEventDisableTiming), err, rc, fail);
+    return AMP_OK;
+}
+
+/* M (f64, f32 or both) of m_rows rows, the R x R and R-long scratch, the
+ * column scales (all 1: the starting factors are taken as they are) and
+ * the statistics' partials. */
+static amp_status alloc_scratch(const amp_gpu_tensor *g, gpu_als *w, uint64_t m_rows,
+                                amp_error *err)
+{
+    const unsigned R = w->R;
+    const size_t rr = (size_t)R * R * sizeof(double);
     /* The f64 M: the MTTKRP's output in f64, and in f32 the solve's
      * input where the fused solve does not take the f32 M as it is. */
     if (!w->f32 || R > AMP_GPU_SOLVE_MAX_RANK) {
-        CUDA_TRY_GOTO(cudaMalloc((void **)&w->M, (size_t)m_rows * R * sizeof(double) + 8),
-                      err, rc, fail);
+        CUDA_TRY(cudaMalloc((void **)&w->M, (size_t)m_rows * R * sizeof(double) + 8), err);
         /* Rows past the tensor's (padding of the reduce-scatter) stay zero. */
-        CUDA_TRY_GOTO(cudaMemset(w->M, 0, (size_t)m_rows * R * sizeof(double)), err, rc,
-                      fail);
+        CUDA_TRY(cudaMemset(w->M, 0, (size_t)m_rows * R * sizeof(double)), err);
     }
     if (w->f32) {
-        CUDA_TRY_GOTO(cudaMalloc((void **)&w->M32, (size_t)m_rows * R * sizeof(float) + 8),
-                      err, rc, fail);
-        CUDA_TRY_GOTO(cudaMemset(w->M32, 0, (size_t)m_rows * R * sizeof(float)), err, rc, fail);
+        CUDA_TRY(cudaMalloc((void **)&w->M32, (size_t)m_rows * R * sizeof(float) + 8), err);
+        CUDA_TRY(cudaMemset(w->M32, 0, (size_t)m_rows * R * sizeof(float)), err);
     }
     w->gram_chunks = gram_chunks_max(R);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->gram_partial, (w->gram_chunks + 1) * rr), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->V, rr), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->L, rr), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->P, rr), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->Qs, rr), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->w, R * sizeof(double)), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->lambda, R * sizeof(double)), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->scales, (2 * w->N + 1) * R * sizeof(double)), err,
-                  rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->rescale, AMP_MAX_MODES * sizeof(int)), err, rc, fail);
+    CUDA_TRY(cudaMalloc((void **)&w->gram_partial, (w->gram_chunks + 1) * rr), err);
+    CUDA_TRY(cudaMalloc((void **)&w->V, rr), err);
+    CUDA_TRY(cudaMalloc((void **)&w->L, rr), err);
+    CUDA_TRY(cudaMalloc((void **)&w->P, rr), err);
+    CUDA_TRY(cudaMalloc((void **)&w->Qs, rr), err);
+    CUDA_TRY(cudaMalloc((void **)&w->w, R * sizeof(double)), err);
+    CUDA_TRY(cudaMalloc((void **)&w->lambda, R * sizeof(double)), err);
+    CUDA_TRY(cudaMalloc((void **)&w->scales, (2 * w->N + 1) * R * sizeof(double)), err);
+    CUDA_TRY(cudaMalloc((void **)&w->rescale, AMP_MAX_MODES * sizeof(int)), err);
     for (unsigned m = 0; m < w->N; m++) {
         w->sig[m] = w->scales + (size_t)m * R;
         w->pre[m] = w->scales + (size_t)(w->N + m) * R;
@@ -414,38 +411,78 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     w->c = w->scales + (size_t)2 * w->N * R;
     /* The other N - 1 modes' scales multiply an MTTKRP input by at most
      * 2^40 (an f32 M then overflows only for values past 1e26). */
-    w->scale_bound = run->go.rescale_bound > 0 ? run->go.rescale_bound
-                                               : exp2(40.0 / (w->N > 1 ? w->N - 1 : 1));
+    w->scale_bound = w->run->go.rescale_bound > 0 ? w->run->go.rescale_bound
+                                                  : exp2(40.0 / (w->N > 1 ? w->N - 1 : 1));
     /* The starting factors are taken as they are. */
-    CUDA_TRY_GOTO(amp_gpu_fill(w->scales, (size_t)2 * w->N * R, 1.0, w->s), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->inner, R * sizeof(double)), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->totals, 3 * R * sizeof(double)), err, rc, fail);
+    CUDA_TRY(amp_gpu_fill(w->scales, (size_t)2 * w->N * R, 1.0, w->s), err);
+    CUDA_TRY(cudaMalloc((void **)&w->inner, R * sizeof(double)), err);
+    CUDA_TRY(cudaMalloc((void **)&w->totals, 3 * R * sizeof(double)), err);
     /* (the parts' blocks add up to at most AMP_GPU_CUTS more) */
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->partial, ((size_t)amp_gpu_stats_blocks(w->max_rows,
-                                                    g->sm_count) + AMP_GPU_CUTS) * 3 * R *
-                                                   sizeof(double)),
-                  err, rc, fail);
-    CUDA_TRY_GOTO(cudaMalloc((void **)&w->fit_terms, 2 * sizeof(double)), err, rc, fail);
+    CUDA_TRY(cudaMalloc((void **)&w->partial, ((size_t)amp_gpu_stats_blocks(w->max_rows,
+                                               g->sm_count) + AMP_GPU_CUTS) * 3 * R *
+                                              sizeof(double)),
+             err);
+    CUDA_TRY(cudaMalloc((void **)&w->fit_terms, 2 * sizeof(double)), err);
+    return AMP_OK;
+}
+
+/* The solver's status words (device and page-locked host) and its work
+ * space, the largest that potrf, potri and syevd ask for at R. */
+static amp_status alloc_solver_work(gpu_als *w, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const unsigned R = w->R;
+    int l1 = 0, l2 = 0, l3 = 0;
     /* [0]: potrf's status, read during the MTTKRP; [1 + m]: potri's for mode m,
      * read with the fit terms at the end of the iteration. */
     CUDA_TRY_GOTO(cudaMalloc((void **)&w->info, (1 + AMP_MAX_MODES) * sizeof(int)), err, rc,
-                  fail);
-    CUDA_TRY_GOTO(cudaMemset(w->info, 0, (1 + AMP_MAX_MODES) * sizeof(int)), err, rc, fail);
-    CUDA_TRY_GOTO(cudaMallocHost((void **)&w->host, sizeof *w->host), err, rc, fail);
-    {
-        int l1 = 0, l2 = 0, l3 = 0;
-        CUSOLVER_TRY_GOTO(cusolverDnDpotrf_bufferSize(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R,
-                                                      w->L, (int)R, &l1), err, rc, fail);
-        CUSOLVER_TRY_GOTO(cusolverDnDpotri_bufferSize(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R,
-                                                      w->L, (int)R, &l2), err, rc, fail);
-        CUSOLVER_TRY_GOTO(cusolverDnDsyevd_bufferSize(w->solver, CUSOLVER_EIG_MODE_VECTOR,
-                                                      CUBLAS_FILL_MODE_LOWER, (int)R, w->L,
-                                                      (int)R, w->w, &l3), err, rc, fail);
-        w->lwork = l1 > l2 ? l1 : l2;
-        w->lwork = l3 > w->lwork ? l3 : w->lwork;
-        CUDA_TRY_GOTO(cudaMalloc((void **)&w->work, ((size_t)w->lwork + 1) * sizeof(double)),
-                      err, rc, fail);
-    }
+                  done);
+    CUDA_TRY_GOTO(cudaMemset(w->info, 0, (1 + AMP_MAX_MODES) * sizeof(int)), err, rc, done);
+    CUDA_TRY_GOTO(cudaMallocHost((void **)&w->host, sizeof *w->host), err, rc, done);
+    CUSOLVER_TRY_GOTO(cusolverDnDpotrf_bufferSize(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R,
+                                                  w->L, (int)R, &l1), err, rc, done);
+    CUSOLVER_TRY_GOTO(cusolverDnDpotri_bufferSize(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R,
+                                                  w->L, (int)R, &l2), err, rc, done);
+    CUSOLVER_TRY_GOTO(cusolverDnDsyevd_bufferSize(w->solver, CUSOLVER_EIG_MODE_VECTOR,
+                                                  CUBLAS_FILL_MODE_LOWER, (int)R, w->L, (int)R,
+                                                  w->w, &l3), err, rc, done);
+    w->lwork = l1 > l2 ? l1 : l2;
+    w->lwork = l3 > w->lwork ? l3 : w->lwork;
+    CUDA_TRY_GOTO(cudaMalloc((void **)&w->work, ((size_t)w->lwork + 1) * sizeof(double)), err,
+                  rc, done);
+done:
+    return rc;
+}
+
+/* GPU gpu's state for a run, all of it on g's device; on failure, what was
+ * made is freed (gpu_als_free). */
+static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, als_run *run,
+                              unsigned gpu, gpu_als *w, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const amp_partition *p = run->p;
+    uint64_t m_rows = 0;
+    memset(w, 0, sizeof *w);
+    w->N = g->nmodes;
+    w->R = o->rank;
+    w->f32 = o->precision == AMP_PRECISION_F32;
+    w->run = run;
+    w->gpu = gpu;
+    w->ngpus = run->ngpus;
+    w->comm = run->comms ? run->comms[gpu] : NULL;
+    w->reduce = p && p->kind == AMP_PARTITION_EQUAL_NNZ && run->ngpus > 1;
+    w->overlap = p && p->overlap && run->ngpus > 1;
+    AMP_CHECK_GOTO(plan_rows(g, run, w, &m_rows, err), rc, fail);
+    CUDA_TRY_GOTO(cudaSetDevice(g->device), err, rc, fail);
+    AMP_CHECK_GOTO(create_handles(w, err), rc, fail);
+    AMP_CHECK_GOTO(alloc_modes(g, w, err), rc, fail);
+    AMP_CHECK_GOTO(create_exchange(w, err), rc, fail);
+    AMP_CHECK_GOTO(choose_parts(run, w, err), rc, fail);
+    CUDA_TRY_GOTO(cudaEventCreate(&w->fit0), err, rc, fail);
+    CUDA_TRY_GOTO(cudaEventCreate(&w->fit1), err, rc, fail);
+    CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->factored, cudaEventDisableTiming), err, rc, fail);
+    AMP_CHECK_GOTO(alloc_scratch(g, w, m_rows, err), rc, fail);
+    AMP_CHECK_GOTO(alloc_solver_work(w, err), rc, fail);
     return AMP_OK;
 fail:
     gpu_als_free(w);
@@ -466,9 +503,9 @@ static amp_mode_set mode_set(const gpu_als *w, double *const *arrays)
 /* G = A^T A over rows [begin, begin + rows) of A[m]. With A row-major
  * rows x R, cuBLAS (column-major) sees A^T. One syrk or gemm over
  * millions of rows and a handful of columns ran at a few percent of the
- * memory bandwidth (cublasDsyrk: 42 ms per iteration on rd100m, rank 32);
- * a strided batch of gemms over row chunks, summed in chunk order, spreads
- * the rows over the whole GPU. */
+ * memory bandwidth (cublasDsyrk: bench/RESULTS.md, "amped-run on one
+ * GPU"); a strided batch of gemms over row chunks, summed in chunk order,
+ * spreads the rows over the whole GPU. */
 static amp_status gram(gpu_als *w, unsigned m, uint64_t begin, uint64_t rows, amp_error *err)
 {
     amp_status rc = AMP_OK;
@@ -578,7 +615,7 @@ static amp_status settle_exchange(gpu_als *w, unsigned m, amp_error *err)
     float ms = 0;
     CUDA_TRY(cudaEventElapsedTime(&ms, w->ex0[m], w->ex1[m]), err);
     if (w->run->stats)
-        w->run->stats->exchange[w->rank][m] += ms / 1e3;
+        w->run->stats->exchange[w->gpu][m] += ms / 1e3;
     w->ex_pending[m] = 0;
     return AMP_OK;
 }
@@ -600,9 +637,9 @@ static amp_status send_rows(gpu_als *w, unsigned d, unsigned pieces, amp_error *
      * at the end. */
     for (unsigned k = 0; k < pieces; k++) {
         const unsigned a = k * AMP_GPU_CUTS / pieces, b = (k + 1) * AMP_GPU_CUTS / pieces;
-        for (unsigned r = 0; r < w->nranks && pieces > 1; r++) {
-            off[r] = w->cuts[r][d][a] * w->R;
-            cnt[r] = (w->cuts[r][d][b] - w->cuts[r][d][a]) * w->R;
+        for (unsigned gpu = 0; gpu < w->ngpus && pieces > 1; gpu++) {
+            off[gpu] = w->cuts[gpu][d][a] * w->R;
+            cnt[gpu] = (w->cuts[gpu][d][b] - w->cuts[gpu][d][a]) * w->R;
         }
         AMP_CHECK_GOTO(amp_comm_allgatherv(w->comm, w->f32 ? (void *)w->A32[d]
                                                            : (void *)w->A[d],
@@ -625,14 +662,14 @@ static amp_status parts_solve(const amp_gpu_tensor *g, gpu_als *w, unsigned d, u
                               amp_error *err)
 {
     amp_status rc = AMP_OK;
-    const unsigned R = w->R, K = w->parts[d], n = w->nranks;
+    const unsigned R = w->R, K = w->parts[d];
     uint64_t off[AMP_MAX_GPUS], cnt[AMP_MAX_GPUS];
     unsigned total = 0;
     const unsigned most = (4u * (unsigned)g->sm_count + K - 1) / K;
     AMP_CHECK_GOTO(settle_exchange(w, d, err), rc, done);
     for (unsigned k = 0; k < K; k++) {
         const unsigned a = k * AMP_GPU_CUTS / K, b = (k + 1) * AMP_GPU_CUTS / K;
-        const uint64_t r0 = w->cuts[w->rank][d][a], rows = w->cuts[w->rank][d][b] - r0;
+        const uint64_t r0 = w->cuts[w->gpu][d][a], rows = w->cuts[w->gpu][d][b] - r0;
         CUDA_TRY_GOTO(cudaStreamWaitEvent(w->ps, w->part_done[k], 0), err, rc, done);
         if (rows > 0) {
             uint64_t most_rows = rows / 64 + 1;
@@ -649,9 +686,9 @@ static amp_status parts_solve(const amp_gpu_tensor *g, gpu_als *w, unsigned d, u
         CUDA_TRY_GOTO(cudaStreamWaitEvent(w->xs, w->part_solved[k], 0), err, rc, done);
         if (k == 0)
             CUDA_TRY_GOTO(cudaEventRecord(w->ex0[d], w->xs), err, rc, done);
-        for (unsigned r = 0; r < n; r++) {
-            off[r] = w->cuts[r][d][a] * R;
-            cnt[r] = (w->cuts[r][d][b] - w->cuts[r][d][a]) * R;
+        for (unsigned gpu = 0; gpu < w->ngpus; gpu++) {
+            off[gpu] = w->cuts[gpu][d][a] * R;
+            cnt[gpu] = (w->cuts[gpu][d][b] - w->cuts[gpu][d][a]) * R;
         }
         AMP_CHECK_GOTO(amp_comm_allgatherv(w->comm, w->f32 ? (void *)w->A32[d]
                                                            : (void *)w->A[d],
@@ -670,26 +707,18 @@ done:
     return rc;
 }
 
-static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, int first,
-                              int *pinv_used, amp_error *err)
-{
-    amp_status rc = AMP_OK;
-    const unsigned R = w->R;
-    const uint64_t rb = w->own_begin[d], nown = w->own_rows[d];
-    const double one = 1, zero = 0;
-    cudaEvent_t *ev = w->ev[d];
-    const amp_mode_set gs = mode_set(w, w->G), ss = mode_set(w, w->sig);
-    double *Mown = w->M ? w->M + rb * R : NULL, *Aown = w->A[d] + rb * R;
-    int pinv = 0;
-    void *F[AMP_MAX_MODES];
-    for (unsigned m = 0; m < w->N; m++)
-        F[m] = w->f32 ? (void *)w->A32[m] : (void *)w->A[m];
-    void *Mk = w->f32 ? (void *)w->M32 : (void *)w->M;
-    const unsigned prev = (d + w->N - 1) % w->N;
-    /* Ranks up to 32 solve and take the column statistics in one pass,
-     * from the f32 M as it is (als_solve.cu). */
-    const int fused = R <= AMP_GPU_SOLVE_MAX_RANK;
-    const void *Mk_own = w->f32 ? (const void *)(w->M32 + rb * R) : (const void *)Mown;
+/* What the update of one mode decides before it starts, for its steps
+ * (update_mode). */
+struct mode_update {
+    unsigned d, prev;          /* the mode, and the one updated before it */
+    int first;                 /* the first iteration */
+    uint64_t rb, nown;         /* the rows of mode d this GPU owns */
+    cudaEvent_t *ev;           /* ev[EV_...] of mode d */
+    void *F[AMP_MAX_MODES];    /* the MTTKRP's factors: f32 shadows or f64 */
+    void *Mk;                  /* the MTTKRP's output, f32 or f64 */
+    /* Ranks up to AMP_GPU_SOLVE_MAX_RANK solve and take the column
+     * statistics in one pass, from the f32 M as it is (als_solve.cu). */
+    int fused;
     /* Several GPUs send a mode's rows as soon as they are solved, while
      * the column statistics and the Gram are taken; where lambda_kernel
      * then asks for a rescale (rarely), every GPU applies it to all the
@@ -697,152 +726,253 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
      * first iteration, which always rescales (before sending), nor where
      * the next MTTKRP starts on local rows before the others' are in
      * (overlap): those must not change under it. */
-    const int early_send = w->nranks > 1 && !first && !w->overlap;
+    int early_send;
     /* ... and, where the mode is cut into parts, range by range as its
      * MTTKRP finishes each (parts_solve). That needs P before the
      * MTTKRP: V^-1 is taken from the factor before the host knows whether
      * the factorization held; where it did not (rarely), the mode is
-     * solved whole from the pseudo-inverse after the MTTKRP instead. */
-    int in_parts = early_send && fused && w->parts[d] > 1, fell_back = 0;
-    unsigned blocks = amp_gpu_stats_blocks(nown, g->sm_count);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_START], w->s), err, rc, done);
-    CUDA_TRY_GOTO(amp_gpu_hadamard(&gs, d, R, w->V, w->s), err, rc, done);
+     * solved whole from the pseudo-inverse after the MTTKRP instead
+     * (fell_back). */
+    int in_parts, fell_back;
+    unsigned blocks;           /* of the column statistics in w->partial */
+};
+
+static void plan_update(const amp_gpu_tensor *g, gpu_als *w, unsigned d, int first,
+                        mode_update *u)
+{
+    u->d = d;
+    u->prev = (d + w->N - 1) % w->N;
+    u->first = first;
+    u->rb = w->own_begin[d];
+    u->nown = w->own_rows[d];
+    u->ev = w->ev[d];
+    for (unsigned m = 0; m < w->N; m++)
+        u->F[m] = w->f32 ? (void *)w->A32[m] : (void *)w->A[m];
+    u->Mk = w->f32 ? (void *)w->M32 : (void *)w->M;
+    u->fused = w->R <= AMP_GPU_SOLVE_MAX_RANK;
+    u->early_send = w->ngpus > 1 && !first && !w->overlap;
+    u->in_parts = u->early_send && u->fused && w->parts[d] > 1;
+    u->fell_back = 0;
+    u->blocks = amp_gpu_stats_blocks(u->nown, g->sm_count);
+}
+
+/* V, the Hadamard product of the other modes' Grams, and its Cholesky
+ * factor; solving in parts, P = V^-1 from it already. */
+static amp_status factor_mode(gpu_als *w, const mode_update *u, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const unsigned R = w->R;
+    const amp_mode_set gs = mode_set(w, w->G);
+    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_START], w->s), err, rc, done);
+    CUDA_TRY_GOTO(amp_gpu_hadamard(&gs, u->d, R, w->V, w->s), err, rc, done);
     AMP_CHECK_GOTO(factor(w, err), rc, done);
-    if (in_parts) {
+    if (u->in_parts) {
         CUSOLVER_TRY_GOTO(cusolverDnDpotri(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R, w->L,
-                                           (int)R, w->work, w->lwork, w->info + 1 + d), err,
+                                           (int)R, w->work, w->lwork, w->info + 1 + u->d), err,
                           rc, done);
         CUDA_TRY_GOTO(amp_gpu_symmetrize(w->L, R, w->s), err, rc, done);
         CUDA_TRY_GOTO(cudaMemcpyAsync(w->P, w->L, (size_t)R * R * sizeof(double),
                                       cudaMemcpyDeviceToDevice, w->s), err, rc, done);
     }
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_FACTOR], w->s), err, rc, done);
-    if (w->nranks > 1 && !w->overlap)   /* every nonzero may need the rows in transit */
-        CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_FACTOR], w->s), err, rc, done);
+done:
+    return rc;
+}
+
+/* The MTTKRP's inputs ready: the rows of the mode before, and where they
+ * were sent early, the rescale lambda_kernel asked of them; solving in
+ * parts, the scales folded into P (after that rescale, which may change
+ * them). */
+static amp_status inputs_ready(const amp_gpu_tensor *g, gpu_als *w, const mode_update *u,
+                               amp_error *err)
+{
+    const unsigned R = w->R, prev = u->prev;
+    if (w->ngpus > 1 && !w->overlap)   /* every nonzero may need the rows in transit */
+        CUDA_TRY(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err);
     if (w->sent_early[prev]) {   /* counted with the wait for them */
         const uint64_t pr = g->rows[prev];
         /* f32: the other GPUs' f64 rows are not current here, only the shadows */
-        CUDA_TRY_GOTO(amp_gpu_rescale_sent(w->f32 ? w->A[prev] + w->own_begin[prev] * R
-                                                  : w->A[prev],
-                                           w->f32 ? w->own_rows[prev] : pr,
-                                           w->f32 ? w->A32[prev] : NULL, pr, R, w->sig[prev],
-                                           w->rescale + prev, w->s), err, rc, done);
+        CUDA_TRY(amp_gpu_rescale_sent(w->f32 ? w->A[prev] + w->own_begin[prev] * R
+                                             : w->A[prev],
+                                      w->f32 ? w->own_rows[prev] : pr,
+                                      w->f32 ? w->A32[prev] : NULL, pr, R, w->sig[prev],
+                                      w->rescale + prev, w->s), err);
         w->sent_early[prev] = 0;
     }
-    /* (after the rescale above, which may change the scales folded in) */
-    if (in_parts)
-        CUDA_TRY_GOTO(amp_gpu_fold_scales(&ss, d, R, w->pre[d], w->P, w->c, w->s), err, rc,
-                      done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_READY], w->s), err, rc, done);
-    if (in_parts) {
-        /* The host learns whether potrf held while the MTTKRP runs. */
+    if (u->in_parts) {
+        const amp_mode_set ss = mode_set(w, w->sig);
+        CUDA_TRY(amp_gpu_fold_scales(&ss, u->d, R, w->pre[u->d], w->P, w->c, w->s), err);
+    }
+    CUDA_TRY(cudaEventRecord(u->ev[EV_READY], w->s), err);
+    return AMP_OK;
+}
+
+/* M = MTTKRP(d): in parts, range by range, while the host learns whether
+ * potrf held (if not, u->in_parts goes to 0 and u->fell_back to 1); else
+ * the nonzeros that need no other GPU's rows first, then, once those rows
+ * are in, the rest. */
+static amp_status mode_mttkrp(const amp_gpu_tensor *g, gpu_als *w, mode_update *u,
+                              amp_error *err)
+{
+    const unsigned R = w->R, d = u->d;
+    if (u->in_parts) {
         for (unsigned k = 0; k < w->parts[d]; k++) {
             const unsigned a = k * AMP_GPU_CUTS / w->parts[d];
             const unsigned b = (k + 1) * AMP_GPU_CUTS / w->parts[d];
-            AMP_CHECK_GOTO(amp_gpu_mttkrp_cuts(g, d, F, R, w->f32, Mk, a, b, w->waves, w->s,
-                                               err), rc, done);
-            CUDA_TRY_GOTO(cudaEventRecord(w->part_done[k], w->s), err, rc, done);
+            AMP_CHECK(amp_gpu_mttkrp_cuts(g, d, u->F, R, w->f32, u->Mk, a, b, w->waves, w->s,
+                                          err));
+            CUDA_TRY(cudaEventRecord(w->part_done[k], w->s), err);
         }
-        AMP_CHECK_GOTO(wait_event(w, w->factored, err), rc, done);
+        AMP_CHECK(wait_event(w, w->factored, err));
         if (w->host->info < 0)
-            AMP_RAISE_GOTO(err, rc, done, AMP_ERR_INTERNAL, "cusolverDnDpotrf rejected "
-                           "argument %d", -w->host->info);
+            return AMP_FAIL(err, AMP_ERR_INTERNAL, "cusolverDnDpotrf rejected argument %d",
+                            -w->host->info);
         if (w->host->info > 0) {   /* the whole mode from the pseudo-inverse, below */
-            in_parts = 0;
-            fell_back = 1;
-            CUDA_TRY_GOTO(cudaMemsetAsync(w->info + 1 + d, 0, sizeof(int), w->s), err, rc, done);
+            u->in_parts = 0;
+            u->fell_back = 1;
+            CUDA_TRY(cudaMemsetAsync(w->info + 1 + d, 0, sizeof(int), w->s), err);
         }
     } else {
-        AMP_CHECK_GOTO(amp_gpu_mttkrp_group(g, d, F, R, w->f32, Mk, AMP_GPU_EARLY, w->s, err),
-                       rc, done);
+        AMP_CHECK(amp_gpu_mttkrp_group(g, d, u->F, R, w->f32, u->Mk, AMP_GPU_EARLY, w->s, err));
     }
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_EARLY], w->s), err, rc, done);
-    if (w->nranks > 1)   /* the other GPUs' rows of the mode before */
-        CUDA_TRY_GOTO(cudaStreamWaitEvent(w->s, w->ex1[prev], 0), err, rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_WAITED], w->s), err, rc, done);
-    if (!in_parts && !(early_send && fused && w->parts[d] > 1))
-        AMP_CHECK_GOTO(amp_gpu_mttkrp_group(g, d, F, R, w->f32, Mk, AMP_GPU_LATE, w->s, err),
+    CUDA_TRY(cudaEventRecord(u->ev[EV_EARLY], w->s), err);
+    if (w->ngpus > 1)   /* the other GPUs' rows of the mode before */
+        CUDA_TRY(cudaStreamWaitEvent(w->s, w->ex1[u->prev], 0), err);
+    CUDA_TRY(cudaEventRecord(u->ev[EV_WAITED], w->s), err);
+    if (!u->in_parts && !(u->early_send && u->fused && w->parts[d] > 1))
+        AMP_CHECK(amp_gpu_mttkrp_group(g, d, u->F, R, w->f32, u->Mk, AMP_GPU_LATE, w->s, err));
+    return AMP_OK;
+}
+
+/* Solved in parts (parts_solve): the MTTKRP ends at the last range, and
+ * the solve's share is what runs after it. */
+static amp_status solve_in_parts(const amp_gpu_tensor *g, gpu_als *w, mode_update *u,
+                                 amp_error *err)
+{
+    CUDA_TRY(cudaEventRecord(u->ev[EV_MTTKRP], w->s), err);
+    CUDA_TRY(cudaEventRecord(u->ev[EV_REDUCE], w->s), err);
+    CUDA_TRY(cudaEventRecord(u->ev[EV_INVERT], w->s), err);
+    AMP_CHECK(parts_solve(g, w, u->d, &u->blocks, err));
+    CUDA_TRY(cudaEventRecord(u->ev[EV_SOLVE], w->s), err);
+    return AMP_OK;
+}
+
+/* Solved whole: M summed across GPUs (equal-nnz), P = V^-1 or the
+ * pseudo-inverse with the scales folded in, A_d = M P and the column
+ * statistics (fused, or cuBLAS and column_stats), and the rows sent when
+ * they go early. */
+static amp_status solve_whole(gpu_als *w, const mode_update *u, int *pinv_used, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const unsigned R = w->R, d = u->d;
+    const uint64_t rb = u->rb, nown = u->nown;
+    const double one = 1, zero = 0;
+    const amp_mode_set ss = mode_set(w, w->sig);
+    double *Mown = w->M ? w->M + rb * R : NULL, *Aown = w->A[d] + rb * R;
+    const void *Mk_own = w->f32 ? (const void *)(w->M32 + rb * R) : (const void *)Mown;
+    int pinv = 0;
+    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_MTTKRP], w->s), err, rc, done);
+    if (w->reduce)   /* equal-nnz: every GPU's partial rows, summed */
+        AMP_CHECK_GOTO(amp_comm_reduce_scatter(w->comm, w->f32 ? (void *)w->M32 : (void *)w->M,
+                                               w->reduce_block[d] * R, w->f32, w->s, err),
                        rc, done);
-    if (in_parts) {
-        /* MTTKRP ends at the last range; the solve's share is what runs
-         * after it. */
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_MTTKRP], w->s), err, rc, done);
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_REDUCE], w->s), err, rc, done);
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_INVERT], w->s), err, rc, done);
-        AMP_CHECK_GOTO(parts_solve(g, w, d, &blocks, err), rc, done);
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_REDUCE], w->s), err, rc, done);
+    if (w->f32 && nown > 0 && !u->fused)
+        CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32 + rb * R, Mown, nown * R, w->s), err, rc, done);
+
+    AMP_CHECK_GOTO(invert(w, d, &pinv, err), rc, done);
+    if (pinv)
+        *pinv_used = 1;
+    /* The MTTKRP's inputs lacked their scales and the stored factor is
+     * to be written at pre: both go into P, so no pass over rows does
+     * it. */
+    CUDA_TRY_GOTO(amp_gpu_fold_scales(&ss, d, R, w->pre[d], w->P, w->c, w->s), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_INVERT], w->s), err, rc, done);
+    if (u->fused) {
+        CUDA_TRY_GOTO(amp_gpu_solve_stats(Mk_own, w->f32, w->P, nown, R, u->blocks, Aown,
+                                          w->f32 ? w->A32[d] + rb * R : NULL, w->partial,
+                                          w->s), err, rc, done);
+        CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_SOLVE], w->s), err, rc, done);
+        if (u->early_send)
+            AMP_CHECK_GOTO(send_rows(w, d, u->fell_back ? w->parts[d] : 1, err), rc, done);
     } else {
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_MTTKRP], w->s), err, rc, done);
-        if (w->reduce)   /* equal-nnz: every GPU's partial rows, summed */
-            AMP_CHECK_GOTO(amp_comm_reduce_scatter(w->comm, w->f32 ? (void *)w->M32
-                                                                   : (void *)w->M,
-                                                   w->reduce_block[d] * R, w->f32, w->s, err),
-                           rc, done);
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_REDUCE], w->s), err, rc, done);
-        if (w->f32 && nown > 0 && !fused)
-            CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32 + rb * R, Mown, nown * R, w->s), err, rc,
+        /* Row-major A = M P is, column-major, A^T = P^T M^T, and cuBLAS
+         * reads the row-major P as P^T. */
+        if (nown > 0)
+            CUBLAS_TRY_GOTO(cublasDgemm_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, R, (int64_t)nown,
+                                           R, &one, w->P, R, Mown, R, &zero, Aown, R), err, rc,
+                            done);
+        CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_SOLVE], w->s), err, rc, done);
+        CUDA_TRY_GOTO(amp_gpu_column_stats(Aown, Mown, nown, R, u->blocks, w->partial, w->s),
+                      err, rc, done);
+        if (w->f32 && nown > 0)
+            CUDA_TRY_GOTO(amp_gpu_to_f32(Aown, w->A32[d] + rb * R, nown * R, w->s), err, rc,
                           done);
-
-        AMP_CHECK_GOTO(invert(w, d, &pinv, err), rc, done);
-        if (pinv)
-            *pinv_used = 1;
-        /* The MTTKRP's inputs lacked their scales and the stored factor is
-         * to be written at pre: both go into P, so no pass over rows does
-         * it. */
-        CUDA_TRY_GOTO(amp_gpu_fold_scales(&ss, d, R, w->pre[d], w->P, w->c, w->s), err, rc,
-                      done);
-        CUDA_TRY_GOTO(cudaEventRecord(ev[EV_INVERT], w->s), err, rc, done);
-        if (fused) {
-            CUDA_TRY_GOTO(amp_gpu_solve_stats(Mk_own, w->f32, w->P, nown, R, blocks, Aown,
-                                              w->f32 ? w->A32[d] + rb * R : NULL, w->partial,
-                                              w->s), err, rc, done);
-            CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
-            if (early_send)
-                AMP_CHECK_GOTO(send_rows(w, d, fell_back ? w->parts[d] : 1, err), rc, done);
-        } else {
-            /* Row-major A = M P is, column-major, A^T = P^T M^T, and cuBLAS
-             * reads the row-major P as P^T. */
-            if (nown > 0)
-                CUBLAS_TRY_GOTO(cublasDgemm_64(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, R,
-                                               (int64_t)nown, R, &one, w->P, R, Mown, R, &zero,
-                                               Aown, R), err, rc, done);
-            CUDA_TRY_GOTO(cudaEventRecord(ev[EV_SOLVE], w->s), err, rc, done);
-            CUDA_TRY_GOTO(amp_gpu_column_stats(Aown, Mown, nown, R, blocks, w->partial, w->s),
-                          err, rc, done);
-            if (w->f32 && nown > 0)
-                CUDA_TRY_GOTO(amp_gpu_to_f32(Aown, w->A32[d] + rb * R, nown * R, w->s), err, rc,
-                              done);
-            if (early_send)
-                AMP_CHECK_GOTO(send_rows(w, d, 1, err), rc, done);
-        }
+        if (u->early_send)
+            AMP_CHECK_GOTO(send_rows(w, d, 1, err), rc, done);
     }
-    CUDA_TRY_GOTO(amp_gpu_column_totals(w->partial, blocks, R, w->totals, w->s), err, rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_STATS], w->s), err, rc, done);
-    AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->totals, 2 * R, 0, w->s, err), rc, done);
-    AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->totals + 2 * R, R, 1, w->s, err), rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_STATS_COMM], w->s), err, rc, done);
-    CUDA_TRY_GOTO(amp_gpu_lambda(w->totals, R, first, w->c, w->pre[d], w->lambda, w->sig[d],
-                                 w->inner, w->rescale + d, w->scale_bound, w->s), err, rc, done);
-    /* Sent early: the Gram below is of the rows as they are, scaled by
-     * sig_d as it is, the same product as after a rescale. */
-    if (early_send)
-        w->sent_early[d] = 1;
-    else
-        CUDA_TRY_GOTO(amp_gpu_rescale(Aown, w->f32 ? w->A32[d] + rb * R : NULL, nown, R,
-                                      w->sig[d], w->rescale + d, w->s), err, rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_NORMALIZE], w->s), err, rc, done);
-
-    AMP_CHECK_GOTO(gram(w, d, rb, nown, err), rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_GRAM], w->s), err, rc, done);
-    AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->G[d], (size_t)R * R, 0, w->s, err), rc, done);
-    /* The Gram of the stored rows, made the normalized factor's. */
-    CUDA_TRY_GOTO(amp_gpu_scale_gram(w->G[d], w->sig[d], R, w->s), err, rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(ev[EV_GRAM_COMM], w->s), err, rc, done);
-    if (w->nranks > 1 && !early_send)
-        AMP_CHECK_GOTO(send_rows(w, d, 1, err), rc, done);
-    w->sent_in[d] = in_parts ? w->parts[d] : early_send ? 1 : 0;
 done:
     return rc;
+}
+
+/* The column statistics summed across GPUs, lambda and the new column
+ * scale; A_d rescaled in place where lambda_kernel asks (or, sent early,
+ * later, by every GPU on all the rows it holds). */
+static amp_status normalize_mode(gpu_als *w, const mode_update *u, amp_error *err)
+{
+    const unsigned R = w->R, d = u->d;
+    CUDA_TRY(amp_gpu_column_totals(w->partial, u->blocks, R, w->totals, w->s), err);
+    CUDA_TRY(cudaEventRecord(u->ev[EV_STATS], w->s), err);
+    AMP_CHECK(amp_comm_allreduce(w->comm, w->totals, 2 * R, 0, w->s, err));
+    AMP_CHECK(amp_comm_allreduce(w->comm, w->totals + 2 * R, R, 1, w->s, err));
+    CUDA_TRY(cudaEventRecord(u->ev[EV_STATS_COMM], w->s), err);
+    CUDA_TRY(amp_gpu_lambda(w->totals, R, u->first, w->c, w->pre[d], w->lambda, w->sig[d],
+                            w->inner, w->rescale + d, w->scale_bound, w->s), err);
+    /* Sent early: the Gram below is of the rows as they are, scaled by
+     * sig_d as it is, the same product as after a rescale. */
+    if (u->early_send)
+        w->sent_early[d] = 1;
+    else
+        CUDA_TRY(amp_gpu_rescale(w->A[d] + u->rb * R, w->f32 ? w->A32[d] + u->rb * R : NULL,
+                                 u->nown, R, w->sig[d], w->rescale + d, w->s), err);
+    CUDA_TRY(cudaEventRecord(u->ev[EV_NORMALIZE], w->s), err);
+    return AMP_OK;
+}
+
+/* G_d, summed across GPUs and made the normalized factor's; then the rows
+ * to the other GPUs, where they did not go early. */
+static amp_status gram_mode(gpu_als *w, const mode_update *u, amp_error *err)
+{
+    const unsigned R = w->R, d = u->d;
+    AMP_CHECK(gram(w, d, u->rb, u->nown, err));
+    CUDA_TRY(cudaEventRecord(u->ev[EV_GRAM], w->s), err);
+    AMP_CHECK(amp_comm_allreduce(w->comm, w->G[d], (size_t)R * R, 0, w->s, err));
+    /* The Gram of the stored rows, made the normalized factor's. */
+    CUDA_TRY(amp_gpu_scale_gram(w->G[d], w->sig[d], R, w->s), err);
+    CUDA_TRY(cudaEventRecord(u->ev[EV_GRAM_COMM], w->s), err);
+    if (w->ngpus > 1 && !u->early_send)
+        AMP_CHECK(send_rows(w, d, 1, err));
+    return AMP_OK;
+}
+
+/* Mode d's update, queued on w->s (and xs, ps): the steps in the file's
+ * opening comment, each between events of ev[d]. */
+static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, int first,
+                              int *pinv_used, amp_error *err)
+{
+    mode_update u;
+    plan_update(g, w, d, first, &u);
+    AMP_CHECK(factor_mode(w, &u, err));
+    AMP_CHECK(inputs_ready(g, w, &u, err));
+    AMP_CHECK(mode_mttkrp(g, w, &u, err));
+    if (u.in_parts)
+        AMP_CHECK(solve_in_parts(g, w, &u, err));
+    else
+        AMP_CHECK(solve_whole(w, &u, pinv_used, err));
+    AMP_CHECK(normalize_mode(w, &u, err));
+    AMP_CHECK(gram_mode(w, &u, err));
+    w->sent_in[d] = u.in_parts ? w->parts[d] : u.early_send ? 1 : 0;
+    return AMP_OK;
 }
 
 /* GPU time of each phase of the last iteration into seconds; per mode
@@ -868,15 +998,15 @@ static amp_status add_phase_times(gpu_als *w, double *seconds, amp_error *err)
                 reach += sec;
             if (st) {
                 if (phase_of[e] == AMP_PHASE_MTTKRP)
-                    st->mttkrp[w->rank][m] += sec;
+                    st->mttkrp[w->gpu][m] += sec;
                 if (phase_of[e] == AMP_PHASE_COMM)
-                    st->comm[w->rank][m] += sec;
+                    st->comm[w->gpu][m] += sec;
                 else
-                    st->busy[w->rank][m] += sec;
+                    st->busy[w->gpu][m] += sec;
             }
         }
-        w->run->reach[w->rank].push_back(reach);
-        if (w->nranks > 1 && w->ex_pending[m] && cudaEventQuery(w->ex1[m]) == cudaSuccess)
+        w->run->reach[w->gpu].push_back(reach);
+        if (w->ngpus > 1 && w->ex_pending[m] && cudaEventQuery(w->ex1[m]) == cudaSuccess)
             AMP_CHECK_GOTO(settle_exchange(w, m, err), rc, done);
     }
     CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, w->fit0, w->fit1), err, rc, done);
@@ -888,132 +1018,168 @@ done:
 /* This GPU failed: say so first (so the report names it, not a peer that
  * stopped because of it), then cancel its collectives so that no peer
  * waits for it forever. */
-static void fail_rank(als_run *run, unsigned rank)
+static void fail_gpu(als_run *run, unsigned gpu)
 {
     {
         std::lock_guard<std::mutex> hold(run->lock);
         if (run->first_failed < 0)
-            run->first_failed = (int)rank;
+            run->first_failed = (int)gpu;
     }
-    if (run->n > 1) {
+    if (run->ngpus > 1) {
         run->failed.store(1);
-        amp_comm_abort(run->comms[rank]);
+        amp_comm_abort(run->comms[gpu]);
     }
 }
 
+/* The starting factors c->A onto the device and their Grams. */
+static amp_status load_factors(const amp_gpu_tensor *g, gpu_als *w, const amp_cpd *c,
+                               amp_error *err)
+{
+    const unsigned R = c->rank;
+    for (unsigned m = 0; m < w->N; m++) {
+        size_t n = (size_t)g->rows[m] * R;
+        /* On w->s itself: a pageable cudaMemcpy may return before its data
+         * lands, and w->s does not wait for the legacy stream. Every GPU
+         * starts from all of every factor, so each takes its Gram whole. */
+        CUDA_TRY(cudaMemcpyAsync(w->A[m], c->A[m], n * sizeof(double), cudaMemcpyHostToDevice,
+                                 w->s), err);
+        if (w->f32)
+            CUDA_TRY(amp_gpu_to_f32(w->A[m], w->A32[m], n, w->s), err);
+        AMP_CHECK(gram(w, m, 0, g->rows[m], err));
+        /* Every row is in: the first mode's waits pass at once. */
+        CUDA_TRY(cudaEventRecord(w->ex1[m], w->xs), err);
+    }
+    return AMP_OK;
+}
+
+/* The end of an iteration: the two fit terms (into w->host->terms) and
+ * potri's statuses on the host, and the iteration's phase times added to
+ * seconds. */
+static amp_status end_iteration(gpu_als *w, double *seconds, amp_error *err)
+{
+    const unsigned N = w->N, R = w->R;
+    /* <X, model> from the last mode's update: lambda_kernel made the
+     * column sums of its stored rows .* M into those of lambda .*
+     * A_normalized .* M_true (inner). */
+    CUDA_TRY(cudaEventRecord(w->fit0, w->s), err);
+    amp_mode_set gs = mode_set(w, w->G);
+    CUDA_TRY(amp_gpu_fit_terms(&gs, R, w->lambda, w->inner, w->fit_terms, w->s), err);
+    const int *potri = w->host->potri;
+    CUDA_TRY(cudaMemcpyAsync(w->host->terms, w->fit_terms, sizeof w->host->terms,
+                             cudaMemcpyDeviceToHost, w->s), err);
+    CUDA_TRY(cudaMemcpyAsync(w->host->potri, w->info + 1, N * sizeof(int),
+                             cudaMemcpyDeviceToHost, w->s), err);
+    CUDA_TRY(cudaEventRecord(w->fit1, w->s), err);
+    AMP_CHECK(wait_stream(w, err));
+    for (unsigned m = 0; m < N; m++)   /* 0 where the Cholesky path was not taken */
+        if (potri[m] != 0)
+            return AMP_FAIL(err, AMP_ERR_INTERNAL, "cusolverDnDpotri failed on mode %u's %ux%u "
+                            "Gram product (info %d)", m + 1, R, R, potri[m]);
+    return add_phase_times(w, seconds, err);
+}
+
+/* The iterations, until the fit changes by less than o->tol or
+ * o->max_iters; GPU 0 reports each (o->on_iter) and writes the outcome
+ * into c. */
+static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, amp_error *err)
+{
+    const amp_cpd_opts *o = run->o;
+    amp_cpd *c = run->c;
+    const unsigned N = g->nmodes;
+    double *seconds = run->seconds[w->gpu];
+    const double *terms = w->host->terms;
+    double old_fit = 0, norm_x = sqrt(run->t->norm_sq), fit = 0;
+    unsigned iters = 0;
+    int converged = 0, pinv_used = 0;
+    for (unsigned it = 0; it < o->max_iters; it++) {
+        double t_iter = wall_now();
+        for (unsigned d = 0; d < N; d++)
+            AMP_CHECK(update_mode(g, w, d, it == 0, &pinv_used, err));
+        AMP_CHECK(end_iteration(w, seconds, err));
+        double resid = run->t->norm_sq + terms[0] - 2 * terms[1];
+        fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
+        double delta = fabs(fit - old_fit);
+        iters = it + 1;
+        if (w->gpu == 0 && o->on_iter)
+            o->on_iter(o->ctx, it + 1, fit, delta, wall_now() - t_iter);
+        /* Every GPU computes the same fit from the same summed terms, so
+         * all stop together. */
+        if (it > 0 && delta < o->tol) {
+            converged = 1;
+            break;
+        }
+        old_fit = fit;
+    }
+    if (w->gpu == 0) {
+        c->fit = fit;
+        c->iters = iters;
+        c->converged = converged;
+        c->pinv_used = pinv_used;
+        if (run->stats)
+            for (unsigned m = 0; m < N; m++)
+                run->stats->parts[m] = w->sent_in[m];
+    }
+    return AMP_OK;
+}
+
+/* The last rows sent and received; in f32, the f64 rows, which only the
+ * shadows left. */
+static amp_status finish_exchange(gpu_als *w, amp_error *err)
+{
+    const unsigned N = w->N;
+    for (unsigned m = 0; m < N; m++)
+        AMP_CHECK(settle_exchange(w, m, err));
+    if (w->f32 && w->ngpus > 1) {
+        CUDA_TRY(cudaStreamWaitEvent(w->s, w->ex1[N - 1], 0), err);
+        for (unsigned m = 0; m < N; m++)
+            AMP_CHECK(amp_comm_allgatherv(w->comm, w->A[m], 0, w->gather_offset[m],
+                                          w->gather_count[m], w->s, err));
+        AMP_CHECK(wait_stream(w, err));
+    }
+    return AMP_OK;
+}
+
+/* The factors, normalized, and lambda into c (GPU 0). */
+static amp_status write_output(const amp_gpu_tensor *g, gpu_als *w, amp_cpd *c, amp_error *err)
+{
+    const unsigned R = c->rank;
+    for (unsigned m = 0; m < w->N; m++) {
+        CUDA_TRY(amp_gpu_scale_columns(w->A[m], g->rows[m], R, w->sig[m], w->s), err);
+        CUDA_TRY(cudaMemcpyAsync(c->A[m], w->A[m], (size_t)g->rows[m] * R * sizeof(double),
+                                 cudaMemcpyDeviceToHost, w->s), err);
+    }
+    if (c->iters > 0)
+        CUDA_TRY(cudaMemcpyAsync(c->lambda, w->lambda, R * sizeof(double),
+                                 cudaMemcpyDeviceToHost, w->s), err);
+    return wait_stream(w, err);
+}
+
 /* One GPU's whole run. */
-static amp_status als_rank(als_run *run, unsigned rank, amp_error *err)
+static amp_status als_one_gpu(als_run *run, unsigned gpu, amp_error *err)
 {
     gpu_als w;
     amp_status rc = AMP_OK;
-    const amp_gpu_tensor *g = run->g[rank];
-    const amp_cpd_opts *o = run->o;
-    amp_cpd *c = run->c;
-    const unsigned N = g->nmodes, R = c->rank;
-    double *seconds = run->seconds[rank];
-    int pinv_used = 0;
-    rc = gpu_als_new(g, o, run, rank, &w, err);   /* frees what it made on failure */
+    const amp_gpu_tensor *g = run->g[gpu];
+    rc = gpu_als_new(g, run->o, run, gpu, &w, err);   /* frees what it made on failure */
     if (rc != AMP_OK) {
-        fail_rank(run, rank);
+        fail_gpu(run, gpu);
         return rc;
     }
-    for (unsigned m = 0; m < N; m++) {
-        size_t n = (size_t)g->rows[m] * R;
-        /* On w.s itself: a pageable cudaMemcpy may return before its data
-         * lands, and w.s does not wait for the legacy stream. Every GPU
-         * starts from all of every factor, so each takes its Gram whole. */
-        CUDA_TRY_GOTO(cudaMemcpyAsync(w.A[m], c->A[m], n * sizeof(double),
-                                      cudaMemcpyHostToDevice, w.s), err, rc, done);
-        if (w.f32)
-            CUDA_TRY_GOTO(amp_gpu_to_f32(w.A[m], w.A32[m], n, w.s), err, rc, done);
-        AMP_CHECK_GOTO(gram(&w, m, 0, g->rows[m], err), rc, done);
-        /* Every row is in: the first mode's waits pass at once. */
-        CUDA_TRY_GOTO(cudaEventRecord(w.ex1[m], w.xs), err, rc, done);
-    }
-    {
-        double old_fit = 0, norm_x = sqrt(run->t->norm_sq), fit = 0;
-        unsigned iters = 0;
-        int converged = 0;
-        for (unsigned it = 0; it < o->max_iters; it++) {
-            double t_iter = wall_now();
-            for (unsigned d = 0; d < N; d++)
-                AMP_CHECK_GOTO(update_mode(g, &w, d, it == 0, &pinv_used, err), rc, done);
-            /* <X, model> from the last mode's update: lambda_kernel made
-             * the column sums of its stored rows .* M into those of
-             * lambda .* A_normalized .* M_true (inner). */
-            CUDA_TRY_GOTO(cudaEventRecord(w.fit0, w.s), err, rc, done);
-            amp_mode_set gs = mode_set(&w, w.G);
-            CUDA_TRY_GOTO(amp_gpu_fit_terms(&gs, R, w.lambda, w.inner, w.fit_terms, w.s), err, rc,
-                          done);
-            const double *terms = w.host->terms;
-            const int *potri = w.host->potri;
-            CUDA_TRY_GOTO(cudaMemcpyAsync(w.host->terms, w.fit_terms, sizeof w.host->terms,
-                                          cudaMemcpyDeviceToHost, w.s), err, rc, done);
-            CUDA_TRY_GOTO(cudaMemcpyAsync(w.host->potri, w.info + 1, N * sizeof(int),
-                                          cudaMemcpyDeviceToHost, w.s), err, rc, done);
-            CUDA_TRY_GOTO(cudaEventRecord(w.fit1, w.s), err, rc, done);
-            AMP_CHECK_GOTO(wait_stream(&w, err), rc, done);
-            for (unsigned m = 0; m < N; m++)   /* 0 where the Cholesky path was not taken */
-                if (potri[m] != 0)
-                    AMP_RAISE_GOTO(err, rc, done, AMP_ERR_INTERNAL, "cusolverDnDpotri failed "
-                                   "on mode %u's %ux%u Gram product (info %d)", m + 1, R, R,
-                                   potri[m]);
-            AMP_CHECK_GOTO(add_phase_times(&w, seconds, err), rc, done);
-            double resid = run->t->norm_sq + terms[0] - 2 * terms[1];
-            fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
-            double delta = fabs(fit - old_fit);
-            iters = it + 1;
-            if (rank == 0 && o->on_iter)
-                o->on_iter(o->ctx, it + 1, fit, delta, wall_now() - t_iter);
-            /* Every GPU computes the same fit from the same summed terms,
-             * so all stop together. */
-            if (it > 0 && delta < o->tol) {
-                converged = 1;
-                break;
-            }
-            old_fit = fit;
-        }
-        if (rank == 0) {
-            c->fit = fit;
-            c->iters = iters;
-            c->converged = converged;
-            c->pinv_used = pinv_used;
-            if (run->stats)
-                for (unsigned m = 0; m < N; m++)
-                    run->stats->parts[m] = w.sent_in[m];
-        }
-    }
-    for (unsigned m = 0; m < N; m++)   /* the last rows sent and received */
-        AMP_CHECK_GOTO(settle_exchange(&w, m, err), rc, done);
-    if (w.f32 && w.nranks > 1) {   /* the f64 rows, which only the shadows left */
-        CUDA_TRY_GOTO(cudaStreamWaitEvent(w.s, w.ex1[N - 1], 0), err, rc, done);
-        for (unsigned m = 0; m < N; m++)
-            AMP_CHECK_GOTO(amp_comm_allgatherv(w.comm, w.A[m], 0, w.gather_offset[m],
-                                               w.gather_count[m], w.s, err), rc, done);
-        AMP_CHECK_GOTO(wait_stream(&w, err), rc, done);
-    }
-    if (rank == 0) {
-        for (unsigned m = 0; m < N; m++) {   /* normalized, for the output */
-            CUDA_TRY_GOTO(amp_gpu_scale_columns(w.A[m], g->rows[m], R, w.sig[m], w.s), err, rc,
-                          done);
-            CUDA_TRY_GOTO(cudaMemcpyAsync(c->A[m], w.A[m], (size_t)g->rows[m] * R * sizeof(double),
-                                          cudaMemcpyDeviceToHost, w.s), err, rc, done);
-        }
-        if (c->iters > 0)
-            CUDA_TRY_GOTO(cudaMemcpyAsync(c->lambda, w.lambda, R * sizeof(double),
-                                          cudaMemcpyDeviceToHost, w.s), err, rc, done);
-        AMP_CHECK_GOTO(wait_stream(&w, err), rc, done);
-    }
+    AMP_CHECK_GOTO(load_factors(g, &w, run->c, err), rc, done);
+    AMP_CHECK_GOTO(iterate(g, run, &w, err), rc, done);
+    AMP_CHECK_GOTO(finish_exchange(&w, err), rc, done);
+    if (gpu == 0)
+        AMP_CHECK_GOTO(write_output(g, &w, run->c, err), rc, done);
 done:
     if (rc != AMP_OK)   /* before freeing: cudaFree waits for the device */
-        fail_rank(run, rank);
+        fail_gpu(run, gpu);
     gpu_als_free(&w);
     return rc;
 }
 
-static void rank_main(als_run *run, unsigned rank)
+static void gpu_main(als_run *run, unsigned gpu)
 {
-    run->rc[rank] = als_rank(run, rank, &run->err[rank]);
+    run->rc[gpu] = als_one_gpu(run, gpu, &run->err[gpu]);
 }
 
 extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comms,
@@ -1022,15 +1188,15 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
                                             const amp_gpu_als_opts *go, amp_cpd *c,
                                             amp_gpu_run_stats *stats, amp_error *err)
 {
-    const unsigned n = p ? p->ngpus : 1;
+    const unsigned ngpus = p ? p->ngpus : 1;
     if (c->rank != o->rank)
         return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", c->rank, o->rank);
-    if (n > 1 && comms == NULL)
-        return AMP_FAIL(err, AMP_ERR_USAGE, "%u GPUs need their communicators", n);
+    if (ngpus > 1 && comms == NULL)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%u GPUs need their communicators", ngpus);
     als_run *run = new (std::nothrow) als_run;
     if (run == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    run->n = n;
+    run->ngpus = ngpus;
     run->g = g;
     run->comms = comms;
     run->p = p;
@@ -1044,27 +1210,27 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
     memset(run->seconds, 0, sizeof run->seconds);
     if (stats) {
         memset(stats, 0, sizeof *stats);
-        stats->ngpus = n;
+        stats->ngpus = ngpus;
         stats->nmodes = t->nmodes;
     }
     std::vector<std::thread> threads;
     amp_status rc = AMP_OK;
     try {
-        for (unsigned r = 1; r < n; r++)
-            threads.emplace_back(rank_main, run, r);
+        for (unsigned gpu = 1; gpu < ngpus; gpu++)
+            threads.emplace_back(gpu_main, run, gpu);
     } catch (...) {
         run->failed.store(1);
-        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "could not start a thread for each of %u GPUs", n);
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "could not start a thread for each of %u GPUs", ngpus);
     }
     if (rc == AMP_OK)
-        rank_main(run, 0);
+        gpu_main(run, 0);
     else
         amp_comm_abort(comms[0]);
     for (auto &th : threads)
         th.join();
     if (rc == AMP_OK && run->first_failed >= 0) {
         const amp_error *e = &run->err[run->first_failed];
-        if (n > 1)
+        if (ngpus > 1)
             rc = amp_error_set(err, e->status, e->src_file, e->src_line, "GPU %d of the run: %s",
                                run->first_failed, amp_error_message(e));
         else
@@ -1073,20 +1239,20 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
     }
     if (rc == AMP_OK) {
         memset(c->seconds, 0, sizeof c->seconds);
-        for (unsigned r = 0; r < n; r++)
+        for (unsigned gpu = 0; gpu < ngpus; gpu++)
             for (int ph = 0; ph < AMP_NPHASES; ph++) {
-                c->seconds[ph] = run->seconds[r][ph] > c->seconds[ph] ? run->seconds[r][ph]
-                                                                       : c->seconds[ph];
+                c->seconds[ph] = run->seconds[gpu][ph] > c->seconds[ph] ? run->seconds[gpu][ph]
+                                                                         : c->seconds[ph];
                 if (stats)
-                    stats->phase[r][ph] = run->seconds[r][ph];
+                    stats->phase[gpu][ph] = run->seconds[gpu][ph];
             }
         if (stats)   /* idle: behind the last GPU to reach each collective */
             for (size_t k = 0; k < run->reach[0].size(); k++) {
                 double last = 0;
-                for (unsigned r = 0; r < n; r++)
-                    last = run->reach[r][k] > last ? run->reach[r][k] : last;
-                for (unsigned r = 0; r < n; r++)
-                    stats->idle[r][k % t->nmodes] += last - run->reach[r][k];
+                for (unsigned gpu = 0; gpu < ngpus; gpu++)
+                    last = run->reach[gpu][k] > last ? run->reach[gpu][k] : last;
+                for (unsigned gpu = 0; gpu < ngpus; gpu++)
+                    stats->idle[gpu][k % t->nmodes] += last - run->reach[gpu][k];
             }
     }
     delete run;

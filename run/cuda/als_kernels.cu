@@ -66,7 +66,8 @@ __global__ void column_stats_kernel(const double *A, const double *M, uint64_t r
 /* One block per column: thread t sums the block partials t, t + 128, ...,
  * then a fixed tree combines the threads, so the result has the same bits
  * on every run. (One thread per column, walking all the partials in
- * turn, took 0.13 ms a mode: 528 dependent rounds of memory latency.)
+ * turn, waited on one round of memory latency per partial:
+ * bench/RESULTS.md, "amped-run on one GPU", column totals.)
  * Totals are laid out [sum of squares | sum of a .* m | max |a|] so that
  * a multi-GPU run sums the first 2R across GPUs in one call. */
 enum { TOTALS_THREADS = 128 };

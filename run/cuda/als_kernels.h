@@ -30,7 +30,11 @@ cudaError_t amp_gpu_column_stats(const double *A, const double *M, uint64_t rows
  * theirs with one all-reduce and take the max with another). */
 cudaError_t amp_gpu_column_totals(const double *partial, unsigned blocks, unsigned R,
                                   double *totals, cudaStream_t s);
-/* The largest rank amp_gpu_solve_stats takes. */
+/* The largest decomposition rank the fused solve (amp_gpu_solve_stats,
+ * als_solve.cu) takes: one lane of a warp per column, P's column in 32
+ * registers. Above it CP-ALS solves with cuBLAS instead (als_gpu.cu). A
+ * limit of that kernel only, below the GPU backend's own rank limit
+ * (AMP_GPU_MAX_RANK, amp_core.h). */
 #define AMP_GPU_SOLVE_MAX_RANK 32
 /* A = M P (rows x R, row-major; P R x R, row-major) and the partials of
  * amp_gpu_column_stats for A and M, in one pass (als_solve.cu); M is f32

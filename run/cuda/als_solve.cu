@@ -1,6 +1,7 @@
 /* The solve of a CP-ALS mode fused with the column statistics that follow
- * it, for ranks up to 32: A = M P (P = V^-1 or its pseudo-inverse, R x R,
- * with the factors' column scales folded in: als_kernels.cu)
+ * it, for ranks up to AMP_GPU_SOLVE_MAX_RANK (32, a warp's lanes): A = M P
+ * (P = V^-1 or its pseudo-inverse, R x R, with the factors' column scales
+ * folded in: als_kernels.cu)
  * and, per block of rows, each column's sum of squares, max |a| and sum
  * of a .* m, in one pass. The separate path (cublasDgemm, then
  * column_stats reading A and M again, and in f32 a conversion of M to f64
@@ -35,6 +36,7 @@
 #include "gpu_internal.h"
 
 enum { SOLVE_WARPS = 8, SOLVE_ROWS = 4 };
+static_assert(AMP_GPU_SOLVE_MAX_RANK <= 32, "one lane a column, P's column in 32 registers");
 
 template <typename mreal>
 __global__ void __launch_bounds__(256, 2)
@@ -55,7 +57,8 @@ __global__ void __launch_bounds__(256, 2)
     const uint64_t step = SOLVE_WARPS * SOLVE_ROWS;
     /* The next group's rows are loaded before this group is computed, so
      * the memory stays busy while the warp does the arithmetic (it was
-     * idle then: 1.6 TB/s). */
+     * idle then otherwise: bench/RESULTS.md, "amped-run on one GPU", the
+     * fused solve). */
     mreal next[SOLVE_ROWS];
 #pragma unroll
     for (int u = 0; u < SOLVE_ROWS; u++) {
@@ -142,8 +145,8 @@ extern "C" amp_status amp_gpu_solve_stats_host(int device, const double *M, int 
     float *M32 = NULL, *dA32 = NULL;
     int sms = 0;
     if (R < 1 || R > AMP_GPU_SOLVE_MAX_RANK)
-        return amp_error_set(err, AMP_ERR_USAGE, __FILE__, __LINE__, "the fused solve takes "
-                             "rank 1 to %d, not %u", AMP_GPU_SOLVE_MAX_RANK, R);
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the fused solve takes rank 1 to %d, not %u",
+                        AMP_GPU_SOLVE_MAX_RANK, R);
     const size_t n = (size_t)rows * R, msize = m_f32 ? 4 : 8;
     CUDA_TRY(cudaSetDevice(device), err);
     CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), err);
@@ -151,7 +154,7 @@ extern "C" amp_status amp_gpu_solve_stats_host(int device, const double *M, int 
     if (m_f32) {
         M32 = (float *)malloc(n * sizeof *M32 + 1);
         if (M32 == NULL)
-            return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
         for (size_t k = 0; k < n; k++)
             M32[k] = (float)M[k];
     }

@@ -97,8 +97,8 @@ int amp_gpu_tensor_cuts(const amp_gpu_tensor *g, unsigned d, uint64_t *row_cut);
 amp_status amp_gpu_upload_check(int device, size_t bytes, amp_error *err);
 
 /* M = MTTKRP(d) on device memory: A[m] rows[m] x rank and M rows[d] x rank,
- * row-major, f32 when f32 is set, else f64; rank 1 to 512. stream: a
- * cudaStream_t, NULL for the default stream. */
+ * row-major, f32 when f32 is set, else f64; rank 1 to AMP_GPU_MAX_RANK
+ * (amp_core.h). stream: a cudaStream_t, NULL for the default stream. */
 amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *const *A, unsigned rank,
                           int f32, void *M, void *stream, amp_error *err);
 
@@ -136,7 +136,8 @@ amp_status amp_gpu_mttkrp_cuts_host(const amp_gpu_tensor *g, const double *const
 /* The fused solve of CP-ALS (als_solve.cu) on host arrays, for tests: A
  * = M P (rows x R, P R x R, row-major; M rounded to f32 first when m_f32),
  * A32 (when not NULL) the same in f32, and stats = [column sums of squares
- * of A | sums of A .* M | max |A|], each R long. Rank 1 to 32. */
+ * of A | sums of A .* M | max |A|], each R long. Rank 1 to
+ * AMP_GPU_SOLVE_MAX_RANK (als_kernels.h), the fused solve's own limit. */
 amp_status amp_gpu_solve_stats_host(int device, const double *M, int m_f32, const double *P,
                                     uint64_t rows, unsigned R, double *A, float *A32,
                                     double *stats, amp_error *err);
@@ -170,8 +171,8 @@ typedef struct amp_gpu_run_stats {
 } amp_gpu_run_stats;
 
 /* CP-ALS on p->ngpus GPUs, one host thread each (the caller's is GPU 0's,
- * which calls o->on_iter): g[r] holds GPU r's part of t (amp_partition_tensor),
- * comms[r] its communicator. c's factors are in the run's row order on the
+ * which calls o->on_iter): g[i] holds GPU i's part of t (amp_partition_tensor),
+ * comms[i] its communicator. c's factors are in the run's row order on the
  * way in and out (amp_partition_rows_to_run / _to_file), normalized. Each
  * GPU solves the rows it owns (stored unnormalized, with column scales
  * that every GPU computes alike, als_gpu.cu); column norms, fit terms and Gram

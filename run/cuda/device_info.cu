@@ -11,16 +11,7 @@
 #include <string.h>
 
 #include "amp_cuda.h"
-
-#define AMP_CUDA_CHECK_GOTO(call, err, rc, label)                                     \
-    do {                                                                              \
-        cudaError_t e_ = (call);                                                      \
-        if (e_ != cudaSuccess) {                                                      \
-            (rc) = amp_error_set((err), AMP_ERR_CUDA, __FILE__, __LINE__, "%s: %s",   \
-                                 #call, cudaGetErrorString(e_));                     \
-            goto label;                                                               \
-        }                                                                             \
-    } while (0)
+#include "gpu_internal.h"
 
 extern "C" amp_status amp_cuda_list_devices(amp_cuda_device *out, int max, int *count,
                                             amp_error *err)
@@ -30,22 +21,19 @@ extern "C" amp_status amp_cuda_list_devices(amp_cuda_device *out, int max, int *
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || n == 0) {
         (void)cudaGetLastError();
-        return amp_error_set(err, AMP_ERR_NO_DEVICE, __FILE__, __LINE__,
-                             "no CUDA device found (%s)",
-                             e == cudaSuccess ? "the runtime reports 0 devices"
-                                              : cudaGetErrorString(e));
+        return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "no CUDA device found (%s)",
+                        e == cudaSuccess ? "the runtime reports 0 devices"
+                                         : cudaGetErrorString(e));
     }
     if (e != cudaSuccess)
-        return amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__, "cudaGetDeviceCount: %s",
-                             cudaGetErrorString(e));
+        return CUDA_FAIL(err, e, "cudaGetDeviceCount");
     *count = n;
     for (int i = 0; i < n && i < max; i++) {
         cudaDeviceProp p;
-        amp_status rc = AMP_OK;
-        AMP_CUDA_CHECK_GOTO(cudaGetDeviceProperties(&p, i), err, rc, fail);
-        AMP_CUDA_CHECK_GOTO(cudaSetDevice(i), err, rc, fail);
+        CUDA_TRY(cudaGetDeviceProperties(&p, i), err);
+        CUDA_TRY(cudaSetDevice(i), err);
         size_t free_b, total_b;
-        AMP_CUDA_CHECK_GOTO(cudaMemGetInfo(&free_b, &total_b), err, rc, fail);
+        CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), err);
         memset(&out[i], 0, sizeof out[i]);
         out[i].ordinal = i;
         snprintf(out[i].name, sizeof out[i].name, "%s", p.name);
@@ -56,9 +44,6 @@ extern "C" amp_status amp_cuda_list_devices(amp_cuda_device *out, int max, int *
         out[i].free_memory = free_b;
         out[i].pci_bus = p.pciBusID;
         out[i].pci_device = p.pciDeviceID;
-        continue;
-    fail:
-        return rc;
     }
     return AMP_OK;
 }
@@ -88,17 +73,16 @@ extern "C" amp_status amp_cuda_selftest(int ordinal, amp_error *err)
     unsigned long long host[4096];
     unsigned long long *dev = NULL;
     amp_status rc = AMP_OK;
-    AMP_CUDA_CHECK_GOTO(cudaSetDevice(ordinal), err, rc, done);
-    AMP_CUDA_CHECK_GOTO(cudaMalloc(&dev, n * sizeof *dev), err, rc, done);
+    CUDA_TRY_GOTO(cudaSetDevice(ordinal), err, rc, done);
+    CUDA_TRY_GOTO(cudaMalloc(&dev, n * sizeof *dev), err, rc, done);
     selftest_kernel<<<8, 256>>>(dev, n);
-    AMP_CUDA_CHECK_GOTO(cudaGetLastError(), err, rc, done);
-    AMP_CUDA_CHECK_GOTO(cudaMemcpy(host, dev, n * sizeof *dev, cudaMemcpyDeviceToHost), err,
+    CUDA_TRY_GOTO(cudaGetLastError(), err, rc, done);
+    CUDA_TRY_GOTO(cudaMemcpy(host, dev, n * sizeof *dev, cudaMemcpyDeviceToHost), err,
                         rc, done);
     for (int i = 0; i < n; i++)
         if (host[i] != (unsigned long long)i * (unsigned long long)i + 1) {
-            rc = amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__,
-                               "GPU %d self-test: element %d is %llu, expected %llu", ordinal,
-                               i, host[i], (unsigned long long)i * i + 1);
+            rc = AMP_FAIL(err, AMP_ERR_CUDA, "GPU %d self-test: element %d is %llu, expected %llu",
+                          ordinal, i, host[i], (unsigned long long)i * i + 1);
             break;
         }
 done:

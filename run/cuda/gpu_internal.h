@@ -9,15 +9,18 @@
 
 #include "amp_cuda.h"
 
+/* Record a CUDA error already in hand, e, as AMP_ERR_CUDA: "what: the
+ * runtime's words for e". Evaluates to the status, like AMP_FAIL. */
+#define CUDA_FAIL(err, e, what) \
+    AMP_FAIL((err), AMP_ERR_CUDA, "%s: %s", (what), cudaGetErrorString(e))
+
 /* cuBLAS and cuSOLVER report a status number; the call's text says which. */
 #define LIB_TRY_GOTO(call, ok, what, err, rc, label)                                      \
     do {                                                                                  \
         int s_ = (int)(call);                                                             \
-        if (s_ != (ok)) {                                                                 \
-            (rc) = amp_error_set((err), AMP_ERR_CUDA, __FILE__, __LINE__,                  \
-                                 "%s: %s status %d", #call, (what), s_);                  \
-            goto label;                                                                   \
-        }                                                                                 \
+        if (s_ != (ok))                                                                   \
+            AMP_RAISE_GOTO((err), (rc), label, AMP_ERR_CUDA, "%s: %s status %d", #call,   \
+                           (what), s_);                                                   \
     } while (0)
 #define CUBLAS_TRY_GOTO(call, err, rc, label) \
     LIB_TRY_GOTO(call, CUBLAS_STATUS_SUCCESS, "cuBLAS", err, rc, label)
@@ -28,19 +31,29 @@
     do {                                                                                  \
         cudaError_t e_ = (call);                                                          \
         if (e_ != cudaSuccess)                                                            \
-            return amp_error_set((err), AMP_ERR_CUDA, __FILE__, __LINE__, "%s: %s", #call,  \
-                                 cudaGetErrorString(e_));                                 \
+            return CUDA_FAIL((err), e_, #call);                                           \
     } while (0)
 
 #define CUDA_TRY_GOTO(call, err, rc, label)                                               \
     do {                                                                                  \
         cudaError_t e_ = (call);                                                          \
         if (e_ != cudaSuccess) {                                                          \
-            (rc) = amp_error_set((err), AMP_ERR_CUDA, __FILE__, __LINE__, "%s: %s", #call,  \
-                                 cudaGetErrorString(e_));                                 \
+            (rc) = CUDA_FAIL((err), e_, #call);                                           \
             goto label;                                                                   \
         }                                                                                 \
     } while (0)
+
+/* For cleanup blocks: destroy an event or a stream if it was made. */
+static inline void destroy_event(cudaEvent_t e)
+{
+    if (e)
+        cudaEventDestroy(e);
+}
+static inline void destroy_stream(cudaStream_t s)
+{
+    if (s)
+        cudaStreamDestroy(s);
+}
 
 /* Device buffers a streamed tensor cycles through: one being filled, one
  * being read, one spare so a copy never waits for the kernel before. */

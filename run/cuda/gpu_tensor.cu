@@ -18,11 +18,11 @@
 /* Whether a resident copy's rows run without a gap: nonzero 0 in row
  * first, each next nonzero in the same row or the one after, the last in
  * row last. Then the MTTKRP writes every row of [first, last] and M needs
- * no zeroing before it (about 0.8 GB of stores a round on rd100m in f32,
- * 3% of its MTTKRP): only the rows a team shares with its neighbours
- * take atomic adds, and zero_team_rows clears those. The format promises
- * it (every row nonempty: amped(5)); a file that breaks the promise gets
- * the memset. */
+ * no zeroing before it (a pass of stores over M each time:
+ * bench/RESULTS.md, "amped-run on one GPU"): only the rows a team shares
+ * with its neighbours take atomic adds, and zero_team_rows clears those.
+ * The format promises it (every row nonempty: amped(5)); a file that
+ * breaks the promise gets the memset. */
 __global__ void rows_gapless(const uint64_t *words, const uint64_t *block_start,
                              const uint64_t *block_key, uint32_t nblocks, uint64_t nnz,
                              unsigned shift, unsigned width, uint64_t first, uint64_t last,
@@ -96,18 +96,15 @@ extern "C" void amp_gpu_tensor_free(amp_gpu_tensor *g)
     for (int b = 0; b < AMP_GPU_RING; b++) {
         cudaFree(g->ring_words[b]);
         cudaFree(g->ring_vals[b]);
-        if (g->copied[b])
-            cudaEventDestroy(g->copied[b]);
-        if (g->consumed[b])
-            cudaEventDestroy(g->consumed[b]);
+        destroy_event(g->copied[b]);
+        destroy_event(g->consumed[b]);
     }
-    if (g->copy_stream)
-        cudaStreamDestroy(g->copy_stream);
+    destroy_stream(g->copy_stream);
     free(g);
 }
 
 /* Page-lock a host range for asynchronous copies at the link's speed
- * (pageable memory copies at about 8 GB/s, pinned at about 55). */
+ * (pageable memory copies at a fraction of it: upload.cu). */
 static amp_status pin(amp_gpu_tensor *g, const void *p, size_t bytes, amp_error *err)
 {
     if (bytes == 0)
@@ -122,22 +119,15 @@ extern "C" size_t amp_gpu_ring_bytes(const amp_tensor *t, uint64_t chunk_nnz)
     return (size_t)AMP_GPU_RING * (size_t)chunk_nnz * (8 + amp_value_size(t->value_type));
 }
 
-/* Where a resident tensor's nonzeros come from when t holds none: the
- * file, read by `threads` threads that each stage their own chunks. */
-struct file_source {
-    const amp_file *f;
-    int threads;
-    amp_load_progress_fn progress;
-    void *progress_ctx;
-    int compressed;   /* streamed from its compressed chunks, not resident */
-};
-
 struct file_sink {
     amp_gpu_tensor *g;
     amp_gpu_uploader *up;
     size_t vsize;
 };
 
+/* amp_tensor_read_chunks' sink of a resident tensor read from the file:
+ * each reading thread stages its chunks to the device through its own
+ * upload worker. */
 static amp_status to_device(void *ctx, int thread, const amp_chunk_data *c, amp_error *err)
 {
     const file_sink *k = (const file_sink *)ctx;
@@ -210,14 +200,18 @@ done:
     return rc;
 }
 
-static amp_status tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
-                                const file_source *src, amp_gpu_tensor **out, amp_error *err)
+/* ---- uploading: one function per source, and the steps they share ---- */
+
+/* A tensor of t's shape on device, streamed in chunks of chunk_nnz
+ * nonzeros (0: resident); its copies' layout set, nothing on the device
+ * yet. */
+static amp_status gpu_tensor_new(int device, const amp_tensor *t, uint64_t chunk_nnz,
+                                 amp_gpu_tensor **out, amp_error *err)
 {
     amp_status rc = AMP_OK;
-    amp_gpu_uploader *up = NULL;
     amp_gpu_tensor *g = (amp_gpu_tensor *)calloc(1, sizeof *g);
     if (g == NULL)
-        return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     g->device = device;
     g->nmodes = t->nmodes;
     g->vals_f32 = t->value_type == AMP_VALUES_F32;
@@ -227,20 +221,6 @@ static amp_status tensor_upload(int device, const amp_tensor *t, uint64_t chunk_
     for (unsigned m = 0; m < t->nmodes; m++)
         if (t->rows[m] >= UINT32_MAX)
             g->narrow_rows = 0;
-    size_t vsize = amp_value_size(t->value_type);
-    CUDA_TRY_GOTO(cudaSetDevice(device), err, rc, fail);
-    CUDA_TRY_GOTO(cudaDeviceGetAttribute(&g->sm_count, cudaDevAttrMultiProcessorCount, device),
-                  err, rc, fail);
-    /* Staging for the resident copies (a streamed tensor uploads only its
-     * block tables); without page-locked memory to be had, plain copies,
-     * and the failed call's error is not left for the next check to find. */
-    if (src != NULL && !src->compressed)   /* no fallback: every reader needs its buffers */
-        AMP_CHECK_GOTO(amp_gpu_uploader_new(device, src->threads, &up, err), rc, fail);
-    else if (!g->streamed && amp_gpu_uploader_new(device, 0, &up, err) != AMP_OK) {
-        up = NULL;
-        amp_error_clear(err);
-        (void)cudaGetLastError();
-    }
     for (unsigned m = 0; m < t->nmodes; m++) {
         const amp_copy *c = &t->copies[m];
         gpu_copy *d = &g->copies[m];
@@ -254,121 +234,196 @@ static amp_status tensor_upload(int device, const amp_tensor *t, uint64_t chunk_
             d->shift[k] = c->layout.shift[k];
             d->width[k] = c->layout.width[k];
         }
-        /* Streamed, a copy goes as one word per nonzero when its values
-         * allow (stream_pack.c); its row runs become the block keys. */
-        const uint64_t *bstart = c->block_start, *bkey = c->block_key;
-        size_t nblocks = c->nblocks;
-        if (g->streamed && src == NULL) {
-            int packed = 0;
-            AMP_CHECK_GOTO(amp_stream_pack(t, m, 0, &d->stream, &packed, err), rc, fail);
-            /* Runs are indexed in 32 bits by the kernels; a copy with more
-             * (hypersparse outputs, 2^32 rows or more) streams as stored. */
-            if (packed && d->stream.nruns >= UINT32_MAX) {
-                amp_stream_copy_free(&d->stream);
-                packed = 0;
-            }
-            if (packed) {
-                d->packed = 1;
-                bstart = d->stream.run_start;
-                bkey = d->stream.run_row;
-                nblocks = d->stream.nruns;
-                d->nblocks = (uint32_t)nblocks;
-                for (unsigned k = 0; k < t->nmodes; k++) {
-                    d->shift[k] = d->stream.shift[k];
-                    d->width[k] = d->stream.width[k];
-                }
-            }
-        }
-        if (nblocks >= UINT32_MAX)
-            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "mode %u has %zu blocks of one "
-                           "key, more than the GPU kernels index", m + 1, nblocks);
-        CUDA_TRY_GOTO(cudaMalloc((void **)&d->block_start, (nblocks + 1) * 8), err, rc, fail);
-        CUDA_TRY_GOTO(cudaMalloc((void **)&d->block_key, nblocks * 8 + 8), err, rc, fail);
-        AMP_CHECK_GOTO(amp_gpu_upload(up, d->block_start, bstart, (nblocks + 1) * 8, err), rc,
-                       fail);
-        AMP_CHECK_GOTO(amp_gpu_upload(up, d->block_key, bkey, nblocks * 8, err), rc, fail);
-        g->bytes += (nblocks * 2 + 1) * 8;
-        if (g->streamed && src != NULL) {   /* compressed chunks, decoded as it streams */
-            g->stream_bytes += (double)c->nnz * (8 + vsize);
-            continue;
-        }
-        if (g->streamed && d->packed) {
-            d->host_words = d->stream.words;
-            AMP_CHECK_GOTO(pin(g, d->stream.words, (size_t)c->nnz * 8, err), rc, fail);
-            g->stream_bytes += (double)c->nnz * 8;
-            continue;
-        }
-        if (g->streamed) {
-            d->host_words = c->words;
-            d->host_vals = c->vals;
-            AMP_CHECK_GOTO(pin(g, c->words, (size_t)c->nnz * 8, err), rc, fail);
-            AMP_CHECK_GOTO(pin(g, c->vals, (size_t)c->nnz * vsize, err), rc, fail);
-            g->stream_bytes += (double)c->nnz * (8 + vsize);
-            continue;
-        }
-        size_t nw = (size_t)c->nnz * 8 + 8, nv = (size_t)c->nnz * vsize + 8;
-        CUDA_TRY_GOTO(cudaMalloc((void **)&d->words, nw), err, rc, fail);
-        CUDA_TRY_GOTO(cudaMalloc(&d->vals, nv), err, rc, fail);
-        g->bytes += nw + nv;
-        if (src != NULL)
-            continue;
-        AMP_CHECK_GOTO(amp_gpu_upload(up, d->words, c->words, (size_t)c->nnz * 8, err), rc,
-                       fail);
-        AMP_CHECK_GOTO(amp_gpu_upload(up, d->vals, c->vals, (size_t)c->nnz * vsize, err), rc,
-                       fail);
     }
-    if (src != NULL && !src->compressed) {
-        file_sink sink = {g, up, vsize};
-        AMP_CHECK_GOTO(amp_tensor_read_chunks(src->f, t, src->threads, 0, to_device, &sink,
-                                              src->progress, src->progress_ctx, err),
-                       rc, fail);
-        AMP_CHECK_GOTO(amp_gpu_uploader_wait(up, err), rc, fail);
-    }
-    if (g->streamed) {
-        int any_plain = 0;
-        for (unsigned m = 0; m < t->nmodes; m++)
-            any_plain |= !g->copies[m].packed;
-        CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&g->copy_stream, cudaStreamNonBlocking), err, rc,
-                      fail);
-        for (int b = 0; b < AMP_GPU_RING; b++) {
-            CUDA_TRY_GOTO(cudaMalloc((void **)&g->ring_words[b], chunk_nnz * 8 + 8), err, rc,
-                          fail);
-            if (any_plain)   /* packed copies carry their values in the words */
-                CUDA_TRY_GOTO(cudaMalloc(&g->ring_vals[b], chunk_nnz * vsize + 8), err, rc,
-                              fail);
-            CUDA_TRY_GOTO(cudaEventCreateWithFlags(&g->copied[b], cudaEventDisableTiming), err,
-                          rc, fail);
-            CUDA_TRY_GOTO(cudaEventCreateWithFlags(&g->consumed[b], cudaEventDisableTiming), err,
-                          rc, fail);
-        }
-        g->bytes += (size_t)AMP_GPU_RING * chunk_nnz * (any_plain ? 8 + vsize : 8);
-        if (src != NULL)
-            AMP_CHECK_GOTO(gpu_zstream_new(device, src->f, t, src->threads, src->progress,
-                                           src->progress_ctx, &g->zstream, err), rc, fail);
-    }
-    /* The copies above are from pageable memory: make them complete
-     * before kernels on any (non-blocking) stream read the tensor. */
-    CUDA_TRY_GOTO(cudaDeviceSynchronize(), err, rc, fail);
-    if (!g->streamed) {
-        AMP_CHECK_GOTO(find_gapless(g, err), rc, fail);
-        AMP_CHECK_GOTO(find_cuts(g, err), rc, fail);
-    }
-    amp_gpu_uploader_free(up);
+    CUDA_TRY_GOTO(cudaSetDevice(device), err, rc, fail);
+    CUDA_TRY_GOTO(cudaDeviceGetAttribute(&g->sm_count, cudaDevAttrMultiProcessorCount, device),
+                  err, rc, fail);
     *out = g;
     return AMP_OK;
 fail:
-    amp_gpu_uploader_free(up);
     amp_gpu_tensor_free(g);
     return rc;
+}
+
+/* Copy m's block tables (nblocks runs of one key) to the device through
+ * up (NULL: plain copies). */
+static amp_status upload_blocks(amp_gpu_tensor *g, unsigned m, amp_gpu_uploader *up,
+                                const uint64_t *bstart, const uint64_t *bkey, size_t nblocks,
+                                amp_error *err)
+{
+    gpu_copy *d = &g->copies[m];
+    if (nblocks >= UINT32_MAX)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "mode %u has %zu blocks of one key, more "
+                        "than the GPU kernels index", m + 1, nblocks);
+    CUDA_TRY(cudaMalloc((void **)&d->block_start, (nblocks + 1) * 8), err);
+    CUDA_TRY(cudaMalloc((void **)&d->block_key, nblocks * 8 + 8), err);
+    AMP_CHECK(amp_gpu_upload(up, d->block_start, bstart, (nblocks + 1) * 8, err));
+    AMP_CHECK(amp_gpu_upload(up, d->block_key, bkey, nblocks * 8, err));
+    g->bytes += (nblocks * 2 + 1) * 8;
+    return AMP_OK;
+}
+
+/* The same for copy m's block tables as t holds them. */
+static amp_status upload_tensor_blocks(amp_gpu_tensor *g, const amp_tensor *t, unsigned m,
+                                       amp_gpu_uploader *up, amp_error *err)
+{
+    const amp_copy *c = &t->copies[m];
+    return upload_blocks(g, m, up, c->block_start, c->block_key, c->nblocks, err);
+}
+
+/* Device memory for resident copy m's words and values. */
+static amp_status alloc_resident(amp_gpu_tensor *g, unsigned m, size_t vsize, amp_error *err)
+{
+    gpu_copy *d = &g->copies[m];
+    size_t nw = (size_t)d->nnz * 8 + 8, nv = (size_t)d->nnz * vsize + 8;
+    CUDA_TRY(cudaMalloc((void **)&d->words, nw), err);
+    CUDA_TRY(cudaMalloc(&d->vals, nv), err);
+    g->bytes += nw + nv;
+    return AMP_OK;
+}
+
+/* A streamed tensor's ring: AMP_GPU_RING device buffers of chunk_nnz
+ * nonzeros, the copy stream and its events. */
+static amp_status make_ring(amp_gpu_tensor *g, size_t vsize, amp_error *err)
+{
+    const uint64_t chunk_nnz = g->chunk_nnz;
+    int any_plain = 0;
+    for (unsigned m = 0; m < g->nmodes; m++)
+        any_plain |= !g->copies[m].packed;
+    CUDA_TRY(cudaStreamCreateWithFlags(&g->copy_stream, cudaStreamNonBlocking), err);
+    for (int b = 0; b < AMP_GPU_RING; b++) {
+        CUDA_TRY(cudaMalloc((void **)&g->ring_words[b], chunk_nnz * 8 + 8), err);
+        if (any_plain)   /* packed copies carry their values in the words */
+            CUDA_TRY(cudaMalloc(&g->ring_vals[b], chunk_nnz * vsize + 8), err);
+        CUDA_TRY(cudaEventCreateWithFlags(&g->copied[b], cudaEventDisableTiming), err);
+        CUDA_TRY(cudaEventCreateWithFlags(&g->consumed[b], cudaEventDisableTiming), err);
+    }
+    g->bytes += (size_t)AMP_GPU_RING * chunk_nnz * (any_plain ? 8 + vsize : 8);
+    return AMP_OK;
+}
+
+/* The copies to the device were from pageable memory: make them complete
+ * before kernels on any (non-blocking) stream read the tensor. Then a
+ * resident tensor's copies are checked once (find_gapless, find_cuts). */
+static amp_status make_ready(amp_gpu_tensor *g, amp_error *err)
+{
+    CUDA_TRY(cudaDeviceSynchronize(), err);
+    if (!g->streamed) {
+        AMP_CHECK(find_gapless(g, err));
+        AMP_CHECK(find_cuts(g, err));
+    }
+    return AMP_OK;
+}
+
+/* The cleanup block of every upload below, with rc what it came to: g
+ * made ready if all went well, the uploader up (if any) freed, and g into
+ * *out, or freed if anything failed. */
+static amp_status end_upload(amp_status rc, amp_gpu_tensor *g, amp_gpu_uploader *up,
+                             amp_gpu_tensor **out, amp_error *err)
+{
+    if (rc == AMP_OK)
+        rc = make_ready(g, err);
+    amp_gpu_uploader_free(up);
+    if (rc != AMP_OK) {
+        amp_gpu_tensor_free(g);
+        return rc;
+    }
+    *out = g;
+    return AMP_OK;
+}
+
+/* Resident, from t's host memory. */
+static amp_status upload_resident(int device, const amp_tensor *t, amp_gpu_tensor **out,
+                                  amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    amp_gpu_uploader *up = NULL;
+    amp_gpu_tensor *g = NULL;
+    const size_t vsize = amp_value_size(t->value_type);
+    AMP_CHECK(gpu_tensor_new(device, t, 0, &g, err));
+    /* Staging through page-locked memory; without it to be had, plain
+     * copies, and the failed call's error is not left for the next check
+     * to find. */
+    if (amp_gpu_uploader_new(device, 0, &up, err) != AMP_OK) {
+        up = NULL;
+        amp_error_clear(err);
+        (void)cudaGetLastError();
+    }
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        const amp_copy *c = &t->copies[m];
+        gpu_copy *d = &g->copies[m];
+        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, up, err), rc, done);
+        AMP_CHECK_GOTO(alloc_resident(g, m, vsize, err), rc, done);
+        AMP_CHECK_GOTO(amp_gpu_upload(up, d->words, c->words, (size_t)c->nnz * 8, err), rc,
+                       done);
+        AMP_CHECK_GOTO(amp_gpu_upload(up, d->vals, c->vals, (size_t)c->nnz * vsize, err), rc,
+                       done);
+    }
+done:
+    return end_upload(rc, g, up, out, err);
+}
+
+/* Streamed copy m from t's host memory: one word per nonzero in the
+ * stream layout where its values allow (stream_pack.c), its row runs
+ * then the block keys; else its words and values as t holds them. Either
+ * is page-locked for the ring's copies. */
+static amp_status stream_copy(amp_gpu_tensor *g, const amp_tensor *t, unsigned m, amp_error *err)
+{
+    const amp_copy *c = &t->copies[m];
+    gpu_copy *d = &g->copies[m];
+    const size_t vsize = amp_value_size(t->value_type);
+    int packed = 0;
+    AMP_CHECK(amp_stream_pack(t, m, 0, &d->stream, &packed, err));
+    /* Runs are indexed in 32 bits by the kernels; a copy with more
+     * (hypersparse outputs, 2^32 rows or more) streams as stored. */
+    if (packed && d->stream.nruns >= UINT32_MAX) {
+        amp_stream_copy_free(&d->stream);
+        packed = 0;
+    }
+    if (!packed) {
+        AMP_CHECK(upload_tensor_blocks(g, t, m, NULL, err));
+        d->host_words = c->words;
+        d->host_vals = c->vals;
+        AMP_CHECK(pin(g, c->words, (size_t)c->nnz * 8, err));
+        AMP_CHECK(pin(g, c->vals, (size_t)c->nnz * vsize, err));
+        g->stream_bytes += (double)c->nnz * (8 + vsize);
+        return AMP_OK;
+    }
+    d->packed = 1;
+    d->nblocks = (uint32_t)d->stream.nruns;
+    for (unsigned k = 0; k < t->nmodes; k++) {
+        d->shift[k] = d->stream.shift[k];
+        d->width[k] = d->stream.width[k];
+    }
+    AMP_CHECK(upload_blocks(g, m, NULL, d->stream.run_start, d->stream.run_row,
+                            d->stream.nruns, err));
+    d->host_words = d->stream.words;
+    AMP_CHECK(pin(g, d->stream.words, (size_t)c->nnz * 8, err));
+    g->stream_bytes += (double)c->nnz * 8;
+    return AMP_OK;
+}
+
+/* Streamed from t's host memory in chunks of chunk_nnz nonzeros. */
+static amp_status upload_streamed(int device, const amp_tensor *t, uint64_t chunk_nnz,
+                                  amp_gpu_tensor **out, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    amp_gpu_tensor *g = NULL;
+    AMP_CHECK(gpu_tensor_new(device, t, chunk_nnz, &g, err));
+    for (unsigned m = 0; m < t->nmodes; m++)
+        AMP_CHECK_GOTO(stream_copy(g, t, m, err), rc, done);
+    AMP_CHECK_GOTO(make_ring(g, amp_value_size(t->value_type), err), rc, done);
+done:
+    return end_upload(rc, g, NULL, out, err);
 }
 
 extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
                                             amp_gpu_tensor **out, amp_error *err)
 {
     if (t->layout_only)
-        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "a tensor without "
-                             "its nonzeros to upload");
-    return tensor_upload(device, t, chunk_nnz, NULL, out, err);
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "a tensor without its nonzeros to upload");
+    return chunk_nnz > 0 ? upload_streamed(device, t, chunk_nnz, out, err)
+                         : upload_resident(device, t, out, err);
 }
 
 extern "C" uint64_t amp_gpu_file_chunk_nnz(const amp_file *f)
@@ -384,37 +439,69 @@ extern "C" uint64_t amp_gpu_file_chunk_nnz(const amp_file *f)
     return most;
 }
 
-/* From the file: resident, or streamed from its compressed chunks. At
- * most 64 reading threads: each page-locks its staging (4 MiB resident, a
- * slot of the largest chunk compressed), and 64 feed the link many times
- * over. */
-static amp_status upload_from_file(int device, const amp_file *f, const amp_tensor *t,
-                                   int threads, amp_load_progress_fn progress,
-                                   void *progress_ctx, int compressed, amp_gpu_tensor **out,
-                                   amp_error *err)
+/* The threads that read the file, at most 64: each page-locks its
+ * staging (4 MiB resident, a slot of the largest chunk compressed), and 64
+ * feed the link many times over. */
+static amp_status reading_threads(int *threads, amp_error *err)
 {
-    if (threads < 1)
-        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "%d threads", threads);
-    file_source src = {f, std::min(threads, 64), progress, progress_ctx, compressed};
-    return tensor_upload(device, t, compressed ? amp_gpu_file_chunk_nnz(f) : 0, &src, out, err);
+    if (*threads < 1)
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "%d threads", *threads);
+    *threads = std::min(*threads, 64);
+    return AMP_OK;
 }
 
+/* Resident, from the file: its chunks staged to the device by the threads
+ * that read them (to_device); t holds only the layout. */
 extern "C" amp_status amp_gpu_tensor_upload_file(int device, const amp_file *f,
                                                  const amp_tensor *t, int threads,
                                                  amp_load_progress_fn progress,
                                                  void *progress_ctx, amp_gpu_tensor **out,
                                                  amp_error *err)
 {
-    return upload_from_file(device, f, t, threads, progress, progress_ctx, 0, out, err);
+    amp_status rc = AMP_OK;
+    amp_gpu_uploader *up = NULL;
+    amp_gpu_tensor *g = NULL;
+    const size_t vsize = amp_value_size(t->value_type);
+    file_sink sink = {NULL, NULL, vsize};
+    AMP_CHECK(reading_threads(&threads, err));
+    AMP_CHECK(gpu_tensor_new(device, t, 0, &g, err));
+    /* No fallback to plain copies: every reader needs its buffers. */
+    AMP_CHECK_GOTO(amp_gpu_uploader_new(device, threads, &up, err), rc, done);
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, up, err), rc, done);
+        AMP_CHECK_GOTO(alloc_resident(g, m, vsize, err), rc, done);
+    }
+    sink.g = g;
+    sink.up = up;
+    AMP_CHECK_GOTO(amp_tensor_read_chunks(f, t, threads, 0, to_device, &sink, progress,
+                                          progress_ctx, err), rc, done);
+    AMP_CHECK_GOTO(amp_gpu_uploader_wait(up, err), rc, done);
+done:
+    return end_upload(rc, g, up, out, err);
 }
 
+/* Streamed from the file's compressed chunks (zstream.cu), decoded on
+ * their way to the ring; t holds only the layout. */
 extern "C" amp_status amp_gpu_tensor_upload_compressed(int device, const amp_file *f,
                                                        const amp_tensor *t, int threads,
                                                        amp_load_progress_fn progress,
                                                        void *progress_ctx, amp_gpu_tensor **out,
                                                        amp_error *err)
 {
-    return upload_from_file(device, f, t, threads, progress, progress_ctx, 1, out, err);
+    amp_status rc = AMP_OK;
+    amp_gpu_tensor *g = NULL;
+    const size_t vsize = amp_value_size(t->value_type);
+    AMP_CHECK(reading_threads(&threads, err));
+    AMP_CHECK(gpu_tensor_new(device, t, amp_gpu_file_chunk_nnz(f), &g, err));
+    for (unsigned m = 0; m < t->nmodes; m++) {   /* decoded as they stream */
+        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, NULL, err), rc, done);
+        g->stream_bytes += (double)t->copies[m].nnz * (8 + vsize);
+    }
+    AMP_CHECK_GOTO(make_ring(g, vsize, err), rc, done);
+    AMP_CHECK_GOTO(gpu_zstream_new(device, f, t, threads, progress, progress_ctx, &g->zstream,
+                                   err), rc, done);
+done:
+    return end_upload(rc, g, NULL, out, err);
 }
 
 extern "C" int amp_gpu_tensor_compressed(const amp_gpu_tensor *g)

@@ -41,7 +41,8 @@ struct mttkrp_args {
     int packed;        /* the value is inside the word: q / 10^decimals */
     /* A second launch into what the first wrote: every row is added
      * atomically, not only a team's first and last (kept off the store
-     * path, which it slowed by 1-6% on rd100m when it was a branch there). */
+     * path, which a branch there slowed: bench/RESULTS.md, "amped-run on
+     * one GPU"). */
     int add;
     int qsigned;
     unsigned qshift, qbits;
@@ -98,6 +99,35 @@ __device__ __forceinline__ uint32_t block_of(const mttkrp_args &a, uint64_t k)
     return block_of(a.block_start, a.nblocks, k);
 }
 
+/* The prologue of every MTTKRP kernel: in a persistent grid of teams of L
+ * lanes (a warp: L = 32), team t of T owns the nonzeros [nnz t / T,
+ * nnz (t + 1) / T). Sets the range [lo, hi) of this thread's team; false
+ * where it is empty (the thread has nothing to do). */
+template <int L>
+__device__ __forceinline__ bool team_range(const mttkrp_args &a, uint64_t &lo, uint64_t &hi)
+{
+    const uint64_t team = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / L;
+    const uint64_t nteams = (uint64_t)gridDim.x * blockDim.x / L;
+    lo = a.nnz * team / nteams;
+    hi = a.nnz * (team + 1) / nteams;
+    return lo < hi;
+}
+
+/* The block of a team's first nonzero, lo. */
+__device__ __forceinline__ uint32_t first_block(const mttkrp_args &a, uint64_t lo)
+{
+    return a.nblocks > 1 ? block_of(a, lo + a.offset) : 0;
+}
+
+/* The factors of the NOC input modes, typed. */
+template <typename real, int NOC>
+__device__ __forceinline__ void input_factors(const mttkrp_args &a, const real *(&F)[NOC])
+{
+#pragma unroll
+    for (int m = 0; m < NOC; m++)
+        F[m] = (const real *)a.F[m];
+}
+
 /* Adds the product rows of nonzero u of a group into the running row sum:
  * a row sums in registers while the output index repeats and is flushed
  * when it changes. */
@@ -126,24 +156,20 @@ __device__ __forceinline__ void accumulate(real *M, unsigned R, unsigned lane, u
  * loaded, so a nonzero costs the warp NOC + 2 shuffles of 32-bit row
  * numbers and its value rather than a 64-bit decode per lane. U nonzeros
  * have their factor rows loaded together: the gathers are latency-bound,
- * and U x NOC row reads in flight per warp instead of NOC is what moved
- * rd100m (rank 32, f64, H200) from 54 ms to 32 ms for all modes; the
+ * and U x NOC row reads in flight per warp instead of NOC is what made
+ * this kernel fast (bench/RESULTS.md, "amped-run on one GPU"); the
  * products are then added in order, so a row still sums in registers. */
 template <typename real, typename vtype, int RPL, int U, int NOC>
 __global__ void __launch_bounds__(256) mttkrp_lanes(const mttkrp_args a)
 {
     const unsigned lane = threadIdx.x & 31;
-    const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) >> 5;
-    const uint64_t nwarps = ((uint64_t)gridDim.x * blockDim.x) >> 5;
-    const uint64_t lo = a.nnz * warp / nwarps, hi = a.nnz * (warp + 1) / nwarps;
-    if (lo >= hi)
+    uint64_t lo, hi;
+    if (!team_range<32>(a, lo, hi))
         return;
     const unsigned R = a.R;
     const vtype *vals = (const vtype *)a.vals;
     const real *F[NOC];
-#pragma unroll
-    for (int m = 0; m < NOC; m++)
-        F[m] = (const real *)a.F[m];
+    input_factors<real, NOC>(a, F);
     real *M = (real *)a.M;
     real acc[RPL];
 #pragma unroll
@@ -151,7 +177,7 @@ __global__ void __launch_bounds__(256) mttkrp_lanes(const mttkrp_args a)
         acc[j] = 0;
     uint64_t cur = ~0ull;
     int first = 1;
-    uint32_t blk = a.nblocks > 1 ? block_of(a, lo + a.offset) : 0;
+    uint32_t blk = first_block(a, lo);
 
     for (uint64_t base = lo; base < hi; base += 32) {
         const uint64_t k = base + lane;
@@ -257,8 +283,9 @@ __device__ __forceinline__ void vatomic(float *p, float4 v)
  * takes vectors l, l + L, ...: each load instruction of the team is
  * coalesced): rank 32 is 8 lanes x 2 vectors in f64 and 8 x 1 in f32, so
  * a warp works on 4 nonzeros per instruction. The one-warp-per-nonzero
- * kernel was issue-bound (66% SM throughput, 18% DRAM on rd100m), so the
- * instructions per nonzero are what this divides. */
+ * kernel was issue-bound, far from the memory's bandwidth (Nsight Compute:
+ * bench/RESULTS.md, "amped-run on one GPU"), so the instructions per
+ * nonzero are what this divides. */
 template <typename real, typename vtype, int L, int RPT, int U, int NOC, int MINB>
 __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
 {
@@ -267,10 +294,8 @@ __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
     const unsigned lane = threadIdx.x % L;
     const unsigned tmask = L == 32 ? 0xffffffffu
                                    : ((1u << L) - 1) << ((threadIdx.x & 31) / L * L);
-    const uint64_t team = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / L;
-    const uint64_t nteams = (uint64_t)gridDim.x * blockDim.x / L;
-    const uint64_t lo = a.nnz * team / nteams, hi = a.nnz * (team + 1) / nteams;
-    if (lo >= hi)
+    uint64_t lo, hi;
+    if (!team_range<L>(a, lo, hi))
         return;
     const unsigned R = a.R;
     bool active[RPT];
@@ -279,9 +304,7 @@ __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
         active[j] = (lane + j * L) * VN < R;
     const vtype *vals = (const vtype *)a.vals;
     const real *F[NOC];
-#pragma unroll
-    for (int m = 0; m < NOC; m++)
-        F[m] = (const real *)a.F[m];
+    input_factors<real, NOC>(a, F);
     real *M = (real *)a.M;
     vec acc[RPT];
 #pragma unroll
@@ -289,7 +312,7 @@ __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
         acc[j] = vzero<vec>();
     uint64_t cur = ~0ull;
     int first = 1;
-    uint32_t blk = a.nblocks > 1 ? block_of(a, lo + a.offset) : 0;
+    uint32_t blk = first_block(a, lo);
 
     for (uint64_t base = lo; base < hi; base += L) {
         const uint64_t k = base + lane;
@@ -379,10 +402,8 @@ template <typename real, typename vtype, int RPL>
 __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
 {
     const unsigned lane = threadIdx.x & 31;
-    const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) >> 5;
-    const uint64_t nwarps = ((uint64_t)gridDim.x * blockDim.x) >> 5;
-    const uint64_t lo = a.nnz * warp / nwarps, hi = a.nnz * (warp + 1) / nwarps;
-    if (lo >= hi)
+    uint64_t lo, hi;
+    if (!team_range<32>(a, lo, hi))
         return;
     const unsigned R = a.R;
     const vtype *vals = (const vtype *)a.vals;
@@ -393,7 +414,7 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
         acc[j] = 0;
     uint64_t cur = ~0ull;
     int first = 1;
-    uint32_t blk = a.nblocks > 1 ? block_of(a, lo + a.offset) : 0;
+    uint32_t blk = first_block(a, lo);
     uint64_t key = a.block_key[blk], block_end = a.block_start[blk + 1];
 
     for (uint64_t base = lo; base < hi; base += 32) {
@@ -479,14 +500,19 @@ static mttkrp_fn pick_noc(unsigned nother, int narrow)
     return mttkrp_generic<real, vtype, RPL>;
 }
 
+/* The largest kernel below holds 16 registers a lane, 16 x 32 entries of
+ * a row: the GPU backend's rank limit (AMP_GPU_MAX_RANK, amp_core.h) may
+ * not pass it. */
+static_assert(AMP_GPU_MAX_RANK <= 16 * 32, "a row of the largest rank fits pick_rpl's kernels");
+
 /* U shrinks as the rank grows so the rows in flight fit in registers. */
 template <typename real, typename vtype>
 static mttkrp_fn pick_rpl(unsigned R, unsigned nother, int narrow)
 {
     unsigned rpl = (R + 31) / 32;
-    /* U = 8 at rank <= 32 in f32 (4 in f64, where 8 cost occupancy):
-     * rd100m on an H200, all modes, 17.0 -> 15.7 ms in f32, 17.1 -> 22.0
-     * ms in f64. */
+    /* U = 8 at rank <= 32 in f32 (4 in f64, where 8 cost occupancy and
+     * was slower): measured on rd100m, bench/RESULTS.md, "amped-run on
+     * one GPU". */
     if (rpl <= 1)
         return sizeof(real) == 4 ? pick_noc<real, vtype, 1, 8>(nother, narrow)
                                  : pick_noc<real, vtype, 1, 4>(nother, narrow);
@@ -499,21 +525,21 @@ static mttkrp_fn pick_rpl(unsigned R, unsigned nother, int narrow)
     return pick_noc<real, vtype, 16, 1>(nother, narrow);
 }
 
-/* U: nonzeros whose rows are loaded together. Measured on rd100m, rank
- * 32, H200, all modes: f64 (L 16, RPT 1) 18.3 ms with U 4, 14.7 with U 2;
- * f32 (L 8) 7.1 ms with U 4, 7.9 with U 2. */
+/* U: nonzeros whose rows are loaded together, 2 in f64 and 4 in f32,
+ * the faster of the two in each on rd100m (bench/RESULTS.md, "amped-run
+ * on one GPU"). */
 template <typename real, typename vtype, int L, int RPT>
 static mttkrp_fn pick_team_noc(unsigned nother)
 {
     const int U2 = sizeof(real) == 8 || RPT > 1 ? 2 : 4;
     /* Blocks of 256 an SM must hold: the kernel waits on its gathers
-     * (long scoreboard stalls: 60% of samples), so occupancy is worth a
-     * few spilled registers. f64, rank 32, rd100m: 90 registers and 2
-     * blocks 17.5 ms, 78 and 3 blocks 12.3 ms, 64 and 4 blocks 10.9 ms, 48
-     * and 5 blocks 20.4 ms; f32: 7.0-7.2 ms at 3 or 4 blocks. */
+     * (long scoreboard stalls most of the time), so occupancy is worth a
+     * few spilled registers, up to the point where the spills cost more:
+     * 4 blocks were the fastest in f64, and 3 as fast as 4 in f32
+     * (bench/RESULTS.md, "amped-run on one GPU", launch bounds). */
     const int MB = sizeof(real) == 8 ? 4 : 3;
     /* 4 and 5 modes hold more rows in flight: bounding them as tightly
-     * spilled 200-480 bytes a thread, so they keep 2 blocks. */
+     * made them spill far more, so they keep 2 blocks. */
     switch (nother) {
     case 1:
         return mttkrp_teams<real, vtype, L, RPT, 4, 1, MB>;
@@ -549,9 +575,9 @@ static mttkrp_fn pick_team(unsigned R, unsigned nother, int narrow, unsigned *la
     if (!narrow || nother < 1 || nother > 4 || R % vn != 0 || R > 64 * vn)
         return NULL;
     unsigned need = R / vn;
-    /* Two vectors a lane in f64 from rank 16 (rd100m, rank 32, all modes:
-     * 14.9 ms with 16 lanes x 1, 12.5 with 8 x 2); in f32 one (7.1 ms with
-     * 8 x 1, 7.2 with 4 x 2); two wherever 32 lanes x 1 is too few. */
+    /* Two vectors a lane in f64 from rank 16, one in f32, the faster
+     * choice in each on rd100m (bench/RESULTS.md, "amped-run on one
+     * GPU"); two wherever 32 lanes x 1 is too few. */
     const int two = need > 32 || (sizeof(real) == 8 && need >= 8);
     unsigned L = 4;
     while (L * (two ? 2 : 1) < need)
@@ -600,8 +626,7 @@ static amp_status launch(mttkrp_fn fn, const mttkrp_args &a, int sm_count, int p
     fn<<<team_grid(a.nnz, sm_count, per_sm, lanes), 256, 0, s>>>(a);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
-        return amp_error_set(err, AMP_ERR_CUDA, __FILE__, __LINE__, "MTTKRP kernel launch: %s",
-                             cudaGetErrorString(e));
+        return CUDA_FAIL(err, e, "MTTKRP kernel launch");
     return AMP_OK;
 }
 
@@ -641,8 +666,8 @@ static amp_status run_range(const amp_gpu_tensor *g, const gpu_copy *c, mttkrp_a
         return AMP_OK;
     if (g->zstream) {   /* one GPU: the whole copy */
         if (begin != 0 || end != c->nnz)
-            return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "part of a copy "
-                                 "streamed from compressed chunks");
+            return AMP_FAIL(err, AMP_ERR_INTERNAL, "part of a copy streamed from compressed "
+                            "chunks");
         zlaunch z = {g, a, fn, per_sm, lanes, s};
         return gpu_zstream_run(g, (unsigned)(c - g->copies), launch_zchunk, &z, s, err);
     }
@@ -690,9 +715,9 @@ static amp_status setup(const amp_gpu_tensor *g, unsigned d, void *const *A, uns
                         unsigned *lanes, amp_error *err)
 {
     const gpu_copy *c = &g->copies[d];
-    if (R == 0 || R > 512)
-        return amp_error_set(err, AMP_ERR_USAGE, __FILE__, __LINE__,
-                             "the GPU MTTKRP takes rank 1 to 512, not %u", R);
+    if (R == 0 || R > AMP_GPU_MAX_RANK)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the GPU MTTKRP takes rank 1 to %u, not %u",
+                        AMP_GPU_MAX_RANK, R);
     memset(a, 0, sizeof *a);
     a->block_start = c->block_start;
     a->block_key = c->block_key;
@@ -763,9 +788,8 @@ extern "C" amp_status amp_gpu_mttkrp_cuts(const amp_gpu_tensor *g, unsigned d, v
     const gpu_copy *c = &g->copies[d];
     cudaStream_t s = (cudaStream_t)stream;
     if (!c->has_cuts || first > last || last > AMP_GPU_CUTS)
-        return amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "cuts %u to %u of "
-                             "mode %u's copy, which has %s", first, last, d + 1,
-                             c->has_cuts ? "fewer" : "none");
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "cuts %u to %u of mode %u's copy, which has %s",
+                        first, last, d + 1, c->has_cuts ? "fewer" : "none");
     mttkrp_args a;
     mttkrp_fn fn = NULL;
     int per_sm = 0;
@@ -789,12 +813,106 @@ extern "C" amp_status amp_gpu_mttkrp(const amp_gpu_tensor *g, unsigned d, void *
     return amp_gpu_mttkrp_group(g, d, A, R, f32, M, AMP_GPU_ALL, stream, err);
 }
 
+/* dM = MTTKRP(d) in `parts` cut ranges (amp_gpu_mttkrp_cuts) on two
+ * streams taken in turn, each range after the one before; only >= 0:
+ * range `only` of them alone. */
+static amp_status mttkrp_in_parts(const amp_gpu_tensor *g, unsigned d, void *const *dA,
+                                  unsigned R, int f32, void *dM, unsigned parts, int only,
+                                  unsigned waves, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    cudaStream_t st[2] = {NULL, NULL};
+    cudaEvent_t ev = NULL;
+    /* cudaMemset may return before it is done, and non-blocking streams
+     * do not wait for the legacy stream it ran on: without this, a range
+     * could be written before the NaN lands on it. */
+    CUDA_TRY(cudaDeviceSynchronize(), err);
+    for (int k = 0; k < 2; k++)
+        CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&st[k], cudaStreamNonBlocking), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), err, rc, done);
+    /* A range alone after what the first does before its own nonzeros
+     * (zeroing a copy that is not gapless; the ranges after add into
+     * that), as in a run of them all. */
+    if (only > 0)
+        rc = amp_gpu_mttkrp_cuts(g, d, dA, R, f32, dM, 0, 0, waves, st[only % 2], err);
+    for (unsigned k = 0; k < parts && rc == AMP_OK; k++) {
+        if (only >= 0 && k != (unsigned)only)
+            continue;
+        cudaStream_t s = st[k % 2];
+        if (k > 0)
+            CUDA_TRY_GOTO(cudaStreamWaitEvent(s, ev, 0), err, rc, done);
+        rc = amp_gpu_mttkrp_cuts(g, d, dA, R, f32, dM, k * AMP_GPU_CUTS / parts,
+                                 (k + 1) * AMP_GPU_CUTS / parts, waves, s, err);
+        if (rc == AMP_OK)
+            CUDA_TRY_GOTO(cudaEventRecord(ev, s), err, rc, done);
+    }
+done:
+    cudaDeviceSynchronize();
+    for (int k = 0; k < 2; k++)
+        destroy_stream(st[k]);
+    destroy_event(ev);
+    return rc;
+}
+
+/* dM (rows[d] x R, f32 or f64) into M_host in f64, through stage; rows
+ * outside the copy's range that the MTTKRP left as they were (NaN) read
+ * as 0. */
+static amp_status read_back(const amp_gpu_tensor *g, unsigned d, unsigned R, int f32,
+                            const void *dM, void *stage, double *M_host, amp_error *err)
+{
+    const size_t rs = f32 ? 4 : 8;
+    const gpu_copy *c = &g->copies[d];
+    size_t n = (size_t)g->rows[d] * R;
+    CUDA_TRY(cudaDeviceSynchronize(), err);
+    CUDA_TRY(cudaMemcpy(stage, dM, n * rs, cudaMemcpyDeviceToHost), err);
+    for (uint64_t i = 0; i < g->rows[d]; i++) {
+        const unsigned char *row = (const unsigned char *)stage + i * R * rs;
+        int untouched = i < c->row_begin || i >= c->row_begin + c->row_count;
+        for (size_t b = 0; b < R * rs && untouched; b++)
+            untouched = row[b] == 0xff;
+        for (unsigned r = 0; r < R; r++)
+            M_host[i * R + r] = untouched ? 0
+                              : f32   ? (double)((const float *)row)[r]
+                                      : ((const double *)row)[r];
+    }
+    return AMP_OK;
+}
+
+/* mode_seconds[m]: the mean time of one MTTKRP of each mode over `rounds`
+ * launches after one to warm up (events around the launches only). */
+static amp_status time_modes(const amp_gpu_tensor *g, void *const *dA, unsigned R, int f32,
+                             void *dM, unsigned rounds, double *mode_seconds, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    CUDA_TRY_GOTO(cudaEventCreate(&e0), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventCreate(&e1), err, rc, done);
+    for (unsigned m = 0; m < g->nmodes; m++) {
+        /* One warm-up launch, then the timed rounds. */
+        rc = amp_gpu_mttkrp(g, m, dA, R, f32, dM, NULL, err);
+        if (rc != AMP_OK)
+            goto done;
+        CUDA_TRY_GOTO(cudaEventRecord(e0), err, rc, done);
+        for (unsigned k = 0; k < rounds && rc == AMP_OK; k++)
+            rc = amp_gpu_mttkrp(g, m, dA, R, f32, dM, NULL, err);
+        if (rc != AMP_OK)
+            goto done;
+        CUDA_TRY_GOTO(cudaEventRecord(e1), err, rc, done);
+        CUDA_TRY_GOTO(cudaEventSynchronize(e1), err, rc, done);
+        float ms = 0;
+        CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, e0, e1), err, rc, done);
+        mode_seconds[m] = ms / 1e3 / rounds;
+    }
+done:
+    destroy_event(e0);
+    destroy_event(e1);
+    return rc;
+}
+
 /* Host factors in, host result out (f64 both ways), for checking the kernel
- * and for --check; with rounds > 0 also the mean seconds of one MTTKRP of
- * each mode over that many rounds (events around the launches only). */
-/* amp_gpu_mttkrp_host, or with parts > 0 its M in that many cut ranges
- * (amp_gpu_mttkrp_cuts) on two streams taken in turn, each range after
- * the one before; only >= 0: range `only` of them alone. */
+ * and for --check: M_host (if not NULL) gets MTTKRP(d), whole or with
+ * parts > 0 in that many cut ranges (mttkrp_in_parts); with rounds > 0
+ * also the mean seconds of one MTTKRP of each mode (time_modes). */
 static amp_status mttkrp_host(const amp_gpu_tensor *g, const double *const *A, unsigned R,
                               int f32, unsigned d, double *M_host, unsigned rounds,
                               double *mode_seconds, unsigned parts, int only, unsigned waves,
@@ -803,7 +921,6 @@ static amp_status mttkrp_host(const amp_gpu_tensor *g, const double *const *A, u
     amp_status rc = AMP_OK;
     void *dA[AMP_MAX_MODES] = {0}, *dM = NULL;
     void *stage = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
     size_t rs = f32 ? 4 : 8;
     uint64_t maxr = 1;
     CUDA_TRY(cudaSetDevice(g->device), err);
@@ -811,7 +928,7 @@ static amp_status mttkrp_host(const amp_gpu_tensor *g, const double *const *A, u
         maxr = g->rows[m] > maxr ? g->rows[m] : maxr;
     stage = malloc((size_t)maxr * R * rs);
     if (stage == NULL)
-        return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     for (unsigned m = 0; m < g->nmodes; m++) {
         size_t n = (size_t)g->rows[m] * R;
         CUDA_TRY_GOTO(cudaMalloc(&dA[m], n * rs + 8), err, rc, done);
@@ -828,86 +945,15 @@ static amp_status mttkrp_host(const amp_gpu_tensor *g, const double *const *A, u
      * left as they were, read back as zero. */
     CUDA_TRY_GOTO(cudaMemset(dM, 0xff, (size_t)maxr * R * rs), err, rc, done);
     if (M_host != NULL) {
-        if (parts == 0) {
-            rc = amp_gpu_mttkrp(g, d, dA, R, f32, dM, NULL, err);
-        } else {
-            cudaStream_t st[2] = {NULL, NULL};
-            cudaEvent_t ev = NULL;
-            /* cudaMemset may return before it is done, and non-blocking
-             * streams do not wait for the legacy stream it ran on: without
-             * this, a range could be written before the NaN lands on it. */
-            CUDA_TRY_GOTO(cudaDeviceSynchronize(), err, rc, done);
-            for (int k = 0; k < 2; k++)
-                CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&st[k], cudaStreamNonBlocking), err, rc,
-                              parts_done);
-            CUDA_TRY_GOTO(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), err, rc,
-                          parts_done);
-            /* A range alone after what the first does before its own
-             * nonzeros (zeroing a copy that is not gapless; the ranges
-             * after add into that), as in a run of them all. */
-            if (only > 0)
-                rc = amp_gpu_mttkrp_cuts(g, d, dA, R, f32, dM, 0, 0, waves, st[only % 2], err);
-            for (unsigned k = 0; k < parts && rc == AMP_OK; k++) {
-                if (only >= 0 && k != (unsigned)only)
-                    continue;
-                cudaStream_t s = st[k % 2];
-                if (k > 0)
-                    CUDA_TRY_GOTO(cudaStreamWaitEvent(s, ev, 0), err, rc, parts_done);
-                rc = amp_gpu_mttkrp_cuts(g, d, dA, R, f32, dM, k * AMP_GPU_CUTS / parts,
-                                         (k + 1) * AMP_GPU_CUTS / parts, waves, s, err);
-                if (rc == AMP_OK)
-                    CUDA_TRY_GOTO(cudaEventRecord(ev, s), err, rc, parts_done);
-            }
-        parts_done:
-            cudaDeviceSynchronize();
-            for (int k = 0; k < 2; k++)
-                if (st[k])
-                    cudaStreamDestroy(st[k]);
-            if (ev)
-                cudaEventDestroy(ev);
-        }
-        if (rc != AMP_OK)
-            goto done;
-        CUDA_TRY_GOTO(cudaDeviceSynchronize(), err, rc, done);
-        const gpu_copy *c = &g->copies[d];
-        size_t n = (size_t)g->rows[d] * R;
-        CUDA_TRY_GOTO(cudaMemcpy(stage, dM, n * rs, cudaMemcpyDeviceToHost), err, rc, done);
-        for (uint64_t i = 0; i < g->rows[d]; i++) {
-            const unsigned char *row = (const unsigned char *)stage + i * R * rs;
-            int untouched = i < c->row_begin || i >= c->row_begin + c->row_count;
-            for (size_t b = 0; b < R * rs && untouched; b++)
-                untouched = row[b] == 0xff;
-            for (unsigned r = 0; r < R; r++)
-                M_host[i * R + r] = untouched ? 0
-                                  : f32   ? (double)((const float *)row)[r]
-                                          : ((const double *)row)[r];
-        }
+        AMP_CHECK_GOTO(parts == 0 ? amp_gpu_mttkrp(g, d, dA, R, f32, dM, NULL, err)
+                                  : mttkrp_in_parts(g, d, dA, R, f32, dM, parts, only, waves,
+                                                    err),
+                       rc, done);
+        AMP_CHECK_GOTO(read_back(g, d, R, f32, dM, stage, M_host, err), rc, done);
     }
-    if (rounds > 0) {
-        CUDA_TRY_GOTO(cudaEventCreate(&e0), err, rc, done);
-        CUDA_TRY_GOTO(cudaEventCreate(&e1), err, rc, done);
-        for (unsigned m = 0; m < g->nmodes; m++) {
-            /* One warm-up launch, then the timed rounds. */
-            rc = amp_gpu_mttkrp(g, m, dA, R, f32, dM, NULL, err);
-            if (rc != AMP_OK)
-                goto done;
-            CUDA_TRY_GOTO(cudaEventRecord(e0), err, rc, done);
-            for (unsigned k = 0; k < rounds && rc == AMP_OK; k++)
-                rc = amp_gpu_mttkrp(g, m, dA, R, f32, dM, NULL, err);
-            if (rc != AMP_OK)
-                goto done;
-            CUDA_TRY_GOTO(cudaEventRecord(e1), err, rc, done);
-            CUDA_TRY_GOTO(cudaEventSynchronize(e1), err, rc, done);
-            float ms = 0;
-            CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, e0, e1), err, rc, done);
-            mode_seconds[m] = ms / 1e3 / rounds;
-        }
-    }
+    if (rounds > 0)
+        AMP_CHECK_GOTO(time_modes(g, dA, R, f32, dM, rounds, mode_seconds, err), rc, done);
 done:
-    if (e0)
-        cudaEventDestroy(e0);
-    if (e1)
-        cudaEventDestroy(e1);
     for (unsigned m = 0; m < g->nmodes; m++)
         cudaFree(dA[m]);
     cudaFree(dM);
@@ -928,7 +974,7 @@ extern "C" amp_status amp_gpu_mttkrp_cuts_host(const amp_gpu_tensor *g, const do
                                                amp_error *err)
 {
     if (parts < 1 || parts > AMP_GPU_CUTS || only >= (int)parts)
-        return amp_error_set(err, AMP_ERR_USAGE, __FILE__, __LINE__, "%u parts: 1 to %d, "
-                             "part %d of them", parts, AMP_GPU_CUTS, only);
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%u parts: 1 to %d, part %d of them", parts,
+                        AMP_GPU_CUTS, only);
     return mttkrp_host(g, A, R, f32, d, M_host, 0, NULL, parts, only, waves, err);
 }

@@ -1,12 +1,12 @@
 /* Host-to-device copies of pageable memory at link speed.
  *
  * cudaMemcpy from pageable memory goes through a driver staging buffer one
- * piece at a time: about 9 GB/s on the H200 hosts (a 62 GB resident tensor
- * took 6.7 s), a sixth of the link. Here W worker threads each own two
- * page-locked buffers and a stream: a worker copies the next piece of its
- * share into one buffer while the other buffer's piece is on the link, so
- * the rate is the smaller of the link's and W memcpy streams' (a few GB/s
- * each).
+ * piece at a time, at a fraction of the link's speed (bench/RESULTS.md,
+ * "the resident upload through page-locked staging"). Here W worker
+ * threads each own two page-locked buffers and a stream: a worker copies
+ * the next piece of its share into one buffer while the other buffer's
+ * piece is on the link, so the rate is the smaller of the link's and W
+ * memcpy streams'.
  *
  * Bytes moved: each byte is read from pageable memory once, written to and
  * read from a pinned buffer once (by the CPU, then the DMA engine), and
@@ -28,11 +28,10 @@
 #include "amp_cuda.h"
 #include "gpu_internal.h"
 
-/* Measured on the H100 host (16 cores), 3 GiB copies: 16 workers with
- * 2 MiB buffers 49.8 GB/s, 0.036 s to page-lock the 64 MiB of buffers;
- * 8 x 8 MiB 42-48 GB/s, 0.070 s; 16 x 8 MiB 42-45 GB/s, 0.131 s; 8 x
- * 32 MiB 28-32 GB/s, 0.243 s. cudaMemcpy from pageable memory 7.6-8.4
- * GB/s, from pinned memory 55 GB/s. */
+/* 16 workers with 2 MiB buffers: of the counts and sizes tried, the
+ * fastest copies and the least time spent page-locking the buffers
+ * (bench/RESULTS.md, "the resident upload through page-locked
+ * staging"). */
 enum {
     UPLOAD_WORKERS_DEFAULT = 16,   /* memcpy streams to fill one link */
     UPLOAD_WORKERS_MAX = 256,      /* one per thread reading the file */
@@ -65,11 +64,9 @@ extern "C" void amp_gpu_uploader_free(amp_gpu_uploader *u)
         for (int b = 0; b < 2; b++) {
             if (w->pin[b])
                 cudaFreeHost(w->pin[b]);
-            if (w->free_again[b])
-                cudaEventDestroy(w->free_again[b]);
+            destroy_event(w->free_again[b]);
         }
-        if (w->stream)
-            cudaStreamDestroy(w->stream);
+        destroy_stream(w->stream);
     }
     free(u);
 }
@@ -79,11 +76,11 @@ extern "C" amp_status amp_gpu_uploader_new(int device, int workers, amp_gpu_uplo
 {
     amp_status rc = AMP_OK;
     if (workers > UPLOAD_WORKERS_MAX)
-        return amp_error_set(err, AMP_ERR_USAGE, __FILE__, __LINE__, "%d upload workers: at "
-                             "most %d", workers, (int)UPLOAD_WORKERS_MAX);
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%d upload workers: at most %d", workers,
+                        (int)UPLOAD_WORKERS_MAX);
     amp_gpu_uploader *u = (amp_gpu_uploader *)calloc(1, sizeof *u);
     if (u == NULL)
-        return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     u->device = device;
     unsigned hw = std::thread::hardware_concurrency();
     u->nworkers = workers > 0 ? workers
@@ -201,10 +198,8 @@ extern "C" amp_status amp_gpu_upload_check(int device, size_t bytes, amp_error *
     unsigned char *host = (unsigned char *)malloc(bytes ? bytes : 1);
     unsigned char *back = (unsigned char *)malloc(bytes ? bytes : 1);
     void *dev = NULL;
-    if (host == NULL || back == NULL) {
-        rc = amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
-        goto fail;
-    }
+    if (host == NULL || back == NULL)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < bytes; i++)
         host[i] = (unsigned char)((i * UINT64_C(0x9E3779B97F4A7C15)) >> 56);
     memset(back, 0, bytes);
@@ -217,8 +212,8 @@ extern "C" amp_status amp_gpu_upload_check(int device, size_t bytes, amp_error *
     CUDA_TRY_GOTO(cudaMemcpy(back, dev, bytes, cudaMemcpyDeviceToHost), err, rc, fail);
     for (size_t i = 0; i < bytes; i++)
         if (back[i] != host[i]) {
-            rc = amp_error_set(err, AMP_ERR_INTERNAL, __FILE__, __LINE__, "byte %zu of %zu "
-                               "arrived as %u, not %u", i, bytes, back[i], host[i]);
+            rc = AMP_FAIL(err, AMP_ERR_INTERNAL, "byte %zu of %zu arrived as %u, not %u", i,
+                          bytes, back[i], host[i]);
             break;
         }
 fail:

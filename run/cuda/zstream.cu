@@ -14,8 +14,8 @@
  * Bytes moved per nonzero: the stored bytes read once by a worker
  * (stored_size / count, 1/ratio of the raw form), the raw form (8 + value
  * size) written into a slot, read by the copy engine and written to the
- * device. The rate is the smaller of W decoders' (about 1-2 GB/s of raw
- * form each) and the link's. */
+ * device. The rate is the smaller of W decoders' and the link's
+ * (bench/RESULTS.md, "streaming from compressed chunks"). */
 #include <config.h>
 
 #include <cuda_runtime.h>
@@ -107,7 +107,7 @@ amp_status gpu_zstream_new(int device, const amp_file *f, const amp_tensor *t, i
     amp_status rc = AMP_OK;
     gpu_zstream *z = (gpu_zstream *)calloc(1, sizeof *z);
     if (z == NULL)
-        return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     z->device = device;
     z->vsize = amp_value_size(t->value_type);
     z->nworkers = std::max(1, std::min(threads, (int)ZSTREAM_WORKERS_MAX));
@@ -186,8 +186,7 @@ void decode_chunks(pipeline *p, int w)
     amp_error e = {};
     cudaError_t ce = cudaSetDevice(z->device);
     if (ce != cudaSuccess) {
-        amp_error_set(&e, AMP_ERR_CUDA, __FILE__, __LINE__, "cudaSetDevice: %s",
-                      cudaGetErrorString(ce));
+        CUDA_FAIL(&e, ce, "cudaSetDevice");
         p->fail(AMP_ERR_CUDA, e);
         return;
     }
@@ -206,8 +205,7 @@ void decode_chunks(pipeline *p, int w)
         /* The copy out of this slot of chunk i - S, queued: wait for it. */
         ce = cudaEventSynchronize(z->slot_free[slot]);
         if (ce != cudaSuccess) {
-            amp_error_set(&e, AMP_ERR_CUDA, __FILE__, __LINE__, "cudaEventSynchronize: %s",
-                          cudaGetErrorString(ce));
+            CUDA_FAIL(&e, ce, "cudaEventSynchronize");
             p->fail(AMP_ERR_CUDA, e);
             return;
         }
@@ -232,7 +230,7 @@ amp_status gpu_zstream_run(const amp_gpu_tensor *g, unsigned d, gpu_zstream_laun
     const gpu_zstream *z = g->zstream;
     pipeline *p = new (std::nothrow) pipeline;
     if (p == NULL)
-        return amp_error_set(err, AMP_ERR_NOMEM, __FILE__, __LINE__, "out of memory");
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     p->z = z;
     p->zc = &z->copies[d];
     for (int k = 0; k < z->nslots; k++)
@@ -246,7 +244,7 @@ amp_status gpu_zstream_run(const amp_gpu_tensor *g, unsigned d, gpu_zstream_laun
             workers[started] = std::thread(decode_chunks, p, started);
     } catch (...) {
         amp_error e = {};
-        amp_error_set(&e, AMP_ERR_NOMEM, __FILE__, __LINE__, "no thread to decode chunks");
+        AMP_FAIL(&e, AMP_ERR_NOMEM, "no thread to decode chunks");
         p->fail(AMP_ERR_NOMEM, e);
     }
     amp_error e = {};
@@ -274,8 +272,8 @@ amp_status gpu_zstream_run(const amp_gpu_tensor *g, unsigned d, gpu_zstream_laun
         if (ce == cudaSuccess)
             ce = cudaStreamWaitEvent(s, g->copied[b], 0);
         if (ce != cudaSuccess) {
-            amp_error_set(&e, AMP_ERR_CUDA, __FILE__, __LINE__, "queueing chunk %lld of mode "
-                          "%u: %s", (long long)i, d + 1, cudaGetErrorString(ce));
+            AMP_FAIL(&e, AMP_ERR_CUDA, "queueing chunk %lld of mode %u: %s", (long long)i, d + 1,
+                     cudaGetErrorString(ce));
             p->fail(AMP_ERR_CUDA, e);
             break;
         }
@@ -286,8 +284,7 @@ amp_status gpu_zstream_run(const amp_gpu_tensor *g, unsigned d, gpu_zstream_laun
         }
         amp_status rc = launch(launch_ctx, b, k->at, k->count, &e);
         if (rc == AMP_OK && (ce = cudaEventRecord(g->consumed[b], s)) != cudaSuccess)
-            rc = amp_error_set(&e, AMP_ERR_CUDA, __FILE__, __LINE__, "cudaEventRecord: %s",
-                               cudaGetErrorString(ce));
+            rc = CUDA_FAIL(&e, ce, "cudaEventRecord");
         if (rc != AMP_OK) {
             p->fail(rc, e);
             break;
