@@ -281,9 +281,6 @@ amp_status amp_writer_commit(amp_writer *w, uint64_t *file_size, amp_error *err)
 /* Give up: remove the temporary file and free w. NULL is fine. */
 void amp_writer_abort(amp_writer *w);
 
-/* Bytes written so far (the file's size once committed). */
-uint64_t amp_writer_bytes(const amp_writer *w);
-
 /* ---- reading ------------------------------------------------------------- */
 
 typedef struct amp_file amp_file;

@@ -68,11 +68,6 @@ void amp_write_opts_init(amp_write_opts *opts)
     opts->progress_ctx = NULL;
 }
 
-uint64_t amp_writer_bytes(const amp_writer *w)
-{
-    return w->out.written;
-}
-
 static amp_status grow_dir(amp_writer *w, size_t more, amp_error *err)
 {
     if (w->nsecs + more <= w->cap)
