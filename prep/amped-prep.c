@@ -17,9 +17,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 #include <zstd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "amp_alloc.h"
 #include "amp_build.h"
@@ -29,6 +26,7 @@
 #include "amp_parse.h"
 #include "amp_progress.h"
 #include "amp_coo.h"
+#include "amp_threads.h"
 #include "amp_timer.h"
 
 #define PROGRAM "amped-prep"
@@ -73,15 +71,6 @@ static const struct option long_options[] = {
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
 };
-
-static int default_threads(void)
-{
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
 
 static void usage(void)
 {
@@ -136,7 +125,7 @@ static void usage(void)
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
            "Report bugs to: %s\n",
            AMP_DEFAULT_SHARDS, (unsigned long long)AMP_DEFAULT_CHUNK_NNZ, AMP_DEFAULT_LEVEL,
-           default_threads(), PACKAGE_BUGREPORT);
+           amp_max_threads(), PACKAGE_BUGREPORT);
 }
 
 static const char *const format_names[] = {"auto", "tns", "bin", NULL};
@@ -474,10 +463,7 @@ int main(int argc, char **argv)
         return amp_usage_error(PROGRAM, "%s applies to .amp output only (-o FILE.amp)", amp_only);
     amp_log_init("amped-prep", level);
     amp_outfile_cleanup_on_signals();
-#ifdef _OPENMP
-    if (threads)
-        omp_set_num_threads((int)threads);
-#endif
+    amp_set_threads((int)threads);
 
     amp_progress bar;
     amp_progress_begin(&bar, "reading", "B", 0, level >= AMP_LOG_INFO);
@@ -503,7 +489,7 @@ int main(int argc, char **argv)
                 info.duplicates, info.duplicates == 1 ? "" : "s",
                 opts.duplicates == AMP_DUP_SUM ? "summed" : "kept as separate nonzeros");
     amp_log(AMP_LOG_DEBUG, "read %.3f s (%.1f MB/s on %d threads), duplicates %.3f s",
-            info.seconds_read, (double)info.bytes / 1e6 / info.seconds_read, default_threads(),
+            info.seconds_read, (double)info.bytes / 1e6 / info.seconds_read, amp_max_threads(),
             info.seconds_dedup);
 
     if (level >= AMP_LOG_INFO) {

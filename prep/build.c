@@ -985,11 +985,7 @@ static amp_status order_buckets(mode_copy *c, const amp_mode_layout *l, unsigned
     unsigned char *dv = c->vals;
 #pragma omp parallel num_threads(T)
     {
-#ifdef _OPENMP
-        unsigned char *buf = scratch + (size_t)omp_get_thread_num() * per_thread;
-#else
-        unsigned char *buf = scratch;
-#endif
+        unsigned char *buf = scratch + (size_t)amp_thread_id() * per_thread;
         uint64_t *bw = (uint64_t *)buf, *at = bw + most, *bk = at + most;
         unsigned char *bv = (unsigned char *)(bk + (kb ? most : 0));
 #pragma omp for schedule(dynamic, 4)
