@@ -190,8 +190,8 @@ typedef struct amp_writer amp_writer;
 
 typedef struct amp_write_opts {
     int level;          /* Zstandard level, -7..22; 0 stores sections uncompressed;
-                         * up to 1, literals are left raw: chunks decompress at
-                         * several GB/s per core */
+                         * up to 1, literals are left raw, which decompresses
+                         * faster (bench/RESULTS.md) */
     int threads;        /* compression threads; 0: the OpenMP default */
     int no_sync;        /* commit without fsync: faster, not crash-safe */
     /* Compressed bytes that may wait for the disk (held in memory) before

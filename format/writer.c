@@ -162,8 +162,8 @@ static amp_status reserve(void **buf, size_t *cap, size_t n, const char *what, a
 
 /* A fresh frame at this level. Raw literals at the fast levels: chunk
  * bytes are mostly indices and values whose low bytes Huffman coding
- * barely shrinks, and skipping it makes decompression several times faster
- * (bench/RESULTS.md). An old library that lacks the parameter just keeps
+ * barely shrinks, and skipping it was measured to make decompression much
+ * faster (bench/RESULTS.md). An old library that lacks the parameter just keeps
  * Huffman coding. */
 static void set_level(ZSTD_CCtx *cctx, int level)
 {

@@ -574,10 +574,10 @@ fail:
 
 /* Buffers of 128 KiB and more straight from mmap, so that a freed one
  * goes back to the system at once. glibc otherwise raises the threshold
- * as big blocks are freed and keeps them in its per-thread arenas: on 16
- * threads that held 30-50 MiB of chunk buffers above the parse's peak
- * (cpu20m: 895-913 MiB against 865 MiB with a fixed threshold, the same
- * as on 2 threads; no measurable time). */
+ * as big blocks are freed and keeps them in its per-thread arenas: on many
+ * threads that held chunk buffers above the parse's peak, where a fixed
+ * threshold keeps the peak what it is on 2 threads at no measurable cost
+ * in time (cpu20m, bench/RESULTS.md). */
 static void fix_mmap_threshold(void)
 {
 #ifdef M_MMAP_THRESHOLD

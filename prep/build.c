@@ -41,9 +41,9 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Below this many slices a pass over them stays on one thread: it takes
- * milliseconds, and a team that must wait for every member lost 10-40 ms a
- * pass on the 2-core VM (cpu20m's 50 k to 200 k slices). */
+/* Below this many slices a pass over them stays on one thread: it is
+ * short, and a team that must wait for every member was measured to lose
+ * more than it saved on the 2-core VM (cpu20m's modes, bench/RESULTS.md). */
 #define SLICE_PASS_PARALLEL (UINT64_C(1) << 20)
 
 /* Threads for a pass over n items that keeps a table of `per` counters
@@ -88,9 +88,8 @@ static inline uint64_t *count_share(uint64_t *counts, uint64_t nb, uint64_t n, b
  * sort on the complemented degree, 16 bits a pass, over only the passes
  * the largest degree needs, each pass a count per thread over fixed slices
  * and a stable scatter. order arrives sorted by id, and each pass is
- * stable, so ties keep ascending ids, for any thread count. Millions of
- * slices sort in tens of milliseconds, where qsort took half a second on
- * rd100m's 3 M. */
+ * stable, so ties keep ascending ids, for any thread count. Measured far
+ * faster than qsort on rd100m's millions of slices (bench/RESULTS.md). */
 #define DEGREE_DIGITS 65536
 typedef struct slice_digit {
     const slice *s;
@@ -144,7 +143,7 @@ static amp_status sort_heaviest_first(slice *order, uint64_t c, amp_error *err)
  * pass, each pass a count per thread over fixed slices and a stable
  * scatter, the buckets laid out digit by digit and thread by thread. tmp
  * holds n more. For hypersparse modes, where a table over the dimension
- * would not fit: 20 M 40-bit indices took 1.2-1.7 s in qsort on 2 cores. */
+ * would not fit and qsort was measured far slower (bench/RESULTS.md). */
 #define RADIX_BITS 11
 typedef struct index_digit {
     const uint64_t *a;
@@ -330,9 +329,9 @@ static amp_status compact_slices(uint64_t *table, uint64_t dim, slice **orderp, 
 /* The FLYCOO dealing: slices heaviest first, each to the shard with the
  * fewest nonzeros so far, ties to the lower number (so the dealing is
  * deterministic). Each step needs the one before, so it runs on one
- * thread; two things keep it fast (rd100m's 3 M-slice modes took 0.1 s
- * each with a binary heap, whose sift-down branched unpredictably at
- * every level).
+ * thread; two things keep it fast (a binary heap, whose sift-down branched
+ * unpredictably at every level, was measured slower on rd100m's modes of
+ * millions of slices, bench/RESULTS.md).
  *
  * A winner tree: leaves are shards (padded to a power of two with loads
  * that never win), each inner node the winner of its two children, the
@@ -897,7 +896,8 @@ static inline uint64_t pos_get(const positions *P, uint64_t i)
 
 /* Copy 0's word to a later copy's, when both layouts fit 64 bits: each
  * field moved from its place in one to its place in the other, without
- * the general decode's per-field branches (3-4x faster per nonzero). */
+ * the general decode's per-field branches (which stood out in the
+ * profile of the later copies, bench/RESULTS.md). */
 typedef struct recoder {
     int ok;
     unsigned nmodes;
@@ -1056,7 +1056,7 @@ static amp_status order_buckets(mode_copy *c, const amp_mode_layout *l, unsigned
  * A stable counting scatter in two steps. A one-step scatter keeps a
  * cursor per row and thread: at 16 threads and 100 k rows that is
  * millions of cache lines being filled at once, and nearly every store
- * missed (the later copies took 0.5-0.6 s of a 2-thread prep of cpu20m).
+ * missed (measured on the later copies of cpu20m, bench/RESULTS.md).
  * So the copy is first scattered to buckets of consecutive rows (a few
  * thousand cursors a thread), then each bucket is ordered by row inside
  * the cache: the same bytes. The positions for remap streams still come
@@ -1283,10 +1283,10 @@ static amp_status write_remap(amp_writer *w, const amp_coo *t, unsigned d, const
 /* ---- relabellings packed beside the copies ------------------------------- */
 
 /* The relabel sections, compressed on a thread of their own while the
- * copies are ordered and written: on rd100m each of the two 3 M-slice
- * modes took 0.13-0.15 s of zstd on one thread between its copy's order
- * and its chunks, with the other 15 cores idle. Packed in mode order;
- * write_copy takes each when its turn comes. */
+ * copies are ordered and written: a mode of millions of slices otherwise
+ * spent a measurable time in zstd on one thread between its copy's order
+ * and its chunks, with every other core idle (rd100m, bench/RESULTS.md).
+ * Packed in mode order; write_copy takes each when its turn comes. */
 typedef struct relabel_packer {
     const amp_writer *w;
     const mode_plan *plans;
