@@ -13,11 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "amp_log.h"
+#include "amp_threads.h"
 #include "amp_timer.h"
 #include "amped_format.h"
 
@@ -92,10 +90,7 @@ int main(int argc, char **argv)
            (unsigned long long)chunks, raw / 1e9, stored / 1e9, (double)raw / (double)stored);
     int failed = 0;
     read_all(f, 1, &failed);   /* warm the page cache */
-    int max_threads = 1;
-#ifdef _OPENMP
-    max_threads = omp_get_max_threads();
-#endif
+    int max_threads = amp_max_threads();
     int list[64], nlist = 0;
     for (int a = 2; a < argc && nlist < 64; a++)
         list[nlist++] = atoi(argv[a]);

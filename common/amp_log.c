@@ -14,9 +14,6 @@ void amp_log_init(const char *program, amp_log_level level)
     log_level = level;
 }
 
-amp_log_level amp_log_get_level(void) { return log_level; }
-const char *amp_log_program(void) { return log_program; }
-
 void amp_log(amp_log_level level, const char *fmt, ...)
 {
     if (level > log_level)

@@ -14,8 +14,6 @@ typedef enum amp_log_level {
 
 /* Set once by main: the program name used as prefix and the verbosity. */
 void amp_log_init(const char *program, amp_log_level level);
-amp_log_level amp_log_get_level(void);
-const char *amp_log_program(void);
 
 /* "PROGRAM: message" on stderr (warnings get "warning: "). */
 void amp_log(amp_log_level level, const char *fmt, ...)

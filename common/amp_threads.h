@@ -19,10 +19,27 @@ static inline int amp_max_threads(void)
 #endif
 }
 
-/* threads when positive, else the OpenMP default. */
+/* threads when positive, else the OpenMP default (1 without OpenMP). */
 static inline int amp_thread_count(int threads)
 {
-    return threads > 0 ? threads : amp_max_threads();
+#ifdef _OPENMP
+    return threads > 0 ? threads : omp_get_max_threads();
+#else
+    (void)threads;
+    return 1;
+#endif
+}
+
+/* threads when positive becomes the default team size (amp_max_threads)
+ * of the parallel regions that follow; 0 leaves the OpenMP default. */
+static inline void amp_set_threads(int threads)
+{
+#ifdef _OPENMP
+    if (threads > 0)
+        omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
 }
 
 /* The calling thread's number in its parallel region, and the region's

@@ -190,8 +190,8 @@ typedef struct amp_writer amp_writer;
 
 typedef struct amp_write_opts {
     int level;          /* Zstandard level, -7..22; 0 stores sections uncompressed;
-                         * up to 1, literals are left raw: chunks decompress at
-                         * several GB/s per core */
+                         * up to 1, literals are left raw, which decompresses
+                         * faster (bench/RESULTS.md) */
     int threads;        /* compression threads; 0: the OpenMP default */
     int no_sync;        /* commit without fsync: faster, not crash-safe */
     /* Compressed bytes that may wait for the disk (held in memory) before
@@ -280,9 +280,6 @@ amp_status amp_writer_commit(amp_writer *w, uint64_t *file_size, amp_error *err)
 
 /* Give up: remove the temporary file and free w. NULL is fine. */
 void amp_writer_abort(amp_writer *w);
-
-/* Bytes written so far (the file's size once committed). */
-uint64_t amp_writer_bytes(const amp_writer *w);
 
 /* ---- reading ------------------------------------------------------------- */
 

@@ -4,8 +4,8 @@
  * word, then byte 1, ...) before compression: the high bytes of sorted,
  * narrow linearized indices are nearly constant, and apart they compress to
  * almost nothing while the noisy low bytes stay cheap raw literals. On the
- * tensors in ../shared/data and cpu20m this made chunks 3-14% smaller and
- * their decompression 1.4-2.6x faster (bench/RESULTS.md). Values in
+ * tensors in ../shared/data and cpu20m this was measured to make chunks
+ * smaller and their decompression faster (bench/RESULTS.md). Values in
  * planes help most data too, but repeated floating-point values compress
  * better whole, so the writer tries both per chunk (writer.c).
  * Both directions are SSE2 (part of x86-64), with portable loops

@@ -8,10 +8,8 @@
 
 #include <xxhash.h>
 #include <zstd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
+#include "amp_threads.h"
 #include "reader_internal.h"
 
 struct amp_section_reader {
@@ -505,12 +503,8 @@ amp_status amp_file_verify(const amp_file *f, int threads, amp_verify_report_fn 
             goto done;
         }
     }
-    int nthreads = 1;
-#ifdef _OPENMP
-    nthreads = threads > 0 ? threads : omp_get_max_threads();
-#else
-    (void)threads;
-#endif
+    int nthreads = amp_thread_count(threads);
+    (void)nthreads;   /* read only by the pragma, which a build without OpenMP drops */
 #pragma omp parallel num_threads(nthreads) reduction(+ : bad)
     {
         verify_worker w = {0};

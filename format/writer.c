@@ -20,11 +20,9 @@
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 #include <zstd_errors.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "amp_outfile.h"
+#include "amp_threads.h"
 #include "format_internal.h"
 #include "write_queue.h"
 
@@ -66,11 +64,6 @@ void amp_write_opts_init(amp_write_opts *opts)
     opts->queue_bytes = 0;
     opts->progress = NULL;
     opts->progress_ctx = NULL;
-}
-
-uint64_t amp_writer_bytes(const amp_writer *w)
-{
-    return w->out.written;
 }
 
 static amp_status grow_dir(amp_writer *w, size_t more, amp_error *err)
@@ -169,8 +162,8 @@ static amp_status reserve(void **buf, size_t *cap, size_t n, const char *what, a
 
 /* A fresh frame at this level. Raw literals at the fast levels: chunk
  * bytes are mostly indices and values whose low bytes Huffman coding
- * barely shrinks, and skipping it makes decompression several times faster
- * (bench/RESULTS.md). An old library that lacks the parameter just keeps
+ * barely shrinks, and skipping it was measured to make decompression much
+ * faster (bench/RESULTS.md). An old library that lacks the parameter just keeps
  * Huffman coding. */
 static void set_level(ZSTD_CCtx *cctx, int level)
 {
@@ -620,10 +613,7 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
             max_raw = raw;
     }
     AMP_CHECK(grow_dir(w, njobs, err));
-    int nthreads = 1;
-#ifdef _OPENMP
-    nthreads = w->opts.threads > 0 ? w->opts.threads : omp_get_max_threads();
-#endif
+    int nthreads = amp_thread_count(w->opts.threads);
     if ((size_t)nthreads > njobs)
         nthreads = njobs > 0 ? (int)njobs : 1;
     amp_status rc = ensure_workers(w, nthreads, err);
@@ -677,11 +667,7 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
                                   : (uint64_t)nthreads * max_raw + (UINT64_C(64) << 20);
 #pragma omp parallel num_threads(nthreads)
     {
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
-        chunk_worker *wk = &w->workers[tid];
+        chunk_worker *wk = &w->workers[amp_thread_id()];
         wk->rc = AMP_OK;
         amp_error_clear(&wk->err);
 #pragma omp for schedule(dynamic, 1)

@@ -17,9 +17,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 #include <zstd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "amp_alloc.h"
 #include "amp_build.h"
@@ -29,6 +26,7 @@
 #include "amp_parse.h"
 #include "amp_progress.h"
 #include "amp_coo.h"
+#include "amp_threads.h"
 #include "amp_timer.h"
 
 #define PROGRAM "amped-prep"
@@ -73,15 +71,6 @@ static const struct option long_options[] = {
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
 };
-
-static int default_threads(void)
-{
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
 
 static void usage(void)
 {
@@ -136,8 +125,25 @@ static void usage(void)
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
            "Report bugs to: %s\n",
            AMP_DEFAULT_SHARDS, (unsigned long long)AMP_DEFAULT_CHUNK_NNZ, AMP_DEFAULT_LEVEL,
-           default_threads(), PACKAGE_BUGREPORT);
+           amp_max_threads(), PACKAGE_BUGREPORT);
 }
+
+static void version(void)
+{
+    printf("amped-prep (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+}
+
+/* What the command line asks for. */
+typedef struct prep_args {
+    amp_cli_common cli;      /* -t, -q, -v, -h, -V */
+    amp_read_opts read;
+    amp_build_opts build;
+    const char *input;       /* as given: "-" is standard input */
+    const char *shown;       /* the input as messages name it */
+    const char *output;      /* NULL only with --stats */
+    const char *amp_only;    /* an option that means something only for .amp output */
+    int stats_only, force;
+} prep_args;
 
 static const char *const format_names[] = {"auto", "tns", "bin", NULL};
 static const char *const base_names[] = {"auto", "0", "1", NULL};
@@ -153,7 +159,7 @@ static void print_mode_line(unsigned m, uint64_t dim, uint64_t nonempty, uint64_
            100.0 * (double)max_degree / (double)nnz);
 }
 
-/* The report; the per-mode lines only when s has them (see main). */
+/* The report; the per-mode lines only when s has them (see report_input). */
 static void print_stats(const char *path, const amp_coo *t, const amp_coo_stats *s,
                         const amp_read_info *info, int mode_lines)
 {
@@ -226,58 +232,29 @@ static void build_bars_end(build_bars *b)
     b->shown = -1;
 }
 
-/* digest: the input's fingerprint, started before the read (finished
- * here whatever happens). */
-static amp_status write_amp(amp_digest_job *digest, const char *shown, const char *output,
-                            amp_coo *t, const amp_read_opts *ropts, const amp_read_info *info,
-                            amp_build_opts *build, amp_log_level level, amp_error *err)
+/* The report on the .amp file written (without -q). */
+static void report_amp(const char *output, const amp_coo *t, const amp_read_info *info,
+                       const amp_build_report *r)
 {
-    double t0 = amp_now();
-    AMP_CHECK(amp_file_digest_finish(digest, &build->source_size, &build->source_hash, err));
-    double digest_wait = amp_now() - t0;
-    char params[512];
-    snprintf(params, sizeof params, "shards=%lu\nchunk-nnz=%llu\nvalues=%s\nlevel=%d\n"
-             "duplicates=%s\nremap-streams=%s\n", (unsigned long)build->shards,
-             (unsigned long long)build->chunk_nnz, value_names[build->values],
-             build->write.level, dup_names[ropts->duplicates],
-             build->remap_streams ? "yes" : "no");
-    build->params = params;
-    const char *base = strrchr(shown, '/');
-    build->source_name = base ? base + 1 : shown;
-    build_bars bars = {.shown = -1, .enabled = level >= AMP_LOG_INFO};
-    build->progress = build_bars_progress;
-    build->progress_ctx = &bars;
-    amp_build_report rep;
-    amp_status rc = amp_build_write(t, output, build, &rep, err);
-    build_bars_end(&bars);
-    build->progress = NULL;   /* bars lives no longer than this call */
-    if (rc != AMP_OK)
-        return rc;
-    if (rep.values_changed)
-        amp_log(AMP_LOG_WARN, "%" PRIu64 " of %" PRIu64 " values %s not exact in f32 and %s "
-                "rounded (--values=f32)", rep.values_changed, t->nnz,
-                rep.values_changed == 1 ? "is" : "are", rep.values_changed == 1 ? "was" : "were");
-    if (level < AMP_LOG_INFO)
-        return AMP_OK;
     char sz[32];
     /* The slice figures come from the build, which computes them anyway. */
     for (unsigned d = 0; d < t->nmodes; d++)
-        print_mode_line(d, t->dims[d], rep.modes[d].compact_dim, rep.modes[d].max_degree,
+        print_mode_line(d, t->dims[d], r->modes[d].compact_dim, r->modes[d].max_degree,
                         t->nnz);
     printf("output:     %s (%s, %.2f bytes per nonzero per mode copy, values %s)\n", output,
-           amp_format_bytes(sz, sizeof sz, rep.file_bytes),
-           (double)rep.file_bytes / (double)t->nnz / t->nmodes,
-           rep.value_type == AMP_VALUES_F32 ? "f32" : "f64");
+           amp_format_bytes(sz, sizeof sz, r->file_bytes),
+           (double)r->file_bytes / (double)t->nnz / t->nmodes,
+           r->value_type == AMP_VALUES_F32 ? "f32" : "f64");
     printf("compacted:  ");
     for (unsigned d = 0; d < t->nmodes; d++)
-        printf("%s%" PRIu64, d ? " x " : "", rep.modes[d].compact_dim);
+        printf("%s%" PRIu64, d ? " x " : "", r->modes[d].compact_dim);
     printf(" (empty slices dropped)\n");
     for (unsigned d = 0; d < t->nmodes; d++) {
-        const amp_build_mode_report *m = &rep.modes[d];
+        const amp_build_mode_report *m = &r->modes[d];
         double mean = (double)t->nnz / m->nshards;
         double best = (double)m->max_degree > mean ? (double)m->max_degree / mean : 1.0;
-        printf("mode %-2u     %lu shards, largest/mean %.3f, best possible %.3f, %" PRIu64 " chunks",
-               d + 1, (unsigned long)m->nshards, (double)m->max_shard_nnz / mean, best,
+        printf("mode %-2u     %lu shards, largest/mean %.3f, best possible %.3f, %" PRIu64
+               " chunks", d + 1, (unsigned long)m->nshards, (double)m->max_shard_nnz / mean, best,
                m->nchunks);
         /* A slice is never split across shards: say when one alone is more
          * than a fair share, since no dealing can then do better. */
@@ -290,20 +267,56 @@ static amp_status write_amp(amp_digest_job *digest, const char *shown, const cha
     double total = amp_now() - program_start;
     printf("time:       read %.2f s, duplicates %.2f s, relabel %.2f s, order %.2f s, "
            "chunks %.2f s, flush %.2f s; %.2f s in all\n", info->seconds_read,
-           info->seconds_dedup, rep.seconds_relabel, rep.seconds_sort, rep.seconds_chunks,
-           rep.seconds_commit, total);
+           info->seconds_dedup, r->seconds_relabel, r->seconds_sort, r->seconds_chunks,
+           r->seconds_commit, total);
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         printf("memory:     peak %s resident (%.1f bytes per nonzero)\n",
                amp_format_bytes(sz, sizeof sz, (uint64_t)ru.ru_maxrss * 1024),
                (double)ru.ru_maxrss * 1024.0 / (double)t->nnz);
+}
+
+/* digest: the input's fingerprint, started before the read (finished
+ * here whatever happens). */
+static amp_status write_amp(amp_digest_job *digest, prep_args *a, amp_coo *t,
+                            const amp_read_info *info, amp_error *err)
+{
+    amp_build_opts *build = &a->build;
+    double t0 = amp_now();
+    AMP_CHECK(amp_file_digest_finish(digest, &build->source_size, &build->source_hash, err));
+    double digest_wait = amp_now() - t0;
+    char params[512];
+    snprintf(params, sizeof params, "shards=%lu\nchunk-nnz=%llu\nvalues=%s\nlevel=%d\n"
+             "duplicates=%s\nremap-streams=%s\n", (unsigned long)build->shards,
+             (unsigned long long)build->chunk_nnz, value_names[build->values],
+             build->write.level, dup_names[a->read.duplicates],
+             build->remap_streams ? "yes" : "no");
+    build->params = params;
+    const char *base = strrchr(a->shown, '/');
+    build->source_name = base ? base + 1 : a->shown;
+    build_bars bars = {.shown = -1, .enabled = a->cli.level >= AMP_LOG_INFO};
+    build->progress = build_bars_progress;
+    build->progress_ctx = &bars;
+    amp_build_report rep;
+    amp_status rc = amp_build_write(t, a->output, build, &rep, err);
+    build_bars_end(&bars);
+    build->progress = NULL;   /* bars and params live no longer than this call */
+    build->progress_ctx = NULL;
+    build->params = NULL;
+    if (rc != AMP_OK)
+        return rc;
+    if (rep.values_changed)
+        amp_log(AMP_LOG_WARN, "%" PRIu64 " of %" PRIu64 " values %s not exact in f32 and %s "
+                "rounded (--values=f32)", rep.values_changed, t->nnz,
+                rep.values_changed == 1 ? "is" : "are", rep.values_changed == 1 ? "was" : "were");
+    if (a->cli.level < AMP_LOG_INFO)
+        return AMP_OK;
+    report_amp(a->output, t, info, &rep);
     amp_log(AMP_LOG_DEBUG, "waited %.3f s for the source checksum; values %.3f s, build %.3f s",
             digest_wait, rep.seconds_values, amp_now() - t0);
     return AMP_OK;
 }
 
-/* INPUT's name with its compression and tensor suffixes replaced by .amp,
- * in the same directory: x.tns.zst -> x.amp. NULL if the name is too long. */
 /* Cut the first of the two suffixes that s ends with (and is longer than). */
 static void cut_suffix(char *s, const char *a, const char *b)
 {
@@ -315,6 +328,8 @@ static void cut_suffix(char *s, const char *a, const char *b)
         }
 }
 
+/* INPUT's name with its compression and tensor suffixes replaced by .amp,
+ * in the same directory: x.tns.zst -> x.amp. NULL if the name is too long. */
 static char *amp_output_name(const char *input)
 {
     static char out[4096 + 8];
@@ -328,216 +343,258 @@ static char *amp_output_name(const char *input)
     return out;
 }
 
-int main(int argc, char **argv)
+/* One of amped-prep's own options into a, the shared ones through
+ * amp_cli_common_option: AMP_CLI_CONTINUE, or the exit status for main. */
+static int prep_option(prep_args *a, int c, const char *arg)
 {
-    amp_read_opts opts;
-    amp_read_opts_init(&opts);
-    amp_log_level level = AMP_LOG_INFO;
-    const char *output = NULL;
     amp_error err = {0};
-    uint64_t threads = 0, u;
-    int c, choice;
-    amp_build_opts build;
-    amp_build_opts_init(&build);
-    const char *amp_only = NULL;   /* an option that means something only for .amp output */
-    int stats_only = 0, force = 0;
-#ifdef M_MMAP_THRESHOLD
-    /* Buffers of 128 KiB and more straight from mmap, so that a freed one
-     * goes back to the system at once. glibc otherwise raises the threshold
-     * as big blocks are freed and keeps them in its per-thread arenas: on 16
-     * threads that held 30-50 MiB of chunk buffers above the parse's peak
-     * (cpu20m: 895-913 MiB against 865 MiB with a fixed threshold, the same
-     * as on 2 threads; no measurable time). */
-    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-#endif
-
-    program_start = amp_now();
-    argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
-    while ((c = getopt_long(argc, argv, "o:ft:qvhV", long_options, NULL)) != -1) {
-        switch (c) {
-        case OPT_INPUT_FORMAT:
-            if (amp_parse_choice(optarg, format_names, "--input-format", &choice, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            opts.format = (amp_input_format)choice;
-            break;
-        case OPT_INDEX_BASE:
-            if (amp_parse_choice(optarg, base_names, "--index-base", &choice, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            opts.index_base = choice - 1;
-            break;
-        case OPT_DIMS: {
-            size_t n = 0;
-            if (amp_parse_u64_list(optarg, AMP_MAX_MODES, 1, AMP_MAX_INDEX, "--dims", opts.dims,
-                                   &n, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            opts.ndims = (unsigned)n;
-            break;
-        }
-        case OPT_DUPLICATES:
-            if (amp_parse_choice(optarg, dup_names, "--duplicates", &choice, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            opts.duplicates = (amp_dup_policy)choice;
-            break;
-        case 'o':
-            output = optarg;
-            break;
-        case OPT_STATS:
-            stats_only = 1;
-            break;
-        case OPT_REMAP_STREAMS:
-            build.remap_streams = 1;
-            amp_only = "--remap-streams";
-            break;
-        case 'f':
-            force = 1;
-            break;
-        case OPT_NO_SYNC:
-            build.write.no_sync = 1;
-            amp_only = "--no-sync";
-            break;
-        case OPT_SHARDS:
-            if (amp_parse_u64(optarg, 1, UINT32_C(1) << 20, "--shards", &u, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            build.shards = (uint32_t)u;
-            amp_only = "--shards";
-            break;
-        case OPT_CHUNK_NNZ:
-            if (amp_parse_u64(optarg, 1, AMP_CHUNK_NNZ_MAX, "--chunk-nnz", &build.chunk_nnz,
-                              &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            amp_only = "--chunk-nnz";
-            break;
-        case OPT_VALUES:
-            if (amp_parse_choice(optarg, value_names, "--values", &choice, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            build.values = (amp_value_choice)choice;
-            amp_only = "--values";
-            break;
-        case OPT_LEVEL: {
-            char *end;
-            errno = 0;
-            long lv = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || lv < -7 || lv > ZSTD_maxCLevel())
-                return amp_usage_error(PROGRAM, "--level: '%s' is not an integer from -7 to %d",
-                                       optarg, ZSTD_maxCLevel());
-            build.write.level = (int)lv;
-            amp_only = "--level";
-            break;
-        }
-        case 't':
-            if (amp_parse_u64(optarg, 1, 4096, "--threads", &threads, &err))
-                return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
-            break;
-        case 'q':
-            level = AMP_LOG_WARN;
-            break;
-        case 'v':
-            level = AMP_LOG_DEBUG;
-            break;
-        case 'h':
-            usage();
-            return EXIT_SUCCESS;
-        case 'V':
-            printf("amped-prep (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-            return EXIT_SUCCESS;
-        default:
-            fprintf(stderr, "Try 'amped-prep --help' for more information.\n");
-            return AMP_EXIT_USAGE;
-        }
+    uint64_t u;
+    int choice;
+    switch (c) {
+    case OPT_INPUT_FORMAT:
+        if (amp_parse_choice(arg, format_names, "--input-format", &choice, &err))
+            goto bad;
+        a->read.format = (amp_input_format)choice;
+        break;
+    case OPT_INDEX_BASE:
+        if (amp_parse_choice(arg, base_names, "--index-base", &choice, &err))
+            goto bad;
+        a->read.index_base = choice - 1;
+        break;
+    case OPT_DIMS: {
+        size_t n = 0;
+        if (amp_parse_u64_list(arg, AMP_MAX_MODES, 1, AMP_MAX_INDEX, "--dims", a->read.dims, &n,
+                               &err))
+            goto bad;
+        a->read.ndims = (unsigned)n;
+        break;
     }
+    case OPT_DUPLICATES:
+        if (amp_parse_choice(arg, dup_names, "--duplicates", &choice, &err))
+            goto bad;
+        a->read.duplicates = (amp_dup_policy)choice;
+        break;
+    case 'o':
+        a->output = arg;
+        break;
+    case OPT_STATS:
+        a->stats_only = 1;
+        break;
+    case OPT_REMAP_STREAMS:
+        a->build.remap_streams = 1;
+        a->amp_only = "--remap-streams";
+        break;
+    case 'f':
+        a->force = 1;
+        break;
+    case OPT_NO_SYNC:
+        a->build.write.no_sync = 1;
+        a->amp_only = "--no-sync";
+        break;
+    case OPT_SHARDS:
+        if (amp_parse_u64(arg, 1, UINT32_C(1) << 20, "--shards", &u, &err))
+            goto bad;
+        a->build.shards = (uint32_t)u;
+        a->amp_only = "--shards";
+        break;
+    case OPT_CHUNK_NNZ:
+        if (amp_parse_u64(arg, 1, AMP_CHUNK_NNZ_MAX, "--chunk-nnz", &a->build.chunk_nnz, &err))
+            goto bad;
+        a->amp_only = "--chunk-nnz";
+        break;
+    case OPT_VALUES:
+        if (amp_parse_choice(arg, value_names, "--values", &choice, &err))
+            goto bad;
+        a->build.values = (amp_value_choice)choice;
+        a->amp_only = "--values";
+        break;
+    case OPT_LEVEL: {
+        char *end;
+        errno = 0;
+        long lv = strtol(arg, &end, 10);
+        if (errno || end == arg || *end || lv < -7 || lv > ZSTD_maxCLevel())
+            return amp_usage_error(PROGRAM, "--level: '%s' is not an integer from -7 to %d", arg,
+                                   ZSTD_maxCLevel());
+        a->build.write.level = (int)lv;
+        a->amp_only = "--level";
+        break;
+    }
+    default:
+        return amp_cli_common_option(&a->cli, c, arg);
+    }
+    return AMP_CLI_CONTINUE;
+bad:
+    return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+}
+
+/* INPUT, and what the options make of the output: named by -o, derived
+ * from INPUT, or none with --stats. AMP_CLI_CONTINUE, or the exit status
+ * for main. */
+static int check_operands(int argc, char **argv, prep_args *a)
+{
     if (optind == argc)
-        return amp_usage_error(PROGRAM, "missing INPUT (a .tns or .bin file, or '-' for standard input)");
+        return amp_usage_error(PROGRAM, "missing INPUT (a .tns or .bin file, or '-' for "
+                               "standard input)");
     if (optind + 1 < argc)
         return amp_usage_error(PROGRAM, "one INPUT only; extra operand '%s'", argv[optind + 1]);
-    const char *input = argv[optind];
-    const char *shown = strcmp(input, "-") ? input : "(standard input)";
-    if (stats_only && output)
-        return amp_usage_error(PROGRAM, "--stats writes nothing; drop -o %s or --stats", output);
-    if (!stats_only && output == NULL) {
-        if (strcmp(input, "-") == 0)
+    a->input = argv[optind];
+    a->shown = strcmp(a->input, "-") ? a->input : "(standard input)";
+    if (a->stats_only && a->output)
+        return amp_usage_error(PROGRAM, "--stats writes nothing; drop -o %s or --stats",
+                               a->output);
+    if (!a->stats_only && a->output == NULL) {
+        if (strcmp(a->input, "-") == 0)
             return amp_usage_error(PROGRAM, "reading standard input: name the output with -o "
                                    "(or report only, with --stats)");
-        output = amp_output_name(input);
-        if (output == NULL)
+        a->output = amp_output_name(a->input);
+        if (a->output == NULL)
             return amp_usage_error(PROGRAM, "the input name is too long to derive an output "
                                    "name from; give -o");
     }
-    if (output && !force && access(output, F_OK) == 0) {
-        fprintf(stderr, "amped-prep: %s: already exists; use --force to overwrite it\n", output);
+    if (a->output && !a->force && access(a->output, F_OK) == 0) {
+        fprintf(stderr, "amped-prep: %s: already exists; use --force to overwrite it\n",
+                a->output);
         return EXIT_FAILURE;
     }
-    if (output && !amp_has_suffix(output, ".tns") && !amp_has_suffix(output, ".bin") &&
-        !amp_has_suffix(output, ".amp"))
+    if (a->output && !amp_has_suffix(a->output, ".tns") && !amp_has_suffix(a->output, ".bin") &&
+        !amp_has_suffix(a->output, ".amp"))
         return amp_usage_error(PROGRAM, "cannot tell the output format of '%s': name it .amp, "
-                               ".tns or .bin", output);
-    if (amp_only && !(output && amp_has_suffix(output, ".amp")))
-        return amp_usage_error(PROGRAM, "%s applies to .amp output only (-o FILE.amp)", amp_only);
-    amp_log_init("amped-prep", level);
-    amp_outfile_cleanup_on_signals();
-#ifdef _OPENMP
-    if (threads)
-        omp_set_num_threads((int)threads);
-#endif
+                               ".tns or .bin", a->output);
+    if (a->amp_only && !(a->output && amp_has_suffix(a->output, ".amp")))
+        return amp_usage_error(PROGRAM, "%s applies to .amp output only (-o FILE.amp)",
+                               a->amp_only);
+    return AMP_CLI_CONTINUE;
+}
 
+/* The command line into a: AMP_CLI_CONTINUE, or the exit status for main. */
+static int parse_args(int argc, char **argv, prep_args *a)
+{
+    memset(a, 0, sizeof *a);
+    amp_cli_common_init(&a->cli, PROGRAM, usage, version);
+    amp_read_opts_init(&a->read);
+    amp_build_opts_init(&a->build);
+    argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
+    int c;
+    while ((c = getopt_long(argc, argv, "o:ft:qvhV", long_options, NULL)) != -1) {
+        int status = prep_option(a, c, optarg);
+        if (status != AMP_CLI_CONTINUE)
+            return status;
+    }
+    return check_operands(argc, argv, a);
+}
+
+/* INPUT into t, with a progress bar; for .amp output the input's
+ * fingerprint is started first, hashed beside the parse from the page
+ * cache (*digest; see write_amp). */
+static amp_status read_input(prep_args *a, int amp_out, amp_digest_job **digest, amp_coo *t,
+                             amp_read_info *info, amp_error *err)
+{
     amp_progress bar;
-    amp_progress_begin(&bar, "reading", "B", 0, level >= AMP_LOG_INFO);
-    opts.progress = amp_progress_callback;
-    opts.progress_ctx = &bar;
+    amp_progress_begin(&bar, "reading", "B", 0, a->cli.level >= AMP_LOG_INFO);
+    a->read.progress = amp_progress_callback;
+    a->read.progress_ctx = &bar;
+    amp_status rc = AMP_OK;
+    if (amp_out && strcmp(a->input, "-") != 0)
+        rc = amp_file_digest_start(a->input, digest, err);
+    if (rc == AMP_OK)
+        rc = amp_read_tensor(a->input, &a->read, t, info, err);
+    amp_progress_end(&bar);
+    a->read.progress = NULL;   /* bar lives no longer than this call */
+    a->read.progress_ctx = NULL;
+    if (rc != AMP_OK)
+        return rc;
+    if (info->duplicates)
+        amp_log(AMP_LOG_WARN, "%s: %" PRIu64 " duplicate coordinate%s %s", a->shown,
+                info->duplicates, info->duplicates == 1 ? "" : "s",
+                a->read.duplicates == AMP_DUP_SUM ? "summed" : "kept as separate nonzeros");
+    amp_log(AMP_LOG_DEBUG, "read %.3f s (%.1f MB/s on %d threads), duplicates %.3f s",
+            info->seconds_read, (double)info->bytes / 1e6 / info->seconds_read,
+            amp_max_threads(), info->seconds_dedup);
+    return AMP_OK;
+}
+
+/* The statistics report (without -q). The per-mode slice lines only when
+ * no .amp is written: the build reports them then, from figures it
+ * computes anyway. */
+static amp_status report_input(const prep_args *a, const amp_coo *t, const amp_read_info *info,
+                               int amp_out, amp_error *err)
+{
+    amp_coo_stats s;
+    double ts = amp_now();
+    amp_status rc = amp_coo_stats_compute_opt(t, !amp_out, &s, err);
+    amp_log(AMP_LOG_DEBUG, "statistics %.3f s", amp_now() - ts);
+    if (rc != AMP_OK)
+        return rc;
+    print_stats(a->shown, t, &s, info, !amp_out);
+    return AMP_OK;
+}
+
+/* FROSTT binary for .bin, else text. */
+static amp_status write_frostt(const amp_coo *t, const char *output, amp_error *err)
+{
+    double t0 = amp_now();
+    amp_status rc = amp_has_suffix(output, ".bin") ? amp_write_bin(t, output, err)
+                                                   : amp_write_tns(t, output, err);
+    if (rc == AMP_OK)
+        amp_log(AMP_LOG_DEBUG, "wrote %s in %.3f s", output, amp_now() - t0);
+    return rc;
+}
+
+/* Read, report, write: EXIT_SUCCESS, or EXIT_FAILURE with the error
+ * logged. */
+static int prep(prep_args *a)
+{
+    amp_error err = {0};
     amp_coo t;
     amp_read_info info;
-    /* The fingerprint is hashed beside the parse, from the page cache. */
-    amp_digest_job *digest = NULL;
-    amp_status rc = AMP_OK;
-    if (output && amp_has_suffix(output, ".amp") && strcmp(input, "-") != 0)
-        rc = amp_file_digest_start(input, &digest, &err);
-    if (rc == AMP_OK)
-        rc = amp_read_tensor(input, &opts, &t, &info, &err);
-    amp_progress_end(&bar);
-    if (rc != AMP_OK) {
-        (void)amp_file_digest_finish(digest, NULL, NULL, NULL);
-        amp_log_error(&err);
-        return EXIT_FAILURE;
-    }
-    if (info.duplicates)
-        amp_log(AMP_LOG_WARN, "%s: %" PRIu64 " duplicate coordinate%s %s", shown,
-                info.duplicates, info.duplicates == 1 ? "" : "s",
-                opts.duplicates == AMP_DUP_SUM ? "summed" : "kept as separate nonzeros");
-    amp_log(AMP_LOG_DEBUG, "read %.3f s (%.1f MB/s on %d threads), duplicates %.3f s",
-            info.seconds_read, (double)info.bytes / 1e6 / info.seconds_read, default_threads(),
-            info.seconds_dedup);
-
-    if (level >= AMP_LOG_INFO) {
-        amp_coo_stats s;
-        double ts = amp_now();
-        int amp_out = output && amp_has_suffix(output, ".amp");
-        rc = amp_coo_stats_compute_opt(&t, !amp_out, &s, &err);
-        amp_log(AMP_LOG_DEBUG, "statistics %.3f s", amp_now() - ts);
-        if (rc != AMP_OK) {
-            (void)amp_file_digest_finish(digest, NULL, NULL, NULL);
-            amp_log_error(&err);
-            amp_coo_free(&t);
-            return EXIT_FAILURE;
-        }
-        print_stats(shown, &t, &s, &info, !amp_out);
-    }
-    if (output && amp_has_suffix(output, ".amp")) {
-        rc = write_amp(digest, shown, output, &t, &opts, &info, &build, level, &err);
-        if (rc != AMP_OK) {
-            amp_log_error(&err);
-            amp_coo_free(&t);
-            return EXIT_FAILURE;
-        }
-    } else if (output) {
-        double t0 = amp_now();
-        rc = amp_has_suffix(output, ".bin") ? amp_write_bin(&t, output, &err)
-                                        : amp_write_tns(&t, output, &err);
-        if (rc != AMP_OK) {
-            amp_log_error(&err);
-            amp_coo_free(&t);
-            return EXIT_FAILURE;
-        }
-        amp_log(AMP_LOG_DEBUG, "wrote %s in %.3f s", output, amp_now() - t0);
+    amp_digest_job *digest = NULL;   /* until write_amp takes it */
+    int amp_out = a->output && amp_has_suffix(a->output, ".amp"), have_t = 0;
+    amp_status rc;
+    AMP_CHECK_GOTO(read_input(a, amp_out, &digest, &t, &info, &err), rc, fail);
+    have_t = 1;
+    if (a->cli.level >= AMP_LOG_INFO)
+        AMP_CHECK_GOTO(report_input(a, &t, &info, amp_out, &err), rc, fail);
+    if (amp_out) {
+        rc = write_amp(digest, a, &t, &info, &err);
+        digest = NULL;   /* finished there */
+        if (rc != AMP_OK)
+            goto fail;
+    } else if (a->output) {
+        AMP_CHECK_GOTO(write_frostt(&t, a->output, &err), rc, fail);
     }
     amp_coo_free(&t);
     return EXIT_SUCCESS;
+fail:
+    (void)amp_file_digest_finish(digest, NULL, NULL, NULL);
+    amp_log_error(&err);
+    if (have_t)
+        amp_coo_free(&t);
+    return EXIT_FAILURE;
+}
+
+/* Buffers of 128 KiB and more straight from mmap, so that a freed one
+ * goes back to the system at once. glibc otherwise raises the threshold
+ * as big blocks are freed and keeps them in its per-thread arenas: on many
+ * threads that held chunk buffers above the parse's peak, where a fixed
+ * threshold keeps the peak what it is on 2 threads at no measurable cost
+ * in time (cpu20m, bench/RESULTS.md). */
+static void fix_mmap_threshold(void)
+{
+#ifdef M_MMAP_THRESHOLD
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
+}
+
+int main(int argc, char **argv)
+{
+    fix_mmap_threshold();
+    program_start = amp_now();
+    prep_args a;
+    int status = parse_args(argc, argv, &a);
+    if (status != AMP_CLI_CONTINUE)
+        return status;
+    amp_log_init(PROGRAM, a.cli.level);
+    amp_outfile_cleanup_on_signals();
+    amp_set_threads((int)a.cli.threads);
+    return prep(&a);
 }

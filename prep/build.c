@@ -41,9 +41,9 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Below this many slices a pass over them stays on one thread: it takes
- * milliseconds, and a team that must wait for every member lost 10-40 ms a
- * pass on the 2-core VM (cpu20m's 50 k to 200 k slices). */
+/* Below this many slices a pass over them stays on one thread: it is
+ * short, and a team that must wait for every member was measured to lose
+ * more than it saved on the 2-core VM (cpu20m's modes, bench/RESULTS.md). */
 #define SLICE_PASS_PARALLEL (UINT64_C(1) << 20)
 
 /* Threads for a pass over n items that keeps a table of `per` counters
@@ -59,14 +59,49 @@ static int pass_threads(uint64_t n, uint64_t per)
     return T;
 }
 
+/* The per-thread histogram of a stable counting pass (the radix sorts'
+ * passes, the labelling by shard), called by every thread of a parallel
+ * region: the thread counts the buckets of its share [*lo, *hi) of n items
+ * (amp_thread_range) into its own row of counts, nb counters a row; once
+ * the whole team has counted, the rows become where each thread's items of
+ * each bucket go (amp_bucket_offsets). Returns the thread's row, its
+ * cursors for the scatter, which must take the same share in the same
+ * order: the pass is then stable for any thread count. bucket(ctx, i) is
+ * item i's bucket; a constant function here, so it is inlined. */
+typedef uint64_t (*bucket_fn)(const void *ctx, uint64_t i);
+static inline uint64_t *count_share(uint64_t *counts, uint64_t nb, uint64_t n, bucket_fn bucket,
+                                    const void *ctx, uint64_t *lo, uint64_t *hi)
+{
+    int tid, nt;
+    amp_thread_range(n, &tid, &nt, lo, hi);
+    uint64_t *mine = counts + (size_t)tid * nb;
+    memset(mine, 0, nb * sizeof *mine);
+    for (uint64_t i = *lo; i < *hi; i++)
+        mine[bucket(ctx, i)]++;
+#pragma omp barrier
+#pragma omp single
+    amp_bucket_offsets(counts, nt, nb);
+    return mine;
+}
+
 /* Slices ordered by degree, descending, ties by id ascending: an LSD radix
  * sort on the complemented degree, 16 bits a pass, over only the passes
  * the largest degree needs, each pass a count per thread over fixed slices
  * and a stable scatter. order arrives sorted by id, and each pass is
- * stable, so ties keep ascending ids, for any thread count. Millions of
- * slices sort in tens of milliseconds, where qsort took half a second on
- * rd100m's 3 M. */
+ * stable, so ties keep ascending ids, for any thread count. Measured far
+ * faster than qsort on rd100m's millions of slices (bench/RESULTS.md). */
 #define DEGREE_DIGITS 65536
+typedef struct slice_digit {
+    const slice *s;
+    unsigned shift;
+} slice_digit;
+
+static inline uint64_t degree_digit(const void *ctx, uint64_t i)
+{
+    const slice_digit *d = ctx;
+    return (~d->s[i].degree >> d->shift) & (DEGREE_DIGITS - 1);
+}
+
 static amp_status sort_heaviest_first(slice *order, uint64_t c, amp_error *err)
 {
     uint64_t top = 0;
@@ -85,20 +120,13 @@ static amp_status sort_heaviest_first(slice *order, uint64_t c, amp_error *err)
     }
     slice *src = order, *dst = tmp;
     for (unsigned shift = 0; shift < 64 && (top >> shift) != 0; shift += 16) {
+        const slice_digit digit = {src, shift};
 #pragma omp parallel num_threads(T)
         {
-            int tid, nt;
             uint64_t lo, hi;
-            amp_thread_range(c, &tid, &nt, &lo, &hi);
-            uint64_t *mine = count + (size_t)tid * DEGREE_DIGITS;
-            memset(mine, 0, DEGREE_DIGITS * sizeof *mine);
+            uint64_t *mine = count_share(count, DEGREE_DIGITS, c, degree_digit, &digit, &lo, &hi);
             for (uint64_t i = lo; i < hi; i++)
-                mine[(~src[i].degree >> shift) & 0xffff]++;
-#pragma omp barrier
-#pragma omp single
-            amp_bucket_offsets(count, nt, DEGREE_DIGITS);
-            for (uint64_t i = lo; i < hi; i++)
-                dst[mine[(~src[i].degree >> shift) & 0xffff]++] = src[i];
+                dst[mine[degree_digit(&digit, i)]++] = src[i];
         }
         slice *t = src;
         src = dst;
@@ -115,8 +143,19 @@ static amp_status sort_heaviest_first(slice *order, uint64_t c, amp_error *err)
  * pass, each pass a count per thread over fixed slices and a stable
  * scatter, the buckets laid out digit by digit and thread by thread. tmp
  * holds n more. For hypersparse modes, where a table over the dimension
- * would not fit: 20 M 40-bit indices took 1.2-1.7 s in qsort on 2 cores. */
+ * would not fit and qsort was measured far slower (bench/RESULTS.md). */
 #define RADIX_BITS 11
+typedef struct index_digit {
+    const uint64_t *a;
+    unsigned shift;
+} index_digit;
+
+static inline uint64_t radix_digit(const void *ctx, uint64_t k)
+{
+    const index_digit *d = ctx;
+    return (d->a[k] >> d->shift) & ((UINT64_C(1) << RADIX_BITS) - 1);
+}
+
 static amp_status radix_sort_u64(uint64_t *a, uint64_t *tmp, uint64_t n, unsigned bits,
                                  amp_error *err)
 {
@@ -129,20 +168,13 @@ static amp_status radix_sort_u64(uint64_t *a, uint64_t *tmp, uint64_t n, unsigne
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for sorting indices");
     uint64_t *src = a, *dst = tmp;
     for (unsigned shift = 0; shift < bits; shift += RADIX_BITS) {
+        const index_digit digit = {src, shift};
 #pragma omp parallel num_threads(T)
         {
-            int tid, nt;
             uint64_t lo, hi;
-            amp_thread_range(n, &tid, &nt, &lo, &hi);
-            uint64_t *mine = count + (size_t)tid * B;
-            memset(mine, 0, B * sizeof *mine);
+            uint64_t *mine = count_share(count, B, n, radix_digit, &digit, &lo, &hi);
             for (uint64_t k = lo; k < hi; k++)
-                mine[(src[k] >> shift) & (B - 1)]++;
-#pragma omp barrier
-#pragma omp single
-            amp_bucket_offsets(count, nt, B);
-            for (uint64_t k = lo; k < hi; k++)
-                dst[mine[(src[k] >> shift) & (B - 1)]++] = src[k];
+                dst[mine[radix_digit(&digit, k)]++] = src[k];
         }
         uint64_t *t = src;
         src = dst;
@@ -297,9 +329,9 @@ static amp_status compact_slices(uint64_t *table, uint64_t dim, slice **orderp, 
 /* The FLYCOO dealing: slices heaviest first, each to the shard with the
  * fewest nonzeros so far, ties to the lower number (so the dealing is
  * deterministic). Each step needs the one before, so it runs on one
- * thread; two things keep it fast (rd100m's 3 M-slice modes took 0.1 s
- * each with a binary heap, whose sift-down branched unpredictably at
- * every level).
+ * thread; two things keep it fast (a binary heap, whose sift-down branched
+ * unpredictably at every level, was measured slower on rd100m's modes of
+ * millions of slices, bench/RESULTS.md).
  *
  * A winner tree: leaves are shards (padded to a power of two with loads
  * that never win), each inner node the winner of its two children, the
@@ -468,6 +500,11 @@ static int dense_mode(uint64_t dim, uint64_t nnz)
     return dim <= 4 * nnz + (UINT64_C(1) << 20);
 }
 
+static inline uint64_t shard_bucket(const void *shard_of, uint64_t j)
+{
+    return ((const uint32_t *)shard_of)[j];
+}
+
 static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_plan *p,
                             amp_error *err)
 {
@@ -572,21 +609,15 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
                        d + 1);
 #pragma omp parallel num_threads(T)
     {
-        int tid, nt;
         uint64_t lo, hi;
-        amp_thread_range(c, &tid, &nt, &lo, &hi);
-        uint64_t *mine = fill + (size_t)tid * S;
-        for (uint64_t j = lo; j < hi; j++)
-            mine[shard_of[j]]++;
-#pragma omp barrier
-        /* Shards' rows are consecutive from 0, so bucket offsets are labels. */
+        uint64_t *mine = count_share(fill, S, c, shard_bucket, shard_of, &lo, &hi);
+        /* Shards' rows are consecutive from 0, so bucket offsets are labels:
+         * thread 0's are where the shards begin, read before its scatter
+         * moves them (no thread passes the single until it is done). */
 #pragma omp single
-        {
-            amp_bucket_offsets(fill, nt, S);
-            for (uint32_t s = 0; s < S; s++) {
-                p->shards[s].index_begin = fill[s];
-                p->shards[s].index_end = s + 1 < S ? fill[s + 1] : c;
-            }
+        for (uint32_t s = 0; s < S; s++) {
+            p->shards[s].index_begin = fill[s];
+            p->shards[s].index_end = s + 1 < S ? fill[s + 1] : c;
         }
         for (uint64_t j = lo; j < hi; j++) {
             uint64_t label = mine[shard_of[j]]++;
@@ -865,7 +896,8 @@ static inline uint64_t pos_get(const positions *P, uint64_t i)
 
 /* Copy 0's word to a later copy's, when both layouts fit 64 bits: each
  * field moved from its place in one to its place in the other, without
- * the general decode's per-field branches (3-4x faster per nonzero). */
+ * the general decode's per-field branches (which stood out in the
+ * profile of the later copies, bench/RESULTS.md). */
 typedef struct recoder {
     int ok;
     unsigned nmodes;
@@ -985,11 +1017,7 @@ static amp_status order_buckets(mode_copy *c, const amp_mode_layout *l, unsigned
     unsigned char *dv = c->vals;
 #pragma omp parallel num_threads(T)
     {
-#ifdef _OPENMP
-        unsigned char *buf = scratch + (size_t)omp_get_thread_num() * per_thread;
-#else
-        unsigned char *buf = scratch;
-#endif
+        unsigned char *buf = scratch + (size_t)amp_thread_id() * per_thread;
         uint64_t *bw = (uint64_t *)buf, *at = bw + most, *bk = at + most;
         unsigned char *bv = (unsigned char *)(bk + (kb ? most : 0));
 #pragma omp for schedule(dynamic, 4)
@@ -1028,7 +1056,7 @@ static amp_status order_buckets(mode_copy *c, const amp_mode_layout *l, unsigned
  * A stable counting scatter in two steps. A one-step scatter keeps a
  * cursor per row and thread: at 16 threads and 100 k rows that is
  * millions of cache lines being filled at once, and nearly every store
- * missed (the later copies took 0.5-0.6 s of a 2-thread prep of cpu20m).
+ * missed (measured on the later copies of cpu20m, bench/RESULTS.md).
  * So the copy is first scattered to buckets of consecutive rows (a few
  * thousand cursors a thread), then each bucket is ordered by row inside
  * the cache: the same bytes. The positions for remap streams still come
@@ -1255,10 +1283,10 @@ static amp_status write_remap(amp_writer *w, const amp_coo *t, unsigned d, const
 /* ---- relabellings packed beside the copies ------------------------------- */
 
 /* The relabel sections, compressed on a thread of their own while the
- * copies are ordered and written: on rd100m each of the two 3 M-slice
- * modes took 0.13-0.15 s of zstd on one thread between its copy's order
- * and its chunks, with the other 15 cores idle. Packed in mode order;
- * write_copy takes each when its turn comes. */
+ * copies are ordered and written: a mode of millions of slices otherwise
+ * spent a measurable time in zstd on one thread between its copy's order
+ * and its chunks, with every other core idle (rd100m, bench/RESULTS.md).
+ * Packed in mode order; write_copy takes each when its turn comes. */
 typedef struct relabel_packer {
     const amp_writer *w;
     const mode_plan *plans;

@@ -5,9 +5,10 @@
  * of a few thousand (hash and nonzero number travel together, so a bucket
  * is read sequentially), each small enough that an open-addressing table
  * over it stays in cache; buckets are independent, so threads take them
- * dynamically. Coordinates are compared only when hashes match. Equal coordinates always share a bucket and, inside it,
- * appear in their original order, so the first occurrence is found first
- * and sums are added in file order whatever the thread count.
+ * dynamically. Coordinates are compared only when hashes match. Equal
+ * coordinates always share a bucket and, inside it, appear in their
+ * original order, so the first occurrence is found first and sums are
+ * added in file order whatever the thread count.
  * Cost: two streaming passes over the indices, one scatter, one pass over
  * each cache-sized bucket; 8 bytes of scratch per nonzero (16 beyond 2^32
  * nonzeros), plus 16 per duplicate found. */
@@ -111,208 +112,284 @@ static int by_k(const void *a, const void *b)
     return x->k < y->k ? -1 : x->k > y->k;
 }
 
-amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
-                         int display_base, uint64_t *count, amp_error *err)
+/* What one detection works in: the bucket entries, the per-thread bucket
+ * cursors and the per-thread lists of duplicates found. */
+typedef struct dedup_scratch {
+    entries pairs;       /* nnz entries, bucket after bucket */
+    size_t entry_bytes;
+    uint64_t *offs;      /* threads x nbuckets counts, then cursors */
+    dup_list *found;     /* one list per thread */
+    int threads;
+    unsigned bits;       /* buckets by the hash's top bits */
+    uint64_t nbuckets;
+} dedup_scratch;
+
+static amp_status scratch_init(dedup_scratch *s, uint64_t nnz, amp_error *err)
+{
+    s->bits = 0;
+    while (s->bits < 20 && (nnz >> s->bits) > TARGET_BUCKET)
+        s->bits++;
+    s->nbuckets = (uint64_t)1 << s->bits;
+    s->threads = amp_max_threads();
+    s->pairs = (entries){NULL, nnz <= UINT32_MAX};
+    s->entry_bytes = s->pairs.packed ? 8 : sizeof(wide_entry);
+    s->pairs.p = amp_huge_alloc((size_t)nnz * s->entry_bytes, "duplicate detection", err);
+    s->offs = amp_calloc((size_t)(s->nbuckets * (uint64_t)s->threads + 1), 8,
+                         "duplicate detection", err);
+    s->found = calloc((size_t)s->threads, sizeof *s->found);
+    if (!s->pairs.p || !s->offs || !s->found)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory in duplicate detection");
+    return AMP_OK;
+}
+
+static void scratch_free(dedup_scratch *s, uint64_t nnz)
+{
+    amp_huge_free(s->pairs.p, (size_t)nnz * s->entry_bytes);
+    amp_free(s->offs);
+    if (s->found != NULL)
+        for (int th = 0; th < s->threads; th++)
+            free(s->found[th].v);
+    free(s->found);
+}
+
+/* The stable radix partition on the hash's top bits, by every thread of a
+ * parallel region over its amp_thread_range share. Returns the team's
+ * size: afterwards the cursors of its last thread are where the buckets
+ * end. The hash is computed twice (count, then scatter) rather than
+ * stored: recomputing is cheaper than 8 more bytes per nonzero. */
+static int partition_by_hash(const amp_coo *t, const dedup_scratch *s)
+{
+    int tid, nt;
+    uint64_t lo, hi;
+    amp_thread_range(t->nnz, &tid, &nt, &lo, &hi);
+    const unsigned bits = s->bits, shift = 64 - bits;
+    uint64_t *mine = s->offs + (uint64_t)tid * s->nbuckets;
+    for (uint64_t k = lo; k < hi; k++) {
+        uint64_t h = coord_hash(t, k);
+        mine[bits ? h >> shift : 0]++;
+    }
+    #pragma omp barrier
+    #pragma omp single
+    amp_bucket_offsets(s->offs, nt, s->nbuckets);
+    for (uint64_t k = lo; k < hi; k++) {
+        uint64_t h = coord_hash(t, k);
+        entry_set(s->pairs, mine[bits ? h >> shift : 0]++, s->pairs.packed ? h & 0xffffffffu : h,
+                  k);
+    }
+    #pragma omp barrier
+    return nt;
+}
+
+/* A thread's open-addressing table, reused from bucket to bucket. */
+typedef struct bucket_table {
+    uint32_t *slot;   /* entry number + 1; 0: empty */
+    size_t cap;
+} bucket_table;
+
+/* The duplicates among the n entries of the bucket at base, into list: the
+ * entries go into the table in order, so a repeat meets its first
+ * occurrence there. 0 when the table cannot grow to the bucket. */
+static int scan_bucket(const amp_coo *t, entries pairs, uint64_t base, uint64_t n,
+                       bucket_table *tab, dup_list *list)
+{
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    if (cap > tab->cap) {
+        free(tab->slot);
+        tab->slot = malloc(cap * sizeof *tab->slot);
+        tab->cap = tab->slot ? cap : 0;
+        if (tab->slot == NULL)
+            return 0;
+    }
+    uint32_t *table = tab->slot;
+    memset(table, 0, cap * sizeof *table);
+    const size_t mask = cap - 1;
+    for (uint64_t i = 0; i < n; i++) {
+        const uint64_t h = entry_hash(pairs, base + i), k = entry_k(pairs, base + i);
+        size_t slot = (size_t)h & mask;
+        for (;;) {
+            uint32_t e = table[slot];
+            if (e == 0) {
+                table[slot] = (uint32_t)(i + 1);
+                break;
+            }
+            const uint64_t o = base + e - 1;
+            if (entry_hash(pairs, o) == h && same_coords(t, entry_k(pairs, o), k)) {
+                dup_push(list, k, entry_k(pairs, o));
+                break;
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+    return 1;
+}
+
+/* Every repeat of a coordinate, paired with its first occurrence, into the
+ * threads' lists; *dups: how many. Buckets are independent, so threads
+ * take them dynamically. */
+static amp_status find_duplicates(const amp_coo *t, dedup_scratch *s, uint64_t *dups,
+                                  amp_error *err)
+{
+    int table_failed = 0;
+    #pragma omp parallel num_threads(s->threads)
+    {
+        int nt = partition_by_hash(t, s);
+        /* After the scatter, the last thread's cursor b is the end of bucket
+         * b; bucket b starts where the last thread's bucket b-1 ended. */
+        const uint64_t *ends = s->offs + (uint64_t)(nt - 1) * s->nbuckets;
+        bucket_table tab = {NULL, 0};
+        dup_list *list = &s->found[amp_thread_id()];
+        #pragma omp for schedule(dynamic, 16)
+        for (uint64_t b = 0; b < s->nbuckets; b++) {
+            const uint64_t base = b ? ends[b - 1] : 0;
+            if (!scan_bucket(t, s->pairs, base, ends[b] - base, &tab, list)) {
+                #pragma omp atomic write
+                table_failed = 1;
+            }
+        }
+        free(tab.slot);
+    }
+    uint64_t n = 0;
+    for (int th = 0; th < s->threads; th++) {
+        table_failed |= s->found[th].failed;
+        n += s->found[th].n;
+    }
+    if (table_failed)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory in duplicate detection");
+    *dups = n;
+    return AMP_OK;
+}
+
+/* All duplicates in file order: what the sums and the message follow,
+ * whatever thread found them. */
+static amp_status duplicates_in_order(const dedup_scratch *s, uint64_t dups, dup_pair **allp,
+                                      amp_error *err)
+{
+    dup_pair *all = malloc((size_t)dups * sizeof *all);
+    if (all == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for %" PRIu64 " duplicates", dups);
+    size_t at = 0;
+    for (int th = 0; th < s->threads; th++) {
+        if (s->found[th].n == 0)
+            continue;   /* v may be NULL, which memcpy must not see */
+        memcpy(all + at, s->found[th].v, s->found[th].n * sizeof *all);
+        at += s->found[th].n;
+    }
+    qsort(all, (size_t)dups, sizeof *all, by_k);
+    *allp = all;
+    return AMP_OK;
+}
+
+/* --duplicates error: how many, and the first one, where and at what
+ * coordinates (in the file's index base). */
+static amp_status duplicate_error(const amp_coo *t, const dup_pair *first, uint64_t dups,
+                                  const char *name, int display_base, amp_error *err)
+{
+    uint64_t k = first->k;
+    char coords[512];
+    size_t used = 0;
+    for (unsigned m = 0; m < t->nmodes && used < sizeof coords; m++) {
+        int w = snprintf(coords + used, sizeof coords - used, "%s%" PRIu64, m ? ", " : "",
+                         t->ind[m][k] + (uint64_t)display_base);
+        if (w > 0) used += (size_t)w;
+    }
+    return AMP_FAIL(err, AMP_ERR_DUPLICATE,
+                    "%s: %" PRIu64 " duplicate coordinate%s; the first is (%s) at nonzeros %"
+                    PRIu64 " and %" PRIu64 " (use --duplicates sum or keep)",
+                    name, dups, dups == 1 ? "" : "s", coords, first->first + 1, k + 1);
+}
+
+/* Sum in file order: every duplicate into its first occurrence; *isdupp
+ * marks the duplicates, one bit a nonzero. */
+static amp_status sum_into_first(amp_coo *t, const dup_pair *all, uint64_t dups,
+                                 uint64_t **isdupp, amp_error *err)
+{
+    uint64_t *isdup = calloc((size_t)(t->nnz / 64 + 1), sizeof *isdup);
+    if (isdup == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory in duplicate detection");
+    for (uint64_t i = 0; i < dups; i++) {
+        t->val[all[i].first] += t->val[all[i].k];
+        isdup[all[i].k >> 6] |= UINT64_C(1) << (all[i].k & 63);
+    }
+    *isdupp = isdup;
+    return AMP_OK;
+}
+
+/* Drop the marked nonzeros, keeping the others in order. Stable
+ * compaction: each thread packs its range to the range's front, then the
+ * packed runs move down in order (destinations never pass sources, so
+ * memmove in increasing order is safe). */
+static amp_status drop_marked(amp_coo *t, const uint64_t *isdup, int threads, amp_error *err)
 {
     const uint64_t nnz = t->nnz;
     const unsigned nmodes = t->nmodes;
-    *count = 0;
-    if (nnz < 2)
-        return AMP_OK;
-    amp_status rc = AMP_OK;
-    unsigned bits = 0;
-    while (bits < 20 && (nnz >> bits) > TARGET_BUCKET)
-        bits++;
-    const uint64_t nbuckets = (uint64_t)1 << bits;
-    const int threads = amp_max_threads();
-    entries pairs = {NULL, nnz <= UINT32_MAX};
-    size_t entry_bytes = pairs.packed ? 8 : sizeof(wide_entry);
-    pairs.p = amp_huge_alloc((size_t)nnz * entry_bytes, "duplicate detection", err);
-    uint64_t *offs = amp_calloc((size_t)(nbuckets * (uint64_t)threads + 1), 8,
-                                "duplicate detection", err);
-    dup_list *found = calloc((size_t)threads, sizeof *found);
-    uint64_t *isdup = NULL, *kept = NULL;
-    dup_pair *all = NULL;
-    int table_failed = 0;
-    if (!pairs.p || !offs || !found) {
-        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory in duplicate detection");
-        goto done;
-    }
-    const unsigned shift = 64 - bits;
-
+    /* Where each range's survivors are: start and count. */
+    uint64_t *kept = calloc(2 * (size_t)threads, sizeof *kept);
+    if (kept == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory in duplicate detection");
     #pragma omp parallel num_threads(threads)
     {
         int tid, nt;
         uint64_t lo, hi;
         amp_thread_range(nnz, &tid, &nt, &lo, &hi);
-        uint64_t *mine = offs + (uint64_t)tid * nbuckets;
-        /* The hash is computed twice (count, then scatter) rather than
-         * stored: recomputing is cheaper than 8 more bytes per nonzero. */
+        uint64_t w = lo;
         for (uint64_t k = lo; k < hi; k++) {
-            uint64_t h = coord_hash(t, k);
-            mine[bits ? h >> shift : 0]++;
+            if (isdup[k >> 6] & (UINT64_C(1) << (k & 63)))
+                continue;
+            if (w != k) {
+                for (unsigned m = 0; m < nmodes; m++)
+                    t->ind[m][w] = t->ind[m][k];
+                t->val[w] = t->val[k];
+            }
+            w++;
         }
+        kept[2 * tid] = lo;
+        kept[2 * tid + 1] = w - lo;
         #pragma omp barrier
         #pragma omp single
-        amp_bucket_offsets(offs, nt, nbuckets);
-        for (uint64_t k = lo; k < hi; k++) {
-            uint64_t h = coord_hash(t, k);
-            entry_set(pairs, mine[bits ? h >> shift : 0]++, pairs.packed ? h & 0xffffffffu : h,
-                      k);
-        }
-        #pragma omp barrier
-        /* After the scatter, mine[b] of the last thread is the end of bucket
-         * b; bucket b starts where the last thread's bucket b-1 ended. */
-        const uint64_t *ends = offs + (uint64_t)(nt - 1) * nbuckets;
-        uint32_t *table = NULL;
-        size_t table_cap = 0;
-        dup_list *list = &found[tid];
-        #pragma omp for schedule(dynamic, 16)
-        for (uint64_t b = 0; b < nbuckets; b++) {
-            const uint64_t base = b ? ends[b - 1] : 0;
-            const uint64_t n = ends[b] - base;
-            size_t cap = 16;
-            while (cap < 2 * n) cap *= 2;
-            if (cap > table_cap) {
-                free(table);
-                table = malloc(cap * sizeof *table);
-                table_cap = table ? cap : 0;
-                if (table == NULL) {
-                    #pragma omp atomic write
-                    table_failed = 1;
-                    continue;
-                }
-            }
-            memset(table, 0, cap * sizeof *table);
-            const size_t mask = cap - 1;
-            for (uint64_t i = 0; i < n; i++) {
-                const uint64_t h = entry_hash(pairs, base + i), k = entry_k(pairs, base + i);
-                size_t slot = (size_t)h & mask;
-                for (;;) {
-                    uint32_t e = table[slot];
-                    if (e == 0) {
-                        table[slot] = (uint32_t)(i + 1);
-                        break;
-                    }
-                    const uint64_t o = base + e - 1;
-                    if (entry_hash(pairs, o) == h && same_coords(t, entry_k(pairs, o), k)) {
-                        dup_push(list, k, entry_k(pairs, o));
-                        break;
-                    }
-                    slot = (slot + 1) & mask;
-                }
-            }
-        }
-        free(table);
-    }
-    uint64_t dups = 0;
-    for (int th = 0; th < threads; th++) {
-        table_failed |= found[th].failed;
-        dups += found[th].n;
-    }
-    if (table_failed) {
-        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory in duplicate detection");
-        goto done;
-    }
-    *count = dups;
-    if (dups == 0 || policy == AMP_DUP_KEEP)
-        goto done;
-    /* All duplicates in file order: what the sums and the message follow,
-     * whatever thread found them. */
-    all = malloc((size_t)dups * sizeof *all);
-    if (all == NULL) {
-        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for %" PRIu64 " duplicates", dups);
-        goto done;
-    }
-    size_t at = 0;
-    for (int th = 0; th < threads; th++) {
-        if (found[th].n == 0)
-            continue;   /* v may be NULL, which memcpy must not see */
-        memcpy(all + at, found[th].v, found[th].n * sizeof *all);
-        at += found[th].n;
-    }
-    qsort(all, (size_t)dups, sizeof *all, by_k);
-
-    if (policy == AMP_DUP_ERROR) {
-        uint64_t k = all[0].k;
-        char coords[512];
-        size_t used = 0;
-        for (unsigned m = 0; m < nmodes && used < sizeof coords; m++) {
-            int w = snprintf(coords + used, sizeof coords - used, "%s%" PRIu64, m ? ", " : "",
-                             t->ind[m][k] + (uint64_t)display_base);
-            if (w > 0) used += (size_t)w;
-        }
-        rc = AMP_FAIL(err, AMP_ERR_DUPLICATE,
-                      "%s: %" PRIu64 " duplicate coordinate%s; the first is (%s) at nonzeros %"
-                      PRIu64 " and %" PRIu64 " (use --duplicates sum or keep)",
-                      name, dups, dups == 1 ? "" : "s", coords, all[0].first + 1, k + 1);
-        goto done;
-    }
-
-    /* Sum in file order: every duplicate into its first occurrence. */
-    isdup = calloc((size_t)(nnz / 64 + 1), sizeof *isdup);
-    if (isdup == NULL) {
-        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory in duplicate detection");
-        goto done;
-    }
-    for (uint64_t i = 0; i < dups; i++) {
-        t->val[all[i].first] += t->val[all[i].k];
-        isdup[all[i].k >> 6] |= UINT64_C(1) << (all[i].k & 63);
-    }
-
-    /* Stable compaction: each thread packs its range to the range's front,
-     * then the packed runs move down in order (destinations never pass
-     * sources, so memmove in increasing order is safe). */
-    kept = calloc(2 * (size_t)threads, sizeof *kept);   /* where each range's survivors are */
-    if (kept == NULL) {
-        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory in duplicate detection");
-        goto done;
-    }
-    {
-        #pragma omp parallel num_threads(threads)
         {
-            int tid, nt;
-            uint64_t lo, hi;
-            amp_thread_range(nnz, &tid, &nt, &lo, &hi);
-            uint64_t w = lo;
-            for (uint64_t k = lo; k < hi; k++) {
-                if (isdup[k >> 6] & (UINT64_C(1) << (k & 63)))
-                    continue;
-                if (w != k) {
+            uint64_t dst = 0;
+            for (int th = 0; th < nt; th++) {
+                uint64_t src = kept[2 * th], n = kept[2 * th + 1];
+                if (n && src != dst) {
                     for (unsigned m = 0; m < nmodes; m++)
-                        t->ind[m][w] = t->ind[m][k];
-                    t->val[w] = t->val[k];
+                        memmove(t->ind[m] + dst, t->ind[m] + src, n * 8);
+                    memmove(t->val + dst, t->val + src, n * 8);
                 }
-                w++;
+                dst += n;
             }
-            kept[2 * tid] = lo;
-            kept[2 * tid + 1] = w - lo;
-            #pragma omp barrier
-            #pragma omp single
-            {
-                uint64_t dst = 0;
-                for (int th = 0; th < nt; th++) {
-                    uint64_t src = kept[2 * th], n = kept[2 * th + 1];
-                    if (n && src != dst) {
-                        for (unsigned m = 0; m < nmodes; m++)
-                            memmove(t->ind[m] + dst, t->ind[m] + src, n * 8);
-                        memmove(t->val + dst, t->val + src, n * 8);
-                    }
-                    dst += n;
-                }
-                t->nnz = dst;
-            }
+            t->nnz = dst;
         }
     }
+    free(kept);
+    return AMP_OK;
+}
+
+amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
+                         int display_base, uint64_t *count, amp_error *err)
+{
+    const uint64_t nnz = t->nnz;
+    *count = 0;
+    if (nnz < 2)
+        return AMP_OK;
+    dedup_scratch s;
+    dup_pair *all = NULL;
+    uint64_t *isdup = NULL;
+    amp_status rc;
+    AMP_CHECK_GOTO(scratch_init(&s, nnz, err), rc, done);
+    AMP_CHECK_GOTO(find_duplicates(t, &s, count, err), rc, done);
+    if (*count == 0 || policy == AMP_DUP_KEEP)
+        goto done;
+    AMP_CHECK_GOTO(duplicates_in_order(&s, *count, &all, err), rc, done);
+    if (policy == AMP_DUP_ERROR) {
+        rc = duplicate_error(t, &all[0], *count, name, display_base, err);
+        goto done;
+    }
+    AMP_CHECK_GOTO(sum_into_first(t, all, *count, &isdup, err), rc, done);
+    rc = drop_marked(t, isdup, s.threads, err);
 done:
-    amp_huge_free(pairs.p, (size_t)nnz * entry_bytes);
-    amp_free(offs);
-    if (found != NULL)
-        for (int th = 0; th < threads; th++)
-            free(found[th].v);
-    free(found);
+    scratch_free(&s, nnz);
     free(all);
     free(isdup);
-    free(kept);
     return rc;
 }

@@ -3,8 +3,9 @@
  * can tell which file a prepared tensor came from.
  *
  * The hash is one sequential pass over the file, so it runs on a thread of
- * its own beside the parse: on 16 cores it took 0.16 s of a 1.2 s prep of
- * cpu20m with every other core idle (bench/RESULTS.md, issue 4). */
+ * its own beside the parse: in line, it was a measurable share of a prep of
+ * cpu20m on many cores, with every other core idle (bench/RESULTS.md,
+ * issue 4). */
 #include <config.h>
 
 #include <errno.h>
