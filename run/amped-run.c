@@ -13,9 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "amp_alloc.h"
 #include "amp_cli.h"
@@ -684,9 +681,8 @@ done:
 
 /* What the command line asks for beyond run_args. */
 typedef struct cli_args {
-    amp_log_level level;
+    amp_cli_common common;     /* -t, -q, -v, -h, -V */
     int want_list, want_info, want_verify, gpus_given;
-    uint64_t threads;
 } cli_args;
 
 #define USAGE_FAIL(err) amp_usage_error(PROGRAM, "%s", amp_error_message(err))
@@ -820,25 +816,12 @@ static int parse_options(int argc, char **argv, run_args *a, cli_args *cli)
         case OPT_VERIFY:
             cli->want_verify = 1;
             break;
-        case 't':
-            if (amp_parse_u64(optarg, 1, 4096, "--threads", &cli->threads, &err))
-                return USAGE_FAIL(&err);
+        default: {
+            int status = amp_cli_common_option(&cli->common, c, optarg);
+            if (status != AMP_CLI_CONTINUE)
+                return status;
             break;
-        case 'q':
-            cli->level = AMP_LOG_WARN;
-            break;
-        case 'v':
-            cli->level = AMP_LOG_DEBUG;
-            break;
-        case 'h':
-            usage();
-            return EXIT_SUCCESS;
-        case 'V':
-            version();
-            return EXIT_SUCCESS;
-        default:
-            fprintf(stderr, "Try 'amped-run --help' for more information.\n");
-            return AMP_EXIT_USAGE;
+        }
         }
     }
     return -1;
@@ -882,12 +865,13 @@ int main(int argc, char **argv)
     memset(&a, 0, sizeof a);
     a.gpus = AMP_GPUS_AUTO;
     amp_cpd_opts_init(&a.opts);
-    cli_args cli = {.level = AMP_LOG_INFO};
+    cli_args cli = {.want_list = 0};
+    amp_cli_common_init(&cli.common, PROGRAM, usage, version);
     argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
     int status = parse_options(argc, argv, &a, &cli);
     if (status >= 0)
         return status;
-    amp_log_init("amped-run", cli.level);
+    amp_log_init("amped-run", cli.common.level);
     if ((status = check_args(argc, argv, &a, &cli)) >= 0)
         return status;
     if (cli.want_list)
@@ -897,15 +881,13 @@ int main(int argc, char **argv)
         if (cli.want_info)
             status = amp_inspect_info(a.path);
         if (cli.want_verify && status == EXIT_SUCCESS)
-            status = amp_inspect_verify(a.path, (int)cli.threads, cli.level < AMP_LOG_INFO);
+            status = amp_inspect_verify(a.path, (int)cli.common.threads,
+                                        cli.common.level < AMP_LOG_INFO);
         return status;
     }
-#ifdef _OPENMP
-    if (cli.threads)
-        omp_set_num_threads((int)cli.threads);
-#endif
-    a.opts.threads = (int)cli.threads;
-    a.quiet = cli.level < AMP_LOG_INFO;
+    amp_set_threads((int)cli.common.threads);
+    a.opts.threads = (int)cli.common.threads;
+    a.quiet = cli.common.level < AMP_LOG_INFO;
     amp_outfile_cleanup_on_signals();
     return run(&a);
 }
