@@ -32,6 +32,16 @@ typedef struct amp_cli_common {
 
 #define AMP_CLI_MAX_THREADS 4096
 
+/* Their entries in a getopt_long table, last before the terminator: a
+ * program's table ends with these in this order (getopt lists an
+ * ambiguous abbreviation's candidates in table order). */
+#define AMP_CLI_COMMON_LONG_OPTIONS                      \
+    {"threads", required_argument, NULL, 't'},          \
+    {"quiet", no_argument, NULL, 'q'},                  \
+    {"verbose", no_argument, NULL, 'v'},                \
+    {"help", no_argument, NULL, 'h'},                   \
+    {"version", no_argument, NULL, 'V'}
+
 /* amp_cli_common_option's answer when parsing goes on. */
 #define AMP_CLI_CONTINUE (-1)
 

@@ -63,12 +63,8 @@ static const struct option long_options[] = {
     {"level", required_argument, NULL, OPT_LEVEL},
     {"chunk-nnz", required_argument, NULL, OPT_CHUNK_NNZ},
     {"remap-streams", no_argument, NULL, OPT_REMAP_STREAMS},
-    /* execution and reporting */
-    {"threads", required_argument, NULL, 't'},
-    {"quiet", no_argument, NULL, 'q'},
-    {"verbose", no_argument, NULL, 'v'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
+    /* execution and reporting: -t, -q, -v, -h, -V */
+    AMP_CLI_COMMON_LONG_OPTIONS,
     {NULL, 0, NULL, 0},
 };
 

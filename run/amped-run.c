@@ -70,12 +70,8 @@ static const struct option long_options[] = {
     {"host-memory", required_argument, NULL, OPT_HOST_MEMORY},
     {"stream-chunk", required_argument, NULL, OPT_STREAM_CHUNK},
     {"list-devices", no_argument, NULL, OPT_LIST_DEVICES},
-    {"threads", required_argument, NULL, 't'},
-    /* reporting */
-    {"quiet", no_argument, NULL, 'q'},
-    {"verbose", no_argument, NULL, 'v'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
+    /* threads and reporting: -t, -q, -v, -h, -V */
+    AMP_CLI_COMMON_LONG_OPTIONS,
     {NULL, 0, NULL, 0},
 };
 
