@@ -30,6 +30,7 @@ static double read_all(const amp_file *f, int threads, int *failed)
         if (amp_file_section(f, i)->raw_size > max_raw)
             max_raw = amp_file_section(f, i)->raw_size;
     double t0 = amp_now();
+    (void)threads;   /* without OpenMP */
 #pragma omp parallel num_threads(threads)
     {
         amp_error err = {0};

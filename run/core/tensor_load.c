@@ -198,9 +198,9 @@ amp_status amp_tensor_read_chunks(const amp_file *f, const amp_tensor *t, int th
     if (edge == NULL)
         AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory");
 
-    int nt = threads > 0 ? threads : 1;
+    const int nt = threads > 0 ? threads : 1;
 #ifndef _OPENMP
-    nt = 1;
+    (void)nt;   /* one thread: the parallel region below is the caller's */
 #endif
     uint64_t progressed = 0;
     int failed = 0;

@@ -311,6 +311,7 @@ static amp_status work_new(const amp_tensor *t, const amp_cpd_opts *o, als_work 
 
 static void to_f32(const double *src, float *dst, uint64_t n, int T)
 {
+    (void)T;   /* without OpenMP */
     int64_t nn = (int64_t)n;
 #pragma omp parallel for schedule(static) num_threads(T)
     for (int64_t i = 0; i < nn; i++)
@@ -319,6 +320,7 @@ static void to_f32(const double *src, float *dst, uint64_t n, int T)
 
 static void to_f64(const float *src, double *dst, uint64_t n, int T)
 {
+    (void)T;   /* without OpenMP */
     int64_t nn = (int64_t)n;
 #pragma omp parallel for schedule(static) num_threads(T)
     for (int64_t i = 0; i < nn; i++)
