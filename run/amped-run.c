@@ -84,7 +84,7 @@ static void usage(void)
            "in FILE.amp.\n"
            "\n"
            "Decomposition:\n"
-           "  -r, --rank=R         rank of the decomposition, 1 to %d (default %u)\n"
+           "  -r, --rank=R         rank of the decomposition, 1 to %u (default %u)\n"
            "      --iters=N        at most N iterations (default %u)\n"
            "      --tol=T          stop when the fit changes by less than T; 0 runs every\n"
            "                       iteration (default %g)\n"
@@ -589,11 +589,6 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
                                     err));
     a->report.seconds_output = amp_now() - t_out;
     a->report.seconds_total = amp_now() - s->t_start;
-    if (s->gr) {
-        s->rg = calloc(amp_gpu_run_count(s->gr), sizeof *s->rg);
-        if (s->rg == NULL)
-            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    }
     return AMP_OK;
 }
 
@@ -654,8 +649,14 @@ static int run(run_args *a)
     if (!a->quiet)
         printf("final fit: %.10f after %u iteration%s (%s)\n", s.c.fit, s.c.iters,
                s.c.iters == 1 ? "" : "s", a->report.converged ? "converged" : "iteration limit");
-    if (s.gr)
+    if (s.gr) {
+        s.rg = calloc(amp_gpu_run_count(s.gr), sizeof *s.rg);
+        if (s.rg == NULL) {
+            AMP_FAIL(&err, AMP_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
         gpu_times(a, &s.t, s.gr, s.rg);
+    }
     if (!a->quiet)
         print_summary(a, &s);
     if (a->json && amp_report_write_json(&a->report, a->json, &err) != AMP_OK)
