@@ -13,8 +13,8 @@
 # --verify finds) or fails with the same diagnosis as --verify.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-test -x "$AMPED_RUN" || skip_all "amped-run is not built ($AMPED_RUN)"
-test -d "$FILES" || skip_all "no corpus directory ($FILES)"
+need_program "$AMPED_RUN"
+test -d "$FILES" || { echo "Bail out! no corpus directory ($FILES)"; exit 1; }
 
 # check_no_crash DESCRIPTION: the last run ended by exit, not by a signal.
 check_no_crash() {

@@ -5,9 +5,9 @@
 # an existing file is left as it was when the conversion fails.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-test -x "$AMPED_PREP" || skip_all "amped-prep is not built ($AMPED_PREP)"
-test -x "$AMPED_GEN" || skip_all "amped-gen is not built ($AMPED_GEN)"
-test -x "$AMPED_RUN" || skip_all "amped-run is not built ($AMPED_RUN)"
+need_program "$AMPED_PREP"
+need_program "$AMPED_GEN"
+need_program "$AMPED_RUN"
 
 # no_temp_left DESCRIPTION PATH: no PATH.tmp.* sibling remains.
 no_temp_left() {
@@ -22,7 +22,7 @@ no_temp_left() {
 }
 
 "$AMPED_GEN" -o "$T/mid.tns" --nnz 200000 --dims 5000,4000,3000 --seed 1 >/dev/null 2>&1 ||
-    skip_all "amped-gen failed"
+    { echo "Bail out! amped-gen failed"; exit 1; }
 
 # ---- a full disk: writes fail with EFBIG past a 256 KiB file-size limit ----
 run sh -c "trap '' XFSZ; ulimit -f 256 && exec '$AMPED_PREP' -q --level 0 -o '$T/full.amp' '$T/mid.tns'"
@@ -72,7 +72,7 @@ check_status "and verifies (every stream a permutation of the next copy)" 0
 
 # ---- killed while writing -------------------------------------------------
 "$AMPED_GEN" -o "$T/big.tns" --nnz 3000000 --dims 200000,100000,50000 --seed 2 >/dev/null 2>&1 ||
-    skip_all "amped-gen failed"
+    { echo "Bail out! amped-gen failed"; exit 1; }
 
 # kill_while_writing SIGNAL OUT: start amped-prep, send SIGNAL once its
 # temporary file exists; prints the exit status, or "finished" if it was

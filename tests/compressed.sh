@@ -4,7 +4,7 @@
 # on truncated or corrupt streams. Cases for a missing compressor are skipped.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-test -x "$AMPED_PREP" || skip_all "amped-prep is not built ($AMPED_PREP)"
+need_program "$AMPED_PREP"
 have_gzip=no
 have_zstd=no
 command -v gzip >/dev/null 2>&1 && have_gzip=yes

@@ -10,8 +10,8 @@
 # commit (lines longer than 64 KiB) are generated here into the same form.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-test -x "$AMPED_PREP" || skip_all "amped-prep is not built ($AMPED_PREP)"
-test -d "$FILES" || skip_all "no corpus directory ($FILES)"
+need_program "$AMPED_PREP"
+test -d "$FILES" || { echo "Bail out! no corpus directory ($FILES)"; exit 1; }
 
 # ---- generated cases: line length limit (64 KiB = 65536 bytes) -------------
 G=$T/gen

@@ -4,8 +4,8 @@
 # dimensions, and power-law (skewed) slices where asked for.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-test -x "$AMPED_GEN" || skip_all "amped-gen is not built ($AMPED_GEN)"
-test -x "$AMPED_PREP" || skip_all "amped-prep is not built ($AMPED_PREP)"
+need_program "$AMPED_GEN"
+need_program "$AMPED_PREP"
 
 NNZ=20000
 DIMS=1000,1000,1000

@@ -60,6 +60,30 @@ skip_all() {
     exit 0
 }
 
+# need_program PATH...: make check builds every program the scripts run,
+# so a missing one is a failure (a bail-out), never a skip.
+need_program() {
+    for _p in "$@"; do
+        if ! test -x "$_p"; then
+            echo "Bail out! $_p is not built (make check builds it)"
+            exit 1
+        fi
+    done
+}
+
+# need_real_data: the tensors of $AMP_TEST_DATA (../shared/data). Where
+# there are none the script's tests are skipped with the reason, or under
+# CI (CI=true, which always has them) fail.
+need_real_data() {
+    set -- "$AMP_TEST_DATA"/*.tns
+    test -f "$1" && return 0
+    if test "${CI:-}" = true; then
+        echo "Bail out! no .tns files in AMP_TEST_DATA=$AMP_TEST_DATA (CI=true needs ../shared/data)"
+        exit 1
+    fi
+    skip_all "no .tns files in AMP_TEST_DATA=$AMP_TEST_DATA"
+}
+
 # diag TEXT...: each line of TEXT as a TAP comment.
 diag() {
     printf '%s\n' "$*" | sed 's/^/# /'

@@ -4,7 +4,7 @@
 # threads, and the progress bars on a terminal.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-test -x "$AMPED_PREP" || skip_all "amped-prep is not built ($AMPED_PREP)"
+need_program "$AMPED_PREP"
 
 TRY="Try 'amped-prep --help' for more information."
 version=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$top_builddir/config.h")

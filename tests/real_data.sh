@@ -5,10 +5,9 @@
 # explicit zeros and norm; a .bin round trip; and the data's SHA256SUMS.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-test -x "$AMPED_PREP" || skip_all "amped-prep is not built ($AMPED_PREP)"
-test -d "$AMP_TEST_DATA" || skip_all "no test data directory ($AMP_TEST_DATA)"
+need_program "$AMPED_PREP"
+need_real_data
 set -- "$AMP_TEST_DATA"/*.tns
-test -f "$1" || skip_all "no .tns files in $AMP_TEST_DATA"
 
 # ---- checksums first: a damaged file would make the rest meaningless -----
 if ! test -f "$AMP_TEST_DATA/SHA256SUMS"; then

@@ -4,7 +4,7 @@
 # cleanly when there is no GPU, no driver or no CUDA in the build.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-test -x "$AMPED_RUN" || skip_all "amped-run is not built ($AMPED_RUN)"
+need_program "$AMPED_RUN"
 
 TRY="Try 'amped-run --help' for more information."
 version=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$top_builddir/config.h")

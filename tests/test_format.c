@@ -1188,15 +1188,15 @@ int main(void)
     };
     size_t nshapes = sizeof shapes / sizeof shapes[0];
     int nreal = test_real_tensors(0);
-    plan(2 + 3 + 7 + 2 + 14 * (int)nshapes + 14 * nreal + 3 * 7 + 7 + 4 + 1 + 6 + 6);
+    plan(2 + 3 + 7 + 2 + 14 * (int)nshapes + 14 * nreal + 3 * 7 + 7 + 4 + 1 + 6 + 6 +
+         (nreal == 0));
+    tap_real_data(nreal, getenv("AMP_TEST_DATA"));
     test_planes();
     test_packed_relabel();
     test_blco_fields();
     test_isp();
     for (size_t i = 0; i < nshapes; i++)
         test_shape(&shapes[i], 100 + i);
-    if (nreal == 0)
-        diag("no real tensors (AMP_TEST_DATA=%s)", getenv("AMP_TEST_DATA") ? getenv("AMP_TEST_DATA") : "unset");
     test_real_tensors(1);
     for (size_t i = 0; i < 4; i++)
         test_remap_streams(&shapes[i], 200 + i);

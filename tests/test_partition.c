@@ -353,6 +353,6 @@ int main(void)
        AMP_ERR_USAGE, "0 GPUs and more than %d are refused", AMP_MAX_GPUS);
     test_random();
     test_one_shard();
-    for_each_shared_tensor(one_real, NULL);
+    tap_real_data(for_each_shared_tensor(one_real, NULL), getenv("AMP_TEST_DATA"));
     return done_testing();
 }
