@@ -81,8 +81,10 @@ static const struct amp_case {
     /* layouts */
     {"amp-bad-shards-short.amp", AMP_ERR_CORRUPT, AT_OPEN},
     {"amp-bad-shard-gap.amp", AMP_ERR_CORRUPT, AT_OPEN},
+    {"amp-bad-stored-mode-bitflip.amp", AMP_ERR_CHECKSUM, AT_OPEN},
     /* chunk and relabelling contents: found only by verification */
     {"amp-bad-chunk-bitflip.amp", AMP_ERR_CHECKSUM, AT_VERIFY},
+    {"amp-bad-stored-chunk-bitflip.amp", AMP_ERR_CHECKSUM, AT_VERIFY},
     {"amp-bad-chunk-index.amp", AMP_ERR_CORRUPT, AT_VERIFY},
     {"amp-bad-chunk-highbits.amp", AMP_ERR_CORRUPT, AT_VERIFY},
     {"amp-bad-chunk-order.amp", AMP_ERR_CORRUPT, AT_VERIFY},

@@ -679,6 +679,19 @@ def main():
     bad("amp-bad-chunk-bitflip.amp", flip(data, target.offset + len(target.stored) // 2, 4),
         "mode 1 shard 0 chunk 2: checksum mismatch (stored")
 
+    # The same in sections stored as they are (level 0): their checksum is
+    # all that guards them, with no Zstandard frame check behind it.
+    target = find(base.secs, CHUNK, 1, 0, 1)
+    assert not target.flags & ZSTD
+    bad("amp-bad-stored-chunk-bitflip.amp",
+        flip(data, target.offset + len(target.stored) // 2, 4),
+        "mode 2 shard 0 chunk 1: checksum mismatch (stored")
+    target = find(base.secs, MODE, 1)
+    assert not target.flags & ZSTD
+    bad("amp-bad-stored-mode-bitflip.amp",
+        flip(data, target.offset + len(target.stored) // 2, 2),
+        "mode 2 layout (MODE): checksum mismatch (stored")
+
     # Index out of range: mode 2's field of nonzero 1 set to a value that fits
     # the field but is beyond the compact dimension.
     m = model_3mode()
