@@ -380,6 +380,144 @@ static void test_als_exact(void)
     amp_coo_free(&x);
 }
 
+/* The fit of c recomputed from its factors and lambda alone, in f64, with
+ * no help from the solver: |X|^2 - 2 <X, model> + |model|^2, the inner
+ * product over x's entries (original indices, mapped to the file's rows),
+ * |model|^2 from the factors' Gram matrices. */
+static double fit_from_factors(const amp_coo *x, const amp_tensor *t, const amp_cpd *c)
+{
+    const unsigned N = t->nmodes, R = c->rank;
+    uint64_t *to_row[AMP_MAX_MODES] = {0};
+    double inner = 0, model = 0;
+    for (unsigned m = 0; m < N; m++) {
+        to_row[m] = malloc(t->dims[m] * sizeof **to_row);
+        for (uint64_t i = 0; i < t->rows[m]; i++)
+            to_row[m][t->new_to_orig[m][i]] = i;
+    }
+    for (uint64_t k = 0; k < x->nnz; k++)
+        for (unsigned r = 0; r < R; r++) {
+            double p = c->lambda[r] * x->val[k];
+            for (unsigned m = 0; m < N; m++)
+                p *= c->A[m][to_row[m][x->ind[m][k]] * R + r];
+            inner += p;
+        }
+    for (unsigned r = 0; r < R; r++)
+        for (unsigned q = 0; q < R; q++) {
+            double p = c->lambda[r] * c->lambda[q];
+            for (unsigned m = 0; m < N; m++) {
+                double g = 0;
+                for (uint64_t i = 0; i < t->rows[m]; i++)
+                    g += c->A[m][i * R + r] * c->A[m][i * R + q];
+                p *= g;
+            }
+            model += p;
+        }
+    for (unsigned m = 0; m < N; m++)
+        free(to_row[m]);
+    double resid = t->norm_sq - 2 * inner + model;
+    return 1 - sqrt(resid > 0 ? resid : 0) / sqrt(t->norm_sq);
+}
+
+/* The largest distance of a column's 2-norm from 1, over every factor. */
+static double column_norm_error(const amp_cpd *c)
+{
+    double worst = 0;
+    for (unsigned m = 0; m < c->nmodes; m++)
+        for (unsigned r = 0; r < c->rank; r++) {
+            double s = 0;
+            for (uint64_t i = 0; i < c->rows[m]; i++)
+                s += c->A[m][i * c->rank + r] * c->A[m][i * c->rank + r];
+            worst = fmax(worst, fabs(sqrt(s) - 1));
+        }
+    return worst;
+}
+
+/* A fit known in closed form: X = 3 e0 e0 e0 + 4 e1 e1 e1 has two
+ * orthogonal rank-1 terms; rank-1 ALS ends on one of them, leaving the
+ * other as the residual, so the fit 1 - |X - model| / |X| is 1 - 3/5 or
+ * 1 - 4/5 (a fit taken as 1 - |X - model|^2 / |X|^2 would give 0.64 or
+ * 0.36). Then lambda and the factors by value: on a random tensor the
+ * reported fit is the one the factors and lambda give, and the columns
+ * are normalized as documented (2-norm after the first iteration,
+ * max-norm after later ones). */
+static void test_als_values(void)
+{
+    amp_coo x;
+    amp_tensor t;
+    amp_cpd c;
+    amp_error err = {0};
+    if (amp_coo_init(&x, 3, &err) || amp_coo_reserve(&x, 2, &err))
+        exit(99);
+    for (unsigned m = 0; m < 3; m++) {
+        x.dims[m] = 2;
+        x.ind[m][0] = 0;
+        x.ind[m][1] = 1;
+    }
+    x.val[0] = 3;
+    x.val[1] = 4;
+    x.nnz = 2;
+    amp_cpd_opts o;
+    amp_cpd_opts_init(&o);
+    o.rank = 1;
+    o.max_iters = 200;
+    o.tol = 0;
+    o.threads = 1;
+    if (!prepare(&x, "closed.amp", 1, 1 << 20, &t)) {
+        skip(4, "no file");
+        amp_coo_free(&x);
+        return;
+    }
+    int okay = amp_cpd_init_random(&t, 1, 3, &c, &err) == AMP_OK &&
+               amp_cpu_als(&t, &o, &c, &err) == AMP_OK;
+    ok(okay && (fabs(c.fit - 0.4) < 1e-12 || fabs(c.fit - 0.2) < 1e-12),
+       "3 e0e0e0 + 4 e1e1e1 at rank 1: fit %.15f is 1 - 3/5 or 1 - 4/5", okay ? c.fit : NAN);
+    amp_cpd_free(&c);
+    amp_tensor_free(&t);
+    amp_coo_free(&x);
+
+    static const shape sh = {"values", 3, {40, 30, 20}, 900, 0};
+    random_tensor(&sh, 77, &x);
+    for (uint64_t k = 0; k < x.nnz; k++)
+        x.val[k] *= 1000;   /* columns above 1: max-norm takes something out */
+    if (!prepare(&x, "values.amp", 4, 1 << 20, &t)) {
+        skip(3, "no file");
+        amp_coo_free(&x);
+        return;
+    }
+    o.rank = 3;
+    for (unsigned iters = 1; iters <= 3; iters += 2) {
+        o.max_iters = iters;
+        okay = amp_cpd_init_random(&t, 3, 5, &c, &err) == AMP_OK &&
+               amp_cpu_als(&t, &o, &c, &err) == AMP_OK;
+        double mine = okay ? fit_from_factors(&x, &t, &c) : NAN;
+        ok(okay && fabs(mine - c.fit) < 1e-10,
+           "%u iteration%s: the fit %.12f is what lambda and the factors give (%.12f)", iters,
+           iters == 1 ? "" : "s", okay ? c.fit : NAN, mine);
+        if (iters == 1) {
+            double e = okay ? column_norm_error(&c) : NAN;
+            ok(okay && e < 1e-12, "after 1 iteration every column has 2-norm 1 (off by %.1e)", e);
+        } else {
+            /* Max-norm, never below 1: a column's largest entry is 1, or
+             * below 1 with nothing taken out (lambda 1 for the last mode). */
+            double worst = 0;
+            for (unsigned m = 0; okay && m < 3; m++)
+                for (unsigned r = 0; r < 3; r++) {
+                    double mx = 0;
+                    for (uint64_t i = 0; i < c.rows[m]; i++)
+                        mx = fmax(mx, fabs(c.A[m][i * 3 + r]));
+                    double e = mx > 1 - 1e-12 ? fabs(mx - 1)
+                               : m == 2 ? fabs(c.lambda[r] - 1) : 0;
+                    worst = fmax(worst, e);
+                }
+            ok(okay && worst < 1e-12, "after 3 iterations every column's largest |entry| is 1, "
+               "or below 1 with lambda 1 (off by %.1e)", worst);
+        }
+        amp_cpd_free(&c);
+    }
+    amp_tensor_free(&t);
+    amp_coo_free(&x);
+}
+
 static void test_als_aminoacid(void)
 {
     const char *dir = getenv("AMP_TEST_DATA");
@@ -652,7 +790,7 @@ static void test_factor_files(void)
 int main(void)
 {
     int nreal = for_each_shared_tensor(NULL, NULL);
-    plan(8 * 7 + 1 + nreal * 4 + 4 + 2 * nreal + 2 + 1 + 3 + 1 + 6 + (nreal == 0));
+    plan(8 * 7 + 1 + nreal * 4 + 4 + 2 * nreal + 2 + 1 + 3 + 1 + 6 + 5 + (nreal == 0));
     tap_real_data(nreal, getenv("AMP_TEST_DATA"));
     test_random_mttkrp();
     real_check mttkrp_check = {real_mttkrp}, pack_check = {real_stream_pack};
@@ -660,6 +798,7 @@ int main(void)
     test_stream_pack();
     for_each_shared_tensor(with_real, &pack_check);
     test_als_exact();
+    test_als_values();
     test_als_aminoacid();
     test_als_deterministic();
     test_als_rank_deficient();
