@@ -147,6 +147,17 @@ for f in "$FILES"/good-* "$FILES"/bad-* "$G"/good-* "$G"/bad-*; do
     corpus_case "$f"
     ncase=$((ncase + 1))
 done
+# The duplicates' values, not only their count: summed per coordinate
+# (1+3+0.5, 2+4, 5) in first-seen order, or kept as they came.
+run "$AMPED_PREP" -q -o "$T/dup-sum.tns" "$FILES/good-duplicates.tns"
+check_status "good-duplicates.tns: --duplicates=sum writes .tns" 0
+is "good-duplicates.tns: each coordinate's values summed" "$(cat "$T/dup-sum.tns" 2>/dev/null)" \
+    "$(printf '1 1 1 4.5\n2 2 2 6\n3 3 3 5')"
+run "$AMPED_PREP" -q --duplicates=keep -o "$T/dup-keep.tns" "$FILES/good-duplicates.tns"
+check_status "good-duplicates.tns: --duplicates=keep writes .tns" 0
+check "good-duplicates.tns: --duplicates=keep keeps every line" cmp -s "$T/dup-keep.tns" \
+    "$FILES/good-duplicates.tns"
+
 # A corpus that failed to be found would otherwise pass with 0 tests.
 check "the corpus has good and bad files ($ncase files)" test "$ncase" -ge 60
 
