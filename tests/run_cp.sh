@@ -69,6 +69,27 @@ run "$AMPED_RUN" --gpus 0 -r 4 --init "$T/nan" "$T/sample.amp"
 check_status "--init with a NaN in a factor fails" 1
 check_contains "--init: the NaN's file, line and column are named" "$RUN_ERR" "$T/nan.mode2.mat:2: value 3 is not a finite number"
 
+# ---- factors in the original index space, checked by value -----------------------
+# x(i,j,k) = i j k on i in {2,4,5}, j in {1,3}, k in {2,3}, with dims 6 x 4 x 3:
+# a rank-1 tensor with empty slices, so the file's rows are a relabelling
+# of the original ones. Rank-1 CP-ALS recovers it exactly, and mode 1's
+# factor, written in the original index space, must be 0 on the empty
+# slices 1, 3 and 6 and proportional to i on 2, 4 and 5.
+for i in 2 4 5; do for j in 1 3; do for k in 2 3; do
+    echo "$i $j $k $((i * j * k))"
+done; done; done >"$T/r1.tns"
+run "$AMPED_PREP" -q --dims=6,4,3 -o "$T/r1.amp" "$T/r1.tns"
+check_status "a rank-1 tensor with empty slices prepares" 0
+run "$AMPED_RUN" --gpus 0 -r 1 --iters 30 --tol 0 -t 2 -o "$T/r1" "$T/r1.amp"
+check_status "rank 1 on it: exit 0" 0
+check_contains "rank 1 on it: fit 1" "$RUN_OUT" "final fit: 1.0000000000"
+verdict=$(awk 'NF != 1 { print "line " NR ": " NF " values"; exit }
+    NR == 1 || NR == 3 || NR == 6 { if ($1 + 0 != 0) { print "row " NR " (empty slice) is " $1; exit } ; next }
+    { r = $1 / NR; if (seen && (r - first > 1e-9 * first || first - r > 1e-9 * first)) { print "row " NR " / " NR " = " r ", not " first; exit }
+      if (!seen) { first = r; seen = 1 } }
+    END { if (NR != 6) print NR " rows, not 6" }' "$T/r1.mode1.mat" 2>&1)
+is "mode 1's written rows: 0 on empty slices, proportional to the index elsewhere" "$verdict" ""
+
 # ---- npy ---------------------------------------------------------------------------
 run "$AMPED_RUN" --gpus 0 -q -r 3 --iters 2 --format npy -o "$T/n" "$T/sample.amp"
 check_status "--format npy: exit 0" 0
