@@ -44,6 +44,10 @@ pinv-multiply @@ run/cpu/als.c @@ sum += Q[i * R + k] * Q[j * R + k] / w[k]; @@ 
 gram-sum @@ run/cpu/als.c @@ w.V[k] *= w.G[m][k]; @@ w.V[k] += w.G[m][k]; @@ tests/test_cpd
 lambda-one @@ run/cpu/als.c @@ lambda[r] = first ? sqrt(sq) : (mx > 1 ? mx : 1); @@ lambda[r] = first ? sqrt(sq) : 1; @@ tests/test_cpd
 fit-squared @@ run/cpu/als.c @@ 1 - sqrt(resid > 0 ? resid : 0) / norm_x @@ 1 - (resid > 0 ? resid : 0) / (norm_x * norm_x) @@ tests/test_cpd
+converge-early @@ run/cpu/als.c @@         if (it > 0 && delta < o->tol) { @@         if (delta < o->tol) { @@ tests/test_cpd tests/run_cp.sh
+norm-abs @@ prep/build.c @@             s += v * v; @@             s += fabs(v); @@ tests/test_format tests/test_cpd
+deal-to-last @@ run/core/partition.c @@             if (pm->nnz[g] < pm->nnz[best]) @@             if (pm->nnz[g] >= pm->nnz[best]) @@ tests/test_partition
+ref-mode-skip @@ run/core/mttkrp_ref.c @@                 if (m == d) { @@                 if (m == d && 0) { @@ tests/test_cpd tests/test_partition
 EOF
 )
 

@@ -69,6 +69,15 @@ run "$AMPED_RUN" --gpus 0 -r 4 --init "$T/nan" "$T/sample.amp"
 check_status "--init with a NaN in a factor fails" 1
 check_contains "--init: the NaN's file, line and column are named" "$RUN_ERR" "$T/nan.mode2.mat:2: value 3 is not a finite number"
 
+# ---- the stopping rule ----------------------------------------------------------
+# The first iteration's change is the fit itself: on the sample it is below
+# --tol 1e-3, and the run must not stop there (the rule starts from the
+# second iteration); the second's change is below it, so it stops there.
+run "$AMPED_RUN" --gpus 0 -r 4 -t 2 --tol 1e-3 "$T/sample.amp"
+check_status "--tol 1e-3: exit 0" 0
+check_contains "--tol 1e-3: converged after 2 iterations, not after the first" "$RUN_OUT" \
+    "after 2 iterations (converged)"
+
 # ---- factors in the original index space, checked by value -----------------------
 # x(i,j,k) = i j k on i in {2,4,5}, j in {1,3}, k in {2,3}, with dims 6 x 4 x 3:
 # a rank-1 tensor with empty slices, so the file's rows are a relabelling
