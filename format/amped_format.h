@@ -92,7 +92,7 @@ typedef struct amp_meta {
     uint64_t nnz;
     uint64_t dims[AMP_MAX_MODES];           /* as the source declared or implied them */
     uint64_t compact_dims[AMP_MAX_MODES];   /* nonempty slices: the relabelled index range */
-    double norm_sq;                         /* sum of squared values, as stored */
+    double norm_sq;                         /* |X|^2: repeated coordinates summed */
     uint64_t source_size;                   /* bytes of the source file on disk */
     uint64_t source_hash;                   /* XXH3-64 of those bytes; 0: unknown */
     const char *source_name;                /* UTF-8, no NUL; "" when unknown */

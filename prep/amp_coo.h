@@ -31,6 +31,9 @@ typedef struct amp_coo {
     uint64_t *ind[AMP_MAX_MODES];   /* ind[m][k]: 0-based index of nonzero k in mode m */
     double *val;                    /* val[k] */
     uint64_t cap;                   /* capacity in nonzeros of ind[] and val */
+    /* 1 when no coordinate repeats (amp_coo_dedup found none, or summed or
+     * refused them); 0 when not known or when repeats were kept. */
+    int unique;
 } amp_coo;
 
 typedef enum amp_input_format {
@@ -94,6 +97,13 @@ amp_status amp_parse_tns_buffer(const char *name, const char *buf, size_t len,
  * thread count. name and display_base (0 or 1) shape the error message. */
 amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
                          int display_base, uint64_t *count, amp_error *err);
+
+/* What repeated coordinates add to the sum of the squared values to make
+ * it the squared norm of the tensor they sum to: over every coordinate
+ * that repeats, (the sum of its values)^2 minus the sum of their squares
+ * (each value first rounded to f32 when f32 is set). 0 when none repeats.
+ * Deterministic for any thread count. */
+amp_status amp_coo_repeat_norm_sq(const amp_coo *t, int f32, double *delta, amp_error *err);
 
 /* Write t as FROSTT text (1-based, values printed to round-trip exactly)
  * or FROSTT binary v1; through a temporary file renamed into place. */

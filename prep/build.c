@@ -1536,6 +1536,13 @@ static amp_status value_summary(const amp_coo *t, amp_value_choice choice, amp_v
     for (uint64_t b = 0; b < nblocks; b++)
         total += part[b];
     free(part);
+    /* Kept repeats are one entry of the tensor the MTTKRP sees (their
+     * values add), so its norm squares their sum. */
+    if (!t->unique) {
+        double delta;
+        AMP_CHECK(amp_coo_repeat_norm_sq(t, f32, &delta, err));
+        total += delta;
+    }
     if (!isfinite(total))
         return AMP_FAIL(err, AMP_ERR_RANGE, "the sum of the squared values overflows double "
                         "precision (values near 1e154 or larger); scale the tensor down");

@@ -370,14 +370,17 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
 {
     const uint64_t nnz = t->nnz;
     *count = 0;
-    if (nnz < 2)
+    if (nnz < 2) {
+        t->unique = 1;
         return AMP_OK;
+    }
     dedup_scratch s;
     dup_pair *all = NULL;
     uint64_t *isdup = NULL;
     amp_status rc;
     AMP_CHECK_GOTO(scratch_init(&s, nnz, err), rc, done);
     AMP_CHECK_GOTO(find_duplicates(t, &s, count, err), rc, done);
+    t->unique = *count == 0 || policy != AMP_DUP_KEEP;
     if (*count == 0 || policy == AMP_DUP_KEEP)
         goto done;
     AMP_CHECK_GOTO(duplicates_in_order(&s, *count, &all, err), rc, done);
@@ -391,5 +394,47 @@ done:
     scratch_free(&s, nnz);
     free(all);
     free(isdup);
+    return rc;
+}
+
+static int by_first(const void *a, const void *b)
+{
+    const dup_pair *x = a, *y = b;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+amp_status amp_coo_repeat_norm_sq(const amp_coo *t, int f32, double *delta, amp_error *err)
+{
+    const uint64_t nnz = t->nnz;
+    uint64_t count = 0;
+    *delta = 0;
+    if (nnz < 2)
+        return AMP_OK;
+    dedup_scratch s;
+    dup_pair *all = NULL;
+    amp_status rc;
+    AMP_CHECK_GOTO(scratch_init(&s, nnz, err), rc, done);
+    AMP_CHECK_GOTO(find_duplicates(t, &s, &count, err), rc, done);
+    if (count == 0)
+        goto done;
+    AMP_CHECK_GOTO(duplicates_in_order(&s, count, &all, err), rc, done);
+    /* Each coordinate's entries together: its first, then the repeats. */
+    qsort(all, (size_t)count, sizeof *all, by_first);
+    for (uint64_t i = 0; i < count;) {
+        uint64_t first = all[i].first;
+        double v = f32 ? (double)(float)t->val[first] : t->val[first];
+        double sum = v, sq = v * v;
+        for (; i < count && all[i].first == first; i++) {
+            v = f32 ? (double)(float)t->val[all[i].k] : t->val[all[i].k];
+            sum += v;
+            sq += v * v;
+        }
+        *delta += sum * sum - sq;
+    }
+done:
+    scratch_free(&s, nnz);
+    free(all);
     return rc;
 }

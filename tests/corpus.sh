@@ -157,6 +157,22 @@ run "$AMPED_PREP" -q --duplicates=keep -o "$T/dup-keep.tns" "$FILES/good-duplica
 check_status "good-duplicates.tns: --duplicates=keep writes .tns" 0
 check "good-duplicates.tns: --duplicates=keep keeps every line" cmp -s "$T/dup-keep.tns" \
     "$FILES/good-duplicates.tns"
+# Kept repeats still stand for one entry, their sum: the norm and the fit
+# are the summed tensor's (sqrt(4.5^2 + 6^2 + 5^2) = 9.01388, not the
+# 7.43303 of the squares of the six values).
+for d in sum keep; do
+    run "$AMPED_PREP" -q --duplicates=$d -o "$T/dup-$d.amp" "$FILES/good-duplicates.tns"
+    check_status "good-duplicates.tns: --duplicates=$d writes .amp" 0
+    run "$AMPED_RUN" --info "$T/dup-$d.amp"
+    check_contains "good-duplicates.tns, --duplicates=$d: the norm is the summed tensor's" \
+        "$RUN_OUT" "norm 9.01388"
+    run "$AMPED_RUN" -q --rank 2 --iters 3 --seed 1 --json "$T/dup-$d.json" "$T/dup-$d.amp"
+    check_status "good-duplicates.tns, --duplicates=$d: amped-run runs" 0
+done
+fit_of() { sed -n 's/.*"final_fit": *\([^,}]*\).*/\1/p' "$1" 2>/dev/null; }
+fk=$(fit_of "$T/dup-keep.json") fs=$(fit_of "$T/dup-sum.json")
+check "good-duplicates.tns: the same fit with repeats kept as summed ($fk, $fs; 1e-12)" \
+    awk -v a="$fk" -v b="$fs" 'BEGIN { d = a - b; exit !(a != "" && b != "" && d < 1e-12 && -d < 1e-12) }'
 
 # A corpus that failed to be found would otherwise pass with 0 tests.
 check "the corpus has good and bad files ($ncase files)" test "$ncase" -ge 60
