@@ -518,6 +518,88 @@ static void test_als_values(void)
     amp_coo_free(&x);
 }
 
+/* Fit sequences against the textbook CP-ALS (cp_ref.h) from the same
+ * starting factors: every iteration's fit within 1e-10, and after the last
+ * lambda and the factors within 1e-8 (normwise), on one thread and on the
+ * default count. f64, where only the order of the sums differs. */
+#define REF_ITERS 12
+static void check_against_ref(const char *name, const amp_coo *x, const amp_tensor *t,
+                              unsigned R, unsigned iters)
+{
+    cp_ref_tensor rx;
+    if (!cp_ref_tensor_from(x, &rx)) {
+        skip(4, "out of memory for the reference");
+        return;
+    }
+    for (int threads = 1; threads >= 0; threads--) {
+        amp_cpd_opts o;
+        amp_cpd_opts_init(&o);
+        o.rank = R;
+        o.max_iters = iters;
+        o.tol = 0;
+        o.threads = threads;
+        fit_log log = {0};
+        o.on_iter = fit_log_add;
+        o.ctx = &log;
+        amp_cpd c;
+        amp_error err = {0};
+        double fit_gap = NAN, factor_gap = NAN;
+        int okay = amp_cpd_init_random(t, R, 11, &c, &err) == AMP_OK &&
+                   amp_cpu_als(t, &o, &c, &err) == AMP_OK;
+        int compared = okay && compare_with_ref(&rx, t, R, 11, iters, &log, &c, &fit_gap,
+                                                &factor_gap);
+        ok(compared && fit_gap <= 1e-10, "%s, rank %u, %s thread%s: %u fits within %.1e of "
+           "the textbook CP-ALS's (last %.12f)", name, R, threads ? "1" : "default",
+           threads == 1 ? "" : "s", iters, fit_gap, okay ? c.fit : NAN);
+        ok(compared && factor_gap <= 1e-8, "%s, rank %u, %s thread%s: lambda and factors "
+           "within %.1e of the textbook's", name, R, threads ? "1" : "default",
+           threads == 1 ? "" : "s", factor_gap);
+        if (okay)
+            amp_cpd_free(&c);
+    }
+    cp_ref_tensor_free(&rx);
+}
+
+#define REF_SHAPES 3
+static void test_als_reference(void)
+{
+    static const struct {
+        shape s;
+        unsigned rank;
+    } cases[REF_SHAPES] = {
+        {{"3 modes", 3, {60, 50, 40}, 4000, 0}, 5},
+        {{"4 modes, power-law, empty slices", 4, {300, 200, 100, 50}, 3000, 1}, 4},
+        {{"5 modes", 5, {30, 25, 20, 15, 10}, 3000, 0}, 3},
+    };
+    for (int i = 0; i < REF_SHAPES; i++) {
+        amp_coo x;
+        amp_tensor t;
+        random_tensor(&cases[i].s, 900 + (uint64_t)i, &x);
+        if (prepare(&x, "ref.amp", 8, 997, &t)) {
+            check_against_ref(cases[i].s.name, &x, &t, cases[i].rank, REF_ITERS);
+            amp_tensor_free(&t);
+        } else {
+            skip(4, "no file");
+        }
+        amp_coo_free(&x);
+    }
+}
+
+static void ref_real(const char *path, const char *name, void *ctx)
+{
+    (void)ctx;
+    amp_coo x;
+    amp_tensor t;
+    if (!read_prepared(path, "ref_real.amp", &x, &t, NULL)) {
+        ok(0, "%s prepares", name);
+        skip(3, "no file");
+        return;
+    }
+    check_against_ref(name, &x, &t, 5, REF_ITERS);
+    amp_tensor_free(&t);
+    amp_coo_free(&x);
+}
+
 static void test_als_aminoacid(void)
 {
     const char *dir = getenv("AMP_TEST_DATA");
@@ -790,7 +872,8 @@ static void test_factor_files(void)
 int main(void)
 {
     int nreal = for_each_shared_tensor(NULL, NULL);
-    plan(8 * 7 + 1 + nreal * 4 + 4 + 2 * nreal + 2 + 1 + 3 + 1 + 6 + 5 + (nreal == 0));
+    plan(8 * 7 + 1 + nreal * 4 + 4 + 2 * nreal + 2 + 1 + 3 + 1 + 6 + 5 + (nreal == 0) +
+         4 * REF_SHAPES + 4 * nreal);
     tap_real_data(nreal, getenv("AMP_TEST_DATA"));
     test_random_mttkrp();
     real_check mttkrp_check = {real_mttkrp}, pack_check = {real_stream_pack};
@@ -799,6 +882,8 @@ int main(void)
     for_each_shared_tensor(with_real, &pack_check);
     test_als_exact();
     test_als_values();
+    test_als_reference();
+    for_each_shared_tensor(ref_real, NULL);
     test_als_aminoacid();
     test_als_deterministic();
     test_als_rank_deficient();

@@ -473,6 +473,52 @@ static int check_gpu_als(const char *name, const amp_tensor *t, unsigned R, uint
     return check_gpu_als_as(name, t, R, chunk, 1);
 }
 
+/* The GPU's f64 fit sequence against the textbook CP-ALS (cp_ref.h) from
+ * the same starting factors, resident and streamed: every iteration's fit
+ * within 1e-10, lambda and the factors after the last within 1e-8
+ * (normwise). */
+#define REF_RANK 5
+#define REF_ITERS 12
+#define REF_CHECKS 4
+static void check_gpu_ref(const char *name, const amp_coo *x, const amp_tensor *t,
+                          uint64_t chunk)
+{
+    cp_ref_tensor rx;
+    if (!cp_ref_tensor_from(x, &rx)) {
+        skip(REF_CHECKS, "out of memory for the reference");
+        return;
+    }
+    for (int streamed = 0; streamed < 2; streamed++) {
+        amp_gpu_tensor *g = NULL;
+        amp_error err = {0};
+        amp_cpd c = {0};
+        amp_cpd_opts o;
+        amp_cpd_opts_init(&o);
+        o.rank = REF_RANK;
+        o.max_iters = REF_ITERS;
+        o.tol = 0;
+        fit_log log = {0};
+        o.on_iter = fit_log_add;
+        o.ctx = &log;
+        double fit_gap = NAN, factor_gap = NAN;
+        int okay = amp_gpu_tensor_upload(0, t, streamed ? chunk : 0, &g, &err) == AMP_OK &&
+                   amp_cpd_init_random(t, REF_RANK, 11, &c, &err) == AMP_OK &&
+                   amp_gpu_cpd_als(g, t, &o, &c, &err) == AMP_OK;
+        if (!okay)
+            diag("%s", amp_error_message(&err));
+        int compared = okay && compare_with_ref(&rx, t, REF_RANK, 11, REF_ITERS, &log, &c,
+                                                &fit_gap, &factor_gap);
+        const char *how = streamed ? "streamed" : "resident";
+        ok(compared && fit_gap <= 1e-10, "%s, %s: %u f64 fits within %.1e of the textbook "
+           "CP-ALS's (last %.12f)", name, how, REF_ITERS, fit_gap, okay ? c.fit : NAN);
+        ok(compared && factor_gap <= 1e-8, "%s, %s: lambda and factors within %.1e of the "
+           "textbook's", name, how, factor_gap);
+        amp_cpd_free(&c);
+        amp_gpu_tensor_free(g);
+    }
+    cp_ref_tensor_free(&rx);
+}
+
 static const unsigned all_ranks[] = {1, 7, 16, 32, 33, 64, 200};
 #define NRANKS 7
 /* Streamed: chunks of an odd size, so rows and key blocks are cut. */
@@ -506,7 +552,7 @@ static void test_random(void)
         amp_file *f = NULL;
         if (!prepare_open(&x, "gpu.amp", 8, 997, &t, &f)) {
             skip(2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS + STREAM_CHECKS +
-                     2 * FROM_FILE_CHECKS + GROUP_CHECKS + GAP_CHECKS, "no file");
+                     2 * FROM_FILE_CHECKS + GROUP_CHECKS + GAP_CHECKS + REF_CHECKS, "no file");
             amp_coo_free(&x);
             continue;
         }
@@ -539,6 +585,12 @@ static void test_random(void)
         check_gpu_als(shapes[i].name, &t, 7, STREAM_CHUNK);
         check_two_groups(shapes[i].name, &t);
         check_with_gap(shapes[i].name, &t);
+        /* 10^6 rows a mode: the reference's dense factors (every index's
+         * row) would take seconds a Gram. */
+        if (shapes[i].dims[0] >= 1000000)
+            skip(REF_CHECKS, "dimensions of 10^6: too large for the textbook reference");
+        else
+            check_gpu_ref(shapes[i].name, &x, &t, STREAM_CHUNK);
         amp_tensor_free(&t);
         amp_coo_free(&x);
     }
@@ -698,7 +750,7 @@ static void one_real(const char *path, const char *name, void *ctx)
     amp_file *f = NULL;
     if (!read_prepared(path, "real.amp", &x, &t, &f)) {
         skip(2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS + STREAM_CHECKS +
-                 2 * FROM_FILE_CHECKS, "does not read or prepare");
+                 2 * FROM_FILE_CHECKS + REF_CHECKS, "does not read or prepare");
         return;
     }
     check_gpu_mttkrp_as(name, &t, all_ranks, NRANKS, 0, 1);
@@ -710,6 +762,7 @@ static void one_real(const char *path, const char *name, void *ctx)
     check_gpu_als(name, &t, 32, 0);
     check_gpu_mttkrp(name, &t, stream_ranks, STREAM_RANKS, STREAM_CHUNK * 8);
     check_gpu_als(name, &t, 7, STREAM_CHUNK * 8);
+    check_gpu_ref(name, &x, &t, STREAM_CHUNK * 8);
     amp_tensor_free(&t);
     amp_coo_free(&x);
 }
@@ -728,9 +781,11 @@ int main(void)
         plan_skip_all("no CUDA device");
     plan(2 + 2 * (count < 16 ? count : 16) + 3 + SOLVE_CHECKS +
          NSHAPES * (2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS + STREAM_CHECKS +
-                    2 * FROM_FILE_CHECKS + GROUP_CHECKS + GAP_CHECKS) + 2 * ALS_CHECKS + 1 +
-         1 + for_each_shared_tensor(NULL, NULL) * (2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS +
-                                                   STREAM_CHECKS + 2 * FROM_FILE_CHECKS));
+                    2 * FROM_FILE_CHECKS + GROUP_CHECKS + GAP_CHECKS + REF_CHECKS) +
+         2 * ALS_CHECKS + 1 + 1 +
+         for_each_shared_tensor(NULL, NULL) * (2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS +
+                                               STREAM_CHECKS + 2 * FROM_FILE_CHECKS +
+                                               REF_CHECKS));
     is_int(rc, AMP_OK, "device query succeeds");
     ok(count > 0, "%d device%s found", count, count == 1 ? "" : "s");
     for (int i = 0; i < count && i < 16; i++) {

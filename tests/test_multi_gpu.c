@@ -294,6 +294,53 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
     amp_cpd_free(&one);
 }
 
+/* Two GPUs' f64 fit sequence against the textbook CP-ALS (cp_ref.h) from
+ * the same starting factors, in four configurations: every iteration's fit
+ * within 1e-10, lambda and the factors after the last within 1e-8
+ * (normwise). */
+#define REF_RANK 5
+#define REF_ITERS 12
+static void check_ref(const char *name, const amp_coo *x, const amp_tensor *t, uint64_t chunk)
+{
+    static const int which[] = {0, 1, 2, 4};   /* of configs[] */
+    cp_ref_tensor rx;
+    if (!cp_ref_tensor_from(x, &rx)) {
+        skip(2 * 4, "out of memory for the reference");
+        return;
+    }
+    for (int k = 0; k < 4; k++) {
+        const config *cf = &configs[which[k]];
+        amp_gpu_run *run = NULL;
+        amp_error err = {0};
+        amp_cpd c = {0};
+        amp_cpd_opts o;
+        amp_cpd_opts_init(&o);
+        o.rank = REF_RANK;
+        o.max_iters = REF_ITERS;
+        o.tol = 0;
+        fit_log log = {0};
+        o.on_iter = fit_log_add;
+        o.ctx = &log;
+        amp_gpu_als_opts go = {0};
+        double fit_gap = NAN, factor_gap = NAN;
+        int okay = open_run(t, 2, cf, REF_RANK, 0, chunk, &run, &err) == AMP_OK &&
+                   amp_cpd_init_random(t, REF_RANK, 11, &c, &err) == AMP_OK &&
+                   amp_gpu_run_als(run, t, &o, &go, &c, &err) == AMP_OK;
+        if (!okay)
+            diag("%s", amp_error_message(&err));
+        amp_gpu_run_close(run);
+        int compared = okay && compare_with_ref(&rx, t, REF_RANK, 11, REF_ITERS, &log, &c,
+                                                &fit_gap, &factor_gap);
+        ok(compared && fit_gap <= 1e-10, "%s, %s: %u f64 fits on 2 GPUs within %.1e of the "
+           "textbook CP-ALS's (last %.12f)", name, cf->name, REF_ITERS, fit_gap,
+           okay ? c.fit : NAN);
+        ok(compared && factor_gap <= 1e-8, "%s, %s: lambda and factors within %.1e of the "
+           "textbook's", name, cf->name, factor_gap);
+        amp_cpd_free(&c);
+    }
+    cp_ref_tensor_free(&rx);
+}
+
 static void test_random(void)
 {
     static const shape shapes[] = {
@@ -309,6 +356,8 @@ static void test_random(void)
         random_tensor(&shapes[i], 700 + i, &x);
         if (ok(prepare_open(&x, "multi.amp", 16, 997, &t, &f), "%s: prepares", shapes[i].name)) {
             check_tensor(shapes[i].name, &t, STREAM_CHUNK);
+            if (shapes[i].dims[0] < 1000000)   /* else too large for the reference */
+                check_ref(shapes[i].name, &x, &t, STREAM_CHUNK);
             amp_tensor_free(&t);
             amp_file_close(f);
         }
@@ -382,6 +431,7 @@ static void one_real(const char *path, const char *name, void *ctx)
     amp_file *f = NULL;
     if (ok(read_prepared(path, "multi_real.amp", &x, &t, &f), "%s: prepares", name)) {
         check_tensor(name, &t, STREAM_CHUNK * 8);
+        check_ref(name, &x, &t, STREAM_CHUNK * 8);
         amp_tensor_free(&t);
         amp_file_close(f);
         amp_coo_free(&x);
