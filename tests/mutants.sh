@@ -3,27 +3,78 @@
 # the tests are judged by the bugs they catch). Not part of `make check`.
 #
 #   tests/mutants.sh [--list] [--keep] [ID...]
+#   tests/mutants.sh --export DIR [ID...]      (build the GPU mutants here)
+#   tests/mutants.sh --run-exported DIR        (run them on a GPU machine)
 #
 # Copies the committed tree (git archive HEAD) to a scratch folder, builds
-# it once (CPU only unless AMP_MUTANTS_CUDA=1, for the GPU machine), then
-# for each mutant: replaces one exact piece of text in one file (it must
-# occur exactly once), rebuilds, runs the tests named for it, and restores
-# the file. A mutant is "caught" when a named test fails, "MISSED" when all
-# pass, "unbuildable" when the mutant does not compile, and "stale" when
-# its text is no longer in the file (the table needs updating). Prints one
-# line per mutant and the counts; exits 1 unless every mutant is caught.
+# it once (CPU only unless AMP_MUTANTS_CUDA=1), then for each mutant:
+# replaces one exact piece of text in one file (it must occur exactly
+# once), rebuilds, runs the tests named for it, and restores the file. A
+# mutant is "caught" when a named test fails, "MISSED" when all pass,
+# "unbuildable" when the mutant does not compile, and "stale" when its text
+# is no longer in the file (the table needs updating). Prints one line per
+# mutant and the counts; exits 1 unless every mutant run is caught.
+#
+# GPU mutants (every test they name is tests/test_gpu or
+# tests/test_multi_gpu) run only with AMP_MUTANTS_CUDA=1 on a machine with
+# two GPUs; otherwise they are listed as not run, which is no failure.
+# Where the GPU machine cannot build (no headers, no libtool), --export
+# builds them here with CUDA and copies each one's test programs, and the
+# unmutated ones (base/), into DIR; --run-exported DIR runs them there
+# (AMP_TEST_DATA as below). A mutant is caught there when a test fails that
+# passes in base/, when its program crashes or stops early, or when it
+# runs past AMP_MUTANTS_TIMEOUT seconds (default 300; a hang).
 # AMP_TEST_DATA as for make check (default ../shared/data).
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-list=0 keep=0
+list=0 keep=0 export_dir= run_dir=
 want=()
-for a in "$@"; do
-    case $a in
+while [ $# -gt 0 ]; do
+    case $1 in
     --list) list=1 ;;
     --keep) keep=1 ;;
-    *) want+=("$a") ;;
+    --export) export_dir=$2; shift ;;
+    --run-exported) run_dir=$2; shift ;;
+    *) want+=("$1") ;;
     esac
+    shift
 done
+export AMP_TEST_DATA="${AMP_TEST_DATA:-$src/../shared/data}"
+limit=${AMP_MUTANTS_TIMEOUT:-300}
+
+# The TAP lines of one test program run in the current folder: "ok" lines
+# dropped, so what is left is failures, the plan and any crash message.
+tap_failures() {
+    timeout "$limit" "$1" 2>&1 | grep -v '^ok ' | grep -E '^(not ok|1\.\.|Bail out)' \
+        | sed -e 's/ # .*//'
+    echo "exit ${PIPESTATUS[0]}"
+}
+
+if [ -n "$run_dir" ]; then
+    cd "$run_dir" || exit 1
+    caught=0 missed=0
+    for prog in base/*; do
+        (cd base && tap_failures "./${prog##*/}") >"base.${prog##*/}.out"
+    done
+    for d in */; do
+        id=${d%/}
+        [ "$id" = base ] && continue
+        verdict=MISSED
+        for prog in "$id"/*; do
+            name=${prog##*/}
+            (cd "$id" && tap_failures "./$name") >"$id.$name.out"
+            if ! cmp -s "$id.$name.out" "base.$name.out"; then
+                first=$(grep -vxF -f "base.$name.out" "$id.$name.out" | head -1)
+                verdict="caught by $name ($(grep -c '^not ok' "$id.$name.out") failing, $(grep -c '^not ok' "base.$name.out") in base; first new: ${first:0:100})"
+            fi
+        done
+        printf '%-20s %s\n' "$id" "$verdict"
+        case $verdict in MISSED) missed=$((missed + 1)) ;; *) caught=$((caught + 1)) ;; esac
+    done
+    echo "$caught caught, $missed missed"
+    [ "$missed" -eq 0 ]
+    exit
+fi
 
 # id | file | text | replacement | tests (make check TESTS=...)
 # The fields are separated by " @@ "; the text is literal.
@@ -48,6 +99,20 @@ converge-early @@ run/cpu/als.c @@         if (it > 0 && delta < o->tol) { @@   
 norm-abs @@ prep/build.c @@             s += v * v; @@             s += fabs(v); @@ tests/test_format tests/test_cpd
 deal-to-last @@ run/core/partition.c @@             if (pm->nnz[g] < pm->nnz[best]) @@             if (pm->nnz[g] >= pm->nnz[best]) @@ tests/test_partition
 ref-mode-skip @@ run/core/mttkrp_ref.c @@                 if (m == d) { @@                 if (m == d && 0) { @@ tests/test_cpd tests/test_partition
+keep-norm @@ prep/build.c @@         total += delta; @@         total += 0 * delta; @@ tests/corpus.sh tests/test_cpd
+cpu-inner @@ run/cpu/als.c @@ p.in[r] += x[r] * m[r]; @@ p.in[r] += x[r]; @@ tests/test_cpd
+init-lambda-first @@ run/core/factor_io.c @@         unsigned L = t->nmodes - 1; @@         unsigned L = 0; @@ tests/test_cpd tests/run_cp.sh
+stream-pack-shift @@ run/cuda/stream_pack.c @@ out |= amp_blco_field(key, w, l->shift[m], l->width[m]) << s->shift[m]; @@ out |= amp_blco_field(key, w, l->shift[m], l->width[m]) << (s->shift[m] + 1); @@ tests/test_cpd
+gpu-hadamard-mode @@ run/cuda/als_gpu.cu @@ amp_gpu_hadamard(&gs, u->d, R, w->V, w->s) @@ amp_gpu_hadamard(&gs, u->prev, R, w->V, w->s) @@ tests/test_gpu tests/test_multi_gpu
+gpu-lambda-floor @@ run/cuda/als_kernels.cu @@ double l = first ? sqrt(totals[r]) / p : fmax(totals[2 * R + r] / p, 1.0); @@ double l = first ? sqrt(totals[r]) / p : totals[2 * R + r] / p; @@ tests/test_gpu tests/test_multi_gpu
+gpu-pinv-multiply @@ run/cuda/als_kernels.cu @@ Qs[k] = wk > cut ? Q[k] / wk : 0; @@ Qs[k] = wk > cut ? Q[k] * wk : 0; @@ tests/test_gpu tests/test_multi_gpu
+gpu-solve-inner @@ run/cuda/als_solve.cu @@ in += a[u] * m[u]; @@ in += a[u]; @@ tests/test_gpu tests/test_multi_gpu
+gpu-team-sum @@ run/cuda/mttkrp.cu @@ p[u][j] *= x[m][u][j]; @@ p[u][j] += x[m][u][j]; @@ tests/test_gpu tests/test_multi_gpu
+gpu-lane-mul @@ run/cuda/mttkrp.cu @@ a.x *= b.x; a.y *= b.y; } @@ a.x *= b.x; a.y *= b.x; } @@ tests/test_gpu tests/test_multi_gpu
+gpu-packed-sign @@ run/cuda/mttkrp.cu @@ : (int64_t)(raw << (64 - a.qbits)) >> (64 - a.qbits); @@ : (int64_t)raw; @@ tests/test_gpu tests/test_multi_gpu
+gpu-fit-lambda @@ run/cuda/als_kernels.cu @@ double h = lambda[k / R] * lambda[k % R]; @@ double h = lambda[k / R]; @@ tests/test_gpu tests/test_multi_gpu
+nccl-max-as-sum @@ run/comm/comm_nccl.cu @@ max ? ncclMax : ncclSum @@ ncclSum @@ tests/test_multi_gpu
+nccl-recv-own @@ run/comm/comm_nccl.cu @@ r = ncclRecv(b + offset[peer] * es, count[peer] @@ r = ncclRecv(b + offset[c->gpu] * es, count[peer] @@ tests/test_multi_gpu
 EOF
 )
 
@@ -56,20 +121,35 @@ if [ "$list" = 1 ]; then
     exit 0
 fi
 
+# Whether every test a mutant names needs a GPU.
+gpu_only() {
+    local t
+    for t in $1; do
+        case $t in tests/test_gpu | tests/test_multi_gpu) ;; *) return 1 ;; esac
+    done
+}
+
+if [ -n "$export_dir" ]; then
+    mkdir -p "$export_dir" && export_dir=$(cd "$export_dir" && pwd) || exit 1
+    AMP_MUTANTS_CUDA=1
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/amped-mutants.XXXXXX") || exit 1
 [ "$keep" = 1 ] || trap 'rm -rf "$work"' EXIT
 (cd "$src" && git archive HEAD) | tar -x -C "$work" || exit 1
 cd "$work" || exit 1
 cuda=--without-cuda
 [ "${AMP_MUTANTS_CUDA:-0}" = 1 ] && cuda=
-export AMP_TEST_DATA="${AMP_TEST_DATA:-$src/../shared/data}"
 echo "mutants: building the unmutated tree in $work"
 { autoreconf -fi && mkdir -p _b && cd _b && ../configure $cuda && make -j"$(nproc)" &&
     make -j"$(nproc)" check TESTS=; } >"$work/build.log" 2>&1 ||
     { echo "mutants: the unmutated tree does not build (see $work/build.log)"; keep=1; exit 1; }
 cd "$work/_b" || exit 1
+if [ -n "$export_dir" ]; then
+    mkdir -p "$export_dir/base"
+    cp tests/test_gpu tests/test_multi_gpu "$export_dir/base/" || exit 1
+fi
 
-caught=0 missed=0 other=0
+caught=0 missed=0 other=0 skipped=0 exported=0
 while IFS= read -r line; do
     [ -n "$line" ] || continue
     id=${line%% @@ *}; rest=${line#* @@ }
@@ -77,6 +157,15 @@ while IFS= read -r line; do
     from=${rest%% @@ *}; rest=${rest#* @@ }
     to=${rest%% @@ *}; tests=${rest#* @@ }
     if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qx -- "$id"; then
+        continue
+    fi
+    if gpu_only "$tests"; then
+        if [ "${AMP_MUTANTS_CUDA:-0}" != 1 ]; then
+            printf '%-20s not run: a GPU mutant (AMP_MUTANTS_CUDA=1, or --export)\n' "$id"
+            skipped=$((skipped + 1))
+            continue
+        fi
+    elif [ -n "$export_dir" ]; then
         continue
     fi
     cp "../$file" "$work/orig"
@@ -91,6 +180,15 @@ while IFS= read -r line; do
         printf '%-20s unbuildable (%s)\n' "$id" "$file"
         other=$((other + 1))
     else
+        if [ -n "$export_dir" ]; then
+            mkdir -p "$export_dir/$id"
+            for t in $tests; do cp "$t" "$export_dir/$id/"; done
+            printf '%-20s exported (%s)\n' "$id" "$tests"
+            exported=$((exported + 1))
+            cp "$work/orig" "../$file"
+            touch "../$file"
+            continue
+        fi
         # shellcheck disable=SC2086
         make check TESTS="$tests" >"$work/mutant.log" 2>&1
         fails=$(grep -cE '^(FAIL|ERROR):' "$work/mutant.log")
@@ -106,5 +204,10 @@ while IFS= read -r line; do
     touch "../$file"
 done <<<"$mutants"
 make -j"$(nproc)" >/dev/null 2>&1
-echo "$caught caught, $missed missed, $other not run"
+if [ -n "$export_dir" ]; then
+    echo "$exported exported to $export_dir, $other not built"
+    [ "$other" -eq 0 ]
+    exit
+fi
+echo "$caught caught, $missed missed, $other not run, $skipped GPU mutants not run here"
 [ "$missed" -eq 0 ] && [ "$other" -eq 0 ]
