@@ -39,7 +39,7 @@ enum {
     OPT_LIST_DEVICES = 256, OPT_INFO, OPT_VERIFY, OPT_ITERS, OPT_TOL, OPT_SEED, OPT_INIT,
     OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK, OPT_GPUS, OPT_DEVICE_MEMORY,
     OPT_MEMORY, OPT_STREAM_CHUNK, OPT_DEVICES, OPT_PARTITION, OPT_OVERLAP, OPT_HOST_MEMORY,
-    OPT_SEND_PARTS
+    OPT_SEND_PARTS, OPT_METHOD, OPT_CONSTRAINT, OPT_L1, OPT_L2, OPT_ADMM_INNER, OPT_ADMM_TOL
 };
 
 static const struct option long_options[] = {
@@ -50,6 +50,13 @@ static const struct option long_options[] = {
     {"seed", required_argument, NULL, OPT_SEED},
     {"init", required_argument, NULL, OPT_INIT},
     {"precision", required_argument, NULL, OPT_PRECISION},
+    /* constrained methods */
+    {"method", required_argument, NULL, OPT_METHOD},
+    {"constraint", required_argument, NULL, OPT_CONSTRAINT},
+    {"l1", required_argument, NULL, OPT_L1},
+    {"l2", required_argument, NULL, OPT_L2},
+    {"admm-inner", required_argument, NULL, OPT_ADMM_INNER},
+    {"admm-tol", required_argument, NULL, OPT_ADMM_TOL},
     /* output */
     {"output", required_argument, NULL, 'o'},
     {"format", required_argument, NULL, OPT_FORMAT},
@@ -80,8 +87,8 @@ static void usage(void)
     amp_cpd_opts d;
     amp_cpd_opts_init(&d);
     printf("Usage: amped-run [OPTION]... FILE.amp\n"
-           "Compute a CP decomposition (CP-ALS) of the tensor that amped-prep prepared\n"
-           "in FILE.amp.\n"
+           "Compute a CP decomposition (CP-ALS, or non-negative and regularized CP) of\n"
+           "the tensor that amped-prep prepared in FILE.amp.\n"
            "\n"
            "Decomposition:\n"
            "  -r, --rank=R         rank of the decomposition, 1 to %u (default %u)\n"
@@ -92,6 +99,19 @@ static void usage(void)
            "      --init=PREFIX    start from PREFIX.mode1.mat ... (text, as -o writes)\n"
            "      --precision=P    f64 or f32: the MTTKRP's arithmetic; the rank-by-rank\n"
            "                       algebra is f64 either way (default f64)\n"
+           "\n"
+           "Constraints (see amped-run(1), METHODS):\n"
+           "      --method=M       als (unconstrained), ao-admm, mu (multiplicative\n"
+           "                       updates) or hals (default als)\n"
+           "      --constraint=C   none or nonneg, for every mode or as a list, one per\n"
+           "                       mode: nonneg,none,nonneg (default none; mu: nonneg)\n"
+           "      --l1=L           sparsity penalty L sum|a| per factor, one value or a\n"
+           "                       list per mode (default 0)\n"
+           "      --l2=L           ridge penalty (L/2) |A|^2, one value or a list\n"
+           "                       (default 0)\n"
+           "      --admm-inner=N   AO-ADMM inner iterations, 1 to %u (default %u)\n"
+           "      --admm-tol=T     AO-ADMM: a row stops its inner iterations once its\n"
+           "                       residuals are below T relative (default 0: never)\n"
            "\n"
            "Output:\n"
            "  -o, --output=PREFIX  write the factors as PREFIX.mode1.mat ... PREFIX.modeN.mat\n"
@@ -148,7 +168,7 @@ static void usage(void)
            "\n"
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
            "Report bugs to: %s\n", AMP_CPU_MAX_RANK, d.rank, d.max_iters, d.tol, d.seed,
-           AMP_SEND_PARTS_MAX,
+           AMP_ADMM_INNER_MAX, d.admm_inner, AMP_SEND_PARTS_MAX,
            AMP_STREAM_CHUNK_DEFAULT, PACKAGE_BUGREPORT);
 }
 
@@ -214,6 +234,8 @@ typedef struct run_args {
     amp_factor_format format;
     int mttkrp_only, check, quiet;
     amp_run_report report;
+    amp_mode_rule rule[AMP_MAX_MODES];   /* each mode's, from opts.rules */
+    int late_usage;            /* the options disagree with the file: exit 2 */
 } run_args;
 
 static void on_iter(void *ctx, unsigned iter, double fit, double delta, double seconds)
@@ -506,11 +528,18 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
     AMP_CHECK(amp_file_open(a->path, &s->f, err));
     AMP_CHECK(amp_tensor_load_layout(s->f, &s->t, err));
     s->have_t = 1;
+    /* A constraint list's length is checked against the modes before the
+     * nonzeros are read. */
+    if (amp_rules_resolve(&a->opts, s->t.nmodes, a->rule, err) != AMP_OK) {
+        a->late_usage = 1;
+        return err->status;
+    }
     if (a->check)
         AMP_CHECK(load_nonzeros(a, s->f, s->threads, &s->t, err));
     a->report.path = a->path;
     a->report.t = &s->t;
     a->report.opts = &a->opts;
+    a->report.rule = a->rule;
     a->report.backend = "cpu";
     a->report.threads = s->threads;
     a->report.seconds_load = amp_now() - s->t_start;
@@ -565,8 +594,25 @@ static void print_loaded(const run_args *a, const run_state *s)
 static amp_status decompose(run_args *a, run_state *s, amp_error *err)
 {
     if (!a->quiet) {
-        printf("cp-als:    rank %u, at most %u iterations, tol %g\n", a->opts.rank,
+        char label[16];
+        snprintf(label, sizeof label, "%s:", a->opts.method == AMP_METHOD_ALS ? "cp-als"
+                                            : amp_method_name(a->opts.method));
+        printf("%-10s rank %u, at most %u iterations, tol %g\n", label, a->opts.rank,
                a->opts.max_iters, a->opts.tol);
+        if (a->opts.method != AMP_METHOD_ALS) {
+            printf("           constraints");
+            for (unsigned m = 0; m < s->t.nmodes; m++)
+                printf("%s%s", m ? "," : " ", amp_constraint_name(a->rule[m].constraint));
+            printf("; l1");
+            for (unsigned m = 0; m < s->t.nmodes; m++)
+                printf("%s%g", m ? "," : " ", a->rule[m].l1);
+            printf("; l2");
+            for (unsigned m = 0; m < s->t.nmodes; m++)
+                printf("%s%g", m ? "," : " ", a->rule[m].l2);
+            if (a->opts.method == AMP_METHOD_ADMM)
+                printf("; %u inner iterations, tol %g", a->opts.admm_inner, a->opts.admm_tol);
+            printf("\n");
+        }
         if (a->init)
             printf("           starting factors from %s.mode*.mat\n", a->init);
         else
@@ -605,11 +651,14 @@ static void print_summary(const run_args *a, const run_state *s)
                c->seconds[AMP_PHASE_NORMALIZE], c->seconds[AMP_PHASE_FIT],
                a->report.seconds_output, a->report.seconds_total);
     else
-        printf("time:      load %.3f, mttkrp %.3f, gram %.3f, solve %.3f, normalize %.3f, "
+        printf("time:      load %.3f, mttkrp %.3f, gram %.3f, %s %.3f, normalize %.3f, "
                "fit %.3f, output %.3f, total %.3f s\n", a->report.seconds_load,
                c->seconds[AMP_PHASE_MTTKRP], c->seconds[AMP_PHASE_GRAM],
-               c->seconds[AMP_PHASE_SOLVE], c->seconds[AMP_PHASE_NORMALIZE],
-               c->seconds[AMP_PHASE_FIT], a->report.seconds_output, a->report.seconds_total);
+               a->opts.method == AMP_METHOD_ALS ? "solve" : "update",
+               c->seconds[a->opts.method == AMP_METHOD_ALS ? AMP_PHASE_SOLVE
+                                                           : AMP_PHASE_UPDATE],
+               c->seconds[AMP_PHASE_NORMALIZE], c->seconds[AMP_PHASE_FIT],
+               a->report.seconds_output, a->report.seconds_total);
     if (s->gr && amp_gpu_run_count(s->gr) > 1)
         printf("           nccl %.3f (the slowest GPU's time of each phase)\n",
                c->seconds[AMP_PHASE_COMM]);
@@ -665,6 +714,12 @@ static int run(run_args *a)
     goto done;
 fail:
     amp_log_error(&err);
+    /* A usage error that only the file could reveal (a constraint list
+     * of the wrong length): the status of one, with the hint. */
+    if (a->late_usage) {
+        fprintf(stderr, "Try '%s --help' for more information.\n", PROGRAM);
+        status = 2;
+    }
 done:
     amp_gpu_run_close(s.gr);
     free(s.rg);
@@ -702,6 +757,53 @@ static int parse_devices(const char *text, amp_gpu_opts *g, amp_error *err)
     return -1;
 }
 
+/* --constraint: none or nonneg, once or per mode. */
+static int parse_constraints(const char *text, amp_rules *r, amp_error *err)
+{
+    static const char *const names[] = {"none", "nonneg", NULL};
+    char buf[1024];
+    if (strlen(text) >= sizeof buf)
+        return amp_usage_error(PROGRAM, "--constraint: the list is too long");
+    strcpy(buf, text);
+    unsigned n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        int choice;
+        if (n == AMP_MAX_MODES)
+            return amp_usage_error(PROGRAM, "--constraint: more than %d values",
+                                   AMP_MAX_MODES);
+        if (amp_parse_choice(tok, names, "--constraint", &choice, err))
+            return USAGE_FAIL(err);
+        r->constraint[n++] = choice == 1 ? AMP_CONSTRAINT_NONNEG : AMP_CONSTRAINT_NONE;
+    }
+    if (n == 0)
+        return amp_usage_error(PROGRAM, "--constraint needs none or nonneg");
+    r->n_constraint = n;
+    return -1;
+}
+
+/* --l1, --l2: a penalty, once or per mode. */
+static int parse_penalties(const char *text, const char *what, double *v, unsigned *count,
+                           amp_error *err)
+{
+    char buf[1024];
+    if (strlen(text) >= sizeof buf)
+        return amp_usage_error(PROGRAM, "%s: the list is too long", what);
+    strcpy(buf, text);
+    unsigned n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (n == AMP_MAX_MODES)
+            return amp_usage_error(PROGRAM, "%s: more than %d values", what, AMP_MAX_MODES);
+        if (amp_parse_double(tok, 0, 1e300, what, &v[n++], err))
+            return USAGE_FAIL(err);
+    }
+    if (n == 0)
+        return amp_usage_error(PROGRAM, "%s needs a value", what);
+    *count = n;
+    return -1;
+}
+
 /* One option of the decomposition or the GPUs: -1 when taken, else the
  * exit status (a usage error); 0 when the option is none of these. */
 static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
@@ -710,6 +812,7 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
     static const char *const formats[] = {"text", "npy", NULL};
     static const char *const memories[] = {"auto", "resident", "stream", "compressed", NULL};
     static const char *const partitions[] = {"shards", "equal-nnz", NULL};
+    static const char *const methods[] = {"als", "ao-admm", "mu", "hals", NULL};
     uint64_t u;
     int choice;
     switch (c) {
@@ -736,6 +839,25 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
             return USAGE_FAIL(err);
         a->opts.precision = choice == 1 ? AMP_PRECISION_F32 : AMP_PRECISION_F64;
         return -1;
+    case OPT_METHOD:
+        if (amp_parse_choice(optarg, methods, "--method", &choice, err))
+            return USAGE_FAIL(err);
+        a->opts.method = (amp_method)choice;
+        return -1;
+    case OPT_CONSTRAINT:
+        return parse_constraints(optarg, &a->opts.rules, err);
+    case OPT_L1:
+        return parse_penalties(optarg, "--l1", a->opts.rules.l1, &a->opts.rules.n_l1, err);
+    case OPT_L2:
+        return parse_penalties(optarg, "--l2", a->opts.rules.l2, &a->opts.rules.n_l2, err);
+    case OPT_ADMM_INNER:
+        if (amp_parse_u64(optarg, 1, AMP_ADMM_INNER_MAX, "--admm-inner", &u, err))
+            return USAGE_FAIL(err);
+        a->opts.admm_inner = (unsigned)u;
+        return -1;
+    case OPT_ADMM_TOL:
+        return amp_parse_double(optarg, 0, 1, "--admm-tol", &a->opts.admm_tol, err)
+                   ? USAGE_FAIL(err) : -1;
     case 'o':
         a->output = optarg;
         return -1;
@@ -852,6 +974,20 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
     if (a->gpu.overlap && a->gpu_als.send_parts > 1)
         return amp_usage_error(PROGRAM, "--overlap sends a mode's rows during the next MTTKRP, "
                                "--send-parts=%u during its own: give one", a->gpu_als.send_parts);
+    if (a->opts.method != AMP_METHOD_ALS) {
+        /* The GPU backend's update kernels are not there yet: the
+         * constrained methods run on the CPU. */
+        if (a->gpus > 0 && a->gpus != AMP_GPUS_AUTO)
+            return amp_usage_error(PROGRAM, "--method %s runs on the CPU backend in this "
+                                   "version: give --gpus 0 (or leave --gpus out)",
+                                   amp_method_name(a->opts.method));
+        a->gpus = 0;
+    }
+    if (a->opts.method == AMP_METHOD_MU && a->opts.rules.n_constraint == 0) {
+        /* MU keeps factors non-negative whatever it is told: say so. */
+        a->opts.rules.n_constraint = 1;
+        a->opts.rules.constraint[0] = AMP_CONSTRAINT_NONNEG;
+    }
     a->path = argv[optind];
     return -1;
 }

@@ -107,7 +107,8 @@ static void put_double_array(sbuf *b, const double *v, unsigned n)
 amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_error *err)
 {
     static const char *const phase_names[AMP_NPHASES] = {"mttkrp", "gram", "solve",
-                                                         "normalize", "fit", "comm"};
+                                                         "normalize", "fit", "comm",
+                                                         "update"};
     const amp_tensor *t = r->t;
     sbuf b = {0};
     put(&b, "{\n  \"tensor\": {\"path\": ");
@@ -134,6 +135,26 @@ amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_
         r->opts->precision == AMP_PRECISION_F32 ? "f32" : "f64", r->opts->seed);
     put_number(&b, r->opts->tol);
     put(&b, ",\n  \"max_iters\": %u,\n", r->opts->max_iters);
+    put(&b, "  \"method\": \"%s\"", amp_method_name(r->opts->method));
+    if (r->rule) {
+        put(&b, ",\n  \"constraints\": [");
+        for (unsigned m = 0; m < t->nmodes; m++)
+            put(&b, "%s\"%s\"", m ? ", " : "", amp_constraint_name(r->rule[m].constraint));
+        double l1[AMP_MAX_MODES], l2[AMP_MAX_MODES];
+        for (unsigned m = 0; m < t->nmodes; m++) {
+            l1[m] = r->rule[m].l1;
+            l2[m] = r->rule[m].l2;
+        }
+        put(&b, "],\n  \"l1\": ");
+        put_double_array(&b, l1, t->nmodes);
+        put(&b, ",\n  \"l2\": ");
+        put_double_array(&b, l2, t->nmodes);
+    }
+    if (r->opts->method == AMP_METHOD_ADMM) {
+        put(&b, ",\n  \"admm_inner\": %u,\n  \"admm_tol\": ", r->opts->admm_inner);
+        put_number(&b, r->opts->admm_tol);
+    }
+    put(&b, ",\n");
     if (r->mttkrp_mode_seconds) {
         double total = 0;
         for (unsigned m = 0; m < t->nmodes; m++)

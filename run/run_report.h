@@ -28,6 +28,7 @@ typedef struct amp_run_report {
     const char *path;
     const amp_tensor *t;
     const amp_cpd_opts *opts;
+    const amp_mode_rule *rule;   /* each mode's constraint and penalties, or NULL */
     const char *backend;       /* "cpu" or "gpu" */
     const char *device;        /* the GPU's name, or NULL */
     double stream_bytes_per_nnz;   /* streamed GPU runs: host-to-device bytes per nonzero per mode */

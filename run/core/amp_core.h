@@ -129,6 +129,51 @@ double amp_mttkrp_min_bytes(const amp_tensor *t, unsigned rank, size_t factor_si
 
 typedef enum amp_precision { AMP_PRECISION_F64 = 0, AMP_PRECISION_F32 } amp_precision;
 
+/* How a factor is updated from its MTTKRP M and V, the Hadamard product
+ * of the other modes' Grams (every method reads a row of M, the row
+ * itself and V alone, so rows update independently):
+ *   ALS      A = M V^-1 (unconstrained least squares)
+ *   AO-ADMM  rho = trace(V)/R; inner iterations
+ *            At = (M + rho (A + U)) (V + rho I)^-1, A = prox(At - U),
+ *            U = U + A - At, the dual U kept per mode across iterations
+ *   MU       A = max(eps, A .* (M - l1)+ ./ (A V + l2 A + eps))
+ *   HALS     per row, column by column r:
+ *            a_r = [m_r - l1 - sum_{q != r} a_q V_qr] / (V_rr + l2),
+ *            floored at eps where non-negative
+ * The penalties of a mode are l1 sum |a| + (l2 / 2) |A|_F^2 on the
+ * factor as it is updated (the others normalized); prox is the
+ * projection and shrinkage they give: max(0, .) where non-negative,
+ * soft-thresholding by l1 / rho, scaling by rho / (rho + l2). */
+typedef enum amp_method {
+    AMP_METHOD_ALS = 0, AMP_METHOD_ADMM, AMP_METHOD_MU, AMP_METHOD_HALS
+} amp_method;
+#define AMP_NMETHODS 4
+
+typedef enum amp_constraint { AMP_CONSTRAINT_NONE = 0, AMP_CONSTRAINT_NONNEG } amp_constraint;
+
+/* The floor of MU and HALS: an entry at 0 could never grow again. */
+#define AMP_UPDATE_EPS 1e-12
+/* AO-ADMM's inner iterations: the default and the most. */
+#define AMP_ADMM_INNER_DEFAULT 5u
+#define AMP_ADMM_INNER_MAX 1000u
+
+/* One mode's rule, as the backends apply it. */
+typedef struct amp_mode_rule {
+    amp_constraint constraint;
+    double l1, l2;
+} amp_mode_rule;
+
+/* The rules as given: n_* values, 1 meaning every mode. */
+typedef struct amp_rules {
+    unsigned n_constraint, n_l1, n_l2;
+    amp_constraint constraint[AMP_MAX_MODES];
+    double l1[AMP_MAX_MODES], l2[AMP_MAX_MODES];
+} amp_rules;
+
+/* "als", "ao-admm", "mu", "hals"; "none", "nonneg". */
+const char *amp_method_name(amp_method m);
+const char *amp_constraint_name(amp_constraint c);
+
 typedef struct amp_cpd_opts {
     unsigned rank;             /* the decomposition rank: amp_rank_check */
     unsigned max_iters;
@@ -136,14 +181,29 @@ typedef struct amp_cpd_opts {
     uint64_t seed;
     amp_precision precision;   /* of the MTTKRP; the R x R algebra is f64 */
     int threads;               /* 0: OpenMP default */
+    amp_method method;
+    amp_rules rules;           /* constraints and penalties; none for ALS */
+    unsigned admm_inner;       /* AO-ADMM inner iterations (the most, with admm_tol) */
+    /* AO-ADMM: a row stops its inner iterations once its primal and dual
+     * residuals |A - At| and |A - A_before| are both below admm_tol times
+     * |A|; 0: always admm_inner. Per row, so no reduction across rows or
+     * GPUs, and the result does not depend on how rows are split. */
+    double admm_tol;
     /* Called after every iteration, from the calling thread. */
     void (*on_iter)(void *ctx, unsigned iter, double fit, double delta, double seconds);
     void *ctx;
 } amp_cpd_opts;
 
+/* Each of nmodes modes' rule from o (checked: a list has one value or
+ * nmodes; ALS takes no constraint or penalty; MU takes non-negativity on
+ * every mode). */
+amp_status amp_rules_resolve(const amp_cpd_opts *o, unsigned nmodes, amp_mode_rule *rule,
+                             amp_error *err);
+
 enum {
     AMP_PHASE_MTTKRP, AMP_PHASE_GRAM, AMP_PHASE_SOLVE, AMP_PHASE_NORMALIZE, AMP_PHASE_FIT,
     AMP_PHASE_COMM,   /* collectives between GPUs (multi-GPU runs only) */
+    AMP_PHASE_UPDATE, /* a constrained method's update (ALS: the solve) */
     AMP_NPHASES
 };
 

@@ -23,6 +23,8 @@ void amp_cpd_opts_init(amp_cpd_opts *o)
     o->tol = 1e-5;
     o->seed = 1;
     o->precision = AMP_PRECISION_F64;
+    o->method = AMP_METHOD_ALS;
+    o->admm_inner = AMP_ADMM_INNER_DEFAULT;
 }
 
 /* ---- factors ------------------------------------------------------------- */

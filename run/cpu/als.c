@@ -1,4 +1,6 @@
-/* CP-ALS on the CPU (Kolda and Bader; the papers' Algorithm 1).
+/* CP-ALS on the CPU (Kolda and Bader; the papers' Algorithm 1), and the
+ * same outer loop for the constrained methods, whose row updates replace
+ * the solve (update.c).
  *
  * Per iteration and mode d: M = MTTKRP(d); V = the Hadamard product of the
  * other modes' Gram matrices; A_d = M V^-1, V inverted through Cholesky
@@ -155,28 +157,49 @@ typedef struct update_out {
     double *inner;   /* R: column sums of A .* M before scaling */
 } update_out;
 
+/* The method's update of one mode (AMP_METHOD_ALS: a solve). ua: the
+ * constrained methods' arguments, U AO-ADMM's dual of this mode (NULL
+ * otherwise), uscratch per-thread scratch of uscratch_bytes each. */
+typedef struct method_work {
+    amp_update_args ua;
+    double *U;
+    char *uscratch;
+    size_t uscratch_bytes;
+} method_work;
+
 static amp_status update_mode(const double *M, uint64_t rows, unsigned R, const double *V,
                               int first, int T, double *L, double *P, double *scratch,
                               double *A, float *A32, update_out *out, int *pinv_used,
-                              double *seconds, amp_error *err)
+                              method_work *mw, double *seconds, amp_error *err)
 {
     double t0 = amp_now();
-    int use_pinv;
-    AMP_CHECK(factor_gram(V, R, L, P, &use_pinv, err));
-    if (use_pinv)
-        *pinv_used = 1;
+    const int als = mw->ua.method == AMP_METHOD_ALS;
+    if (als) {
+        int use_pinv;
+        AMP_CHECK(factor_gram(V, R, L, P, &use_pinv, err));
+        if (use_pinv)
+            *pinv_used = 1;
+    } else {
+        mw->ua.V = V;
+        if (mw->ua.method == AMP_METHOD_ADMM)
+            AMP_CHECK(amp_cpu_admm_prepare(&mw->ua, P, err));
+    }
 #pragma omp parallel num_threads(T)
     {
         int me = amp_thread_id();
         partials p = thread_partials(scratch, me, R);
         memset(p.G, 0, ((size_t)R * R + 3 * (size_t)R) * sizeof *p.G);
         uint64_t a = amp_part_start(rows, me, T), b = amp_part_start(rows, me + 1, T);
+        double *us = (double *)(mw->uscratch + (size_t)me * mw->uscratch_bytes);
         for (uint64_t lo = a; lo < b; lo += UPDATE_BLOCK) {
             uint64_t hi = b - lo < UPDATE_BLOCK ? b : lo + UPDATE_BLOCK, n = hi - lo;
             double *Ab = A + lo * R;
             const double *Mb = M + lo * R;
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)R, (int)R,
-                        1.0, Mb, (int)R, P, (int)R, 0.0, Ab, (int)R);
+            if (als)
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)R, (int)R,
+                            1.0, Mb, (int)R, P, (int)R, 0.0, Ab, (int)R);
+            else
+                amp_cpu_update_rows(&mw->ua, Mb, Ab, mw->U ? mw->U + lo * R : NULL, n, us);
             for (uint64_t i = 0; i < n; i++) {
                 const double *x = Ab + i * R, *m = Mb + i * R;
 #pragma omp simd
@@ -189,7 +212,7 @@ static amp_status update_mode(const double *M, uint64_t rows, unsigned R, const 
             gram_rows(A, lo, hi, R, p.G);
         }
     }
-    seconds[AMP_PHASE_SOLVE] += amp_now() - t0;
+    seconds[als ? AMP_PHASE_SOLVE : AMP_PHASE_UPDATE] += amp_now() - t0;
 
     t0 = amp_now();
     double *lambda = out->lambda;
@@ -210,12 +233,17 @@ static amp_status update_mode(const double *M, uint64_t rows, unsigned R, const 
     for (unsigned r = 0; r < R; r++)
         inv[r] = 1 / lambda[r];
     int64_t n = (int64_t)rows;
+    double *U = mw->U;
 #pragma omp parallel for schedule(static) num_threads(T)
     for (int64_t i = 0; i < n; i++) {
         double *x = A + (uint64_t)i * R;
 #pragma omp simd
         for (unsigned r = 0; r < R; r++)
             x[r] *= inv[r];
+        /* The dual is in the factor's units: it keeps pace. */
+        if (U != NULL)
+            for (unsigned r = 0; r < R; r++)
+                U[(uint64_t)i * R + r] *= inv[r];
         if (A32 != NULL)
             for (unsigned r = 0; r < R; r++)
                 A32[(uint64_t)i * R + r] = (float)x[r];
@@ -255,6 +283,10 @@ typedef struct als_work {
     double *G[AMP_MAX_MODES];
     double *V, *L, *P, *inner, *scratch;
     amp_cpu_mttkrp_ws *ws;
+    /* The constrained methods: AO-ADMM's duals, the threads' scratch. */
+    double *U[AMP_MAX_MODES];
+    size_t u_bytes[AMP_MAX_MODES];
+    method_work mw;
 } als_work;
 
 static void work_free(als_work *w, unsigned N)
@@ -270,6 +302,9 @@ static void work_free(als_work *w, unsigned N)
     free(w->P);
     free(w->inner);
     free(w->scratch);
+    for (unsigned m = 0; m < N; m++)
+        amp_huge_free(w->U[m], w->u_bytes[m]);
+    free(w->mw.uscratch);
     amp_cpu_mttkrp_ws_free(w->ws);
 }
 
@@ -302,6 +337,23 @@ static amp_status work_new(const amp_tensor *t, const amp_cpd_opts *o, als_work 
     }
     if (ok && amp_cpu_mttkrp_ws_new(w->T, R, &w->ws, err) != AMP_OK)
         ok = 0;
+    amp_update_args *ua = &w->mw.ua;
+    ua->method = o->method;
+    ua->rank = R;
+    ua->inner = o->admm_inner;
+    ua->admm_tol = o->admm_tol;
+    if (ok && o->method != AMP_METHOD_ALS) {
+        /* Cache lines apart, so the threads' scratch never shares one. */
+        w->mw.uscratch_bytes = (amp_cpu_update_scratch(ua, UPDATE_BLOCK) + 63) / 64 * 64;
+        if (w->mw.uscratch_bytes > 0)
+            ok = (w->mw.uscratch = malloc((size_t)w->T * w->mw.uscratch_bytes)) != NULL;
+    }
+    for (unsigned m = 0; m < N && ok && o->method == AMP_METHOD_ADMM; m++) {
+        w->u_bytes[m] = (size_t)t->rows[m] * R * sizeof(double) + 1;
+        ok = (w->U[m] = amp_huge_alloc(w->u_bytes[m], "AO-ADMM's dual", err)) != NULL;
+        if (ok)
+            memset(w->U[m], 0, w->u_bytes[m]);
+    }
     if (!ok) {
         work_free(w, N);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the CP-ALS work space");
@@ -338,6 +390,26 @@ static void mttkrp(const amp_tensor *t, unsigned d, const amp_cpd *c, als_work *
     }
 }
 
+/* The constrained methods improve the factor they start from rather than
+ * replace it, so it must start at the model's scale: the scale the last
+ * update put into lambda goes into this mode's columns (and its dual's),
+ * which leaves the model as it is. ALS needs no start. */
+static void warm_start(const amp_cpd *c, unsigned d, double *U, int T)
+{
+    (void)T;   /* without OpenMP */
+    const unsigned R = c->rank;
+    const double *lambda = c->lambda;
+    int64_t n = (int64_t)c->rows[d];
+    double *A = c->A[d];
+#pragma omp parallel for schedule(static) num_threads(T)
+    for (int64_t i = 0; i < n; i++)
+        for (unsigned r = 0; r < R; r++) {
+            A[(uint64_t)i * R + r] *= lambda[r];
+            if (U != NULL)
+                U[(uint64_t)i * R + r] *= lambda[r];
+        }
+}
+
 /* BLAS and LAPACK run inside our OpenMP threads, one thread each. */
 static void blas_one_thread(void)
 {
@@ -354,6 +426,8 @@ amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
     als_work w;
     if (R != o->rank)
         return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", R, o->rank);
+    amp_mode_rule rule[AMP_MAX_MODES];
+    AMP_CHECK(amp_rules_resolve(o, N, rule, err));
     AMP_CHECK(work_new(t, o, &w, err));
     blas_one_thread();
     amp_status rc = AMP_OK;
@@ -382,10 +456,14 @@ amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
                     for (size_t k = 0; k < (size_t)R * R; k++)
                         w.V[k] *= w.G[m][k];
             c->seconds[AMP_PHASE_GRAM] += amp_now() - now;
+            if (o->method != AMP_METHOD_ALS)
+                warm_start(c, d, w.U[d], w.T);
             update_out out = {c->lambda, w.G[d], w.inner};
+            w.mw.ua.rule = rule[d];
+            w.mw.U = w.U[d];
             AMP_CHECK_GOTO(update_mode(w.M, c->rows[d], R, w.V, it == 0, w.T, w.L, w.P,
                                        w.scratch, c->A[d], f32 ? w.A32[d] : NULL, &out,
-                                       &c->pinv_used, c->seconds, err),
+                                       &c->pinv_used, &w.mw, c->seconds, err),
                            rc, done);
         }
         /* <X, model> = sum_r lambda_r sum_i A_{N-1}(i, r) M(i, r), M being

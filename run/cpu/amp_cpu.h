@@ -33,9 +33,38 @@ void amp_cpu_mttkrp_f64(const amp_tensor *t, unsigned d, const double *const *A,
 void amp_cpu_mttkrp_f32(const amp_tensor *t, unsigned d, const float *const *A, unsigned rank,
                     float *M, amp_cpu_mttkrp_ws *ws);
 
+/* ---- the constrained methods' update (amp_method) ----------------------- */
+
+/* What one mode's update needs besides its rows: the method, the mode's
+ * rule, V (R x R, row-major, symmetric: the Hadamard product of the other
+ * modes' Grams) and, for AO-ADMM, rho and P = (V + rho I)^-1
+ * (amp_cpu_admm_prepare). */
+typedef struct amp_update_args {
+    amp_method method;
+    amp_mode_rule rule;
+    unsigned rank;
+    unsigned inner;       /* AO-ADMM: inner iterations, the most */
+    double admm_tol;      /* AO-ADMM: a row's stopping tolerance; 0: none */
+    double rho;
+    const double *V, *P;
+} amp_update_args;
+
+/* AO-ADMM: rho = trace(V) / R and P = (V + rho I)^-1 (R x R, caller's),
+ * set in a. */
+amp_status amp_cpu_admm_prepare(amp_update_args *a, double *P, amp_error *err);
+/* Bytes of scratch amp_cpu_update_rows needs for n rows. */
+size_t amp_cpu_update_scratch(const amp_update_args *a, uint64_t n);
+/* Rows [0, n) of a factor A (n x R, row-major) updated in place by a's
+ * method from their MTTKRP M (n x R); U (n x R) is AO-ADMM's dual
+ * (updated; NULL for the others). One thread, f64: the reference of
+ * every GPU update kernel. */
+void amp_cpu_update_rows(const amp_update_args *a, const double *M, double *A, double *U,
+                         uint64_t n, double *scratch);
+
 /* ---- CP-ALS -------------------------------------------------------------- */
 
-/* Run CP-ALS from the factors in c (random or read). */
+/* Run CP-ALS, or the constrained method o->method, from the factors in c
+ * (random or read). */
 amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
                        amp_error *err);
 

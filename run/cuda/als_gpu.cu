@@ -1191,6 +1191,9 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
     const unsigned ngpus = p ? p->ngpus : 1;
     if (c->rank != o->rank)
         return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", c->rank, o->rank);
+    if (o->method != AMP_METHOD_ALS)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "the GPU backend runs CP-ALS only; --method "
+                        "%s runs on the CPU (--gpus 0)", amp_method_name(o->method));
     if (ngpus > 1 && comms == NULL)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%u GPUs need their communicators", ngpus);
     als_run *run = new (std::nothrow) als_run;

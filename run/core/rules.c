@@ -1,0 +1,61 @@
+/* The methods' names and the check of their constraints and penalties
+ * against the tensor's modes. */
+#include <config.h>
+
+#include <math.h>
+
+#include "amp_core.h"
+
+const char *amp_method_name(amp_method m)
+{
+    static const char *const names[AMP_NMETHODS] = {"als", "ao-admm", "mu", "hals"};
+    return (unsigned)m < AMP_NMETHODS ? names[m] : "?";
+}
+
+const char *amp_constraint_name(amp_constraint c)
+{
+    return c == AMP_CONSTRAINT_NONNEG ? "nonneg" : "none";
+}
+
+/* Value i of a list of n (1: the same for every mode). */
+static unsigned pick(unsigned n, unsigned i)
+{
+    return n <= 1 ? 0 : i;
+}
+
+amp_status amp_rules_resolve(const amp_cpd_opts *o, unsigned nmodes, amp_mode_rule *rule,
+                             amp_error *err)
+{
+    const amp_rules *r = &o->rules;
+    static const char *const what[3] = {"--constraint", "--l1", "--l2"};
+    const unsigned n[3] = {r->n_constraint, r->n_l1, r->n_l2};
+    for (int k = 0; k < 3; k++)
+        if (n[k] > 1 && n[k] != nmodes)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "%s lists %u values and the tensor has %u "
+                            "modes: give one value, or one per mode", what[k], n[k], nmodes);
+    int any = 0;
+    for (unsigned m = 0; m < nmodes; m++) {
+        rule[m].constraint = r->n_constraint ? r->constraint[pick(r->n_constraint, m)]
+                                             : AMP_CONSTRAINT_NONE;
+        rule[m].l1 = r->n_l1 ? r->l1[pick(r->n_l1, m)] : 0;
+        rule[m].l2 = r->n_l2 ? r->l2[pick(r->n_l2, m)] : 0;
+        if (!(rule[m].l1 >= 0 && rule[m].l2 >= 0 && isfinite(rule[m].l1) &&
+              isfinite(rule[m].l2)))
+            return AMP_FAIL(err, AMP_ERR_USAGE, "mode %u: penalties must be finite and not "
+                            "negative", m + 1);
+        any |= rule[m].constraint != AMP_CONSTRAINT_NONE || rule[m].l1 > 0 || rule[m].l2 > 0;
+        /* MU multiplies: it cannot leave the non-negative orthant, and
+         * cannot reach a factor that needs negative entries. */
+        if (o->method == AMP_METHOD_MU && rule[m].constraint != AMP_CONSTRAINT_NONNEG)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "--method mu keeps factors non-negative and "
+                            "needs --constraint nonneg on every mode (mode %u has none); "
+                            "ao-admm and hals take other constraints", m + 1);
+    }
+    if (o->method == AMP_METHOD_ALS && any)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--method als takes no constraint or penalty: "
+                        "use --method ao-admm, hals or mu");
+    if (o->method == AMP_METHOD_ADMM && (o->admm_inner < 1 || o->admm_inner > AMP_ADMM_INNER_MAX))
+        return AMP_FAIL(err, AMP_ERR_USAGE, "AO-ADMM takes 1 to %u inner iterations, not %u",
+                        AMP_ADMM_INNER_MAX, o->admm_inner);
+    return AMP_OK;
+}

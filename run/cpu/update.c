@@ -1,0 +1,163 @@
+/* The constrained methods' update of a factor's rows (amp_method in
+ * amp_core.h has the formulas), on the CPU: blocks of rows through BLAS
+ * where the method multiplies by an R x R matrix (AO-ADMM, MU), HALS row
+ * by row (its columns depend on each other within a row). This is the f64
+ * reference the GPU's update kernels are checked against. */
+#include <config.h>
+
+#include <math.h>
+#include <string.h>
+
+#include <cblas.h>
+#include <lapacke.h>
+
+#include "amp_cpu.h"
+
+size_t amp_cpu_update_scratch(const amp_update_args *a, uint64_t n)
+{
+    /* AO-ADMM: At, M + rho (A + U), and a flag per row; MU: A V. */
+    size_t R = a->rank;
+    return a->method == AMP_METHOD_ADMM ? (2 * n * R + n) * sizeof(double)
+         : a->method == AMP_METHOD_MU   ? n * R * sizeof(double)
+                                        : 0;
+}
+
+amp_status amp_cpu_admm_prepare(amp_update_args *a, double *P, amp_error *err)
+{
+    const unsigned R = a->rank;
+    double tr = 0;
+    for (unsigned r = 0; r < R; r++)
+        tr += a->V[r * R + r];
+    /* V is a product of Grams: positive semi-definite, so rho > 0 makes
+     * V + rho I definite. A zero trace (every other factor zero) leaves
+     * nothing to fit; any rho will do. */
+    a->rho = tr > 0 && isfinite(tr) ? tr / R : 1;
+    memcpy(P, a->V, (size_t)R * R * sizeof *P);
+    for (unsigned r = 0; r < R; r++)
+        P[r * R + r] += a->rho;
+    lapack_int info = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)R, P, (lapack_int)R);
+    if (info == 0)
+        info = LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'U', (lapack_int)R, P, (lapack_int)R);
+    if (info != 0)
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "V + rho I (rho %g) is not positive definite "
+                        "(LAPACK info %d): V is not a product of Gram matrices", a->rho,
+                        (int)info);
+    for (unsigned i = 0; i < R; i++)
+        for (unsigned j = 0; j < i; j++)
+            P[i * R + j] = P[j * R + i];
+    a->P = P;
+    return AMP_OK;
+}
+
+/* prox of the mode's rule for a step 1 / rho: shrink by l1 / rho, project,
+ * scale by rho / (rho + l2). */
+static inline double prox(double z, const amp_mode_rule *rule, double rho)
+{
+    double t = rule->l1 / rho, s = rho / (rho + rule->l2);
+    if (rule->constraint == AMP_CONSTRAINT_NONNEG)
+        return z > t ? (z - t) * s : 0;
+    return z > t ? (z - t) * s : z < -t ? (z + t) * s : 0;
+}
+
+static void admm_rows(const amp_update_args *a, const double *M, double *A, double *U,
+                      uint64_t n, double *scratch)
+{
+    const unsigned R = a->rank;
+    const double rho = a->rho;
+    double *At = scratch, *T = At + n * R, *active = T + n * R;
+    for (uint64_t i = 0; i < n; i++)
+        active[i] = 1;
+    uint64_t live = n;
+    for (unsigned it = 0; it < a->inner && live > 0; it++) {
+        /* At = (M + rho (A + U)) P, all rows (BLAS does a block at the
+         * cost of a few rows); rows that stopped keep their values. */
+        for (uint64_t k = 0; k < n * R; k++)
+            T[k] = M[k] + rho * (A[k] + U[k]);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)R, (int)R, 1.0,
+                    T, (int)R, a->P, (int)R, 0.0, At, (int)R);
+        for (uint64_t i = 0; i < n; i++) {
+            if (active[i] == 0)
+                continue;
+            double *x = A + i * R, *u = U + i * R;
+            const double *xt = At + i * R;
+            double primal = 0, dual = 0, xn = 0, un = 0;
+            for (unsigned r = 0; r < R; r++) {
+                double old = x[r];
+                double v = prox(xt[r] - u[r], &a->rule, rho);
+                x[r] = v;
+                u[r] += v - xt[r];
+                primal += (v - xt[r]) * (v - xt[r]);
+                dual += (v - old) * (v - old);
+                xn += v * v;
+                un += u[r] * u[r];
+            }
+            if (a->admm_tol > 0 && primal <= a->admm_tol * a->admm_tol * xn &&
+                dual <= a->admm_tol * a->admm_tol * un) {
+                active[i] = 0;
+                live--;
+            }
+        }
+    }
+}
+
+static void mu_rows(const amp_update_args *a, const double *M, double *A, uint64_t n,
+                    double *AV)
+{
+    const unsigned R = a->rank;
+    const double l1 = a->rule.l1, l2 = a->rule.l2;
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)R, (int)R, 1.0, A,
+                (int)R, a->V, (int)R, 0.0, AV, (int)R);
+    for (uint64_t k = 0; k < n * R; k++) {
+        double num = M[k] - l1;
+        double v = A[k] * (num > 0 ? num : 0) / (AV[k] + l2 * A[k] + AMP_UPDATE_EPS);
+        A[k] = v > AMP_UPDATE_EPS ? v : AMP_UPDATE_EPS;
+    }
+}
+
+static void hals_rows(const amp_update_args *a, const double *M, double *A, uint64_t n)
+{
+    const unsigned R = a->rank;
+    const double l1 = a->rule.l1, l2 = a->rule.l2;
+    const int nonneg = a->rule.constraint == AMP_CONSTRAINT_NONNEG;
+    for (uint64_t i = 0; i < n; i++) {
+        double *x = A + i * R;
+        const double *m = M + i * R;
+        for (unsigned r = 0; r < R; r++) {
+            const double *v = a->V + (size_t)r * R;   /* V's row r = column r */
+            double s = 0;
+            for (unsigned q = 0; q < R; q++)
+                s += x[q] * v[q];
+            double den = v[r] + l2;
+            double num = m[r] - (s - x[r] * v[r]);
+            double y;
+            if (nonneg) {
+                y = den > 0 ? (num - l1) / den : 0;
+                y = y > AMP_UPDATE_EPS ? y : AMP_UPDATE_EPS;
+            } else {
+                double t = num > l1 ? num - l1 : num < -l1 ? num + l1 : 0;
+                y = den > 0 ? t / den : 0;
+            }
+            x[r] = y;
+        }
+    }
+}
+
+void amp_cpu_update_rows(const amp_update_args *a, const double *M, double *A, double *U,
+                         uint64_t n, double *scratch)
+{
+    if (n == 0)
+        return;
+    switch (a->method) {
+    case AMP_METHOD_ADMM:
+        admm_rows(a, M, A, U, n, scratch);
+        break;
+    case AMP_METHOD_MU:
+        mu_rows(a, M, A, n, scratch);
+        break;
+    case AMP_METHOD_HALS:
+        hals_rows(a, M, A, n);
+        break;
+    case AMP_METHOD_ALS:
+        break;
+    }
+}
