@@ -4,7 +4,7 @@
 # on truncated or corrupt streams. Cases for a missing compressor are skipped.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-need_program "$AMPED_PREP"
+need_program "$AMPED_PREP" "$AMPED_GEN"
 have_gzip=no
 have_zstd=no
 command -v gzip >/dev/null 2>&1 && have_gzip=yes
@@ -14,15 +14,8 @@ test $have_gzip = yes || test $have_zstd = yes || skip_all "neither gzip nor zst
 # Inputs: a small one with comments and CRLF, and one over 1 MiB, larger than
 # the decoders' input buffer, so that several refills are needed.
 printf '# small\r\n1 1 1 1.5\r\n\r\n2 3 4 -2.5\r\n# end\r\n3 1 2 4\r\n' >"$T/small.tns"
-if test -x "$AMPED_GEN"; then
-    "$AMPED_GEN" -o "$T/big.tns" --nnz 60000 --dims 300,400,500 --seed 11 >/dev/null 2>&1
-fi
-if ! test -s "$T/big.tns"; then
-    # Without the generator: a deterministic awk tensor of the same size.
-    awk 'BEGIN { for (k = 0; k < 60000; k++)
-        printf "%d %d %d %.6f\n", k % 300 + 1, (k * 7) % 400 + 1, (k * 13) % 500 + 1, (k % 1000 + 1) / 1000 }' \
-        >"$T/big.tns"
-fi
+"$AMPED_GEN" -o "$T/big.tns" --nnz 60000 --dims 300,400,500 --seed 11 >/dev/null 2>&1 ||
+    { echo "Bail out! amped-gen failed"; exit 1; }
 cat >"$T/bad.tns" <<'EOF'
 # bad on line 4
 1 1 1 1
@@ -30,7 +23,8 @@ cat >"$T/bad.tns" <<'EOF'
 3 3 x 3
 EOF
 # A binary file, to read compressed as NAME.bin.gz / NAME.bin.zst.
-"$AMPED_PREP" -q -o "$T/small.bin" "$T/small.tns"
+run "$AMPED_PREP" -q -o "$T/small.bin" "$T/small.tns"
+check_status "small.tns converts to small.bin" 0
 
 # reference FILE: statistics of a plain file, into $T/ref.
 reference() {
@@ -84,6 +78,17 @@ zero_tail() {
     dd if=/dev/zero bs=1 count="$2" 2>/dev/null >>"$3"
 }
 
+# squeezed DESCRIPTION STATUS: the compressor's exit status, checked: one
+# that failed would leave an empty or cut stream that later cases misread.
+squeezed() {
+    if test "$2" = 0; then
+        pass "$1"
+    else
+        fail "$1"
+        diag "the compressor exited with status $2"
+    fi
+}
+
 # ---- one compressor -----------------------------------------------------------
 # compressor_cases NAME EXT COMPRESS-CMD (reads stdin, writes stdout)
 compressor_cases() {
@@ -94,6 +99,7 @@ compressor_cases() {
         plain=$T/$input.tns
         z=$T/$input.tns.$ext
         "$@" <"$plain" >"$z"
+        squeezed "$tool compresses $input.tns" $?
         reference "$plain" || continue
         run "$AMPED_PREP" --stats "$z"
         same_as_ref "$tool: $input.tns.$ext gives the statistics of $input.tns"
@@ -111,38 +117,44 @@ compressor_cases() {
     # Concatenation: two members/frames are one stream, as for `$tool -d`.
     # Split at a line boundary and, separately, inside a line.
     reference "$T/big.tns" || return
-    head -n 20000 "$T/big.tns" | "$@" >"$T/cat-lines.$ext"
-    tail -n +20001 "$T/big.tns" | "$@" >>"$T/cat-lines.$ext"
+    head -n 20000 "$T/big.tns" | "$@" >"$T/cat-lines.$ext" &&
+        tail -n +20001 "$T/big.tns" | "$@" >>"$T/cat-lines.$ext"
+    squeezed "$tool compresses big.tns in two streams split at a line end" $?
     run "$AMPED_PREP" --stats "$T/cat-lines.$ext"
     same_as_ref "$tool: concatenated ${tool} streams split at a line end"
     half=$(( $(size "$T/big.tns") / 2 + 3 ))
     cut_bytes "$T/big.tns" "$half" "$T/part1"
     tail -c +$((half + 1)) "$T/big.tns" >"$T/part2"
-    { "$@" <"$T/part1"; "$@" <"$T/part2"; } >"$T/cat-mid.$ext"
+    { "$@" <"$T/part1" && "$@" <"$T/part2"; } >"$T/cat-mid.$ext"
+    squeezed "$tool compresses big.tns in two streams split inside a line" $?
     run "$AMPED_PREP" --stats "$T/cat-mid.$ext"
     same_as_ref "$tool: concatenated ${tool} streams split inside a line"
     run_stdin "$T/cat-mid.$ext" "$AMPED_PREP" --stats -
     same_as_ref "$tool: concatenated ${tool} streams on a pipe"
     # Three streams, the middle one empty.
-    { "$@" <"$T/part1"; "$@" </dev/null; "$@" <"$T/part2"; } >"$T/cat-empty.$ext"
+    { "$@" <"$T/part1" && "$@" </dev/null && "$@" <"$T/part2"; } >"$T/cat-empty.$ext"
+    squeezed "$tool compresses three streams, the middle one empty" $?
     run "$AMPED_PREP" --stats "$T/cat-empty.$ext"
     same_as_ref "$tool: an empty ${tool} stream between two others"
 
     # Binary tensors, compressed.
     reference "$T/small.bin" || return
     "$@" <"$T/small.bin" >"$T/small.bin.$ext"
+    squeezed "$tool compresses small.bin" $?
     run "$AMPED_PREP" --stats "$T/small.bin.$ext"
     same_as_ref "$tool: small.bin.$ext is read as FROSTT binary"
     check_contains "$tool: small.bin.$ext reported as binary and $tool" "$RUN_OUT" "(FROSTT binary, $tool, "
 
     # Errors inside the data keep their line numbers.
     "$@" <"$T/bad.tns" >"$T/bad.tns.$ext"
+    squeezed "$tool compresses bad.tns" $?
     run "$AMPED_PREP" --stats "$T/bad.tns.$ext"
     check_status "$tool: a bad line in bad.tns.$ext exits 1" 1
     check_contains "$tool: the bad line is named" "$RUN_ERR" "$T/bad.tns.$ext:4: field 3:"
 
     # An empty but valid stream.
     "$@" </dev/null >"$T/empty.tns.$ext"
+    squeezed "$tool compresses an empty input" $?
     run "$AMPED_PREP" --stats "$T/empty.tns.$ext"
     check_status "$tool: an empty stream exits 1" 1
     check_contains "$tool: an empty stream: no nonzeros" "$RUN_ERR" "$T/empty.tns.$ext: no nonzeros (empty input)"
@@ -160,6 +172,7 @@ compressor_cases() {
     run_stdin "$T/trunc-pipe.$ext" "$AMPED_PREP" --stats -
     fails_clearly "$tool: truncated on a pipe: exit 1, explained" "(standard input)"
     "$@" <"$T/small.bin" >"$T/sb.$ext"
+    squeezed "$tool compresses small.bin again" $?
     cut_bytes "$T/sb.$ext" $(( $(size "$T/sb.$ext") - 1 )) "$T/trunc-bin.bin.$ext"
     run "$AMPED_PREP" --stats "$T/trunc-bin.bin.$ext"
     fails_clearly "$tool: a truncated .bin.$ext: exit 1, explained" "trunc-bin.bin.$ext"

@@ -10,7 +10,7 @@
 # commit (lines longer than 64 KiB) are generated here into the same form.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-need_program "$AMPED_PREP"
+need_program "$AMPED_PREP" "$AMPED_RUN"
 test -d "$FILES" || { echo "Bail out! no corpus directory ($FILES)"; exit 1; }
 
 # ---- generated cases: line length limit (64 KiB = 65536 bytes) -------------
@@ -164,6 +164,7 @@ for d in sum keep; do
     run "$AMPED_PREP" -q --duplicates=$d -o "$T/dup-$d.amp" "$FILES/good-duplicates.tns"
     check_status "good-duplicates.tns: --duplicates=$d writes .amp" 0
     run "$AMPED_RUN" --info "$T/dup-$d.amp"
+    check_status "good-duplicates.tns, --duplicates=$d: amped-run --info exits 0" 0
     check_contains "good-duplicates.tns, --duplicates=$d: the norm is the summed tensor's" \
         "$RUN_OUT" "norm 9.01388"
     run "$AMPED_RUN" -q --rank 2 --iters 3 --seed 1 --json "$T/dup-$d.json" "$T/dup-$d.amp"

@@ -31,25 +31,28 @@ gen 2 "$T/s7-t2.tns" --seed 7 --exponent 1.5
 check_status "amped-gen --seed 7 (2 threads) exits 0" 0
 check_same "same seed, 1 and 2 threads: byte-identical .tns" "$T/s7-t1.tns" "$T/s7-t2.tns"
 gen 3 "$T/s7-t3.tns" --seed 7 --exponent 1.5
+check_status "amped-gen --seed 7 (3 threads) exits 0" 0
 check_same "same seed, 1 and 3 threads: byte-identical .tns" "$T/s7-t1.tns" "$T/s7-t3.tns"
 gen 1 "$T/s7-t1.bin" --seed 7 --exponent 1.5
 check_status "amped-gen .bin (1 thread) exits 0" 0
 gen 2 "$T/s7-t2.bin" --seed 7 --exponent 1.5
+check_status "amped-gen .bin (2 threads) exits 0" 0
 check_same "same seed, 1 and 2 threads: byte-identical .bin" "$T/s7-t1.bin" "$T/s7-t2.bin"
 gen 1 "$T/s8.tns" --seed 8 --exponent 1.5
 check_status "amped-gen --seed 8 exits 0" 0
-if cmp -s "$T/s7-t1.tns" "$T/s8.tns"; then
-    fail "different seeds give different tensors"
-else
-    pass "different seeds give different tensors"
-fi
+# Both written, and different (cmp exits 1 only for files that differ; 2,
+# for a missing file, is no difference).
+check "different seeds give different tensors" \
+    sh -c 'test -s "$1" && test -s "$2" && { cmp -s "$1" "$2"; test $? -eq 1; }' sh "$T/s7-t1.tns" "$T/s8.tns"
 # Not just a relabelling: most lines differ.
 same_lines=$(awk 'NR == FNR { a[FNR] = $0; next } a[FNR] == $0 { n++ } END { print n + 0 }' \
     "$T/s7-t1.tns" "$T/s8.tns")
 check "different seeds: fewer than 10% of lines equal ($same_lines of $NNZ)" \
     test "$same_lines" -lt $((NNZ / 10))
 gen 1 "$T/default-a.tns"
+check_status "amped-gen without --seed exits 0" 0
 gen 1 "$T/default-b.tns" --seed 1
+check_status "amped-gen --seed 1 exits 0" 0
 check_same "the default seed is 1" "$T/default-a.tns" "$T/default-b.tns"
 
 # ---- .tns and .bin of one seed hold the same tensor ------------------------
@@ -65,19 +68,23 @@ stats_of "$RUN_OUT" >"$T/bin.stats"
 check_same_stats ".bin and .tns of one seed: same statistics" "$T/tns.stats" "$T/bin.stats"
 # amped-prep sums duplicates, the generator keeps them: compare with keep.
 run "$AMPED_PREP" -q --duplicates keep -o "$T/back.tns" "$T/s7-t1.bin"
+check_status "amped-prep converts the .bin back to .tns" 0
 check_same ".bin converted back to .tns (duplicates kept) is the generator's .tns" \
     "$T/s7-t1.tns" "$T/back.tns"
 
 # ---- entry count ---------------------------------------------------------------
 run "$AMPED_PREP" --stats --duplicates keep "$T/s7-t1.tns"
+check_status "amped-prep --duplicates keep reads the .tns" 0
 check_contains "entries (duplicates kept) = --nnz" "$RUN_OUT" "nonzeros:   $NNZ"
 cp "$RUN_OUT" "$T/keep.out"
 run "$AMPED_PREP" --stats "$T/s7-t1.tns"
+check_status "amped-prep (duplicates summed) reads the .tns" 0
 nz=$(sed -n 's/^nonzeros: *//p' "$RUN_OUT")
 dup=$(sed -n 's/^duplicates: *//p' "$RUN_OUT")
 is "summed: nonzeros + duplicates = --nnz" "$((nz + dup))" "$NNZ"
 # (--nnz given twice: the last one counts)
 gen 2 "$T/n1.tns" --nnz 1 --seed 5
+check_status "amped-gen --nnz 1 (given last) exits 0" 0
 is "--nnz 1 writes one line" "$(wc -l <"$T/n1.tns" | tr -d ' ')" 1
 
 # ---- indices, values ---------------------------------------------------------
@@ -89,6 +96,7 @@ check_status "--values counts exits 0" 0
 bad=$(awk '$4 != int($4) || $4 < 1 || $4 > 10 { n++ } END { print n + 0 }' "$T/counts.tns")
 is "--values counts: integers from 1 to 10" "$bad" 0
 run "$AMPED_PREP" --stats --duplicates keep "$T/counts.tns"
+check_status "amped-prep reads the --values counts tensor" 0
 check_contains "--values counts: both ends drawn" "$RUN_OUT" "values:     min 1, max 10,"
 
 # ---- power law -------------------------------------------------------------------
@@ -108,6 +116,7 @@ check_status "--exponent 0 (uniform) exits 0" 0
 deg=$(max_degree "$T/uniform.tns" 1)
 check "exponent 0, mode 1: fullest slice $deg < 3 x mean $mean (no skew)" test "$deg" -lt $((3 * mean))
 gen 2 "$T/steep.tns" --seed 7 --exponent 3
+check_status "--exponent 3 exits 0" 0
 deg3=$(max_degree "$T/steep.tns" 1)
 deg15=$(max_degree "$T/s7-t1.tns" 1)
 check "a steeper exponent concentrates more (3: $deg3 > 1.5: $deg15)" test "$deg3" -gt "$deg15"

@@ -103,6 +103,7 @@ relabel-reversed @@ run/core/factor_io.c @@ inv[t->new_to_orig[m][k]] = k; @@ in
 cpu-slot-merge @@ run/cpu/mttkrp_cpu_impl.h @@                     dst[r] += src[r]; @@                     dst[r] = src[r]; @@ tests/test_cpd
 cpu-one-factor @@ run/cpu/mttkrp_cpu_impl.h @@ acc[r] += v * r0[r] * r1[r]; @@ acc[r] += v * r0[r]; @@ tests/test_cpd
 pinv-multiply @@ run/cpu/als.c @@ sum += Q[i * R + k] * Q[j * R + k] / w[k]; @@ sum += Q[i * R + k] * Q[j * R + k] * w[k]; @@ tests/test_cpd
+pinv-cutoff @@ run/cpu/als.c @@     double cut = (double)R * DBL_EPSILON * wmax; @@     double cut = 0.5 * wmax; @@ tests/test_cpd
 gram-sum @@ run/cpu/als.c @@ w.V[k] *= w.G[m][k]; @@ w.V[k] += w.G[m][k]; @@ tests/test_cpd
 lambda-one @@ run/cpu/als.c @@ lambda[r] = first ? sqrt(sq) : (mx > 1 ? mx : 1); @@ lambda[r] = first ? sqrt(sq) : 1; @@ tests/test_cpd
 fit-squared @@ run/cpu/als.c @@ 1 - sqrt(resid > 0 ? resid : 0) / norm_x @@ 1 - (resid > 0 ? resid : 0) / (norm_x * norm_x) @@ tests/test_cpd

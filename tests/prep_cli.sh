@@ -41,11 +41,13 @@ for opt in --help -h; do
     check_empty "$opt prints nothing on stderr" "$RUN_ERR"
 done
 run "$AMPED_PREP" --help
+check_status "--help (again) exits 0" 0
 check_contains "--help shows the --duplicates default" "$RUN_OUT" "(default: sum)"
 check_contains "--help shows the --index-base default" "$RUN_OUT" "(default: auto"
 RUN_CMD="OMP_NUM_THREADS=3 $AMPED_PREP --help"
 OMP_NUM_THREADS=3 "$AMPED_PREP" --help >"$RUN_OUT" 2>"$RUN_ERR"
 RUN_RC=$?
+check_status "OMP_NUM_THREADS=3 --help exits 0" 0
 check_contains "--help shows the --threads default (OMP_NUM_THREADS=3)" "$RUN_OUT" "(default: 3, all available)"
 check_contains "--help documents the exit statuses" "$RUN_OUT" "Exit status: 0 on success, 1 on a failure, 2 on a usage error."
 for opt in --input-format --index-base --dims --duplicates --output --threads --quiet --verbose --version; do
@@ -157,13 +159,17 @@ check_same_stats ".tns and its .bin have the same statistics" "$T/s0" "$T/s1"
 run "$AMPED_PREP" -o "$T/out/b.tns" "$T/out/a.bin"
 check_status ".bin -> .tns exits 0" 0
 run "$AMPED_PREP" --stats "$T/out/b.tns"
+check_status "reading the written .tns exits 0" 0
 stats_of "$RUN_OUT" >"$T/s2"
 check_same_stats ".tns -> .bin -> .tns keeps the statistics" "$T/s0" "$T/s2"
 run "$AMPED_PREP" -o "$T/out/c.tns" "$T/out/b.tns"
+check_status ".tns -> .tns exits 0" 0
 check_same "writing .tns is stable (second generation identical)" "$T/out/b.tns" "$T/out/c.tns"
 run "$AMPED_PREP" -o "$T/out/c.bin" "$T/out/b.tns"
+check_status ".tns -> .bin exits 0" 0
 check_same "writing .bin is stable (second generation identical)" "$T/out/a.bin" "$T/out/c.bin"
 run "$AMPED_PREP" --output="$T/out/d.bin" "$T/small.tns"
+check_status "--output= exits 0" 0
 check_same "--output= is the same as -o" "$T/out/a.bin" "$T/out/d.bin"
 ls "$T/out" | grep '\.tmp\.' >"$T/leftover" 2>&1
 check_empty "successful conversions leave no temporary files" "$T/leftover"
@@ -186,6 +192,7 @@ check_status "no -o writes the .amp beside the input" 0
 check "it is named t.amp" test -f "$T/dflt/t.amp"
 gzip -c "$T/small.tns" >"$T/dflt/z.tns.gz"
 run "$AMPED_PREP" -q "$T/dflt/z.tns.gz"
+check_status "no -o on a .tns.gz exits 0" 0
 check "z.tns.gz gives z.amp" test -f "$T/dflt/z.amp"
 run "$AMPED_PREP" -q "$T/dflt/t.tns"
 check_status "a second run does not overwrite it" 1
@@ -197,6 +204,7 @@ check_status "--stats with -o is a usage error" 2
 
 # --no-sync: the same file, without waiting for the disk; .amp only.
 run "$AMPED_PREP" -q -o "$T/dflt/s.amp" "$T/small.tns"
+check_status "-o s.amp exits 0" 0
 run "$AMPED_PREP" -q --no-sync -o "$T/dflt/ns.amp" "$T/small.tns"
 check_status "--no-sync exits 0" 0
 check_same "--no-sync writes the same file" "$T/dflt/s.amp" "$T/dflt/ns.amp"
@@ -205,16 +213,22 @@ check_status "--no-sync with .tns output is a usage error" 2
 check_contains "which names the option" "$RUN_ERR" "--no-sync applies to .amp output only"
 # Whether the file is flushed shows only in the system calls.
 if command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true 2>/dev/null; then
-    strace -f -e trace=fsync,fdatasync -o "$T/sync.trace" \
-        "$AMPED_PREP" -q -f -o "$T/dflt/s.amp" "$T/small.tns" >/dev/null 2>&1
+    # strace exits with the traced program's status: a run that failed
+    # before it could sync must not pass as "no fsync".
+    run strace -f -e trace=fsync,fdatasync -o "$T/sync.trace" \
+        "$AMPED_PREP" -q -f -o "$T/dflt/s.amp" "$T/small.tns"
+    check_status "under strace, the default run exits 0" 0
     check "by default the .amp file is flushed (fsync)" grep -q fsync "$T/sync.trace"
-    strace -f -e trace=fsync,fdatasync -o "$T/nosync.trace" \
-        "$AMPED_PREP" -q -f --no-sync -o "$T/dflt/ns.amp" "$T/small.tns" >/dev/null 2>&1
+    run strace -f -e trace=fsync,fdatasync -o "$T/nosync.trace" \
+        "$AMPED_PREP" -q -f --no-sync -o "$T/dflt/ns.amp" "$T/small.tns"
+    check_status "under strace, the --no-sync run exits 0" 0
+    check "under strace, --no-sync still writes the same file" cmp -s "$T/dflt/s.amp" "$T/dflt/ns.amp"
     lacks() { ! grep -q "$@"; }
     check "--no-sync: no fsync at all" lacks fsync "$T/nosync.trace"
 else
     skip "by default the .amp file is flushed (fsync)" "no strace, or it may not trace here"
     skip "--no-sync: no fsync at all" "no strace, or it may not trace here"
+    skip "under strace, the runs exit 0" "no strace, or it may not trace here"
 fi
 
 # ---- -o on a failing input leaves nothing behind --------------------------
@@ -241,6 +255,7 @@ check_status "-q exits 0" 0
 check_empty "-q prints nothing on stdout" "$RUN_OUT"
 check_empty "-q prints nothing on stderr" "$RUN_ERR"
 run "$AMPED_PREP" --quiet -o "$T/out/q.bin" "$T/small.tns"
+check_status "--quiet -o exits 0" 0
 check_empty "--quiet -o prints nothing on stdout" "$RUN_OUT"
 check_empty "--quiet -o prints nothing on stderr" "$RUN_ERR"
 check_same "--quiet -o still writes the file" "$T/out/a.bin" "$T/out/q.bin"
@@ -271,6 +286,7 @@ check_contains "duplicates summed: count" "$RUN_OUT" "duplicates: 1"
 check_contains "duplicates summed: values added" "$RUN_OUT" "max 4,"
 check_contains "duplicates summed: warning names the file" "$RUN_ERR" "$T/dup.tns: 1 duplicate coordinate summed"
 run "$AMPED_PREP" --stats --duplicates keep "$T/dup.tns"
+check_status "--duplicates keep: exit 0" 0
 check_contains "--duplicates keep: nonzeros" "$RUN_OUT" "nonzeros:   3"
 check_contains "--duplicates keep: count" "$RUN_OUT" "duplicates: 1"
 run "$AMPED_PREP" --stats --duplicates error "$T/dup.tns"
@@ -345,6 +361,7 @@ run "$AMPED_PREP" --stats --index-base 0 "$T/small.tns"
 check_status "--index-base 0 forced on input without a 0: exit 0" 0
 check_contains "--index-base 0 forced: every dimension grows by one" "$RUN_OUT" "dims:       4 x 5 x 6"
 run "$AMPED_PREP" --stats --index-base auto "$T/small.tns"
+check_status "--index-base auto: exit 0" 0
 check_contains "--index-base auto on 1-based input" "$RUN_OUT" "1-based)"
 run "$AMPED_PREP" -o "$T/out/z.tns" "$T/zero.tns"
 check_status "0-based input converts" 0
@@ -370,7 +387,9 @@ run "$AMPED_PREP" --stats --index-base 0 --dims 3,3,5 "$T/zero.tns"
 check_status "--dims with 0-based input: too small exits 1" 1
 check_contains "--dims with 0-based input: line named" "$RUN_ERR" "$T/zero.tns:3:"
 run "$AMPED_PREP" --dims 10,20,30 -o "$T/out/dims.bin" "$T/small.tns"
+check_status "--dims 10,20,30 -o dims.bin exits 0" 0
 run "$AMPED_PREP" --stats "$T/out/dims.bin"
+check_status "reading dims.bin exits 0" 0
 check_contains "--dims are kept in a written .bin" "$RUN_OUT" "dims:       10 x 20 x 30"
 
 # ---- threads --------------------------------------------------------------
@@ -378,6 +397,7 @@ run "$AMPED_PREP" --stats -t 1 "$T/small.tns"
 check_status "-t 1 exits 0" 0
 stats_of "$RUN_OUT" >"$T/t1"
 run "$AMPED_PREP" --stats --threads 3 "$T/small.tns"
+check_status "--threads 3 exits 0" 0
 stats_of "$RUN_OUT" >"$T/t3"
 check_same_stats "-t 1 and --threads 3 give the same statistics" "$T/t1" "$T/t3"
 

@@ -5,7 +5,7 @@
 # explicit zeros and norm; a .bin round trip; and the data's SHA256SUMS.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-need_program "$AMPED_PREP"
+need_program "$AMPED_PREP" "$AMPED_RUN"
 need_real_data
 set -- "$AMP_TEST_DATA"/*.tns
 
@@ -122,6 +122,7 @@ for f in "$@"; do
 
     # Thread count does not change anything.
     run "$AMPED_PREP" --stats -t 1 "$f"
+    check_status "$name: read on 1 thread" 0
     stats_of "$RUN_OUT" >"$T/t1"
     check_same_stats "$name: -t 1 gives the same statistics" "$T/sum" "$T/t1"
 
@@ -131,10 +132,13 @@ for f in "$@"; do
     run "$AMPED_PREP" -f -q -o "$T/rt.bin" "$f"
     check_status "$name: converts to .bin" 0
     run "$AMPED_PREP" --stats "$T/rt.bin"
+    check_status "$name: its .bin reads" 0
     stats_of "$RUN_OUT" | sed '/^duplicates:/d' >"$T/bin"
     check_same_stats "$name: its .bin has the same statistics" "$T/sum-nodup" "$T/bin"
     run "$AMPED_PREP" -f -q -o "$T/rt.tns" "$T/rt.bin"
+    check_status "$name: its .bin converts back to .tns" 0
     run "$AMPED_PREP" --stats "$T/rt.tns"
+    check_status "$name: that .tns reads" 0
     stats_of "$RUN_OUT" | sed '/^duplicates:/d' >"$T/tns"
     check_same_stats "$name: .tns -> .bin -> .tns keeps the statistics" "$T/sum-nodup" "$T/tns"
 
@@ -144,10 +148,12 @@ for f in "$@"; do
     run "$AMPED_RUN" --verify "$T/rt.amp"
     check_status "$name: its .amp verifies (every checksum and index)" 0
     run "$AMPED_RUN" --info "$T/rt.amp"
+    check_status "$name: --info on its .amp" 0
     check_contains "$name: .amp holds every nonzero" "$RUN_OUT" \
         "modes, $((entries - dups)) nonzeros,"
     check_contains "$name: .amp keeps the dimensions" "$RUN_OUT" "dims:       $(field "$T/ref" dims)"
     run "$AMPED_PREP" -f -q -t 1 -o "$T/t1.amp" "$f"
+    check_status "$name: converts to .amp on 1 thread" 0
     check "$name: .amp is byte-identical on 1 thread and all" cmp "$T/rt.amp" "$T/t1.amp"
 done
 

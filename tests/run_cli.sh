@@ -27,6 +27,7 @@ for opt in --help -h; do
     check_empty "$opt prints nothing on stderr" "$RUN_ERR"
 done
 run "$AMPED_RUN" --help
+check_status "--help (again) exits 0" 0
 check_contains "--help lists --list-devices" "$RUN_OUT" "--list-devices"
 check_contains "--help documents the exit statuses" "$RUN_OUT" "Exit status: 0 on success, 1 on a failure, 2 on a usage error."
 
@@ -37,6 +38,7 @@ for opt in --version -V; do
     check_empty "$opt prints nothing on stderr" "$RUN_ERR"
 done
 run "$AMPED_RUN" --version
+check_status "--version (again) exits 0" 0
 check_contains "--version states the CUDA backend of this build ($cuda_build)" "$RUN_OUT" "CUDA backend: $cuda_build"
 check_contains "--version states NCCL in this build ($nccl_build)" "$RUN_OUT" "NCCL: $nccl_build"
 
@@ -74,63 +76,88 @@ check_contains "the unreadable file is named" "$RUN_ERR" "$T/none.amp"
 check_not_contains "a failure is not followed by the usage hint" "$RUN_ERR" "$TRY"
 
 # ---- --list-devices ------------------------------------------------------------
-# Two consistent outcomes only:
-#  listed: exit 0, one "GPU N: ... self-test passed" line per device on
-#          stdout, numbered from 0, nothing on stderr;
-#  none:   exit 1, nothing on stdout, and one "amped-run: " message saying
-#          why (no device, no usable driver, or no CUDA in this build).
-run "$AMPED_RUN" --list-devices
-cp "$RUN_OUT" "$T/list.out"
-cp "$RUN_ERR" "$T/list.err"
-ngpu=$(grep -c '^GPU [0-9][0-9]*: .*, compute capability [0-9][0-9]*\.[0-9][0-9]*, [0-9][0-9]* SMs, .* memory (.* free), PCI [0-9a-f][0-9a-f]:[0-9a-f][0-9a-f], self-test passed$' "$T/list.out")
-nlines=$(wc -l <"$T/list.out" | tr -d ' ')
-case $RUN_RC in
-0)
-    if test "$ngpu" -ge 1 && test "$ngpu" = "$nlines" && ! test -s "$T/list.err" &&
-        test "$cuda_build" = yes; then
-        pass "--list-devices: exit 0 and $ngpu GPU(s) listed, each passing its self-test"
-        # GPU lines are numbered 0, 1, ... in order.
-        numbers=$(sed -n 's/^GPU \([0-9][0-9]*\):.*/\1/p' "$T/list.out" | tr '\n' ' ')
-        expect=$(awk -v n="$ngpu" 'BEGIN { for (i = 0; i < n; i++) printf "%d ", i }')
-        is "--list-devices: GPUs numbered from 0" "$numbers" "$expect"
-    else
-        fail "--list-devices: exit 0 must list at least one GPU, each 'self-test passed', and nothing else"
-        diag "CUDA build: $cuda_build; well-formed GPU lines: $ngpu of $nlines"
-        diag_run
-    fi
-    ;;
-1)
-    if test "$nlines" = 0 && test "$(wc -l <"$T/list.err" | tr -d ' ')" -ge 1 &&
-        grep -E '^amped-run: .*(CUDA|driver)' "$T/list.err" >/dev/null; then
-        pass "--list-devices: exit 1 with a clear message and nothing on stdout"
-        diag "$(cat "$T/list.err")"
-        if test "$cuda_build" = no; then
-            check_contains "--list-devices in a build without CUDA says so" "$T/list.err" "no CUDA backend"
-        else
-            # No device: the message says that, with CUDA's reason.
-            check_contains "--list-devices with CUDA but no usable GPU says so" "$T/list.err" \
-                "no CUDA device found"
-        fi
-    else
-        fail "--list-devices: exit 1 must come with a clear message and nothing on stdout"
-        diag_run
-    fi
-    ;;
-*)
-    fail "--list-devices: exit 0 (GPUs listed) or 1 (none usable), not $RUN_RC"
-    diag_run
-    ;;
+# The outcome is known before the run, from the build (config.h, which
+# --version must agree with, above), the CUDA driver (--version names it or
+# says "no driver") and the GPUs nvidia-smi sees; each case has its exact
+# exit status and message:
+#  no CUDA in the build:   exit 1, "amped-run: this build has no CUDA backend
+#                          (configure --with-cuda)", nothing on stdout;
+#  no driver (CI's case), or one older than the runtime's major version:
+#                          exit 1, "amped-run: no CUDA device found (CUDA
+#                          driver version is insufficient for CUDA runtime
+#                          version)", nothing on stdout;
+#  nvidia-smi sees N GPUs: exit 0, N lines "GPU i: ..., self-test passed",
+#                          numbered from 0, nothing on stderr;
+#  a driver, no GPU:       exit 1, "amped-run: no CUDA device found (no
+#                          CUDA-capable device is detected)" (or "(the
+#                          runtime reports 0 devices)"), nothing on stdout.
+# CUDA_VISIBLE_DEVICES is unset for the run, so that it sees what
+# nvidia-smi sees (which ignores it).
+nsmi=0
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >"$T/smi" 2>/dev/null; then
+    nsmi=$(grep -c '^GPU [0-9]' "$T/smi")
+fi
+run "$AMPED_RUN" --version
+check_status "--version (for the driver) exits 0" 0
+cuda_line=$(grep '^CUDA backend: ' "$RUN_OUT")
+runtime=$(printf '%s\n' "$cuda_line" | sed -n 's/^CUDA backend: yes, runtime \([0-9][0-9]*\.[0-9][0-9]*\) .*/\1/p')
+driver=$(printf '%s\n' "$cuda_line" | sed -n 's/^CUDA backend: yes, runtime [0-9.]* (driver \([0-9][0-9]*\.[0-9][0-9]*\))$/\1/p')
+case $cuda_line in
+*"(no driver)") driver=none ;;
 esac
-# When nvidia-smi sees GPUs and this build has CUDA, they must be listed.
-if test "$cuda_build" = yes && command -v nvidia-smi >/dev/null 2>&1 &&
-    nsmi=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ') && test "$nsmi" -gt 0; then
-    if test -n "${CUDA_VISIBLE_DEVICES+set}"; then
-        skip "--list-devices lists what nvidia-smi sees" "CUDA_VISIBLE_DEVICES is set"
-    else
-        is "--list-devices lists the $nsmi GPU(s) that nvidia-smi sees" "$ngpu" "$nsmi"
-    fi
+NO_DEVICE="amped-run: no CUDA device found"
+if test "$cuda_build" = no; then
+    case_name="a build without CUDA"
+    want_rc=1 want_err="amped-run: this build has no CUDA backend (configure --with-cuda)"
+elif test "$driver" = none; then
+    case_name="a CUDA build, no CUDA driver"
+    want_rc=1 want_err="$NO_DEVICE (CUDA driver version is insufficient for CUDA runtime version)"
+    # A GPU that nvidia-smi sees has a driver: --version must not deny it.
+    is "--version finds a driver where nvidia-smi sees $nsmi GPU(s)" "$nsmi" 0
+elif test -z "$runtime" || test -z "$driver"; then
+    case_name="unknown"
+    fail "--version names the CUDA runtime and driver (or 'no driver')"
+    diag "got: $cuda_line"
+elif test "${driver%%.*}" -lt "${runtime%%.*}"; then
+    case_name="a CUDA $runtime build, driver $driver (older major version)"
+    want_rc=1 want_err="$NO_DEVICE (CUDA driver version is insufficient for CUDA runtime version)"
+elif test "$nsmi" -ge 1; then
+    case_name="a CUDA build, $nsmi GPU(s) seen by nvidia-smi"
+    want_rc=0 want_err=
 else
-    skip "--list-devices lists what nvidia-smi sees" "no CUDA build or no GPU visible to nvidia-smi"
+    case_name="a CUDA build, a driver, no GPU"
+    want_rc=1 want_err="$NO_DEVICE (no CUDA-capable device is detected)"
+fi
+if test "${CUDA_VISIBLE_DEVICES+set}" = set; then
+    saved_cvd=$CUDA_VISIBLE_DEVICES
+    unset CUDA_VISIBLE_DEVICES
+    run "$AMPED_RUN" --list-devices
+    CUDA_VISIBLE_DEVICES=$saved_cvd
+    export CUDA_VISIBLE_DEVICES
+else
+    run "$AMPED_RUN" --list-devices
+fi
+if test "$case_name" != unknown; then
+    check_status "--list-devices on $case_name: exit $want_rc" "$want_rc"
+    if test "$want_rc" = 0; then
+        check_empty "--list-devices on $case_name: nothing on stderr" "$RUN_ERR"
+        ngpu=$(grep -c '^GPU [0-9][0-9]*: .*, compute capability [0-9][0-9]*\.[0-9][0-9]*, [0-9][0-9]* SMs, .* memory (.* free), PCI [0-9a-f][0-9a-f]:[0-9a-f][0-9a-f], self-test passed$' "$RUN_OUT")
+        nlines=$(wc -l <"$RUN_OUT" | tr -d ' ')
+        is "--list-devices on $case_name: one line per GPU" "$nlines" "$nsmi"
+        is "--list-devices on $case_name: every line well formed, 'self-test passed'" "$ngpu" "$nsmi"
+        # GPU lines are numbered 0, 1, ... in order.
+        numbers=$(sed -n 's/^GPU \([0-9][0-9]*\):.*/\1/p' "$RUN_OUT" | tr '\n' ' ')
+        expect=$(awk -v n="$nsmi" 'BEGIN { for (i = 0; i < n; i++) printf "%d ", i }')
+        is "--list-devices on $case_name: GPUs numbered from 0" "$numbers" "$expect"
+    else
+        check_empty "--list-devices on $case_name: nothing on stdout" "$RUN_OUT"
+        got_err=$(cat "$RUN_ERR")
+        if test "$want_err" = "$NO_DEVICE (no CUDA-capable device is detected)" &&
+            test "$got_err" = "$NO_DEVICE (the runtime reports 0 devices)"; then
+            want_err=$got_err
+        fi
+        is "--list-devices on $case_name: stderr is exactly the reason" "$got_err" "$want_err"
+    fi
 fi
 
 # --list-devices takes no operand: a usage error, before any device work.
