@@ -125,6 +125,11 @@ gpu-packed-sign @@ run/cuda/mttkrp.cu @@ : (int64_t)(raw << (64 - a.qbits)) >> (
 gpu-fit-lambda @@ run/cuda/als_kernels.cu @@ double h = lambda[k / R] * lambda[k % R]; @@ double h = lambda[k / R]; @@ tests/test_gpu tests/test_multi_gpu
 nccl-max-as-sum @@ run/comm/comm_nccl.cu @@ max ? ncclMax : ncclSum @@ ncclSum @@ tests/test_multi_gpu
 nccl-recv-own @@ run/comm/comm_nccl.cu @@ r = ncclRecv(b + offset[peer] * es, count[peer] @@ r = ncclRecv(b + offset[c->gpu] * es, count[peer] @@ tests/test_multi_gpu
+admm-no-project @@ run/cpu/update.c @@         return z > t ? (z - t) * s : 0; @@         return z > t ? (z - t) * s : z < -t ? (z + t) * s : 0; @@ tests/test_constrained
+admm-dual-sign @@ run/cpu/update.c @@ u[r] += v - xt[r]; @@ u[r] -= v - xt[r]; @@ tests/test_constrained
+hals-no-floor @@ run/cpu/update.c @@                 y = y > AMP_UPDATE_EPS ? y : AMP_UPDATE_EPS; @@                 (void)0; @@ tests/test_constrained
+mu-no-l2 @@ run/cpu/update.c @@ (AV[k] + l2 * A[k] + AMP_UPDATE_EPS) @@ (AV[k] + AMP_UPDATE_EPS) @@ tests/test_constrained
+warm-start-off @@ run/cpu/als.c @@                 warm_start(c, d, w.U[d], w.T); @@                 (void)0; @@ tests/test_constrained
 EOF
 )
 
