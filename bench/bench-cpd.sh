@@ -63,3 +63,33 @@ print("%.3f %.1f" % (per_round, per_round / floor))' "$json" "$bw")
         done
     done
 done
+
+# The constrained methods against CP-ALS on all threads: the same run with
+# --method M --constraint nonneg. update s/iter is the update phase (the
+# solve for ALS); its floor is one pass over M and the factor (and
+# AO-ADMM's dual), read and written once per mode: the blocks stay in
+# cache across AO-ADMM's inner iterations.
+echo
+echo "Constrained methods, $ncpu threads, f64, rank $rank, $iters iterations, --constraint"
+echo "nonneg (ALS: none); ratio = s/iter over ALS's; update floor at the triad bandwidth."
+echo
+echo "| method | s/iter | ratio to ALS | update s/iter | update floor s | x floor |"
+echo "|---|---:|---:|---:|---:|---:|"
+als_iter=
+for m in als ao-admm mu hals; do
+    set -- --method "$m"
+    [ "$m" = als ] || set -- "$@" --constraint nonneg
+    "$run" -q -t "$ncpu" -r "$rank" --iters "$iters" --tol 0 "$@" --json "$json" "$amp"
+    set -- $(python3 -c '
+import json, statistics, sys
+d = json.load(open(sys.argv[1])); t = d["tensor"]; R = d["rank"]
+per_iter = statistics.median(i["seconds"] for i in d["iterations"])
+phase = "solve" if d["method"] == "als" else "update"
+upd = d["timings"][phase] / len(d["iterations"])
+arrays = {"als": 2, "ao-admm": 5, "mu": 3, "hals": 3}[d["method"]]   # M, A (2 for ALS: M in, A out), U
+floor = arrays * sum(t["compact_dims"]) * R * 8 / (float(sys.argv[2]) * 1e9)
+print("%.3f %.3f %.4f %.1f" % (per_iter, upd, floor, upd / floor))' "$json" "$bw")
+    [ -n "$als_iter" ] || als_iter=$1
+    ratio=$(python3 -c "print('%.2f' % ($1 / $als_iter))")
+    echo "| $m | $1 | $ratio | $2 | $3 | $4 |"
+done
