@@ -130,6 +130,11 @@ admm-dual-sign @@ run/cpu/update.c @@ u[r] += v - xt[r]; @@ u[r] -= v - xt[r]; @
 hals-no-floor @@ run/cpu/update.c @@                 y = y > AMP_UPDATE_EPS ? y : AMP_UPDATE_EPS; @@                 (void)0; @@ tests/test_constrained
 mu-no-l2 @@ run/cpu/update.c @@ (AV[k] + l2 * A[k] + AMP_UPDATE_EPS) @@ (AV[k] + AMP_UPDATE_EPS) @@ tests/test_constrained
 warm-start-off @@ run/cpu/als.c @@                 warm_start(c, d, w.U[d], w.T); @@                 (void)0; @@ tests/test_constrained
+gpu-admm-dual-sign @@ run/cuda/constrained.cu @@ u[r] += v - at[r]; @@ u[r] -= v - at[r]; @@ tests/test_gpu
+gpu-admm-stop-primal @@ run/cuda/constrained.cu @@ sums[r][1] += (v - old) * (v - old); @@ sums[r][1] += 0 * old; @@ tests/test_gpu
+gpu-mu-no-l2 @@ run/cuda/constrained.cu @@ (av + l2 * a + AMP_UPDATE_EPS) @@ (av + 0 * l2 * a + AMP_UPDATE_EPS) @@ tests/test_gpu
+gpu-hals-lane @@ run/cuda/constrained.cu @@ if (lane == c)   /* vc is V[c][c] there */ @@ if (lane == R - 1 - c)   /* vc is V[c][c] there */ @@ tests/test_gpu
+gpu-admm-rho @@ run/cuda/constrained.cu @@ tr > 0 && isfinite(tr) ? tr / R : 1; @@ tr > 0 && isfinite(tr) ? tr / (R + 1) : 1; @@ tests/test_gpu
 EOF
 )
 

@@ -15,7 +15,12 @@
  * ~1e-3); the pseudo-inverse taken in the same runs.
  *
  * Random tensors of 3 to 5 modes take the team and lane kernels, of 6 and
- * 8 modes the generic one. */
+ * 8 modes the generic one.
+ *
+ * The constrained methods' row updates (AO-ADMM, MU, HALS: constrained.cu)
+ * against the CPU's amp_cpu_update_rows on the same rows: A, U and
+ * AO-ADMM's P within 1e-10 normwise, rho the same bits (test_update_rows
+ * says more). */
 #include <config.h>
 
 #include <inttypes.h>
@@ -667,6 +672,288 @@ static void test_solve_stats(void)
        "fused solve refuses rank 33");
 }
 
+/* The constrained methods' row updates (constrained.cu) against the
+ * CPU's amp_cpu_update_rows (run/cpu/update.c, the f64 reference) on the
+ * same inputs: every method (AO-ADMM, MU, HALS), constraints none and
+ * non-negative (MU: non-negative only), without and with l1 and l2,
+ * AO-ADMM with 1 and 5 inner iterations and with 50 and a row tolerance
+ * (rows stop on their own); ranks 1, 7, 16, 32 (the fused kernel, and
+ * the generic one forced, on the same inputs), 33, 200 and 512 (the
+ * generic kernel: 1, 2 and 4 columns a thread); 1, 37 and 5003 rows
+ * (1001 above rank 32, 301 at rank 512: the CPU's reference takes
+ * seconds there). V is the Hadamard product of the Grams of random
+ * 3R x R and 2R x R matrices (of their absolute values for MU), as
+ * test_constrained.c builds it; M random at V's scale (trace(V) / R),
+ * l1 0.1 and l2 0.5 times it, A and U random (A positive for MU). The
+ * GPU forms AO-ADMM's rho (the same bits as the CPU's) and P on the
+ * device. Tolerance 1e-10 normwise on A, U and P (the same f64
+ * arithmetic, the sums in another order; V + rho I has a condition
+ * number below R + 1; a host emulation of the kernels' order of sums
+ * differed from the CPU by 5e-15 at most on these inputs); U against
+ * the larger of U's and A's scales. The device rows sit between guard rows the
+ * kernel must not touch (amp_gpu_update_rows_host checks). Then: a
+ * second run gives the same bits (fused, rank 32, and generic, rank 200,
+ * per method), and rank 513 and ALS are refused. */
+#define UPDATE_CASES 12
+#define UPDATE_RANKS 7
+#define UPDATE_CHECKS (UPDATE_CASES * UPDATE_RANKS + 3 + 2)
+
+typedef struct update_case {
+    amp_method method;
+    amp_constraint constraint;
+    double l1, l2;   /* times trace(V) / R */
+    unsigned inner;
+    double tol;
+} update_case;
+
+static const update_case update_cases[UPDATE_CASES] = {
+    {AMP_METHOD_ADMM, AMP_CONSTRAINT_NONE, 0, 0, 1, 0},
+    {AMP_METHOD_ADMM, AMP_CONSTRAINT_NONE, 0.1, 0.5, 5, 0},
+    {AMP_METHOD_ADMM, AMP_CONSTRAINT_NONNEG, 0, 0, 5, 0},
+    {AMP_METHOD_ADMM, AMP_CONSTRAINT_NONNEG, 0.1, 0.5, 5, 0},
+    {AMP_METHOD_ADMM, AMP_CONSTRAINT_NONE, 0.1, 0.5, 50, 1e-3},
+    {AMP_METHOD_ADMM, AMP_CONSTRAINT_NONNEG, 0, 0, 50, 1e-3},
+    {AMP_METHOD_MU, AMP_CONSTRAINT_NONNEG, 0, 0, 0, 0},
+    {AMP_METHOD_MU, AMP_CONSTRAINT_NONNEG, 0.1, 0.5, 0, 0},
+    {AMP_METHOD_HALS, AMP_CONSTRAINT_NONE, 0, 0, 0, 0},
+    {AMP_METHOD_HALS, AMP_CONSTRAINT_NONE, 0.1, 0.5, 0, 0},
+    {AMP_METHOD_HALS, AMP_CONSTRAINT_NONNEG, 0, 0, 0, 0},
+    {AMP_METHOD_HALS, AMP_CONSTRAINT_NONNEG, 0.1, 0.5, 0, 0},
+};
+
+/* The larger of two differences, NaN if either is. */
+static double worse(double a, double b)
+{
+    return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+}
+
+/* G = B^T B (B n x R), row by row (cp_ref_gram's column walk takes
+ * seconds at rank 512). */
+static void update_gram(const double *B, uint64_t n, unsigned R, double *G)
+{
+    memset(G, 0, (size_t)R * R * sizeof *G);
+    for (uint64_t i = 0; i < n; i++)
+        for (unsigned p = 0; p < R; p++)
+            for (unsigned q = 0; q < R; q++)
+                G[(size_t)p * R + q] += B[i * R + p] * B[i * R + q];
+}
+
+/* V (R x R) as test_constrained.c's random_problem builds it. */
+static double *update_v(unsigned R, uint64_t seed, int nonneg)
+{
+    double *B = random_matrix(3 * R, R, seed), *C = random_matrix(2 * R, R, seed + 1);
+    double *G1 = malloc((size_t)R * R * sizeof *G1), *G2 = malloc((size_t)R * R * sizeof *G2);
+    for (uint64_t k = 0; nonneg && k < 3 * (uint64_t)R * R; k++)
+        B[k] = fabs(B[k]);
+    for (uint64_t k = 0; nonneg && k < 2 * (uint64_t)R * R; k++)
+        C[k] = fabs(C[k]);
+    update_gram(B, 3 * R, R, G1);
+    update_gram(C, 2 * R, R, G2);
+    for (size_t k = 0; k < (size_t)R * R; k++)
+        G1[k] *= G2[k];
+    free(B);
+    free(C);
+    free(G2);
+    return G1;
+}
+
+/* The inputs of one comparison: M, A and U (rows x R). */
+static void update_inputs(const update_case *k, unsigned R, uint64_t rows, double scale,
+                          uint64_t seed, double **M, double **A, double **U)
+{
+    *M = random_matrix(rows, R, seed);
+    *A = random_matrix(rows, R, seed + 1);
+    *U = random_matrix(rows, R, seed + 2);
+    for (uint64_t i = 0; i < rows * R; i++) {
+        (*M)[i] *= scale;
+        (*U)[i] *= 0.1;
+        if (k->method == AMP_METHOD_MU)
+            (*A)[i] = fabs((*A)[i]) + 0.01;
+    }
+}
+
+static amp_gpu_update_opts update_opts(const update_case *k, unsigned R, double scale,
+                                       int generic)
+{
+    amp_gpu_update_opts o;
+    memset(&o, 0, sizeof o);
+    o.method = k->method;
+    o.rule.constraint = k->constraint;
+    o.rule.l1 = k->l1 * scale;
+    o.rule.l2 = k->l2 * scale;
+    o.rank = R;
+    o.inner = k->inner;
+    o.admm_tol = k->tol;
+    o.generic = generic;
+    return o;
+}
+
+/* Case k at rank R on `rows` rows, the GPU kernel (generic: forced) and
+ * the CPU's reference from the same inputs: the worst normwise
+ * difference of A and U, and of P in *p_diff (AO-ADMM; rho must be the
+ * CPU's to the bit, else *p_diff is NaN); NaN where a side fails. */
+static double update_diff(const update_case *k, unsigned R, const double *V, double scale,
+                          uint64_t rows, int generic, uint64_t seed, double *p_diff)
+{
+    const int admm = k->method == AMP_METHOD_ADMM;
+    const size_t n = (size_t)rows * R;
+    double *M, *A, *U;
+    update_inputs(k, R, rows, scale, seed, &M, &A, &U);
+    double *A2 = malloc(n * sizeof *A2 + 8), *U2 = malloc(n * sizeof *U2 + 8);
+    memcpy(A2, A, n * sizeof *A2);
+    memcpy(U2, U, n * sizeof *U2);
+    double *P = malloc((size_t)R * R * sizeof *P), *P2 = malloc((size_t)R * R * sizeof *P2);
+    double rho2 = 0, e = NAN;
+    amp_gpu_update_opts o = update_opts(k, R, scale, generic);
+    amp_update_args ua = {.method = k->method, .rule = o.rule, .rank = R, .inner = k->inner,
+                          .admm_tol = k->tol, .V = V};
+    amp_error err = {0};
+    double *scratch = NULL;
+    *p_diff = 0;
+    if (admm && amp_cpu_admm_prepare(&ua, P, &err) != AMP_OK) {
+        diag("CPU: %s", amp_error_message(&err));
+        goto done;
+    }
+    scratch = malloc(amp_cpu_update_scratch(&ua, rows) + 8);
+    amp_cpu_update_rows(&ua, M, A, admm ? U : NULL, rows, scratch);
+    if (amp_gpu_update_rows_host(0, &o, V, M, A2, admm ? U2 : NULL, rows, &rho2, P2, &err) !=
+        AMP_OK) {
+        diag("GPU: %s", amp_error_message(&err));
+        goto done;
+    }
+    e = rel_diff(A2, A, n);
+    if (admm) {
+        /* U against the larger of U's and A's scales: with no constraint
+         * and no penalty U = U + (At - U) - At is rounding noise. */
+        double du = 0, scale_u = 0;
+        for (size_t i = 0; i < n; i++) {
+            du = isnan(U2[i]) || fabs(U2[i] - U[i]) > du ? fabs(U2[i] - U[i]) : du;
+            scale_u = fmax(scale_u, fmax(fabs(U[i]), fabs(A[i])));
+        }
+        e = worse(e, scale_u > 0 ? du / scale_u : du);
+        *p_diff = rho2 == ua.rho ? rel_diff(P2, P, (uint64_t)R * R) : NAN;
+        if (rho2 != ua.rho)
+            diag("rho: GPU %.17g, CPU %.17g", rho2, ua.rho);
+    }
+done:
+    free(M);
+    free(A);
+    free(U);
+    free(A2);
+    free(U2);
+    free(P);
+    free(P2);
+    free(scratch);
+    return e;
+}
+
+/* The GPU twice on the same inputs: whether A and U came back the same,
+ * bit for bit. */
+static int update_repeats(const update_case *k, unsigned R, const double *V, double scale,
+                          uint64_t rows, uint64_t seed)
+{
+    const int admm = k->method == AMP_METHOD_ADMM;
+    const size_t n = (size_t)rows * R;
+    double *M, *A, *U;
+    update_inputs(k, R, rows, scale, seed, &M, &A, &U);
+    double *A2 = malloc(n * sizeof *A2 + 8), *U2 = malloc(n * sizeof *U2 + 8);
+    memcpy(A2, A, n * sizeof *A2);
+    memcpy(U2, U, n * sizeof *U2);
+    amp_gpu_update_opts o = update_opts(k, R, scale, 0);
+    amp_error err = {0};
+    int same = amp_gpu_update_rows_host(0, &o, V, M, A, admm ? U : NULL, rows, NULL, NULL,
+                                        &err) == AMP_OK &&
+               amp_gpu_update_rows_host(0, &o, V, M, A2, admm ? U2 : NULL, rows, NULL, NULL,
+                                        &err) == AMP_OK;
+    if (!same)
+        diag("%s", amp_error_message(&err));
+    same = same && memcmp(A, A2, n * sizeof *A) == 0 && memcmp(U, U2, n * sizeof *U) == 0;
+    free(M);
+    free(A);
+    free(U);
+    free(A2);
+    free(U2);
+    return same;
+}
+
+static void test_update_rows(void)
+{
+    static const unsigned ranks[UPDATE_RANKS] = {1, 7, 16, 32, 33, 200, 512};
+    double *Vs[UPDATE_RANKS][2], scales[UPDATE_RANKS][2];
+    for (int ri = 0; ri < UPDATE_RANKS; ri++)
+        for (int nn = 0; nn < 2; nn++) {
+            const unsigned R = ranks[ri];
+            Vs[ri][nn] = update_v(R, 1000 + 10 * R + nn, nn);
+            double tr = 0;
+            for (unsigned r = 0; r < R; r++)
+                tr += Vs[ri][nn][r * R + r];
+            scales[ri][nn] = tr / R;
+        }
+    for (int ci = 0; ci < UPDATE_CASES; ci++) {
+        const update_case *k = &update_cases[ci];
+        const int nn = k->method == AMP_METHOD_MU;   /* MU: a non-negative V */
+        char what[160];
+        if (k->l1 > 0 || k->l2 > 0)
+            snprintf(what, sizeof what, "%s, %s, l1 %g, l2 %g (of trace(V)/R)",
+                     amp_method_name(k->method), amp_constraint_name(k->constraint), k->l1,
+                     k->l2);
+        else
+            snprintf(what, sizeof what, "%s, %s, no penalty", amp_method_name(k->method),
+                     amp_constraint_name(k->constraint));
+        if (k->method == AMP_METHOD_ADMM)
+            snprintf(what + strlen(what), sizeof what - strlen(what), ", inner %u%s", k->inner,
+                     k->tol > 0 ? ", tol 1e-3" : "");
+        for (int ri = 0; ri < UPDATE_RANKS; ri++) {
+            const unsigned R = ranks[ri];
+            const uint64_t row_counts[3] = {1, 37, R <= 32 ? 5003 : R <= 200 ? 1001 : 301};
+            double e = 0, pe = 0;
+            for (int ni = 0; ni < 3; ni++)
+                for (int generic = 0; generic < 1 + (R <= 32); generic++) {
+                    double p = 0;
+                    double d = update_diff(k, R, Vs[ri][nn], scales[ri][nn], row_counts[ni],
+                                           generic, 7 * ci + 1000 * R + row_counts[ni], &p);
+                    if (!(d <= 1e-10) || !(p <= 1e-10))
+                        diag("%s, rank %u, %" PRIu64 " rows, %s kernel: A, U %.2e, P %.2e",
+                             what, R, row_counts[ni], generic || R > 32 ? "generic" : "fused",
+                             d, p);
+                    e = worse(e, d);
+                    pe = worse(pe, p);
+                }
+            if (k->method == AMP_METHOD_ADMM)
+                ok(e <= 1e-10 && pe <= 1e-10, "GPU update %s, rank %u, 1/37/%" PRIu64 " rows%s: "
+                   "as the CPU's (A, U %.2e; rho the same, P %.2e)", what, R, row_counts[2],
+                   R <= 32 ? ", fused and generic kernels" : "", e, pe);
+            else
+                ok(e <= 1e-10, "GPU update %s, rank %u, 1/37/%" PRIu64 " rows%s: as the CPU's "
+                   "(A %.2e)", what, R, row_counts[2],
+                   R <= 32 ? ", fused and generic kernels" : "", e);
+        }
+    }
+    /* ao-admm with the row tolerance, mu and hals with penalties. */
+    static const int again[3] = {5, 7, 11};
+    for (int i = 0; i < 3; i++) {
+        const update_case *k = &update_cases[again[i]];
+        const int nn = k->method == AMP_METHOD_MU;
+        int same = update_repeats(k, 32, Vs[3][nn], scales[3][nn], 5003, 77 + i) &&
+                   update_repeats(k, 200, Vs[5][nn], scales[5][nn], 1001, 88 + i);
+        ok(same, "GPU update %s: a second run gives the same bits (rank 32, 5003 rows; rank "
+           "200, 1001 rows)", amp_method_name(k->method));
+    }
+    for (int ri = 0; ri < UPDATE_RANKS; ri++) {
+        free(Vs[ri][0]);
+        free(Vs[ri][1]);
+    }
+    double one = 1, a = 1, u = 0;
+    amp_error err = {0};
+    amp_gpu_update_opts o = update_opts(&update_cases[8], 513, 1, 0);
+    ok(amp_gpu_update_rows_host(0, &o, &one, &one, &a, NULL, 1, NULL, NULL, &err) ==
+       AMP_ERR_USAGE, "GPU update refuses rank 513");
+    o = update_opts(&update_cases[8], 1, 1, 0);
+    o.method = AMP_METHOD_ALS;
+    ok(amp_gpu_update_rows_host(0, &o, &one, &one, &a, &u, 1, NULL, NULL, &err) ==
+       AMP_ERR_USAGE, "GPU update refuses ALS (no update of its own)");
+}
+
 /* Values of 1e12 on 8 modes: the first iteration's factors are stored at
  * lambda's scale (about 1e12 a mode) until they are rescaled, so an f32
  * MTTKRP that read them as they are would overflow (1e12 x 1e84). Every
@@ -779,7 +1066,7 @@ int main(void)
     amp_status rc = amp_cuda_list_devices(dev, 16, &count, &err);
     if (rc == AMP_ERR_NO_DEVICE)
         plan_skip_all("no CUDA device");
-    plan(2 + 2 * (count < 16 ? count : 16) + 3 + SOLVE_CHECKS +
+    plan(2 + 2 * (count < 16 ? count : 16) + 3 + SOLVE_CHECKS + UPDATE_CHECKS +
          NSHAPES * (2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS + STREAM_CHECKS +
                     2 * FROM_FILE_CHECKS + GROUP_CHECKS + GAP_CHECKS + REF_CHECKS) +
          2 * ALS_CHECKS + 1 + 1 +
@@ -807,6 +1094,7 @@ int main(void)
             diag("%s", amp_error_message(&e));
     }
     test_solve_stats();
+    test_update_rows();
     test_random();
     test_large_values();
     test_rank_deficient();

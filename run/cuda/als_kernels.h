@@ -1,11 +1,14 @@
-/* Launchers of the small CP-ALS kernels (als_kernels.cu), for als_gpu.cu.
- * Every one launches on stream s and returns the launch status. */
+/* Launchers of the small CP-ALS kernels (als_kernels.cu, als_solve.cu)
+ * and of the constrained methods' row updates (constrained.cu), for
+ * als_gpu.cu. Every one launches on stream s and returns the launch
+ * status. */
 #ifndef AMP_ALS_KERNELS_H
 #define AMP_ALS_KERNELS_H
 
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "amp_core.h"
 #include "amped_format.h"
 
 #ifdef __cplusplus
@@ -86,6 +89,55 @@ cudaError_t amp_gpu_pinv_scale(const double *Q, const double *w, unsigned R, dou
 /* out[0] = |model|^2 from the Gram matrices and lambda; out[1] = sum(inner). */
 cudaError_t amp_gpu_fit_terms(const amp_mode_set *gs, unsigned R, const double *lambda,
                               const double *inner, double *out, cudaStream_t s);
+
+/* ---- the constrained methods' update (constrained.cu) ------------------ */
+
+/* The largest rank the fused update kernel takes (a lane of a warp a
+ * column, the R x R matrix's column in 32 registers); above it, to
+ * AMP_GPU_MAX_RANK, a generic kernel (a block of 128 threads a group of
+ * rows, the R x R matrix read from the cache) does the same arithmetic,
+ * slower. */
+#define AMP_GPU_UPDATE_FUSED_RANK 32
+
+/* One mode's update (amp_method in amp_core.h has the formulas; the CPU's
+ * amp_cpu_update_rows is the reference): the method, the mode's rule and
+ * device pointers to what it reads besides the rows. */
+typedef struct amp_gpu_update {
+    amp_method method;      /* AMP_METHOD_ADMM, _MU or _HALS */
+    amp_mode_rule rule;     /* constraint, l1, l2 (MU floors at eps whatever the constraint) */
+    unsigned rank;          /* R: 1 to AMP_GPU_MAX_RANK */
+    unsigned inner;         /* AO-ADMM: inner iterations, the most (0: nothing to do) */
+    double admm_tol;        /* AO-ADMM: a row's stopping tolerance; 0: always inner */
+    const double *V;        /* MU, HALS: V (R x R, symmetric, device) */
+    const double *P;        /* AO-ADMM: (V + rho I)^-1 (R x R, symmetric, device) */
+    const double *rho;      /* AO-ADMM: rho (one double, device) */
+    int sm_count;           /* the device's SMs, to size the grid; 0: asked of the runtime */
+    int generic;            /* 1: the generic kernel at any rank (tests compare the two) */
+} amp_gpu_update;
+
+/* AO-ADMM's rho and the matrix to invert, from V (R x R, device): *rho =
+ * trace(V) / R (1 where the trace is not positive and finite; summed in
+ * the CPU's order, so amp_cpu_admm_prepare's bits) and W = V + rho I,
+ * one small kernel. P = W^-1 is then cuSOLVER's potrf and potri on W
+ * (CUBLAS_FILL_MODE_LOWER; W is symmetric, so row- or column-major) and
+ * amp_gpu_symmetrize(W); potrf's info > 0 means V was not positive
+ * semi-definite (NaN in it, say), the CPU's AMP_ERR_INTERNAL. */
+cudaError_t amp_gpu_admm_shift(const double *V, unsigned R, double *rho, double *W,
+                               cudaStream_t s);
+
+/* Rows [0, rows) of a factor A (rows x R, row-major, f64, device) updated
+ * in place by u's method from their MTTKRP M (rows x R, f64, device) and
+ * u's V, or P and rho; U (rows x R, device) is AO-ADMM's dual, read and
+ * updated (NULL for MU and HALS). The rows a GPU owns: pass A + begin R,
+ * and the kernel touches nothing outside them. The same arithmetic as
+ * amp_cpu_update_rows, row by row, up to the order of the sums (AO-ADMM
+ * with admm_tol stops each row on its own, after the same test). Every
+ * row independent, no atomics: the same bits on every run.
+ * cudaErrorInvalidValue for a rank outside 1 to AMP_GPU_MAX_RANK, ALS or
+ * an unknown method or constraint, a missing pointer (V; AO-ADMM's P, rho
+ * and U); nothing launched for rows 0 or AO-ADMM with inner 0. */
+cudaError_t amp_gpu_update_rows(const amp_gpu_update *u, const double *M, double *A,
+                                double *U, uint64_t rows, cudaStream_t s);
 
 #ifdef __cplusplus
 }

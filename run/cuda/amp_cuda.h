@@ -142,6 +142,27 @@ amp_status amp_gpu_solve_stats_host(int device, const double *M, int m_f32, cons
                                     uint64_t rows, unsigned R, double *A, float *A32,
                                     double *stats, amp_error *err);
 
+/* The constrained methods' row update (constrained.cu) on host arrays,
+ * for tests: what amp_gpu_update (als_kernels.h) holds besides its device
+ * pointers. */
+typedef struct amp_gpu_update_opts {
+    amp_method method;      /* AMP_METHOD_ADMM, _MU or _HALS */
+    amp_mode_rule rule;
+    unsigned rank, inner;   /* inner: AO-ADMM's inner iterations, the most */
+    double admm_tol;
+    int generic;            /* 1: the generic kernel even at rank <= 32 */
+} amp_gpu_update_opts;
+/* A (rows x R) updated in place from M, with V (R x R, host) uploaded and,
+ * for AO-ADMM, rho and P = (V + rho I)^-1 formed on the device
+ * (amp_gpu_admm_shift, cuSOLVER) and U (rows x R, updated; NULL
+ * otherwise) the dual. *rho and P (R x R; either may be NULL) get
+ * AO-ADMM's rho and P from the device. The device rows sit between two
+ * guard rows that must come back untouched (AMP_ERR_INTERNAL if not).
+ * Rank 1 to AMP_GPU_MAX_RANK, else AMP_ERR_USAGE. */
+amp_status amp_gpu_update_rows_host(int device, const amp_gpu_update_opts *o, const double *V,
+                                    const double *M, double *A, double *U, uint64_t rows,
+                                    double *rho, double *P, amp_error *err);
+
 /* ---- CP-ALS on one GPU or several (als_gpu.cu) ---------------------------- */
 
 /* CP-ALS with the tensor on g's device, from c's factors (host, f64), with
