@@ -974,15 +974,6 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
     if (a->gpu.overlap && a->gpu_als.send_parts > 1)
         return amp_usage_error(PROGRAM, "--overlap sends a mode's rows during the next MTTKRP, "
                                "--send-parts=%u during its own: give one", a->gpu_als.send_parts);
-    if (a->opts.method != AMP_METHOD_ALS) {
-        /* The GPU backend's update kernels are not there yet: the
-         * constrained methods run on the CPU. */
-        if (a->gpus > 0 && a->gpus != AMP_GPUS_AUTO)
-            return amp_usage_error(PROGRAM, "--method %s runs on the CPU backend in this "
-                                   "version: give --gpus 0 (or leave --gpus out)",
-                                   amp_method_name(a->opts.method));
-        a->gpus = 0;
-    }
     if (a->opts.method == AMP_METHOD_MU && a->opts.rules.n_constraint == 0) {
         /* MU keeps factors non-negative whatever it is told: say so. */
         a->opts.rules.n_constraint = 1;

@@ -38,8 +38,6 @@ usage_error "MU with a mode unconstrained" "needs --constraint nonneg on every m
     --method mu --constraint nonneg,none,nonneg "$T/sample.amp"
 usage_error "two constraints for three modes" "lists 2 values and the tensor has 3 modes" \
     --method hals --constraint nonneg,none "$T/sample.amp"
-usage_error "--method hals --gpus 1" "runs on the CPU backend in this version" \
-    --method hals --gpus 1 "$T/sample.amp"
 
 # Each method: exit 0, the method and rules in the report, an update
 # time, factor files with no negative entry.

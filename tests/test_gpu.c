@@ -524,6 +524,82 @@ static void check_gpu_ref(const char *name, const amp_coo *x, const amp_tensor *
     cp_ref_tensor_free(&rx);
 }
 
+/* The constrained methods on the GPU against the CPU backend from the same
+ * start, resident and streamed (chunk): every iteration's fit within
+ * 1e-9, lambda and the factors after the last within 1e-8 (normwise).
+ * f64, rank 5, 10 iterations; AO-ADMM non-negative with an l1 penalty on
+ * the first mode, MU non-negative, HALS non-negative but on the second
+ * mode (free, and with a ridge). */
+#define METHOD_CHECKS (3 * 2 * 2)
+static void check_gpu_methods(const char *name, const amp_tensor *t, uint64_t chunk)
+{
+    static const amp_method methods[3] = {AMP_METHOD_ADMM, AMP_METHOD_MU, AMP_METHOD_HALS};
+    const unsigned R = 5, iters = 10;
+    for (int k = 0; k < 3; k++) {
+        amp_cpd_opts o;
+        amp_cpd_opts_init(&o);
+        o.rank = R;
+        o.max_iters = iters;
+        o.tol = 0;
+        o.method = methods[k];
+        o.rules.n_constraint = 1;
+        o.rules.constraint[0] = AMP_CONSTRAINT_NONNEG;
+        if (methods[k] == AMP_METHOD_ADMM) {
+            o.rules.n_l1 = t->nmodes;
+            for (unsigned m = 0; m < t->nmodes; m++)
+                o.rules.l1[m] = m == 0 ? 0.01 : 0;
+        }
+        if (methods[k] == AMP_METHOD_HALS) {
+            o.rules.n_constraint = o.rules.n_l2 = t->nmodes;
+            for (unsigned m = 0; m < t->nmodes; m++) {
+                o.rules.constraint[m] = m == 1 ? AMP_CONSTRAINT_NONE : AMP_CONSTRAINT_NONNEG;
+                o.rules.l2[m] = m == 1 ? 0.1 : 0;
+            }
+        }
+        fit_log cpu_log = {0};
+        o.on_iter = fit_log_add;
+        o.ctx = &cpu_log;
+        amp_cpd cpu = {0};
+        amp_error err = {0};
+        int base = amp_cpd_init_random(t, R, 3, &cpu, &err) == AMP_OK &&
+                   amp_cpu_als(t, &o, &cpu, &err) == AMP_OK && cpu_log.n == iters;
+        for (int streamed = 0; streamed < 2; streamed++) {
+            amp_gpu_tensor *g = NULL;
+            amp_cpd gpu = {0};
+            fit_log log = {0};
+            o.ctx = &log;
+            int okay = base && amp_gpu_tensor_upload(0, t, streamed ? chunk : 0, &g, &err) ==
+                                   AMP_OK &&
+                       amp_cpd_init_random(t, R, 3, &gpu, &err) == AMP_OK &&
+                       amp_gpu_cpd_als(g, t, &o, &gpu, &err) == AMP_OK && log.n == iters;
+            if (!okay)
+                diag("%s", amp_error_message(&err));
+            double gap = okay ? 0 : NAN;
+            for (unsigned i = 0; okay && i < iters; i++) {
+                double e = fabs(log.fit[i] - cpu_log.fit[i]);
+                gap = e > gap || isnan(e) ? e : gap;
+            }
+            double fd = NAN;
+            if (okay) {
+                fd = rel_diff(gpu.lambda, cpu.lambda, R);
+                for (unsigned m = 0; m < t->nmodes; m++) {
+                    double e = rel_diff(gpu.A[m], cpu.A[m], t->rows[m] * R);
+                    fd = e > fd || isnan(e) ? e : fd;
+                }
+            }
+            const char *how = streamed ? "streamed" : "resident";
+            ok(okay && gap <= 1e-9, "%s, %s, %s: %u fits within %.1e of the CPU's (last %.10f)",
+               name, amp_method_name(methods[k]), how, iters, gap, okay ? gpu.fit : NAN);
+            ok(okay && fd <= 1e-8, "%s, %s, %s: lambda and factors within %.1e of the CPU's",
+               name, amp_method_name(methods[k]), how, fd);
+            amp_cpd_free(&gpu);
+            amp_gpu_tensor_free(g);
+            o.ctx = &cpu_log;
+        }
+        amp_cpd_free(&cpu);
+    }
+}
+
 static const unsigned all_ranks[] = {1, 7, 16, 32, 33, 64, 200};
 #define NRANKS 7
 /* Streamed: chunks of an odd size, so rows and key blocks are cut. */
@@ -557,7 +633,8 @@ static void test_random(void)
         amp_file *f = NULL;
         if (!prepare_open(&x, "gpu.amp", 8, 997, &t, &f)) {
             skip(2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS + STREAM_CHECKS +
-                     2 * FROM_FILE_CHECKS + GROUP_CHECKS + GAP_CHECKS + REF_CHECKS, "no file");
+                     2 * FROM_FILE_CHECKS + GROUP_CHECKS + GAP_CHECKS + REF_CHECKS +
+                     METHOD_CHECKS, "no file");
             amp_coo_free(&x);
             continue;
         }
@@ -596,6 +673,7 @@ static void test_random(void)
             skip(REF_CHECKS, "dimensions of 10^6: too large for the textbook reference");
         else
             check_gpu_ref(shapes[i].name, &x, &t, STREAM_CHUNK);
+        check_gpu_methods(shapes[i].name, &t, STREAM_CHUNK);
         amp_tensor_free(&t);
         amp_coo_free(&x);
     }
@@ -1037,7 +1115,7 @@ static void one_real(const char *path, const char *name, void *ctx)
     amp_file *f = NULL;
     if (!read_prepared(path, "real.amp", &x, &t, &f)) {
         skip(2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS + STREAM_CHECKS +
-                 2 * FROM_FILE_CHECKS + REF_CHECKS, "does not read or prepare");
+                 2 * FROM_FILE_CHECKS + REF_CHECKS + METHOD_CHECKS, "does not read or prepare");
         return;
     }
     check_gpu_mttkrp_as(name, &t, all_ranks, NRANKS, 0, 1);
@@ -1050,6 +1128,7 @@ static void one_real(const char *path, const char *name, void *ctx)
     check_gpu_mttkrp(name, &t, stream_ranks, STREAM_RANKS, STREAM_CHUNK * 8);
     check_gpu_als(name, &t, 7, STREAM_CHUNK * 8);
     check_gpu_ref(name, &x, &t, STREAM_CHUNK * 8);
+    check_gpu_methods(name, &t, STREAM_CHUNK * 8);
     amp_tensor_free(&t);
     amp_coo_free(&x);
 }
@@ -1068,11 +1147,12 @@ int main(void)
         plan_skip_all("no CUDA device");
     plan(2 + 2 * (count < 16 ? count : 16) + 3 + SOLVE_CHECKS + UPDATE_CHECKS +
          NSHAPES * (2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS + STREAM_CHECKS +
-                    2 * FROM_FILE_CHECKS + GROUP_CHECKS + GAP_CHECKS + REF_CHECKS) +
+                    2 * FROM_FILE_CHECKS + GROUP_CHECKS + GAP_CHECKS + REF_CHECKS +
+                    METHOD_CHECKS) +
          2 * ALS_CHECKS + 1 + 1 +
          for_each_shared_tensor(NULL, NULL) * (2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS +
                                                STREAM_CHECKS + 2 * FROM_FILE_CHECKS +
-                                               REF_CHECKS));
+                                               REF_CHECKS + METHOD_CHECKS));
     is_int(rc, AMP_OK, "device query succeeds");
     ok(count > 0, "%d device%s found", count, count == 1 ? "" : "s");
     for (int i = 0; i < count && i < 16; i++) {

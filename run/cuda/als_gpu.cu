@@ -93,6 +93,15 @@ struct als_run {
 typedef struct gpu_als {
     unsigned N, R;
     int f32;
+    /* A constrained method (amp_method): its update replaces the solve,
+     * on every factor kept normalized in place (scale_bound 1, so every
+     * sig stays 1 and the MTTKRP's M is at the model's scale); U[m] is
+     * AO-ADMM's dual of mode m (its owned rows used), rule[m] each mode's
+     * constraint and penalties. */
+    amp_method method;
+    amp_mode_rule rule[AMP_MAX_MODES];
+    double *U[AMP_MAX_MODES];
+    double *rho;               /* AO-ADMM: rho of the mode being updated (device) */
     uint64_t max_rows;
     /* Multi-GPU: this GPU's index in the run and the run's GPUs, its rows
      * of each mode, and how every GPU's rows sit in a factor (for the
@@ -184,6 +193,7 @@ static void gpu_als_free(gpu_als *w)
         free(w->gather_count[m]);
         cudaFree(w->A[m]);
         cudaFree(w->A32[m]);
+        cudaFree(w->U[m]);
         cudaFree(w->G[m]);
         for (int e = 0; e < EV_PER_MODE; e++)
             destroy_event(w->ev[m][e]);
@@ -203,7 +213,7 @@ static void gpu_als_free(gpu_als *w)
     destroy_event(w->factored);
     void *p[] = {w->gram_partial, w->M, w->M32, w->V, w->L, w->P, w->Qs, w->w, w->lambda,
                  w->scales, w->inner, w->partial, w->totals, w->fit_terms, w->work, w->info,
-                 w->rescale};
+                 w->rescale, w->rho};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         cudaFree(p[k]);
     if (w->host)
@@ -279,7 +289,7 @@ static amp_status choose_parts(als_run *run, gpu_als *w, amp_error *err)
     for (unsigned m = 0; m < w->N; m++)
         w->parts[m] = 1;
     if (run->ngpus < 2 || want < 2 || w->reduce || w->overlap || p == NULL ||
-        w->R > AMP_GPU_SOLVE_MAX_RANK)
+        w->R > AMP_GPU_SOLVE_MAX_RANK || w->method != AMP_METHOD_ALS)
         return AMP_OK;
     w->cuts = (uint64_t(*)[AMP_MAX_MODES][AMP_GPU_CUTS + 1])calloc(run->ngpus, sizeof *w->cuts);
     if (w->cuts == NULL)
@@ -349,6 +359,10 @@ static amp_status alloc_modes(const amp_gpu_tensor *g, gpu_als *w, amp_error *er
         if (w->f32)
             CUDA_TRY(cudaMalloc((void **)&w->A32[m], n * sizeof(float) + 8), err);
         CUDA_TRY(cudaMalloc((void **)&w->G[m], (size_t)R * R * sizeof(double)), err);
+        if (w->method == AMP_METHOD_ADMM) {   /* the dual starts at 0 */
+            CUDA_TRY(cudaMalloc((void **)&w->U[m], n * sizeof(double) + 8), err);
+            CUDA_TRY(cudaMemsetAsync(w->U[m], 0, n * sizeof(double), w->s), err);
+        }
         for (int e = 0; e < EV_PER_MODE; e++)
             CUDA_TRY(cudaEventCreate(&w->ev[m][e]), err);
         CUDA_TRY(cudaEventCreateWithFlags(&w->own_ready[m], cudaEventDisableTiming), err);
@@ -385,7 +399,7 @@ static amp_status alloc_scratch(const amp_gpu_tensor *g, gpu_als *w, uint64_t m_
     const size_t rr = (size_t)R * R * sizeof(double);
     /* The f64 M: the MTTKRP's output in f64, and in f32 the solve's
      * input where the fused solve does not take the f32 M as it is. */
-    if (!w->f32 || R > AMP_GPU_SOLVE_MAX_RANK) {
+    if (!w->f32 || R > AMP_GPU_SOLVE_MAX_RANK || w->method != AMP_METHOD_ALS) {
         CUDA_TRY(cudaMalloc((void **)&w->M, (size_t)m_rows * R * sizeof(double) + 8), err);
         /* Rows past the tensor's (padding of the reduce-scatter) stay zero. */
         CUDA_TRY(cudaMemset(w->M, 0, (size_t)m_rows * R * sizeof(double)), err);
@@ -411,8 +425,12 @@ static amp_status alloc_scratch(const amp_gpu_tensor *g, gpu_als *w, uint64_t m_
     w->c = w->scales + (size_t)2 * w->N * R;
     /* The other N - 1 modes' scales multiply an MTTKRP input by at most
      * 2^40 (an f32 M then overflows only for values past 1e26). */
-    w->scale_bound = w->run->go.rescale_bound > 0 ? w->run->go.rescale_bound
-                                                  : exp2(40.0 / (w->N > 1 ? w->N - 1 : 1));
+    w->scale_bound = w->method != AMP_METHOD_ALS    ? 1
+                     : w->run->go.rescale_bound > 0 ? w->run->go.rescale_bound
+                                                    : exp2(40.0 / (w->N > 1 ? w->N - 1 : 1));
+    /* lambda starts at 1: the constrained methods' first warm start. */
+    CUDA_TRY(amp_gpu_fill(w->lambda, R, 1.0, w->s), err);
+    CUDA_TRY(cudaMalloc((void **)&w->rho, sizeof(double)), err);
     /* The starting factors are taken as they are. */
     CUDA_TRY(amp_gpu_fill(w->scales, (size_t)2 * w->N * R, 1.0, w->s), err);
     CUDA_TRY(cudaMalloc((void **)&w->inner, R * sizeof(double)), err);
@@ -466,6 +484,8 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     w->N = g->nmodes;
     w->R = o->rank;
     w->f32 = o->precision == AMP_PRECISION_F32;
+    w->method = o->method;
+    AMP_CHECK_GOTO(amp_rules_resolve(o, w->N, w->rule, err), rc, fail);
     w->run = run;
     w->gpu = gpu;
     w->ngpus = run->ngpus;
@@ -749,7 +769,7 @@ static void plan_update(const amp_gpu_tensor *g, gpu_als *w, unsigned d, int fir
     for (unsigned m = 0; m < w->N; m++)
         u->F[m] = w->f32 ? (void *)w->A32[m] : (void *)w->A[m];
     u->Mk = w->f32 ? (void *)w->M32 : (void *)w->M;
-    u->fused = w->R <= AMP_GPU_SOLVE_MAX_RANK;
+    u->fused = w->R <= AMP_GPU_SOLVE_MAX_RANK && w->method == AMP_METHOD_ALS;
     u->early_send = w->ngpus > 1 && !first && !w->overlap;
     u->in_parts = u->early_send && u->fused && w->parts[d] > 1;
     u->fell_back = 0;
@@ -765,7 +785,8 @@ static amp_status factor_mode(gpu_als *w, const mode_update *u, amp_error *err)
     const amp_mode_set gs = mode_set(w, w->G);
     CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_START], w->s), err, rc, done);
     CUDA_TRY_GOTO(amp_gpu_hadamard(&gs, u->d, R, w->V, w->s), err, rc, done);
-    AMP_CHECK_GOTO(factor(w, err), rc, done);
+    if (w->method == AMP_METHOD_ALS)
+        AMP_CHECK_GOTO(factor(w, err), rc, done);
     if (u->in_parts) {
         CUSOLVER_TRY_GOTO(cusolverDnDpotri(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R, w->L,
                                            (int)R, w->work, w->lwork, w->info + 1 + u->d), err,
@@ -915,6 +936,71 @@ done:
     return rc;
 }
 
+/* A constrained method's update of the rows this GPU owns, in place of
+ * the solve. Every factor is kept normalized in place (scale_bound 1), so
+ * every sig is 1 and M is the true MTTKRP; the rows start at the model's
+ * scale (lambda, which the last update set, into their columns and their
+ * dual's); AO-ADMM factors V + rho I (potrf's and potri's status read
+ * with the fit terms); then the method's kernel (constrained.cu), the
+ * column statistics of the new rows, and their f32 shadow. pre_d is 1:
+ * the rows are at the true scale, not at 1 / lambda as a solve writes. */
+static amp_status update_constrained(const amp_gpu_tensor *g, gpu_als *w, const mode_update *u,
+                                     amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    const unsigned R = w->R, d = u->d;
+    const uint64_t rb = u->rb, nown = u->nown;
+    double *Mown = w->M + rb * R, *Aown = w->A[d] + rb * R;
+    double *Uown = w->U[d] ? w->U[d] + rb * R : NULL;
+    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_MTTKRP], w->s), err, rc, done);
+    if (w->reduce)   /* equal-nnz: every GPU's partial rows, summed */
+        AMP_CHECK_GOTO(amp_comm_reduce_scatter(w->comm, w->f32 ? (void *)w->M32 : (void *)w->M,
+                                               w->reduce_block[d] * R, w->f32, w->s, err),
+                       rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_REDUCE], w->s), err, rc, done);
+    if (w->f32 && nown > 0)
+        CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32 + rb * R, Mown, nown * R, w->s), err, rc, done);
+    CUDA_TRY_GOTO(amp_gpu_scale_columns(Aown, nown, R, w->lambda, w->s), err, rc, done);
+    if (Uown)
+        CUDA_TRY_GOTO(amp_gpu_scale_columns(Uown, nown, R, w->lambda, w->s), err, rc, done);
+    if (w->method == AMP_METHOD_ADMM) {
+        CUDA_TRY_GOTO(amp_gpu_admm_shift(w->V, R, w->rho, w->L, w->s), err, rc, done);
+        CUSOLVER_TRY_GOTO(cusolverDnDpotrf(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R, w->L,
+                                           (int)R, w->work, w->lwork, w->info + 1 + d), err,
+                          rc, done);
+        /* potri's status where it cannot hide potrf's */
+        CUSOLVER_TRY_GOTO(cusolverDnDpotri(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R, w->L,
+                                           (int)R, w->work, w->lwork, w->info), err, rc, done);
+        CUDA_TRY_GOTO(amp_gpu_symmetrize(w->L, R, w->s), err, rc, done);
+    }
+    CUDA_TRY_GOTO(amp_gpu_fill(w->pre[d], R, 1.0, w->s), err, rc, done);
+    CUDA_TRY_GOTO(amp_gpu_fill(w->c, R, 1.0, w->s), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_INVERT], w->s), err, rc, done);
+    {
+        amp_gpu_update up;
+        memset(&up, 0, sizeof up);
+        up.method = w->method;
+        up.rule = w->rule[d];
+        up.rank = R;
+        up.inner = w->run->o->admm_inner;
+        up.admm_tol = w->run->o->admm_tol;
+        up.V = w->V;
+        up.P = w->L;
+        up.rho = w->rho;
+        up.sm_count = g->sm_count;
+        CUDA_TRY_GOTO(amp_gpu_update_rows(&up, Mown, Aown, Uown, nown, w->s), err, rc, done);
+    }
+    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_SOLVE], w->s), err, rc, done);
+    CUDA_TRY_GOTO(amp_gpu_column_stats(Aown, Mown, nown, R, u->blocks, w->partial, w->s), err,
+                  rc, done);
+    if (w->f32 && nown > 0)
+        CUDA_TRY_GOTO(amp_gpu_to_f32(Aown, w->A32[d] + rb * R, nown * R, w->s), err, rc, done);
+    if (u->early_send)
+        AMP_CHECK_GOTO(send_rows(w, d, 1, err), rc, done);
+done:
+    return rc;
+}
+
 /* The column statistics summed across GPUs, lambda and the new column
  * scale; A_d rescaled in place where lambda_kernel asks (or, sent early,
  * later, by every GPU on all the rows it holds). */
@@ -928,6 +1014,10 @@ static amp_status normalize_mode(gpu_als *w, const mode_update *u, amp_error *er
     CUDA_TRY(cudaEventRecord(u->ev[EV_STATS_COMM], w->s), err);
     CUDA_TRY(amp_gpu_lambda(w->totals, R, u->first, w->c, w->pre[d], w->lambda, w->sig[d],
                             w->inner, w->rescale + d, w->scale_bound, w->s), err);
+    /* AO-ADMM's dual is in its factor's units: it takes the factor's new
+     * scale (every constrained update is normalized in place). */
+    if (w->U[d] && u->nown > 0)
+        CUDA_TRY(amp_gpu_scale_columns(w->U[d] + u->rb * R, u->nown, R, w->sig[d], w->s), err);
     /* Sent early: the Gram below is of the rows as they are, scaled by
      * sig_d as it is, the same product as after a rescale. */
     if (u->early_send)
@@ -965,7 +1055,9 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     AMP_CHECK(factor_mode(w, &u, err));
     AMP_CHECK(inputs_ready(g, w, &u, err));
     AMP_CHECK(mode_mttkrp(g, w, &u, err));
-    if (u.in_parts)
+    if (w->method != AMP_METHOD_ALS)
+        AMP_CHECK(update_constrained(g, w, &u, err));
+    else if (u.in_parts)
         AMP_CHECK(solve_in_parts(g, w, &u, err));
     else
         AMP_CHECK(solve_whole(w, &u, pinv_used, err));
@@ -991,7 +1083,10 @@ static amp_status add_phase_times(gpu_als *w, double *seconds, amp_error *err)
         for (int e = EV_START + 1; e < EV_PER_MODE; e++) {
             CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, w->ev[m][e - 1], w->ev[m][e]), err, rc, done);
             const double sec = ms / 1e3;
-            seconds[phase_of[e]] += sec;
+            int ph = phase_of[e];
+            if (ph == AMP_PHASE_SOLVE && w->method != AMP_METHOD_ALS)
+                ph = AMP_PHASE_UPDATE;
+            seconds[ph] += sec;
             /* Computing until the first collective (the reduce-scatter,
              * else the norms); waiting for rows is not computing. */
             if (e <= (w->reduce ? EV_MTTKRP : EV_STATS) && e != EV_WAITED && e != EV_READY)
@@ -1191,9 +1286,6 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
     const unsigned ngpus = p ? p->ngpus : 1;
     if (c->rank != o->rank)
         return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", c->rank, o->rank);
-    if (o->method != AMP_METHOD_ALS)
-        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "the GPU backend runs CP-ALS only; --method "
-                        "%s runs on the CPU (--gpus 0)", amp_method_name(o->method));
     if (ngpus > 1 && comms == NULL)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%u GPUs need their communicators", ngpus);
     als_run *run = new (std::nothrow) als_run;
@@ -1270,12 +1362,16 @@ extern "C" amp_status amp_gpu_cpd_als(const amp_gpu_tensor *g, const amp_tensor 
 }
 
 extern "C" size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32,
-                                   uint64_t chunk_nnz)
+                                   amp_method method, uint64_t chunk_nnz)
 {
-    size_t vsize = amp_value_size(t->value_type), bytes = 0, per = f32 ? 12 : 8;
+    size_t vsize = amp_value_size(t->value_type), bytes = 0;
+    /* A factor row: f64, its f32 shadow, AO-ADMM's dual. */
+    size_t per = (f32 ? 12 : 8) + (method == AMP_METHOD_ADMM ? 8 : 0);
     /* M: f64, f32, or both when the f32 MTTKRP's output is converted for
-     * cuBLAS (above the fused solve's ranks). */
-    const size_t per_m = !f32 ? 8 : rank > AMP_GPU_SOLVE_MAX_RANK ? 12 : 4;
+     * cuBLAS (above the fused solve's ranks) or a constrained update. */
+    const size_t per_m = !f32                                                     ? 8
+                         : rank > AMP_GPU_SOLVE_MAX_RANK || method != AMP_METHOD_ALS ? 12
+                                                                                      : 4;
     uint64_t max_rows = 0;
     for (unsigned m = 0; m < t->nmodes; m++) {
         const amp_copy *c = &t->copies[m];

@@ -205,10 +205,12 @@ amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comm
                                  const amp_cpd_opts *o, const amp_gpu_als_opts *go,
                                  amp_cpd *c, amp_gpu_run_stats *stats, amp_error *err);
 
-/* Device bytes a CP-ALS of t at this rank needs: the factors, their f32
- * shadows, the MTTKRP output and scratch, plus the mode copies when
- * resident (chunk_nnz 0) or the streaming ring and block keys. */
-size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32, uint64_t chunk_nnz);
+/* Device bytes a decomposition of t at this rank by this method needs:
+ * the factors, their f32 shadows, the MTTKRP output and scratch (and
+ * AO-ADMM's duals, a constrained f32 run's f64 M), plus the mode copies
+ * when resident (chunk_nnz 0) or the streaming ring and block keys. */
+size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32, amp_method method,
+                         uint64_t chunk_nnz);
 
 #ifdef __cplusplus
 }

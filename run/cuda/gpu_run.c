@@ -132,6 +132,7 @@ struct amp_gpu_run {
     amp_comm *comm[AMP_MAX_GPUS];
     int f32;                          /* the MTTKRP's precision */
     unsigned rank;                    /* the decomposition's */
+    amp_method method;                /* its method: what the device must hold */
     int threads;                      /* CPU threads for the host's work */
     unsigned nmodes;
     uint64_t nnz[AMP_MAX_GPUS][AMP_MAX_MODES], rows[AMP_MAX_GPUS][AMP_MAX_MODES];
@@ -203,7 +204,7 @@ static amp_status plan(const amp_gpu_opts *o, const amp_gpu_run *r, const amp_te
                        amp_error *err)
 {
     size_t avail = device_budget(o, d);
-    size_t need = amp_gpu_als_bytes(part, r->rank, r->f32, 0);
+    size_t need = amp_gpu_als_bytes(part, r->rank, r->f32, r->method, 0);
     uint64_t chunk = 0, max_nnz = 1;
     char nb[32], ab[32];
     amp_format_bytes(ab, sizeof ab, avail);
@@ -213,7 +214,8 @@ static amp_status plan(const amp_gpu_opts *o, const amp_gpu_run *r, const amp_te
         (o->memory == AMP_MEMORY_AUTO && need > avail)) {
         /* What is left after the factors and work space goes to the ring
          * of chunk buffers. */
-        size_t base = amp_gpu_als_bytes(part, r->rank, r->f32, 1) - amp_gpu_ring_bytes(part, 1);
+        size_t base = amp_gpu_als_bytes(part, r->rank, r->f32, r->method, 1) -
+                      amp_gpu_ring_bytes(part, 1);
         size_t per = amp_gpu_ring_bytes(part, 1);
         chunk = o->stream_chunk;
         if (chunk == 0) {
@@ -333,7 +335,7 @@ static amp_status plan_all(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_r
         /* The ring holds the file's chunks as they are. */
         r->compressed = 1;
         r->chunk[0] = amp_gpu_file_chunk_nnz(o->file);
-        r->need[0] = amp_gpu_als_bytes(t, r->rank, r->f32, r->chunk[0]);
+        r->need[0] = amp_gpu_als_bytes(t, r->rank, r->f32, r->method, r->chunk[0]);
         size_t avail = device_budget(o, &r->dev[0]);
         if (r->need[0] > avail) {
             char nb[32], ab[32];
@@ -412,6 +414,7 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
     AMP_CHECK_GOTO(pick_gpus(o, dev, count, r, err), rc, fail);
     r->f32 = cpd->precision == AMP_PRECISION_F32;
     r->rank = cpd->rank;
+    r->method = cpd->method;
     r->threads = cpd->threads;
     if (r->n > 1 && !amp_comm_available() && !asked)
         r->n = 1;   /* every GPU, as far as a build without NCCL can join them */
