@@ -12,6 +12,7 @@
 #        AMP_RANK (32), AMP_ROUNDS (20 MTTKRP rounds), AMP_ITERS (10)
 #        AMP_TENSOR      rd100m (default) or cpu20m
 #        AMP_PEERS       0 to skip coo-mttkrp and torch-mttkrp
+#        AMP_CONSTRAINED_ONLY  1: only the constrained methods' section
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -34,6 +35,7 @@ for v in f64 f32; do
     [ -f "$data/$name-$v.amp" ] || "$prep" -q --values "$v" -o "$data/$name-$v.amp" "$tns" 2>/dev/null
 done
 
+if [ "${AMP_CONSTRAINED_ONLY:-0}" != 1 ]; then
 echo "## amped-run on one GPU: $name, rank $rank ($(date -u +%Y-%m-%d))"
 echo
 "$run" --list-devices | sed 's/^/    /'
@@ -130,3 +132,39 @@ echo "| BLCO CP-ALS iteration 33.8 ms: ratio | $(ratio 33.8 "$als_f64") | - |"
 echo "| BLCO streaming all modes 66 ms: ratio | $(ratio 66 "$stream_f64") | - |"
 echo
 echo "MTTKRP against its bytes floor (f64 | f32): $floor"
+
+fi
+
+# The constrained methods (issue 25) on one GPU, resident, f64: seconds
+# per iteration against CP-ALS's, and the update phase (rows brought to
+# the model's scale, AO-ADMM's factorization, the update kernel) against
+# its bytes floor: M read, the factor read and written (and AO-ADMM's dual
+# read and written) once per mode, at the device's own copy rate
+# (AMP_GPU_BW bytes/s; default 3.35e12, an H100's; 4.8e12 for an H200).
+echo
+echo "Constrained methods, $name, rank $rank, f64, resident, $iters iterations, --constraint"
+echo "nonneg (ALS: none): median ms per iteration, ratio to ALS, update ms per iteration,"
+echo "its bytes floor (ms) and the multiple of it."
+echo
+echo "| method | ms/iter | ratio to ALS | update ms/iter | update floor ms | x floor | fit |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
+c_json="$data/constrained.json"
+c_als=
+for m in als ao-admm mu hals; do
+    set -- --method "$m"
+    [ "$m" = als ] || set -- "$@" --constraint nonneg
+    "$run" -q --gpus 1 -r "$rank" --iters "$iters" --tol 0 "$@" --json "$c_json" \
+        "$data/$name-f64.amp"
+    set -- $(python3 -c '
+import json, statistics, sys
+d = json.load(open(sys.argv[1])); t = d["tensor"]; R = d["rank"]
+n = len(d["iterations"])
+per_iter = 1e3 * statistics.median(i["seconds"] for i in d["iterations"])
+upd = 1e3 * d["timings"]["solve" if d["method"] == "als" else "update"] / n
+arrays = {"als": 2, "ao-admm": 5, "mu": 3, "hals": 3}[d["method"]]
+floor = 1e3 * arrays * sum(t["compact_dims"]) * R * 8 / float(sys.argv[2])
+print("%.2f %.2f %.2f %.1f %.6f" % (per_iter, upd, floor, upd / floor, d["final_fit"]))' \
+        "$c_json" "${AMP_GPU_BW:-3.35e12}")
+    [ -n "$c_als" ] || c_als=$1
+    echo "| $m | $1 | $(python3 -c "print('%.2f' % ($1 / $c_als))") | $2 | $3 | $4 | $5 |"
+done

@@ -12,9 +12,9 @@
  * als_solve.cu); warp w takes rows w, w + 8, ... of it, ROWS at a time
  * (4; 3 for AO-ADMM, whose registers 4 would spill). Lane j owns column
  * j: entry j of each of its rows (m, a, and for AO-ADMM u) in registers,
- * and for AO-ADMM and MU column j of P or V too (32 doubles, zero past
- * R); HALS reads V from shared memory (loaded once a block). Lanes at or
- * past R hold zeros and never write.
+ * and column j of P (AO-ADMM) or V (MU) too (32 doubles, zero past R);
+ * HALS reads V from shared memory (loaded once a block). Lanes at or past
+ * R hold zeros and never write.
  *   AO-ADMM: per inner iteration, t_j = m_j + rho (a_j + u_j) is staged
  *     in the warp's shared memory and read back whole as a broadcast, two
  *     entries at a time: at_j = sum_k t_k P[k][j]; then the prox, the
@@ -25,9 +25,10 @@
  *     any of them has not stopped (the stopped ones keep their values).
  *   MU: the row's old values staged the same way, av_j = sum_k a_k V[k][j],
  *     then lane j's entry.
- *   HALS: column r after column r (Gauss-Seidel within the row): each
- *     lane q forms a_q V[r][q], a butterfly sums them (every lane gets
- *     s), lane r updates a_r; the next column's sum sees it.
+ *   HALS: s = a V as MU's a V (lane q holds s_q); then column r after
+ *     column r (Gauss-Seidel within the row): lane r updates a_r from
+ *     s_r, broadcasts the change d (one shuffle), and every lane q adds
+ *     d V[r][q] to s_q, so the next column's s sees it.
  *
  * The generic kernel, any rank to AMP_GPU_MAX_RANK (512; the launcher
  * takes it above 32): a block of 128 threads owns a contiguous range of
@@ -128,6 +129,20 @@ __device__ __forceinline__ double hals_entry(double m, double s, double a, doubl
     return den > 0 ? t / den : 0;
 }
 
+/* hals_entry with the division by V[c][c] + l2 taken once (inv_den; 0
+ * where the denominator is not positive, as hals_entry's 0). */
+__device__ __forceinline__ double hals_fast(double m, double s, double a, double vrr,
+                                            double inv_den, double l1, int nonneg)
+{
+    const double num = m - (s - a * vrr);
+    if (nonneg) {
+        const double y = (num - l1) * inv_den;
+        return y > AMP_UPDATE_EPS ? y : AMP_UPDATE_EPS;
+    }
+    const double t = num > l1 ? num - l1 : num < -l1 ? num + l1 : 0;
+    return t * inv_den;
+}
+
 /* The warp's sum on every lane, the same bits on each (a butterfly: at
  * every level the two lanes of a pair add the same two values). */
 __device__ __forceinline__ double warp_sum(double x)
@@ -155,12 +170,12 @@ __global__ void __launch_bounds__(UPD_WARPS * 32, 2)
 {
     enum { ROWS = fused_rows<METHOD>::n };
     __shared__ double2 s_row[UPD_WARPS][ROWS][16];
-    /* HALS: V whole (its column c, row c, a lane's entry at a time) */
-    __shared__ double s_v[METHOD == AMP_METHOD_HALS ? 32 : 1][32];
     const unsigned R = p.R, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const bool mine = lane < R;
     const uint64_t lo = rows * blockIdx.x / gridDim.x, hi = rows * (blockIdx.x + 1) / gridDim.x;
-    /* AO-ADMM, MU: column `lane` of P or V in registers. */
+    /* Column `lane` of P (AO-ADMM) or V (MU) in registers; HALS reads V
+     * from shared memory (its registers go to the column sweep). */
+    __shared__ double s_v[METHOD == AMP_METHOD_HALS ? 32 : 1][32];
     double x[METHOD == AMP_METHOD_HALS ? 1 : 32];
     if (METHOD == AMP_METHOD_HALS) {
         for (unsigned k = threadIdx.x; k < 32 * 32; k += blockDim.x) {
@@ -259,21 +274,46 @@ __global__ void __launch_bounds__(UPD_WARPS * 32, 2)
             for (int r = 0; r < ROWS; r++)
                 a[r] = mu_entry(a[r], m[r], av[r], p.l1, p.l2);
         } else {   /* HALS */
+            /* s = a V once (as MU's a V); then column by column, lane c
+             * updates a_c from s_c and every lane adds the change times
+             * V[c][lane] to its s: one broadcast a column and row where
+             * summing a V[:, c] afresh took five shuffles (16 ms against
+             * 1 ms of bytes on rd100m, rank 32, one H200). */
+#pragma unroll
+            for (int r = 0; r < ROWS; r++)
+                srow[r * 32 + lane] = a[r];
+            __syncwarp();
+            double s[ROWS];
+#pragma unroll
+            for (int r = 0; r < ROWS; r++)
+                s[r] = 0;
+#pragma unroll
+            for (int k = 0; k < 16; k++) {
+                const double v0 = s_v[2 * k][lane], v1 = s_v[2 * k + 1][lane];
+#pragma unroll
+                for (int r = 0; r < ROWS; r++) {
+                    const double2 aa = s_row[warp][r][k];
+                    s[r] = fma(aa.x, v0, s[r]);
+                    s[r] = fma(aa.y, v1, s[r]);
+                }
+            }
+            __syncwarp();   /* read before the next rows land */
+            /* 1 / (V[q][q] + l2) on lane q, the same for every row: a
+             * division in the column sweep's chain made HALS's update
+             * 19 ms on rd100m (rank 32, one H200), its product 10 ms. */
+            const double dq = s_v[lane][lane] + p.l2;
+            const double inv_den = dq > 0 ? 1 / dq : 0;
             for (unsigned c = 0; c < R; c++) {
-                const double vc = s_v[c][lane];   /* V[c][lane] */
-                double s[ROWS];
+                const double vc = s_v[c][lane];   /* V[c][lane]: V[c][c] on lane c */
 #pragma unroll
-                for (int r = 0; r < ROWS; r++)
-                    s[r] = a[r] * vc;
-#pragma unroll
-                for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-                    for (int r = 0; r < ROWS; r++)
-                        s[r] += __shfl_xor_sync(FULL_MASK, s[r], o);
-                if (lane == c)   /* vc is V[c][c] there */
-#pragma unroll
-                    for (int r = 0; r < ROWS; r++)
-                        a[r] = hals_entry(m[r], s[r], a[r], vc, p.l1, p.l2, p.nonneg);
+                for (int r = 0; r < ROWS; r++) {
+                    /* meaningful on lane c */
+                    const double y = hals_fast(m[r], s[r], a[r], vc, inv_den, p.l1, p.nonneg);
+                    const double d = __shfl_sync(FULL_MASK, y - a[r], c);
+                    if (lane == c)
+                        a[r] = y;
+                    s[r] = fma(d, vc, s[r]);
+                }
             }
         }
 #pragma unroll
