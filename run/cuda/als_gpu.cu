@@ -960,6 +960,17 @@ static amp_status update_constrained(const amp_gpu_tensor *g, gpu_als *w, const 
     CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_REDUCE], w->s), err, rc, done);
     if (w->f32 && nown > 0)
         CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32 + rb * R, Mown, nown * R, w->s), err, rc, done);
+    if (w->method == AMP_METHOD_ADMM && u->first && d == 0) {
+        /* the CPU's start_scale (als.c): <X, model> from this first M,
+         * summed across GPUs */
+        CUDA_TRY_GOTO(amp_gpu_column_stats(Aown, Mown, nown, R, u->blocks, w->partial, w->s),
+                      err, rc, done);
+        CUDA_TRY_GOTO(amp_gpu_column_totals(w->partial, u->blocks, R, w->totals, w->s), err,
+                      rc, done);
+        AMP_CHECK_GOTO(amp_comm_allreduce(w->comm, w->totals, 2 * R, 0, w->s, err), rc, done);
+        CUDA_TRY_GOTO(amp_gpu_start_scale(w->totals + R, w->G[0], w->V, R, w->lambda, w->s),
+                      err, rc, done);
+    }
     CUDA_TRY_GOTO(amp_gpu_scale_columns(Aown, nown, R, w->lambda, w->s), err, rc, done);
     if (Uown)
         CUDA_TRY_GOTO(amp_gpu_scale_columns(Uown, nown, R, w->lambda, w->s), err, rc, done);

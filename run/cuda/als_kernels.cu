@@ -227,6 +227,27 @@ __global__ void to_f32_kernel(const double *src, float *dst, uint64_t n)
 
 /* ---- R x R ---------------------------------------------------------------- */
 
+/* AO-ADMM's start (the CPU's start_scale, als.c): lambda *= <X, model> /
+ * |model|^2 where positive and finite, inner = sum of in[0 .. R), model =
+ * lambda^T (G0 .* V) lambda, both summed in the CPU's order. One thread:
+ * once a run. */
+__global__ void start_scale_kernel(const double *in, const double *G0, const double *V,
+                                   unsigned R, double *lambda)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0)
+        return;
+    double inner = 0, model = 0;
+    for (unsigned r = 0; r < R; r++)
+        inner += in[r];
+    for (unsigned r = 0; r < R; r++)
+        for (unsigned q = 0; q < R; q++)
+            model += lambda[r] * lambda[q] * G0[r * R + q] * V[r * R + q];
+    const double alpha = model > 0 ? inner / model : 0;
+    if (alpha > 0 && isfinite(alpha))
+        for (unsigned r = 0; r < R; r++)
+            lambda[r] *= alpha;
+}
+
 __global__ void hadamard_kernel(amp_mode_set gs, unsigned skip, unsigned R, double *V)
 {
     for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < R * R;
@@ -357,6 +378,13 @@ extern "C" cudaError_t amp_gpu_lambda(const double *totals, unsigned R, int firs
         return e;
     lambda_kernel<<<(R + 127) / 128, 128, 0, s>>>(totals, R, first, c, pre, lambda, sig, inner,
                                                   rescale, bound);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t amp_gpu_start_scale(const double *in, const double *G0, const double *V,
+                                           unsigned R, double *lambda, cudaStream_t s)
+{
+    start_scale_kernel<<<1, 1, 0, s>>>(in, G0, V, R, lambda);
     return cudaGetLastError();
 }
 

@@ -54,6 +54,11 @@ cudaError_t amp_gpu_solve_stats(const void *M, int m_f32, const double *P, uint6
 cudaError_t amp_gpu_lambda(const double *totals, unsigned R, int first, const double *c,
                            double *pre, double *lambda, double *sig, double *inner,
                            int *rescale, double bound, cudaStream_t s);
+/* AO-ADMM's starting model scaled by its best fit: lambda *= <X, model> /
+ * |model|^2 when that is positive and finite; in: the column sums of
+ * A_0 .* M_0 (lambda 1), G0: A_0's Gram, V: the other Grams' product. */
+cudaError_t amp_gpu_start_scale(const double *in, const double *G0, const double *V,
+                                unsigned R, double *lambda, cudaStream_t s);
 /* If *rescale: A (rows x R, and A32 when not NULL) *= sig column-wise,
  * then sig = 1, on every GPU alike (they share *rescale's inputs). */
 cudaError_t amp_gpu_rescale(double *A, float *A32, uint64_t rows, unsigned R, double *sig,
