@@ -415,33 +415,28 @@ static void warm_start(const amp_cpd *c, unsigned d, double *U, int T)
  * times off the data, and 5 inner iterations projected every entry to 0).
  * So before the first update the starting model is scaled by the factor
  * that fits it best, <X, model> / |model|^2 (lambda times it): <X, model>
- * from mode 1's first MTTKRP, |model|^2 from its Gram and V. Only a
- * positive, finite factor is taken. */
-#define AMP_MAX_THREADS_FOR_SUMS 1024
-static void start_scale(amp_cpd *c, const double *M, const double *G0, const double *V, int T)
+ * from mode 1's first MTTKRP (each thread's rows into its partials'
+ * first slot, summed in thread order), |model|^2 from the Grams as the
+ * fit takes it. Only a positive, finite factor is taken. */
+static void start_scale(amp_cpd *c, const double *M, double *const *G, unsigned N, int T,
+                        double *scratch)
 {
-    (void)T;   /* without OpenMP */
     const unsigned R = c->rank;
     const double *A = c->A[0], *lambda = c->lambda;
-    const int64_t n = (int64_t)c->rows[0];
-    double inner = 0, model = 0, part[AMP_MAX_THREADS_FOR_SUMS];
-    const int P = T < AMP_MAX_THREADS_FOR_SUMS ? T : AMP_MAX_THREADS_FOR_SUMS;
-    /* A fixed split summed in order: the same bits for the same threads. */
-#pragma omp parallel num_threads(P)
+    const uint64_t n = c->rows[0];
+#pragma omp parallel num_threads(T)
     {
         const int me = amp_thread_id();
         double sum = 0;
-        for (uint64_t i = amp_part_start((uint64_t)n, me, P);
-             i < amp_part_start((uint64_t)n, me + 1, P); i++)
+        for (uint64_t i = amp_part_start(n, me, T); i < amp_part_start(n, me + 1, T); i++)
             for (unsigned r = 0; r < R; r++)
                 sum += lambda[r] * A[i * R + r] * M[i * R + r];
-        part[me] = sum;
+        thread_partials(scratch, me, R).in[0] = sum;
     }
-    for (int k = 0; k < P; k++)
-        inner += part[k];
-    for (unsigned r = 0; r < R; r++)
-        for (unsigned q = 0; q < R; q++)
-            model += lambda[r] * lambda[q] * G0[r * R + q] * V[r * R + q];
+    double inner = 0;
+    for (int t = 0; t < T; t++)
+        inner += thread_partials(scratch, t, R).in[0];
+    double model = model_norm_sq(G, N, R, lambda);
     double alpha = model > 0 ? inner / model : 0;
     if (alpha > 0 && isfinite(alpha))
         for (unsigned r = 0; r < R; r++)
@@ -495,7 +490,7 @@ amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
                         w.V[k] *= w.G[m][k];
             c->seconds[AMP_PHASE_GRAM] += amp_now() - now;
             if (o->method == AMP_METHOD_ADMM && it == 0 && d == 0)
-                start_scale(c, w.M, w.G[0], w.V, w.T);
+                start_scale(c, w.M, w.G, N, w.T, w.scratch);
             if (o->method != AMP_METHOD_ALS)
                 warm_start(c, d, w.U[d], w.T);
             update_out out = {c->lambda, w.G[d], w.inner};

@@ -229,7 +229,8 @@ __global__ void to_f32_kernel(const double *src, float *dst, uint64_t n)
 
 /* AO-ADMM's start (the CPU's start_scale, als.c): lambda *= <X, model> /
  * |model|^2 where positive and finite, inner = sum of in[0 .. R), model =
- * lambda^T (G0 .* V) lambda, both summed in the CPU's order. One thread:
+ * lambda^T (G0 .* V) lambda (the CPU takes the same sums with the
+ * products in mode order: they differ in the last bits). One thread:
  * once a run. */
 __global__ void start_scale_kernel(const double *in, const double *G0, const double *V,
                                    unsigned R, double *lambda)
