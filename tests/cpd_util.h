@@ -161,6 +161,19 @@ static inline int for_each_shared_tensor(void (*fn)(const char *path, const char
     return n;
 }
 
+/* The largest normwise difference of lambda and every factor of a from
+ * b's (a's rank); NaN when any entry is. */
+static inline double cpd_diff(const amp_tensor *t, const amp_cpd *a, const amp_cpd *b)
+{
+    const unsigned R = a->rank;
+    double worst = rel_diff(a->lambda, b->lambda, R);
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        double e = rel_diff(a->A[m], b->A[m], t->rows[m] * R);
+        worst = e > worst || isnan(e) ? e : worst;
+    }
+    return worst;
+}
+
 /* ---- fit sequences against the textbook CP-ALS (cp_ref.h) -------------- */
 
 #define FIT_LOG_MAX 64
@@ -168,6 +181,17 @@ typedef struct fit_log {
     unsigned n;
     double fit[FIT_LOG_MAX];
 } fit_log;
+
+/* The largest |a - b| over the first n fits of two logs (NaN if any is). */
+static inline double fits_gap(const fit_log *a, const fit_log *b, unsigned n)
+{
+    double gap = 0;
+    for (unsigned i = 0; i < n; i++) {
+        double e = fabs(a->fit[i] - b->fit[i]);
+        gap = e > gap || isnan(e) ? e : gap;
+    }
+    return gap;
+}
 
 /* An amp_cpd_opts.on_iter that keeps every fit (ctx: a fit_log). */
 static inline void fit_log_add(void *ctx, unsigned iter, double fit, double delta,
@@ -233,6 +257,38 @@ static inline int compare_with_ref(const cp_ref_tensor *x, const amp_tensor *t, 
     for (unsigned m = 0; m < N; m++)
         free(A[m]);
     return good;
+}
+
+/* The constrained runs the backends' tests compare with the CPU's: rank
+ * R, iters iterations, every mode non-negative but for AO-ADMM an l1 of
+ * 0.01 on mode 1 and for HALS mode 2 free (with a ridge of hals_l2). */
+static inline amp_cpd_opts constrained_opts(amp_method method, unsigned nmodes, unsigned R,
+                                            unsigned iters, double hals_l2)
+{
+    amp_cpd_opts o;
+    amp_cpd_opts_init(&o);
+    o.rank = R;
+    o.max_iters = iters;
+    o.tol = 0;
+    o.method = method;
+    o.rules.n_constraint = 1;
+    o.rules.constraint[0] = AMP_CONSTRAINT_NONNEG;
+    if (method == AMP_METHOD_ADMM) {
+        o.rules.n_l1 = nmodes;
+        for (unsigned m = 0; m < nmodes; m++)
+            o.rules.l1[m] = m == 0 ? 0.01 : 0;
+    }
+    if (method == AMP_METHOD_HALS) {
+        o.rules.n_constraint = nmodes;
+        for (unsigned m = 0; m < nmodes; m++)
+            o.rules.constraint[m] = m == 1 ? AMP_CONSTRAINT_NONE : AMP_CONSTRAINT_NONNEG;
+        if (hals_l2 > 0) {
+            o.rules.n_l2 = nmodes;
+            for (unsigned m = 0; m < nmodes; m++)
+                o.rules.l2[m] = m == 1 ? hals_l2 : 0;
+        }
+    }
+    return o;
 }
 
 #endif

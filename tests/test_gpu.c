@@ -536,26 +536,7 @@ static void check_gpu_methods(const char *name, const amp_tensor *t, uint64_t ch
     static const amp_method methods[3] = {AMP_METHOD_ADMM, AMP_METHOD_MU, AMP_METHOD_HALS};
     const unsigned R = 5, iters = 10;
     for (int k = 0; k < 3; k++) {
-        amp_cpd_opts o;
-        amp_cpd_opts_init(&o);
-        o.rank = R;
-        o.max_iters = iters;
-        o.tol = 0;
-        o.method = methods[k];
-        o.rules.n_constraint = 1;
-        o.rules.constraint[0] = AMP_CONSTRAINT_NONNEG;
-        if (methods[k] == AMP_METHOD_ADMM) {
-            o.rules.n_l1 = t->nmodes;
-            for (unsigned m = 0; m < t->nmodes; m++)
-                o.rules.l1[m] = m == 0 ? 0.01 : 0;
-        }
-        if (methods[k] == AMP_METHOD_HALS) {
-            o.rules.n_constraint = o.rules.n_l2 = t->nmodes;
-            for (unsigned m = 0; m < t->nmodes; m++) {
-                o.rules.constraint[m] = m == 1 ? AMP_CONSTRAINT_NONE : AMP_CONSTRAINT_NONNEG;
-                o.rules.l2[m] = m == 1 ? 0.1 : 0;
-            }
-        }
+        amp_cpd_opts o = constrained_opts(methods[k], t->nmodes, R, iters, 0.1);
         fit_log cpu_log = {0};
         o.on_iter = fit_log_add;
         o.ctx = &cpu_log;
@@ -574,19 +555,8 @@ static void check_gpu_methods(const char *name, const amp_tensor *t, uint64_t ch
                        amp_gpu_cpd_als(g, t, &o, &gpu, &err) == AMP_OK && log.n == iters;
             if (!okay)
                 diag("%s", amp_error_message(&err));
-            double gap = okay ? 0 : NAN;
-            for (unsigned i = 0; okay && i < iters; i++) {
-                double e = fabs(log.fit[i] - cpu_log.fit[i]);
-                gap = e > gap || isnan(e) ? e : gap;
-            }
-            double fd = NAN;
-            if (okay) {
-                fd = rel_diff(gpu.lambda, cpu.lambda, R);
-                for (unsigned m = 0; m < t->nmodes; m++) {
-                    double e = rel_diff(gpu.A[m], cpu.A[m], t->rows[m] * R);
-                    fd = e > fd || isnan(e) ? e : fd;
-                }
-            }
+            double gap = okay ? fits_gap(&log, &cpu_log, iters) : NAN;
+            double fd = okay ? cpd_diff(t, &gpu, &cpu) : NAN;
             const char *how = streamed ? "streamed" : "resident";
             ok(okay && gap <= 1e-9, "%s, %s, %s: %u fits within %.1e of the CPU's (last %.10f)",
                name, amp_method_name(methods[k]), how, iters, gap, okay ? gpu.fit : NAN);

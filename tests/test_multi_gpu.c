@@ -96,16 +96,6 @@ static amp_status decompose(const amp_tensor *t, amp_gpu_run *run, amp_cpd *c, a
     return decompose_p(t, run, 0, c, err);
 }
 
-static double factor_diff(const amp_tensor *t, const amp_cpd *a, const amp_cpd *b)
-{
-    double worst = rel_diff(a->lambda, b->lambda, RANK);
-    for (unsigned m = 0; m < t->nmodes; m++) {
-        double e = rel_diff(a->A[m], b->A[m], t->rows[m] * RANK);
-        worst = e > worst || isnan(e) ? e : worst;
-    }
-    return worst;
-}
-
 /* f32 CP-ALS on two GPUs (configuration cf, rows sent in `parts`), 4
  * iterations with and without a rescale at every update, against the f64
  * CPU's: *gap gets the larger fit difference. Later f32 iterations send
@@ -162,7 +152,7 @@ static void check_parts(const char *name, const amp_tensor *t, const amp_cpd *cp
                 want[m] = 1;
     }
     amp_status rc = decompose_xp(t, run, 0, 0, 0, 3, &two, &err);
-    double dc = rc == AMP_OK ? factor_diff(t, &two, cpu) : INFINITY;
+    double dc = rc == AMP_OK ? cpd_diff(t, &two, cpu) : INFINITY;
     for (unsigned m = 0; rc == AMP_OK && m < t->nmodes; m++)
         as_wanted += amp_gpu_run_parts(run, m) == want[m];
     if (rc != AMP_OK)
@@ -173,7 +163,7 @@ static void check_parts(const char *name, const amp_tensor *t, const amp_cpd *cp
        cpu->fit, dc, as_wanted, t->nmodes);
     amp_cpd_free(&two);
     rc = decompose_xp(t, run, 0, 0, 1, 8, &two, &err);
-    dc = rc == AMP_OK ? factor_diff(t, &two, cpu) : INFINITY;
+    dc = rc == AMP_OK ? cpd_diff(t, &two, cpu) : INFINITY;
     ok(rc == AMP_OK && fabs(two.fit - cpu->fit) <= 1e-6 && dc <= 1e-6, "%s, rows in 8 parts, "
        "rescaled at every update: fit %.10f, factors within %.2e of the CPU's", name,
        rc == AMP_OK ? two.fit : NAN, dc);
@@ -227,8 +217,8 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
         ok(rc == AMP_OK && fabs(two.fit - cpu.fit) <= 1e-6 && fabs(two.fit - one.fit) <= 1e-6,
            "%s, %s: CP-ALS fit %.10f on 2 GPUs, %.10f on the CPU, %.10f on 1 GPU", name,
            cf->name, two.fit, cpu.fit, one.fit);
-        double dc = rc == AMP_OK ? factor_diff(t, &two, &cpu) : INFINITY;
-        double d1 = rc == AMP_OK ? factor_diff(t, &two, &one) : INFINITY;
+        double dc = rc == AMP_OK ? cpd_diff(t, &two, &cpu) : INFINITY;
+        double d1 = rc == AMP_OK ? cpd_diff(t, &two, &one) : INFINITY;
         ok(dc <= 1e-6 && d1 <= 1e-6, "%s, %s: factors and lambda agree with the CPU's (%.2e) "
            "and 1 GPU's (%.2e)", name, cf->name, dc, d1);
         ok(rc == AMP_OK && two.iters == ITERS && two.pinv_used == cpu.pinv_used,
@@ -240,7 +230,7 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
          * scale takes); received rows left as sent would fail the
          * factor check. */
         rc = decompose_x(t, run, 0, 0, 1, &two, &err);
-        dc = rc == AMP_OK ? factor_diff(t, &two, &cpu) : INFINITY;
+        dc = rc == AMP_OK ? cpd_diff(t, &two, &cpu) : INFINITY;
         ok(rc == AMP_OK && fabs(two.fit - cpu.fit) <= 1e-6 && dc <= 1e-6, "%s, %s: rescaled at "
            "every update: fit %.10f, factors within %.2e of the CPU's", name, cf->name,
            rc == AMP_OK ? two.fit : NAN, dc);
@@ -278,7 +268,7 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
             rc = decompose_p(t, r32, 1, &b32, &err);
         amp_gpu_run_close(r32);
         if (rc == AMP_OK)
-            fd = factor_diff(t, &b32, &a32);
+            fd = cpd_diff(t, &b32, &a32);
         ok(rc == AMP_OK && fabs(a32.fit - b32.fit) <= 1e-2 && fd <= 1e-2, "%s, %s: CP-ALS f32, "
            "1 iteration: fit %.8f on 2 GPUs, %.8f on 1; factors within %.2e", name, cf->name,
            b32.fit, a32.fit, fd);
@@ -354,24 +344,7 @@ static void check_methods(const char *name, const amp_tensor *t, uint64_t chunk)
     static const int which[] = {0, 1, 2, 4};   /* of configs[] */
     const unsigned R = 5, iters = 8;
     for (int k = 0; k < 3; k++) {
-        amp_cpd_opts o;
-        amp_cpd_opts_init(&o);
-        o.rank = R;
-        o.max_iters = iters;
-        o.tol = 0;
-        o.method = methods[k];
-        o.rules.n_constraint = 1;
-        o.rules.constraint[0] = AMP_CONSTRAINT_NONNEG;
-        if (methods[k] == AMP_METHOD_ADMM) {
-            o.rules.n_l1 = t->nmodes;
-            for (unsigned m = 0; m < t->nmodes; m++)
-                o.rules.l1[m] = m == 0 ? 0.01 : 0;
-        }
-        if (methods[k] == AMP_METHOD_HALS) {
-            o.rules.n_constraint = t->nmodes;
-            for (unsigned m = 0; m < t->nmodes; m++)
-                o.rules.constraint[m] = m == 1 ? AMP_CONSTRAINT_NONE : AMP_CONSTRAINT_NONNEG;
-        }
+        amp_cpd_opts o = constrained_opts(methods[k], t->nmodes, R, iters, 0);
         fit_log cpu_log = {0};
         o.on_iter = fit_log_add;
         o.ctx = &cpu_log;
@@ -396,16 +369,8 @@ static void check_methods(const char *name, const amp_tensor *t, uint64_t chunk)
             if (!okay)
                 diag("%s", amp_error_message(&err));
             amp_gpu_run_close(run);
-            double gap = okay ? 0 : NAN;
-            for (unsigned i = 0; okay && i < iters; i++) {
-                double e = fabs(log.fit[i] - cpu_log.fit[i]);
-                gap = e > gap || isnan(e) ? e : gap;
-            }
-            double fd = okay ? rel_diff(two.lambda, cpu.lambda, R) : NAN;
-            for (unsigned m = 0; okay && m < t->nmodes; m++) {
-                double e = rel_diff(two.A[m], cpu.A[m], t->rows[m] * R);
-                fd = e > fd || isnan(e) ? e : fd;
-            }
+            double gap = okay ? fits_gap(&log, &cpu_log, iters) : NAN;
+            double fd = okay ? cpd_diff(t, &two, &cpu) : NAN;
             ok(okay && gap <= 1e-9 && fd <= 1e-7, "%s, %s, %s: %u fits on 2 GPUs within %.1e "
                "of the CPU's, factors within %.1e", name, amp_method_name(methods[k]), cf->name,
                iters, gap, fd);
