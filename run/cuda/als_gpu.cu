@@ -878,6 +878,23 @@ static amp_status solve_in_parts(const amp_gpu_tensor *g, gpu_als *w, mode_updat
     return AMP_OK;
 }
 
+/* After mode d's MTTKRP: its rows this GPU owns, summed across GPUs
+ * (equal-nnz) and, where the next step reads f64 from an f32 MTTKRP (not
+ * the fused solve), converted; between EV_MTTKRP, EV_REDUCE and on. */
+static amp_status own_m(gpu_als *w, const mode_update *u, amp_error *err)
+{
+    const unsigned R = w->R, d = u->d;
+    const uint64_t rb = u->rb, nown = u->nown;
+    CUDA_TRY(cudaEventRecord(u->ev[EV_MTTKRP], w->s), err);
+    if (w->reduce)   /* equal-nnz: every GPU's partial rows, summed */
+        AMP_CHECK(amp_comm_reduce_scatter(w->comm, w->f32 ? (void *)w->M32 : (void *)w->M,
+                                          w->reduce_block[d] * R, w->f32, w->s, err));
+    CUDA_TRY(cudaEventRecord(u->ev[EV_REDUCE], w->s), err);
+    if (w->f32 && nown > 0 && !u->fused)
+        CUDA_TRY(amp_gpu_to_f64(w->M32 + rb * R, w->M + rb * R, nown * R, w->s), err);
+    return AMP_OK;
+}
+
 /* Solved whole: M summed across GPUs (equal-nnz), P = V^-1 or the
  * pseudo-inverse with the scales folded in, A_d = M P and the column
  * statistics (fused, or cuBLAS and column_stats), and the rows sent when
@@ -892,14 +909,7 @@ static amp_status solve_whole(gpu_als *w, const mode_update *u, int *pinv_used, 
     double *Mown = w->M ? w->M + rb * R : NULL, *Aown = w->A[d] + rb * R;
     const void *Mk_own = w->f32 ? (const void *)(w->M32 + rb * R) : (const void *)Mown;
     int pinv = 0;
-    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_MTTKRP], w->s), err, rc, done);
-    if (w->reduce)   /* equal-nnz: every GPU's partial rows, summed */
-        AMP_CHECK_GOTO(amp_comm_reduce_scatter(w->comm, w->f32 ? (void *)w->M32 : (void *)w->M,
-                                               w->reduce_block[d] * R, w->f32, w->s, err),
-                       rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_REDUCE], w->s), err, rc, done);
-    if (w->f32 && nown > 0 && !u->fused)
-        CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32 + rb * R, Mown, nown * R, w->s), err, rc, done);
+    AMP_CHECK_GOTO(own_m(w, u, err), rc, done);
 
     AMP_CHECK_GOTO(invert(w, d, &pinv, err), rc, done);
     if (pinv)
@@ -952,14 +962,7 @@ static amp_status update_constrained(const amp_gpu_tensor *g, gpu_als *w, const 
     const uint64_t rb = u->rb, nown = u->nown;
     double *Mown = w->M + rb * R, *Aown = w->A[d] + rb * R;
     double *Uown = w->U[d] ? w->U[d] + rb * R : NULL;
-    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_MTTKRP], w->s), err, rc, done);
-    if (w->reduce)   /* equal-nnz: every GPU's partial rows, summed */
-        AMP_CHECK_GOTO(amp_comm_reduce_scatter(w->comm, w->f32 ? (void *)w->M32 : (void *)w->M,
-                                               w->reduce_block[d] * R, w->f32, w->s, err),
-                       rc, done);
-    CUDA_TRY_GOTO(cudaEventRecord(u->ev[EV_REDUCE], w->s), err, rc, done);
-    if (w->f32 && nown > 0)
-        CUDA_TRY_GOTO(amp_gpu_to_f64(w->M32 + rb * R, Mown, nown * R, w->s), err, rc, done);
+    AMP_CHECK_GOTO(own_m(w, u, err), rc, done);
     if (w->method == AMP_METHOD_ADMM && u->first && d == 0) {
         /* the CPU's start_scale (als.c): <X, model> from this first M,
          * summed across GPUs */
