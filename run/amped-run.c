@@ -188,6 +188,11 @@ static void version(void)
 #else
     printf("NCCL: no\n");
 #endif
+#ifdef AMP_HAVE_MPI
+    printf("MPI: yes (runs as several processes under mpirun or srun)\n");
+#else
+    printf("MPI: no\n");
+#endif
 }
 
 static int list_devices(void)
@@ -749,9 +754,11 @@ static int run(run_args *a)
     }
     if (decompose(a, &s, &err) != AMP_OK)
         goto fail;
-    if (s.dist && amp_dist_report(s.dist, s.t.nmodes, &a->report.processes, &err) != AMP_OK)
-        goto fail;
-    a->report.nprocesses = amp_dist_size(s.dist);
+    if (s.dist) {
+        if (amp_dist_report(s.dist, s.t.nmodes, &a->report.processes, &err) != AMP_OK)
+            goto fail;
+        a->report.nprocesses = amp_dist_size(s.dist);
+    }
     if (!a->quiet)
         printf("final fit: %.10f after %u iteration%s (%s)\n", s.c.fit, s.c.iters,
                s.c.iters == 1 ? "" : "s", a->report.converged ? "converged" : "iteration limit");
