@@ -61,6 +61,17 @@ static int sync_all(gpu *g, unsigned n, amp_error *err)
     return 1;
 }
 
+/* Every local GPU's rows to every other GPU, and every stream finished. */
+static int exchange(gpu *g, unsigned n, const uint64_t *offset, const uint64_t *cnt,
+                    amp_error *err)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (!cuda_ok(cudaSetDevice(g[i].device), err) ||
+            amp_comm_allgatherv(g[i].comm, g[i].rows, 0, offset, cnt, g[i].stream, err) != AMP_OK)
+            return 0;
+    return sync_all(g, n, err);
+}
+
 int main(int argc, char **argv)
 {
     unsigned nlocal = argc > 1 ? (unsigned)atoi(argv[1]) : 1;
@@ -145,13 +156,7 @@ int main(int argc, char **argv)
     }
     if (!sync_all(g, nlocal, &err))
         return fail(m, "the all-reduce", &err);
-    for (unsigned i = 0; i < nlocal; i++) {
-        cudaSetDevice(g[i].device);
-        if (amp_comm_allgatherv(g[i].comm, g[i].rows, 0, offset, cnt, g[i].stream, &err) !=
-            AMP_OK)
-            return fail(m, "amp_comm_allgatherv", &err);
-    }
-    if (!sync_all(g, nlocal, &err))
+    if (!exchange(g, nlocal, offset, cnt, &err))
         return fail(m, "the exchange", &err);
     double bad = 0;
     for (unsigned i = 0; i < nlocal; i++) {
@@ -176,13 +181,7 @@ int main(int argc, char **argv)
         if (grp->ops->barrier(grp->ctx, &err) != AMP_OK)
             return fail(m, "MPI_Barrier", &err);
         double s = amp_now();
-        for (unsigned i = 0; i < nlocal; i++) {
-            cudaSetDevice(g[i].device);
-            if (amp_comm_allgatherv(g[i].comm, g[i].rows, 0, offset, cnt, g[i].stream, &err) !=
-                AMP_OK)
-                return fail(m, "amp_comm_allgatherv", &err);
-        }
-        if (!sync_all(g, nlocal, &err))
+        if (!exchange(g, nlocal, offset, cnt, &err))
             return fail(m, "the exchange", &err);
         double dt = amp_now() - s;
         if (grp->ops->allreduce(grp->ctx, &dt, 1, 1, &err) != AMP_OK)

@@ -103,6 +103,64 @@ static amp_status warm_up(amp_comm **comms, unsigned nlocal, int rows, amp_error
 }
 #endif
 
+/* comms[0 .. nlocal): GPUs first .. first + nlocal - 1 of a run of ngpus,
+ * on CUDA devices devices[0 .. nlocal), no communicator yet. */
+static amp_status comms_new(amp_comm **comms, unsigned nlocal, unsigned first, unsigned ngpus,
+                            const int *devices, amp_error *err)
+{
+    for (unsigned i = 0; i < nlocal; i++) {
+        comms[i] = (amp_comm *)calloc(1, sizeof **comms);
+        if (comms[i] == NULL) {
+            for (unsigned q = 0; q < i; q++) {
+                free(comms[q]);
+                comms[q] = NULL;   /* the caller may free what it holds */
+            }
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        }
+        comms[i]->gpu = first + i;
+        comms[i]->ngpus = ngpus;
+        comms[i]->device = devices[i];
+    }
+    return AMP_OK;
+}
+
+#ifdef AMP_HAVE_NCCL
+/* The communicators NCCL made (nc: nlocal for the collectives, then
+ * nlocal for the rows; r its result) given to comms and warmed up; on
+ * any failure every comm is gone. */
+static amp_status comms_attach(amp_comm **comms, unsigned nlocal, ncclComm_t *nc,
+                               ncclResult_t r, amp_error *err)
+{
+    if (r != ncclSuccess) {
+        AMP_FAIL(err, AMP_ERR_CUDA, "NCCL could not join GPUs %u to %u of %u: %s",
+                 comms[0]->gpu, comms[0]->gpu + nlocal - 1, comms[0]->ngpus,
+                 ncclGetErrorString(r));
+        free(nc);
+        for (unsigned q = 0; q < nlocal; q++) {
+            free(comms[q]);
+            comms[q] = NULL;
+        }
+        return err ? err->status : AMP_ERR_CUDA;
+    }
+    for (unsigned q = 0; q < nlocal; q++) {
+        comms[q]->nccl = nc[q];
+        comms[q]->rows = nc[nlocal + q];
+    }
+    free(nc);
+    amp_status rc = warm_up(comms, nlocal, 0, err);
+    if (rc == AMP_OK)
+        rc = warm_up(comms, nlocal, 1, err);
+    if (rc != AMP_OK)
+        for (unsigned q = 0; q < nlocal; q++) {
+            /* Its collectives may still be queued: abort, not destroy. */
+            amp_comm_abort(comms[q]);
+            amp_comm_free(comms[q]);
+            comms[q] = NULL;
+        }
+    return rc;
+}
+#endif
+
 extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, amp_comm **comms,
                                         amp_error *err)
 {
@@ -113,19 +171,7 @@ extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, amp_
         return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "%u GPUs need NCCL, and this build has none "
                         "(configure --with-nccl)", ngpus);
 #endif
-    for (unsigned gpu = 0; gpu < ngpus; gpu++) {
-        comms[gpu] = (amp_comm *)calloc(1, sizeof **comms);
-        if (comms[gpu] == NULL) {
-            for (unsigned q = 0; q < gpu; q++) {
-                free(comms[q]);
-                comms[q] = NULL;   /* the caller may free what it holds */
-            }
-            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-        }
-        comms[gpu]->gpu = gpu;
-        comms[gpu]->ngpus = ngpus;
-        comms[gpu]->device = devices[gpu];
-    }
+    AMP_CHECK(comms_new(comms, ngpus, 0, ngpus, devices, err));
 #ifdef AMP_HAVE_NCCL
     if (ngpus > 1) {
         ncclComm_t *nc = (ncclComm_t *)calloc(2 * (size_t)ngpus, sizeof *nc);
@@ -136,32 +182,7 @@ extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, amp_
                 for (unsigned q = 0; q < ngpus; q++)
                     ncclCommDestroy(nc[q]);
         }
-        if (r != ncclSuccess) {
-            free(nc);
-            for (unsigned q = 0; q < ngpus; q++) {
-                free(comms[q]);
-                comms[q] = NULL;
-            }
-            return AMP_FAIL(err, AMP_ERR_CUDA, "NCCL could not join %u GPUs: %s", ngpus,
-                            ncclGetErrorString(r));
-        }
-        for (unsigned q = 0; q < ngpus; q++) {
-            comms[q]->nccl = nc[q];
-            comms[q]->rows = nc[ngpus + q];
-        }
-        free(nc);
-        amp_status rc = warm_up(comms, ngpus, 0, err);
-        if (rc == AMP_OK)
-            rc = warm_up(comms, ngpus, 1, err);
-        if (rc != AMP_OK) {
-            /* Its collectives may still be queued: abort, not destroy. */
-            for (unsigned q = 0; q < ngpus; q++) {
-                amp_comm_abort(comms[q]);
-                amp_comm_free(comms[q]);
-                comms[q] = NULL;
-            }
-            return rc;
-        }
+        return comms_attach(comms, ngpus, nc, r, err);
     }
 #endif
     return AMP_OK;
@@ -214,19 +235,7 @@ extern "C" amp_status amp_comm_init_ranks(const void *id, unsigned ngpus, unsign
     return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "GPUs of several processes need NCCL, and this "
                     "build has none (configure --with-nccl)");
 #else
-    for (unsigned i = 0; i < nlocal; i++) {
-        comms[i] = (amp_comm *)calloc(1, sizeof **comms);
-        if (comms[i] == NULL) {
-            for (unsigned q = 0; q < i; q++) {
-                free(comms[q]);
-                comms[q] = NULL;
-            }
-            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-        }
-        comms[i]->gpu = first + i;
-        comms[i]->ngpus = ngpus;
-        comms[i]->device = devices[i];
-    }
+    AMP_CHECK(comms_new(comms, nlocal, first, ngpus, devices, err));
     if (ngpus == 1)
         return AMP_OK;
     ncclUniqueId u[2];
@@ -239,30 +248,7 @@ extern "C" amp_status amp_comm_init_ranks(const void *id, unsigned ngpus, unsign
             for (unsigned q = 0; q < nlocal; q++)
                 ncclCommAbort(nc[q]);
     }
-    if (r != ncclSuccess) {
-        free(nc);
-        for (unsigned q = 0; q < nlocal; q++) {
-            free(comms[q]);
-            comms[q] = NULL;
-        }
-        return AMP_FAIL(err, AMP_ERR_CUDA, "NCCL could not join GPUs %u to %u of %u: %s", first,
-                        first + nlocal - 1, ngpus, ncclGetErrorString(r));
-    }
-    for (unsigned q = 0; q < nlocal; q++) {
-        comms[q]->nccl = nc[q];
-        comms[q]->rows = nc[nlocal + q];
-    }
-    free(nc);
-    amp_status rc = warm_up(comms, nlocal, 0, err);
-    if (rc == AMP_OK)
-        rc = warm_up(comms, nlocal, 1, err);
-    if (rc != AMP_OK)
-        for (unsigned q = 0; q < nlocal; q++) {
-            amp_comm_abort(comms[q]);
-            amp_comm_free(comms[q]);
-            comms[q] = NULL;
-        }
-    return rc;
+    return comms_attach(comms, nlocal, nc, r, err);
 #endif
 }
 
