@@ -12,7 +12,8 @@
 #        bench/bench-billion.sh          both
 # Env:   AMP_BENCH_DIR (default: bench/data), AMP_NNZ (1750000000 draws; repeats
 #        are summed), AMP_RANK (32), AMP_ITERS (5), AMP_RUNS (which runs, default
-#        "1r 2r 1s 2s": GPUs and r(esident) or s(treamed))
+#        "1r 2r 1s 2s": GPUs and r(esident) or s(treamed)), AMP_METHODS (default
+#        "als"; ao-admm, mu and hals run with --constraint nonneg)
 set -eu
 build=$(pwd)
 data=${AMP_BENCH_DIR:-$build/bench/data}
@@ -20,6 +21,7 @@ nnz=${AMP_NNZ:-1750000000}
 rank=${AMP_RANK:-32}
 iters=${AMP_ITERS:-5}
 runs=${AMP_RUNS:-1r 2r 1s 2s}
+methods=${AMP_METHODS:-als}
 step=${1:-all}
 amp="$data/amazon-shape.amp"
 mkdir -p "$data"
@@ -56,13 +58,16 @@ if [ "$step" = prep ] || [ "$step" = all ]; then
 fi
 
 if [ "$step" = run ] || [ "$step" = all ]; then
+    for m in $methods; do
     for r in $runs; do
         g=${r%?}
         case $r in *s) mem=stream ;; *) mem=resident ;; esac
-        out="$data/billion-$r"
-        echo "### $g GPU(s), $mem"
+        out="$data/billion-$m-$r"
+        set -- --method "$m"
+        [ "$m" = als ] || set -- "$@" --constraint nonneg
+        echo "### $m, $g GPU(s), $mem"
         measured "$out.txt" "$out.err" "$build/amped-run" --gpus "$g" --memory "$mem" -r "$rank" \
-            --iters "$iters" --tol 0 --json "$out.json" "$amp" || { cat "$out.txt" "$out.err"; exit 1; }
+            --iters "$iters" --tol 0 "$@" --json "$out.json" "$amp" || { cat "$out.txt" "$out.err"; exit 1; }
         grep -E "^(backend|  gpu|  balance|loaded|final fit|time:|           nccl)" "$out.txt"
         python3 - "$out.json" <<'PY'
 import json, sys
@@ -71,6 +76,10 @@ it = [i["seconds"] for i in d["iterations"]]
 print("iterations (s):", " ".join("%.3f" % s for s in it), "| median after the first: %.3f" % sorted(it[1:])[len(it[1:]) // 2])
 if "gpus" in d:
     print("device bytes per GPU:", " ".join("%.1f GiB" % (g["device_bytes"] / 2**30) for g in d["gpus"]))
+t = d["timings"]
+print("per iteration: mttkrp %.3f s, %s %.3f s; final fit %.10f" % (t["mttkrp"] / len(it),
+      "solve" if d["method"] == "als" else "update", t["solve" if d["method"] == "als" else "update"] / len(it), d["final_fit"]))
 PY
+    done
     done
 fi

@@ -33,9 +33,10 @@ void openblas_set_num_threads(int n);
 
 /* ---- the small dense algebra ------------------------------------------- */
 
-/* Rows per block of the update pass: a block of M and A (2 x 2048 x R
- * doubles) stays in L2 while it is solved, summed and fed to dsyrk. */
-#define UPDATE_BLOCK 2048
+/* Rows per block of the update pass: a block of M and A (and AO-ADMM's
+ * U and two scratch arrays, 5 x 256 x R doubles) stays in L2 while it is
+ * solved or updated, summed and fed to dsyrk. */
+#define UPDATE_BLOCK 256
 
 /* P = V^-1 through Cholesky (dpotrf, dpotri) when V is positive definite,
  * else the pseudo-inverse by the eigendecomposition of V, with eigenvalues

@@ -15,12 +15,10 @@
 
 size_t amp_cpu_update_scratch(const amp_update_args *a, uint64_t n)
 {
-    /* AO-ADMM: At, M + rho (A + U), and a flag per row; MU: A V; HALS:
-     * one row's M - A V. */
+    /* AO-ADMM: At, M + rho (A + U), and a flag per row; MU: A V. */
     size_t R = a->rank;
     return a->method == AMP_METHOD_ADMM ? (2 * n * R + n) * sizeof(double)
          : a->method == AMP_METHOD_MU   ? n * R * sizeof(double)
-         : a->method == AMP_METHOD_HALS ? R * sizeof(double)
                                         : 0;
 }
 
@@ -139,14 +137,7 @@ static void mu_rows(const amp_update_args *a, const double *M, double *A, uint64
     }
 }
 
-/* Column after column within a row, each seeing the columns before it
- * updated (Gauss-Seidel). With g = m - x V kept for the columns still to
- * come, column r's numerator m_r - (x V)_r + x_r V_rr is g_r + x_r V_rr,
- * and its change d moves every later g_q by -d V_rq: loops over q that
- * the compiler vectorizes, where a dot product afresh for each column is
- * a chain of R dependent additions (3x the time on cpu20m, rank 32). */
-static void hals_rows(const amp_update_args *a, const double *M, double *A, uint64_t n,
-                      double *g)
+static void hals_rows(const amp_update_args *a, const double *M, double *A, uint64_t n)
 {
     const unsigned R = a->rank;
     const double l1 = a->rule.l1, l2 = a->rule.l2;
@@ -154,17 +145,13 @@ static void hals_rows(const amp_update_args *a, const double *M, double *A, uint
     for (uint64_t i = 0; i < n; i++) {
         double *x = A + i * R;
         const double *m = M + i * R;
-        for (unsigned q = 0; q < R; q++)
-            g[q] = m[q];
-        for (unsigned k = 0; k < R; k++) {
-            const double xk = x[k], *v = a->V + (size_t)k * R;
-            for (unsigned q = 0; q < R; q++)
-                g[q] -= xk * v[q];
-        }
         for (unsigned r = 0; r < R; r++) {
             const double *v = a->V + (size_t)r * R;   /* V's row r = column r */
+            double s = 0;
+            for (unsigned q = 0; q < R; q++)
+                s += x[q] * v[q];
             double den = v[r] + l2;
-            double num = g[r] + x[r] * v[r];
+            double num = m[r] - (s - x[r] * v[r]);
             double y;
             if (nonneg) {
                 y = den > 0 ? (num - l1) / den : 0;
@@ -173,10 +160,7 @@ static void hals_rows(const amp_update_args *a, const double *M, double *A, uint
                 double t = num > l1 ? num - l1 : num < -l1 ? num + l1 : 0;
                 y = den > 0 ? t / den : 0;
             }
-            const double d = y - x[r];
             x[r] = y;
-            for (unsigned q = r + 1; q < R; q++)
-                g[q] -= d * v[q];
         }
     }
 }
@@ -194,7 +178,7 @@ void amp_cpu_update_rows(const amp_update_args *a, const double *M, double *A, d
         mu_rows(a, M, A, n, scratch);
         break;
     case AMP_METHOD_HALS:
-        hals_rows(a, M, A, n, scratch);
+        hals_rows(a, M, A, n);
         break;
     case AMP_METHOD_ALS:
         break;
