@@ -194,6 +194,7 @@ typedef struct amp_write_opts {
                          * faster (bench/RESULTS.md) */
     int threads;        /* compression threads; 0: the OpenMP default */
     int no_sync;        /* commit without fsync: faster, not crash-safe */
+    int no_clobber;     /* commit fails if the file exists by then */
     /* Compressed bytes that may wait for the disk (held in memory) before
      * a thread waits instead of starting another chunk; 0: threads x the
      * largest raw chunk + 64 MiB. Chunks being compressed are not counted,
