@@ -38,6 +38,9 @@ extern "C" {
 #define AMP_FORMAT_MAJOR 1
 #define AMP_FORMAT_MINOR 0
 
+/* The first bytes of every .amp file, for tools that tell it from others. */
+#define AMP_FILE_MAGIC "\x89" "AMP\r\n\x1a\n"
+#define AMP_FILE_MAGIC_LEN 8
 #define AMP_HEADER_SIZE 64
 #define AMP_TRAILER_SIZE 32
 #define AMP_DIR_HEADER_SIZE 24

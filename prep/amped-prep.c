@@ -120,7 +120,7 @@ static void usage(void)
            "  -V, --version            output version information and exit\n"
            "\n"
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
-           "Report bugs to: %s\n",
+           "Report bugs: see %s.\n",
            AMP_DEFAULT_SHARDS, (unsigned long long)AMP_DEFAULT_CHUNK_NNZ, AMP_DEFAULT_LEVEL,
            amp_max_threads(), PACKAGE_BUGREPORT);
 }
@@ -160,9 +160,10 @@ static void print_mode_line(unsigned m, uint64_t dim, uint64_t nonempty, uint64_
 static void print_stats(const char *path, const amp_coo *t, const amp_coo_stats *s,
                         const amp_read_info *info, int mode_lines)
 {
-    printf("input:      %s (%s%s, %" PRIu64 " bytes, %d-based)\n", path,
+    printf("input:      %s (%s%s, %" PRIu64 " byte%s, %d-based)\n", path,
            info->format == AMP_INPUT_BIN ? "FROSTT binary" : "FROSTT text",
-           compression_names[info->compression], info->bytes, info->index_base);
+           compression_names[info->compression], info->bytes, amp_plural(info->bytes),
+           info->index_base);
     printf("modes:      %u\n", t->nmodes);
     printf("dims:       ");
     for (unsigned m = 0; m < t->nmodes; m++)

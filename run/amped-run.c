@@ -175,7 +175,7 @@ static void usage(void)
            "  -V, --version        output version and build information and exit\n"
            "\n"
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
-           "Report bugs to: %s\n", AMP_CPU_MAX_RANK, d.rank, d.max_iters, d.tol, d.seed,
+           "Report bugs: see %s.\n", AMP_CPU_MAX_RANK, d.rank, d.max_iters, d.tol, d.seed,
            AMP_ADMM_INNER_MAX, d.admm_inner, AMP_SEND_PARTS_MAX,
            AMP_STREAM_CHUNK_DEFAULT, PACKAGE_BUGREPORT);
 }
@@ -204,7 +204,10 @@ static int list_devices(void)
     int count = 0;
     amp_error err = {0};
     if (amp_cuda_list_devices(dev, 64, &count, &err) != AMP_OK) {
-        amp_log_error(&err);
+        if (err.status == AMP_ERR_NO_DEVICE)
+            amp_log(AMP_LOG_ERROR, "%s; --gpus 0 runs on the CPU", amp_error_message(&err));
+        else
+            amp_log_error(&err);
         return EXIT_FAILURE;
     }
     int failed = 0;
@@ -242,6 +245,7 @@ typedef struct run_args {
     amp_factor_format format;
     amp_factor_rows rows;
     int mttkrp_only, check, quiet, rows_given;
+    const char *gpu_only;      /* the first option of the GPU backend given */
     amp_run_report report;
     amp_outfile json_out;      /* --json, created before the run */
     amp_mode_rule rule[AMP_MAX_MODES];   /* each mode's, from opts.rules */
@@ -263,7 +267,8 @@ static void on_iter(void *ctx, unsigned iter, double fit, double delta, double s
 static void print_tensor(const run_args *a, const amp_tensor *t, int threads, int on_gpu)
 {
     char mem[32];
-    printf("tensor:    %s: %u modes, %" PRIu64 " nonzeros, dims ", a->path, t->nmodes, t->nnz);
+    printf("tensor:    %s: %u modes, %" PRIu64 " nonzero%s, dims ", a->path, t->nmodes, t->nnz,
+           amp_plural(t->nnz));
     for (unsigned m = 0; m < t->nmodes; m++)
         printf("%s%" PRIu64, m ? "x" : "", t->dims[m]);
     printf(" (nonempty ");
@@ -596,6 +601,9 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
         a->gpu.progress_ctx = NULL;
         AMP_CHECK(rc);
     }
+    if (s->gr == NULL && a->gpu_only)
+        amp_log(AMP_LOG_WARN, "%s applies to the GPU backend; this run is on the CPU (no GPU "
+                "found, or the rank is above what the GPU backend takes): ignored", a->gpu_only);
     if (s->gr) {
         amp_gpu_info in;
         amp_gpu_run_info(s->gr, 0, &in);
@@ -636,8 +644,8 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
         char label[16];
         snprintf(label, sizeof label, "%s:", a->opts.method == AMP_METHOD_ALS ? "cp-als"
                                             : amp_method_name(a->opts.method));
-        printf("%-10s rank %u, at most %u iterations, tol %g\n", label, a->opts.rank,
-               a->opts.max_iters, a->opts.tol);
+        printf("%-10s rank %u, at most %u iteration%s, tol %g\n", label, a->opts.rank,
+               a->opts.max_iters, amp_plural(a->opts.max_iters), a->opts.tol);
         if (a->opts.method != AMP_METHOD_ALS) {
             printf("           constraints");
             for (unsigned m = 0; m < s->t.nmodes; m++)
@@ -649,7 +657,8 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
             for (unsigned m = 0; m < s->t.nmodes; m++)
                 printf("%s%g", m ? "," : " ", a->rule[m].l2);
             if (a->opts.method == AMP_METHOD_ADMM)
-                printf("; %u inner iterations, tol %g", a->opts.admm_inner, a->opts.admm_tol);
+                printf("; %u inner iteration%s, tol %g", a->opts.admm_inner,
+                       amp_plural(a->opts.admm_inner), a->opts.admm_tol);
             printf("\n");
         }
         if (a->init)
@@ -935,30 +944,37 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
     case OPT_DEVICES:
         return parse_devices(optarg, &a->gpu, err);
     case OPT_OVERLAP:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--overlap";
         a->gpu.overlap = 1;
         return -1;
     case OPT_SEND_PARTS:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--send-parts";
         if (amp_parse_u64(optarg, 0, AMP_SEND_PARTS_MAX, "--send-parts", &u, err))
             return USAGE_FAIL(err);
         a->gpu_als.send_parts = (unsigned)u;
         return -1;
     case OPT_PARTITION:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--partition";
         if (amp_parse_choice(optarg, partitions, "--partition", &choice, err))
             return USAGE_FAIL(err);
         a->gpu.partition = choice == 1 ? AMP_PARTITION_EQUAL_NNZ : AMP_PARTITION_OWNER;
         return -1;
     case OPT_MEMORY:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--memory";
         if (amp_parse_choice(optarg, memories, "--memory", &choice, err))
             return USAGE_FAIL(err);
         a->gpu.memory = choice;
         return -1;
     case OPT_STREAM_CHUNK:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--stream-chunk";
         return amp_parse_u64(optarg, AMP_STREAM_CHUNK_MIN, UINT64_C(1) << 40, "--stream-chunk",
                              &a->gpu.stream_chunk, err) ? USAGE_FAIL(err) : -1;
     case OPT_DEVICE_MEMORY:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--device-memory";
         return amp_parse_size(optarg, 1, UINT64_MAX, "--device-memory", &a->gpu.device_memory,
                               err) ? USAGE_FAIL(err) : -1;
     case OPT_HOST_MEMORY:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--host-memory";
         return amp_parse_size(optarg, 1, UINT64_MAX, "--host-memory", &a->gpu.host_memory,
                               err) ? USAGE_FAIL(err) : -1;
     }
@@ -1032,6 +1048,9 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
                                "one", a->gpus, a->gpu.ndevices, a->gpu.ndevices == 1 ? "" : "s");
     if (a->gpu.ndevices > 0)
         a->gpus = (int)a->gpu.ndevices;
+    if (a->gpus == 0 && a->gpu_only)
+        return amp_usage_error(PROGRAM, "%s applies to the GPU backend, and --gpus 0 asks for "
+                               "the CPU: give one", a->gpu_only);
     if (a->gpu.overlap && a->gpu_als.send_parts > 1)
         return amp_usage_error(PROGRAM, "--overlap sends a mode's rows during the next MTTKRP, "
                                "--send-parts=%u during its own: give one", a->gpu_als.send_parts);

@@ -380,8 +380,16 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
     if (amp_cuda_list_devices(dev, AMP_MAX_GPUS, &count, &e) != AMP_OK || count == 0) {
         if (!asked)
             return AMP_OK;
-        return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "--gpus %d: %s; --gpus 0 runs on the CPU",
-                        o->ndevices ? (int)o->ndevices : o->gpus, amp_error_message(&e));
+        /* The option the user gave, as given. */
+        char given[16 + 4 * AMP_MAX_GPUS] = "--devices ";
+        size_t at = strlen(given);
+        for (unsigned k = 0; k < o->ndevices && at < sizeof given; k++)
+            at += (size_t)snprintf(given + at, sizeof given - at, "%s%d", k ? "," : "",
+                                   o->devices[k]);
+        if (o->ndevices == 0)
+            snprintf(given, sizeof given, "--gpus %d", o->gpus);
+        return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "%s: %s; --gpus 0 runs on the CPU", given,
+                        amp_error_message(&e));
     }
     count = count > AMP_MAX_GPUS ? AMP_MAX_GPUS : count;
     if (amp_rank_check(cpd->rank, AMP_GPU_MAX_RANK, "the GPU backend", &e) != AMP_OK) {
