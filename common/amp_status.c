@@ -25,6 +25,7 @@ const char *amp_strerror(amp_status status)
     case AMP_ERR_UNSUPPORTED: return "not supported by this build";
     case AMP_ERR_INTERNAL:    return "internal error (a bug in amped)";
     case AMP_ERR_TRUNCATED:   return "file truncated";
+    case AMP_ERR_PEER:        return "another process of the run failed";
     }
     return "unknown status code";
 }

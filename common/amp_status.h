@@ -27,7 +27,8 @@ typedef enum amp_status {
     AMP_ERR_NO_DEVICE = 13,  /* no usable GPU */
     AMP_ERR_UNSUPPORTED = 14,/* valid request this build does not support */
     AMP_ERR_INTERNAL = 15,   /* a broken invariant: a bug in amped */
-    AMP_ERR_TRUNCATED = 16   /* a file ends before the data it declares */
+    AMP_ERR_TRUNCATED = 16,  /* a file ends before the data it declares */
+    AMP_ERR_PEER = 17        /* another process of the run failed, or MPI did */
 } amp_status;
 
 /* A short, static, human-readable description of a status code.

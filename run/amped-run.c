@@ -28,6 +28,7 @@
 #include "amp_timer.h"
 #include "amped_format.h"
 #include "inspect.h"
+#include "run_dist.h"
 #include "run_report.h"
 #ifdef AMP_HAVE_CUDA
 #include "amp_cuda.h"
@@ -194,6 +195,11 @@ static void version(void)
     printf("NCCL: yes\n");
 #else
     printf("NCCL: no\n");
+#endif
+#ifdef AMP_HAVE_MPI
+    printf("MPI: yes (runs as several processes under mpirun or srun)\n");
+#else
+    printf("MPI: no\n");
 #endif
 }
 
@@ -530,6 +536,7 @@ typedef struct run_state {
     amp_gpu_run *gr;
     amp_report_gpu *rg;
     amp_factor_files factors;   /* -o, created before the run */
+    amp_dist *dist;            /* one process of several (MPI), or NULL */
     int threads;
     double t_start;
 } run_state;
@@ -580,6 +587,14 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
     AMP_CHECK(create_outputs(a, s, err));
     if (a->check)
         AMP_CHECK(load_nonzeros(a, s->f, s->threads, &s->t, err));
+    if (s->dist) {
+        amp_progress bar;
+        amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
+        amp_status rc = amp_dist_load(s->dist, s->f, &s->t, s->threads, amp_progress_callback,
+                                      &bar, err);
+        amp_progress_end(&bar);
+        AMP_CHECK(rc);
+    }
     a->report.path = a->path;
     a->report.t = &s->t;
     a->report.opts = &a->opts;
@@ -613,7 +628,7 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
         a->report.seconds_upload = amp_gpu_run_upload_seconds(s->gr);
         a->report.direct_upload = amp_gpu_run_direct(s->gr);
         a->report.stream_bytes_per_nnz = amp_gpu_run_stream_bytes_per_nnz(s->gr, &s->t);
-    } else if (s->t.layout_only) {
+    } else if (s->t.layout_only && !s->dist) {
         double t0 = amp_now();
         AMP_CHECK(load_nonzeros(a, s->f, s->threads, &s->t, err));
         a->report.seconds_load += amp_now() - t0;
@@ -626,6 +641,12 @@ static void print_loaded(const run_args *a, const run_state *s)
     print_tensor(a, &s->t, s->threads, s->gr != NULL);
     if (s->gr)
         print_gpus(a, &s->t, s->gr);
+    if (s->dist) {
+        char mem[32];
+        printf("processes: %u (MPI), each reading only its own shards; process 0 holds %s\n",
+               amp_dist_size(s->dist), amp_format_bytes(mem, sizeof mem,
+                                                         amp_dist_bytes(s->dist)));
+    }
     printf("loaded:    %.3f s", a->report.seconds_load);
     if (s->gr && a->report.direct_upload)
         printf(" (the tables), the nonzeros from the file straight to the GPU %.3f s",
@@ -669,8 +690,9 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
     }
     a->opts.on_iter = on_iter;
     a->opts.ctx = a;
-    AMP_CHECK(s->gr ? amp_gpu_run_als(s->gr, &s->t, &a->opts, &a->gpu_als, &s->c, err)
-                    : amp_cpu_als(&s->t, &a->opts, &s->c, err));
+    AMP_CHECK(s->gr     ? amp_gpu_run_als(s->gr, &s->t, &a->opts, &a->gpu_als, &s->c, err)
+              : s->dist ? amp_dist_als(s->dist, &a->opts, &s->c, err)
+                        : amp_cpu_als(&s->t, &a->opts, &s->c, err));
     if (s->c.pinv_used)
         amp_log(AMP_LOG_WARN, "a Gram product was not positive definite: those solves used "
                 "the pseudo-inverse (is the rank above what the data supports?)");
@@ -709,6 +731,8 @@ static void print_summary(const run_args *a, const run_state *s)
     if (s->gr && amp_gpu_run_count(s->gr) > 1)
         printf("           nccl %.3f (the slowest GPU's time of each phase)\n",
                c->seconds[AMP_PHASE_COMM]);
+    if (s->dist)
+        amp_dist_print(stdout, a->report.processes, a->report.nprocesses, s->t.nmodes);
     if (a->output)
         printf("factors:   %s.mode1.%s ... %s.mode%u.%s, %s.lambda.%s%s\n", a->output, ext,
                a->output, s->t.nmodes, ext, a->output, ext,
@@ -720,6 +744,29 @@ static void print_summary(const run_args *a, const run_state *s)
         printf("factors:   not written (-o PREFIX writes them)\n");
 }
 
+/* One process of several when a launcher started this one: only process
+ * 0 reports and writes files; the CPU backend (GPUs under MPI are not
+ * joined yet); the decomposition alone. */
+static amp_status start_dist(run_args *a, run_state *s, amp_error *err)
+{
+    AMP_CHECK(amp_dist_start(&s->dist, err));
+    if (s->dist == NULL)
+        return AMP_OK;
+    if (a->mttkrp_only || a->check)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--mttkrp-only and --check run in one "
+                        "process, not under mpirun");
+    if (a->gpus > 0)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "GPUs in a run of several processes are not "
+                        "supported yet: give --gpus 0");
+    a->gpus = 0;
+    if (amp_dist_rank(s->dist) != 0) {
+        a->quiet = 1;
+        a->output = NULL;
+        a->json = NULL;
+    }
+    return AMP_OK;
+}
+
 static int run(run_args *a)
 {
     amp_error err = {0};
@@ -727,9 +774,21 @@ static int run(run_args *a)
     memset(&s, 0, sizeof s);
     s.t_start = amp_now();
     s.threads = amp_thread_count(a->opts.threads);
-    int status = EXIT_FAILURE;
-    if (load(a, &s, &err) != AMP_OK)
+    /* loaded: every process has its part, so a later failure on one must
+     * stop the others, which may be inside a collective. */
+    int status = EXIT_FAILURE, peer_failed = 0, loaded = 0;
+    if (start_dist(a, &s, &err) != AMP_OK)
         goto fail;
+    amp_status lrc = load(a, &s, &err);
+    if (s.dist) {
+        /* Every process learns whether all loaded, so none waits for one
+         * that stopped: a failed one reports itself, process 0 the rest. */
+        lrc = amp_dist_agree(s.dist, lrc, &err);
+        peer_failed = lrc == AMP_ERR_PEER;
+    }
+    if (lrc != AMP_OK)
+        goto fail;
+    loaded = 1;
     if (!a->quiet)
         print_loaded(a, &s);
     warn_rank(&s.t, a->opts.rank);
@@ -746,6 +805,11 @@ static int run(run_args *a)
     }
     if (decompose(a, &s, &err) != AMP_OK)
         goto fail;
+    if (s.dist) {
+        if (amp_dist_report(s.dist, s.t.nmodes, &a->report.processes, &err) != AMP_OK)
+            goto fail;
+        a->report.nprocesses = amp_dist_size(s.dist);
+    }
     if (!a->quiet)
         printf("final fit: %.10f after %u iteration%s (%s)\n", s.c.fit, s.c.iters,
                s.c.iters == 1 ? "" : "s", a->report.converged ? "converged" : "iteration limit");
@@ -764,7 +828,11 @@ static int run(run_args *a)
     status = EXIT_SUCCESS;
     goto done;
 fail:
-    amp_log_error(&err);
+    amp_dist_label(s.dist, &err);
+    if (!peer_failed || amp_dist_rank(s.dist) == 0)
+        amp_log_error(&err);
+    if (s.dist && loaded)
+        amp_dist_abort(s.dist, EXIT_FAILURE);
     /* A usage error that only the file could reveal (a constraint list
      * of the wrong length): the status of one, with the hint. */
     if (a->late_usage) {
@@ -774,6 +842,7 @@ fail:
 done:
     amp_factors_abort(&s.factors);
     amp_outfile_abort(&a->json_out);
+    amp_dist_end(s.dist);
     amp_gpu_run_close(s.gr);
     free(s.rg);
     amp_cpd_free(&s.c);

@@ -241,6 +241,31 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
         }
         put(&b, "\n  ]");
     }
+    if (r->nprocesses > 0) {
+        put(&b, ",\n  \"processes\": [");
+        for (unsigned k = 0; k < r->nprocesses; k++) {
+            const amp_report_process *q = &r->processes[k];
+            uint64_t shards[AMP_MAX_MODES];
+            for (unsigned m = 0; m < t->nmodes; m++)
+                shards[m] = q->shards[m];
+            put(&b, "%s\n    {\"process\": %u, \"host\": ", k ? "," : "", k);
+            put_string(&b, q->host);
+            put(&b, ", \"shards\": ");
+            put_u64_array(&b, shards, t->nmodes);
+            put(&b, ", \"nnz\": ");
+            put_u64_array(&b, q->nnz, t->nmodes);
+            put(&b, ", \"rows\": ");
+            put_u64_array(&b, q->rows, t->nmodes);
+            put(&b, ",\n     \"mttkrp\": ");
+            put_number(&b, q->mttkrp);
+            put(&b, ", \"exchange\": ");
+            put_number(&b, q->exchange);
+            put(&b, ", \"wait\": ");
+            put_number(&b, q->wait);
+            put(&b, "}");
+        }
+        put(&b, "\n  ]");
+    }
     put(&b, "\n}\n");
     if (b.failed) {
         free(b.p);

@@ -24,6 +24,14 @@ typedef struct amp_report_gpu {
     double phase[AMP_NPHASES];
 } amp_report_gpu;
 
+/* One process of a run over several (MPI), summed over the iterations. */
+typedef struct amp_report_process {
+    const char *host;
+    uint32_t shards[AMP_MAX_MODES];    /* the shards dealt to it, per mode */
+    uint64_t nnz[AMP_MAX_MODES], rows[AMP_MAX_MODES];   /* it computes, it owns */
+    double mttkrp, exchange, wait;     /* seconds */
+} amp_report_process;
+
 typedef struct amp_run_report {
     const char *path;
     const amp_tensor *t;
@@ -46,6 +54,9 @@ typedef struct amp_run_report {
     const char *partition;
     double imbalance[AMP_MAX_MODES], imbalance_bound[AMP_MAX_MODES];
     uint64_t send_parts[AMP_MAX_MODES];   /* amp_gpu_run_parts */
+    /* Runs over several processes: each process (nprocesses 0 otherwise). */
+    const amp_report_process *processes;
+    unsigned nprocesses;
     /* --mttkrp-only */
     const double *mttkrp_mode_seconds;   /* nmodes, or NULL */
     unsigned mttkrp_rounds;

@@ -11,6 +11,7 @@
 #   run/core   <- format, common
 #   run/cpu    <- run/core, format, common
 #   run/comm   <- common
+#   run/mpi    <- run/core, common (format through run/core's header)
 #   run/cuda   <- run/core, run/comm, format, common
 #   run        <- every run/ library, format, common (not prep)
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
@@ -25,15 +26,16 @@ allowed() {   # folder -> the folders it may include from, itself first
     run/core) echo run/core format common ;;
     run/cpu) echo run/cpu run/core format common ;;
     run/comm) echo run/comm common ;;
+    run/mpi) echo run/mpi run/core format common ;;
     run/cuda) echo run/cuda run/core run/comm format common ;;
-    run) echo run run/core run/cpu run/cuda run/comm format common ;;
+    run) echo run run/core run/cpu run/cuda run/comm run/mpi format common ;;
     esac
 }
 
 # Where a header lives: the folder (of those above) holding a file of that
 # name, "" when none does (a system header or config.h).
 home_of() {
-    for dir in common format prep run/core run/cpu run/comm run/cuda run; do
+    for dir in common format prep run/core run/cpu run/comm run/cuda run/mpi run; do
         if test -f "$dir/$1"; then
             echo "$dir"
             return
@@ -61,7 +63,7 @@ violations() {   # folder file...
     done
 }
 
-for folder in common format prep run/core run/cpu run/comm run/cuda run; do
+for folder in common format prep run/core run/cpu run/comm run/cuda run/mpi run; do
     set --
     for f in "$folder"/*.c "$folder"/*.h "$folder"/*.cu "$folder"/*.cuh; do
         test -f "$f" && set -- "$@" "$f"

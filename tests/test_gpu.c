@@ -738,7 +738,9 @@ static void test_solve_stats(void)
  * arithmetic, the sums in another order; V + rho I has a condition
  * number below R + 1; a host emulation of the kernels' order of sums
  * differed from the CPU by 5e-15 at most on these inputs); U against
- * the larger of U's and A's scales. The device rows sit between guard rows the
+ * the larger of U's and A's scales. From 37 rows on, the GPU reads A and U
+ * at column scales (the warm start's lambda) and the CPU gets them scaled
+ * first. The device rows sit between guard rows the
  * kernel must not touch (amp_gpu_update_rows_host checks). Then: a
  * second run gives the same bits (fused, rank 32, and generic, rank 200,
  * per method), and rank 513 and ALS are refused. */
@@ -836,12 +838,20 @@ static amp_gpu_update_opts update_opts(const update_case *k, unsigned R, double 
     return o;
 }
 
+/* Column j's scale when a test reads A and U at scales (the warm start's
+ * lambda): 0.5 to 2, none equal to 1. */
+static double update_col_scale(unsigned j)
+{
+    return 0.5 + (j % 5) * 0.375;
+}
+
 /* Case k at rank R on `rows` rows, the GPU kernel (generic: forced) and
- * the CPU's reference from the same inputs: the worst normwise
+ * the CPU's reference from the same inputs (scaled: the GPU reads A and
+ * U at update_col_scale, the CPU gets them scaled first): the worst normwise
  * difference of A and U, and of P in *p_diff (AO-ADMM; rho must be the
  * CPU's to the bit, else *p_diff is NaN); NaN where a side fails. */
 static double update_diff(const update_case *k, unsigned R, const double *V, double scale,
-                          uint64_t rows, int generic, uint64_t seed, double *p_diff)
+                          uint64_t rows, int generic, int scaled, uint64_t seed, double *p_diff)
 {
     const int admm = k->method == AMP_METHOD_ADMM;
     const size_t n = (size_t)rows * R;
@@ -853,6 +863,16 @@ static double update_diff(const update_case *k, unsigned R, const double *V, dou
     double *P = malloc((size_t)R * R * sizeof *P), *P2 = malloc((size_t)R * R * sizeof *P2);
     double rho2 = 0, e = NAN;
     amp_gpu_update_opts o = update_opts(k, R, scale, generic);
+    double *cs = malloc(R * sizeof *cs);
+    for (unsigned j = 0; j < R; j++)
+        cs[j] = update_col_scale(j);
+    if (scaled) {
+        o.scale = cs;
+        for (size_t i = 0; i < n; i++) {
+            A[i] *= cs[i % R];
+            U[i] *= cs[i % R];
+        }
+    }
     amp_update_args ua = {.method = k->method, .rule = o.rule, .rank = R, .inner = k->inner,
                           .admm_tol = k->tol, .V = V};
     amp_error err = {0};
@@ -892,6 +912,7 @@ done:
     free(P);
     free(P2);
     free(scratch);
+    free(cs);
     return e;
 }
 
@@ -959,7 +980,8 @@ static void test_update_rows(void)
                 for (int generic = 0; generic < 1 + (R <= 32); generic++) {
                     double p = 0;
                     double d = update_diff(k, R, Vs[ri][nn], scales[ri][nn], row_counts[ni],
-                                           generic, 7 * ci + 1000 * R + row_counts[ni], &p);
+                                           generic, ni > 0, 7 * ci + 1000 * R + row_counts[ni],
+                                           &p);
                     if (!(d <= 1e-10) || !(p <= 1e-10))
                         diag("%s, rank %u, %" PRIu64 " rows, %s kernel: A, U %.2e, P %.2e",
                              what, R, row_counts[ni], generic || R > 32 ? "generic" : "fused",
@@ -968,12 +990,12 @@ static void test_update_rows(void)
                     pe = worse(pe, p);
                 }
             if (k->method == AMP_METHOD_ADMM)
-                ok(e <= 1e-10 && pe <= 1e-10, "GPU update %s, rank %u, 1/37/%" PRIu64 " rows%s: "
-                   "as the CPU's (A, U %.2e; rho the same, P %.2e)", what, R, row_counts[2],
-                   R <= 32 ? ", fused and generic kernels" : "", e, pe);
+                ok(e <= 1e-10 && pe <= 1e-10, "GPU update %s, rank %u, 1/37/%" PRIu64 " rows "
+                   "(37 and up at column scales)%s: as the CPU's (A, U %.2e; rho the same, "
+                   "P %.2e)", what, R, row_counts[2], R <= 32 ? ", fused and generic kernels" : "", e, pe);
             else
-                ok(e <= 1e-10, "GPU update %s, rank %u, 1/37/%" PRIu64 " rows%s: as the CPU's "
-                   "(A %.2e)", what, R, row_counts[2],
+                ok(e <= 1e-10, "GPU update %s, rank %u, 1/37/%" PRIu64 " rows (37 and up "
+                   "at column scales)%s: as the CPU's (A %.2e)", what, R, row_counts[2],
                    R <= 32 ? ", fused and generic kernels" : "", e);
         }
     }

@@ -2,7 +2,8 @@
  * the CP-ALS code never names NCCL and another bootstrap (NCCL over MPI,
  * several hosts) can hand it the same objects.
  *
- * One amp_comm per GPU of the run. Every call enqueues on the caller's
+ * One amp_comm per GPU of this process (a run over several processes
+ * has one NCCL communicator across all of them). Every call enqueues on the caller's
  * CUDA stream and returns at once; buffers are device memory, in place.
  * A run of one GPU needs no NCCL: its collectives do nothing. */
 #ifndef AMP_COMM_H
@@ -26,6 +27,17 @@ int amp_comm_available(void);
  * the run, on CUDA device devices[i]. */
 amp_status amp_comm_init_all(unsigned ngpus, const int *devices, amp_comm **comms,
                              amp_error *err);
+/* Communicators for the GPUs of several processes (hosts): first NCCL's
+ * id of the whole run, made by one process (AMP_COMM_ID_BYTES into id),
+ * which every other must receive (MPI_Bcast) before all of them call
+ * amp_comm_init_ranks: this process's nlocal GPUs (CUDA devices[i]) are
+ * GPUs first .. first + nlocal - 1 of the run's ngpus, comms[i] GPU
+ * first + i. Every process calls it at once, with the same id and ngpus;
+ * it returns once all GPUs of all processes have joined. */
+#define AMP_COMM_ID_BYTES 256   /* two NCCL ids: the rows travel on a communicator of their own */
+amp_status amp_comm_unique_id(void *id, amp_error *err);
+amp_status amp_comm_init_ranks(const void *id, unsigned ngpus, unsigned first, unsigned nlocal,
+                               const int *devices, amp_comm **comms, amp_error *err);
 void amp_comm_free(amp_comm *c);
 /* Cancel what this GPU has queued (after a failure on any GPU) so no
  * GPU waits forever on a collective a peer will never join. */

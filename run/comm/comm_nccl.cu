@@ -12,6 +12,7 @@
 
 #include <cuda_runtime.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "amp_comm.h"
 #ifdef AMP_HAVE_NCCL
@@ -48,13 +49,15 @@ extern "C" int amp_comm_available(void)
 
 #ifdef AMP_HAVE_NCCL
 /* NCCL connects peers on their first collective and first send: time
- * that belongs to setting up, not to the first iteration. */
-static amp_status warm_up(amp_comm **comms, unsigned ngpus, int rows, amp_error *err)
+ * that belongs to setting up, not to the first iteration. comms: this
+ * process's nlocal GPUs of the run's comms[0]->ngpus. */
+static amp_status warm_up(amp_comm **comms, unsigned nlocal, int rows, amp_error *err)
 {
+    const unsigned ngpus = comms[0]->ngpus;
     amp_status rc = AMP_OK;
     double *buf[64] = {0};
     cudaStream_t st[64] = {0};
-    for (unsigned r = 0; r < ngpus && r < 64 && rc == AMP_OK; r++) {
+    for (unsigned r = 0; r < nlocal && r < 64 && rc == AMP_OK; r++) {
         cudaError_t e = cudaSetDevice(comms[r]->device);
         if (e == cudaSuccess)
             e = cudaMalloc((void **)&buf[r], 2 * ngpus * sizeof(double));
@@ -68,12 +71,13 @@ static amp_status warm_up(amp_comm **comms, unsigned ngpus, int rows, amp_error 
     }
     ncclResult_t nr = ncclSuccess;
     if (rc == AMP_OK && (nr = ncclGroupStart()) == ncclSuccess) {
-        for (unsigned r = 0; r < ngpus && nr == ncclSuccess; r++) {
+        for (unsigned r = 0; r < nlocal && nr == ncclSuccess; r++) {
             ncclComm_t c = rows ? comms[r]->rows : comms[r]->nccl;
+            const unsigned me = comms[r]->gpu;
             nr = ncclAllReduce(buf[r], buf[r], 1, ncclDouble, ncclSum, c, st[r]);
             for (unsigned q = 0; q < ngpus && nr == ncclSuccess; q++)
-                if (q != r) {
-                    nr = ncclSend(buf[r] + r, 1, ncclDouble, (int)q, c, st[r]);
+                if (q != me) {
+                    nr = ncclSend(buf[r] + me, 1, ncclDouble, (int)q, c, st[r]);
                     if (nr == ncclSuccess)
                         nr = ncclRecv(buf[r] + ngpus + q, 1, ncclDouble, (int)q, c, st[r]);
                 }
@@ -84,7 +88,7 @@ static amp_status warm_up(amp_comm **comms, unsigned ngpus, int rows, amp_error 
             rc = AMP_FAIL(err, AMP_ERR_CUDA, "NCCL's first collective failed: %s",
                           ncclGetErrorString(nr));
     }
-    for (unsigned r = 0; r < ngpus && r < 64; r++) {
+    for (unsigned r = 0; r < nlocal && r < 64; r++) {
         if (st[r]) {
             cudaSetDevice(comms[r]->device);
             cudaError_t e = cudaStreamSynchronize(st[r]);
@@ -99,6 +103,64 @@ static amp_status warm_up(amp_comm **comms, unsigned ngpus, int rows, amp_error 
 }
 #endif
 
+/* comms[0 .. nlocal): GPUs first .. first + nlocal - 1 of a run of ngpus,
+ * on CUDA devices devices[0 .. nlocal), no communicator yet. */
+static amp_status comms_new(amp_comm **comms, unsigned nlocal, unsigned first, unsigned ngpus,
+                            const int *devices, amp_error *err)
+{
+    for (unsigned i = 0; i < nlocal; i++) {
+        comms[i] = (amp_comm *)calloc(1, sizeof **comms);
+        if (comms[i] == NULL) {
+            for (unsigned q = 0; q < i; q++) {
+                free(comms[q]);
+                comms[q] = NULL;   /* the caller may free what it holds */
+            }
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        }
+        comms[i]->gpu = first + i;
+        comms[i]->ngpus = ngpus;
+        comms[i]->device = devices[i];
+    }
+    return AMP_OK;
+}
+
+#ifdef AMP_HAVE_NCCL
+/* The communicators NCCL made (nc: nlocal for the collectives, then
+ * nlocal for the rows; r its result) given to comms and warmed up; on
+ * any failure every comm is gone. */
+static amp_status comms_attach(amp_comm **comms, unsigned nlocal, ncclComm_t *nc,
+                               ncclResult_t r, amp_error *err)
+{
+    if (r != ncclSuccess) {
+        AMP_FAIL(err, AMP_ERR_CUDA, "NCCL could not join GPUs %u to %u of %u: %s",
+                 comms[0]->gpu, comms[0]->gpu + nlocal - 1, comms[0]->ngpus,
+                 ncclGetErrorString(r));
+        free(nc);
+        for (unsigned q = 0; q < nlocal; q++) {
+            free(comms[q]);
+            comms[q] = NULL;
+        }
+        return err ? err->status : AMP_ERR_CUDA;
+    }
+    for (unsigned q = 0; q < nlocal; q++) {
+        comms[q]->nccl = nc[q];
+        comms[q]->rows = nc[nlocal + q];
+    }
+    free(nc);
+    amp_status rc = warm_up(comms, nlocal, 0, err);
+    if (rc == AMP_OK)
+        rc = warm_up(comms, nlocal, 1, err);
+    if (rc != AMP_OK)
+        for (unsigned q = 0; q < nlocal; q++) {
+            /* Its collectives may still be queued: abort, not destroy. */
+            amp_comm_abort(comms[q]);
+            amp_comm_free(comms[q]);
+            comms[q] = NULL;
+        }
+    return rc;
+}
+#endif
+
 extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, amp_comm **comms,
                                         amp_error *err)
 {
@@ -109,19 +171,7 @@ extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, amp_
         return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "%u GPUs need NCCL, and this build has none "
                         "(configure --with-nccl)", ngpus);
 #endif
-    for (unsigned gpu = 0; gpu < ngpus; gpu++) {
-        comms[gpu] = (amp_comm *)calloc(1, sizeof **comms);
-        if (comms[gpu] == NULL) {
-            for (unsigned q = 0; q < gpu; q++) {
-                free(comms[q]);
-                comms[q] = NULL;   /* the caller may free what it holds */
-            }
-            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-        }
-        comms[gpu]->gpu = gpu;
-        comms[gpu]->ngpus = ngpus;
-        comms[gpu]->device = devices[gpu];
-    }
+    AMP_CHECK(comms_new(comms, ngpus, 0, ngpus, devices, err));
 #ifdef AMP_HAVE_NCCL
     if (ngpus > 1) {
         ncclComm_t *nc = (ncclComm_t *)calloc(2 * (size_t)ngpus, sizeof *nc);
@@ -132,35 +182,74 @@ extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, amp_
                 for (unsigned q = 0; q < ngpus; q++)
                     ncclCommDestroy(nc[q]);
         }
-        if (r != ncclSuccess) {
-            free(nc);
-            for (unsigned q = 0; q < ngpus; q++) {
-                free(comms[q]);
-                comms[q] = NULL;
-            }
-            return AMP_FAIL(err, AMP_ERR_CUDA, "NCCL could not join %u GPUs: %s", ngpus,
-                            ncclGetErrorString(r));
-        }
-        for (unsigned q = 0; q < ngpus; q++) {
-            comms[q]->nccl = nc[q];
-            comms[q]->rows = nc[ngpus + q];
-        }
-        free(nc);
-        amp_status rc = warm_up(comms, ngpus, 0, err);
-        if (rc == AMP_OK)
-            rc = warm_up(comms, ngpus, 1, err);
-        if (rc != AMP_OK) {
-            /* Its collectives may still be queued: abort, not destroy. */
-            for (unsigned q = 0; q < ngpus; q++) {
-                amp_comm_abort(comms[q]);
-                amp_comm_free(comms[q]);
-                comms[q] = NULL;
-            }
-            return rc;
-        }
+        return comms_attach(comms, ngpus, nc, r, err);
     }
 #endif
     return AMP_OK;
+}
+
+extern "C" amp_status amp_comm_unique_id(void *id, amp_error *err)
+{
+#ifdef AMP_HAVE_NCCL
+    static_assert(2 * sizeof(ncclUniqueId) <= AMP_COMM_ID_BYTES, "AMP_COMM_ID_BYTES");
+    ncclUniqueId u[2];
+    NCCL_TRY(ncclGetUniqueId(&u[0]), err);
+    NCCL_TRY(ncclGetUniqueId(&u[1]), err);
+    memset(id, 0, AMP_COMM_ID_BYTES);
+    memcpy(id, u, sizeof u);
+    return AMP_OK;
+#else
+    (void)id;
+    return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "GPUs of several processes need NCCL, and this "
+                    "build has none (configure --with-nccl)");
+#endif
+}
+
+#ifdef AMP_HAVE_NCCL
+/* This process's GPUs' ranks in one communicator of ngpus, in one group
+ * (NCCL's rule when a process holds several GPUs of the communicator). */
+static ncclResult_t init_ranks(const ncclUniqueId *u, unsigned ngpus, unsigned first,
+                               unsigned nlocal, const int *devices, ncclComm_t *nc)
+{
+    ncclResult_t r = ncclGroupStart();
+    for (unsigned i = 0; i < nlocal && r == ncclSuccess; i++) {
+        if (cudaSetDevice(devices[i]) != cudaSuccess)
+            r = ncclInvalidArgument;
+        else
+            r = ncclCommInitRank(&nc[i], (int)ngpus, *u, (int)(first + i));
+    }
+    ncclResult_t end = ncclGroupEnd();
+    return r == ncclSuccess ? end : r;
+}
+#endif
+
+extern "C" amp_status amp_comm_init_ranks(const void *id, unsigned ngpus, unsigned first,
+                                          unsigned nlocal, const int *devices,
+                                          amp_comm **comms, amp_error *err)
+{
+    if (nlocal == 0 || first + nlocal > ngpus)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "GPUs %u to %u of a run of %u", first,
+                        first + nlocal, ngpus);
+#ifndef AMP_HAVE_NCCL
+    (void)id, (void)devices, (void)comms;
+    return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "GPUs of several processes need NCCL, and this "
+                    "build has none (configure --with-nccl)");
+#else
+    AMP_CHECK(comms_new(comms, nlocal, first, ngpus, devices, err));
+    if (ngpus == 1)
+        return AMP_OK;
+    ncclUniqueId u[2];
+    memcpy(u, id, sizeof u);
+    ncclComm_t *nc = (ncclComm_t *)calloc(2 * (size_t)nlocal, sizeof *nc);
+    ncclResult_t r = nc ? init_ranks(&u[0], ngpus, first, nlocal, devices, nc) : ncclSystemError;
+    if (r == ncclSuccess) {
+        r = init_ranks(&u[1], ngpus, first, nlocal, devices, nc + nlocal);
+        if (r != ncclSuccess)
+            for (unsigned q = 0; q < nlocal; q++)
+                ncclCommAbort(nc[q]);
+    }
+    return comms_attach(comms, nlocal, nc, r, err);
+#endif
 }
 
 extern "C" void amp_comm_free(amp_comm *c)

@@ -362,6 +362,24 @@ amp_status amp_partition_tensor(const amp_tensor *t, const amp_partition *p, uns
 amp_status amp_partition_tensors(const amp_tensor *t, const amp_partition *p, int threads,
                                  amp_tensor *release, amp_tensor *parts, amp_error *err);
 
+/* Part `part` of an owner-computes partition p of f's tensor (t: its
+ * layout, amp_tensor_load_layout, or more), read from the file alone:
+ * only the chunks of the part's shards are read, checked and
+ * decompressed. The same part as amp_partition_tensor of the loaded
+ * tensor; the most held at once is about twice the part. */
+amp_status amp_partition_load(const amp_file *f, const amp_tensor *t, const amp_partition *p,
+                              unsigned part, int threads, amp_load_progress_fn progress,
+                              void *progress_ctx, amp_tensor *out, amp_error *err);
+
+/* amp_tensor_read_chunks for the chunks of the shards an owner-computes
+ * partition p deals to part alone; c->index and c->at count only those
+ * chunks and their nonzeros (a mode's in file order). */
+amp_status amp_tensor_read_part_chunks(const amp_file *f, const amp_tensor *t,
+                                       const amp_partition *p, unsigned part, int threads,
+                                       amp_chunk_sink_fn sink, void *sink_ctx,
+                                       amp_load_progress_fn progress, void *progress_ctx,
+                                       amp_error *err);
+
 /* Factor rows (rows[m] x rank, row-major) from the file's order to the
  * run's and back; src and dst must not overlap. */
 void amp_partition_rows_to_run(const amp_partition *p, unsigned m, unsigned rank,

@@ -46,12 +46,20 @@ void amp_tensor_free(amp_tensor *t)
     memset(t, 0, sizeof *t);
 }
 
-/* Every chunk of every mode, in file order (so a mode's jobs double as its
- * block list), mode_first[d] the first of mode d's; *max_raw the largest
- * decompressed chunk and *total the stored bytes. */
-static amp_status list_jobs(const amp_file *f, load_job **out, size_t *njobs_out,
-                            size_t *mode_first, size_t *max_raw, uint64_t *total,
-                            amp_error *err)
+/* Whether shard s of mode d is read: every shard, or (p not NULL) those
+ * p deals to part. */
+static int wanted(const amp_partition *p, unsigned part, unsigned d, uint32_t s)
+{
+    return p == NULL || p->modes[d].owner[s] == part;
+}
+
+/* Every chunk of every mode (of the shards wanted), in file order (so a
+ * mode's jobs double as its block list), mode_first[d] the first of mode
+ * d's, each job's position counting only the chunks wanted; *max_raw the
+ * largest decompressed chunk and *total the stored bytes. */
+static amp_status list_jobs(const amp_file *f, const amp_partition *p, unsigned part,
+                            load_job **out, size_t *njobs_out, size_t *mode_first,
+                            size_t *max_raw, uint64_t *total, amp_error *err)
 {
     const amp_meta *meta = amp_file_meta(f);
     size_t njobs = 0, j = 0;
@@ -60,28 +68,31 @@ static amp_status list_jobs(const amp_file *f, load_job **out, size_t *njobs_out
     for (unsigned d = 0; d < meta->nmodes; d++) {
         const amp_mode_layout *l = amp_file_mode(f, d);
         for (uint32_t q = 0; q < l->nshards; q++)
-            njobs += l->shards[q].nchunks;
+            njobs += wanted(p, part, d, q) ? l->shards[q].nchunks : 0;
     }
     load_job *jobs = malloc((njobs ? njobs : 1) * sizeof *jobs);
     if (jobs == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     for (unsigned d = 0; d < meta->nmodes; d++) {
         const amp_mode_layout *l = amp_file_mode(f, d);
-        uint64_t at = 0;
+        uint64_t at = 0, all = 0;
         mode_first[d] = j;
         for (uint32_t s = 0; s < l->nshards; s++)
             for (uint32_t q = 0; q < l->shards[s].nchunks; q++) {
                 const amp_section *sec = amp_file_chunk(f, d, s, q);
+                all += sec->count;
+                if (!wanted(p, part, d, s))
+                    continue;
                 jobs[j++] = (load_job){sec, d, at};
                 at += sec->count;
                 *total += sec->stored_size;
                 if (sec->raw_size > *max_raw)
                     *max_raw = sec->raw_size;
             }
-        if (at != meta->nnz) {
+        if (all != meta->nnz) {
             free(jobs);
             return AMP_FAIL(err, AMP_ERR_FORMAT, "%s: mode %u's chunks hold %llu nonzeros, "
-                            "not %llu", amp_file_path(f), d + 1, (unsigned long long)at,
+                            "not %llu", amp_file_path(f), d + 1, (unsigned long long)all,
                             (unsigned long long)meta->nnz);
         }
     }
@@ -104,7 +115,8 @@ amp_status amp_tensor_load_layout(const amp_file *f, amp_tensor *t, amp_error *e
     t->value_type = meta->value_type;
     t->norm_sq = meta->norm_sq;
     t->layout_only = 1;
-    AMP_CHECK_GOTO(list_jobs(f, &jobs, &njobs, mode_first, &max_raw, &total, err), rc, fail);
+    AMP_CHECK_GOTO(list_jobs(f, NULL, 0, &jobs, &njobs, mode_first, &max_raw, &total, err), rc,
+                   fail);
     for (unsigned d = 0; d < t->nmodes; d++) {
         amp_copy *c = &t->copies[d];
         t->dims[d] = meta->dims[d];
@@ -183,17 +195,18 @@ static amp_status check_order(const amp_file *f, const load_job *jobs, const uin
     return AMP_OK;
 }
 
-amp_status amp_tensor_read_chunks(const amp_file *f, const amp_tensor *t, int threads,
-                                  int with_stored, amp_chunk_sink_fn sink, void *sink_ctx,
-                                  amp_load_progress_fn progress, void *progress_ctx,
-                                  amp_error *err)
+static amp_status read_chunks(const amp_file *f, const amp_tensor *t, const amp_partition *p,
+                              unsigned part, int threads, int with_stored,
+                              amp_chunk_sink_fn sink, void *sink_ctx,
+                              amp_load_progress_fn progress, void *progress_ctx, amp_error *err)
 {
     amp_status rc = AMP_OK;
     load_job *jobs = NULL;
     uint64_t *edge = NULL;
     size_t njobs, max_raw, mode_first[AMP_MAX_MODES + 1];
     uint64_t total;
-    AMP_CHECK_GOTO(list_jobs(f, &jobs, &njobs, mode_first, &max_raw, &total, err), rc, done);
+    AMP_CHECK_GOTO(list_jobs(f, p, part, &jobs, &njobs, mode_first, &max_raw, &total, err), rc,
+                   done);
     edge = malloc((njobs ? njobs : 1) * 2 * sizeof *edge);
     if (edge == NULL)
         AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory");
@@ -271,6 +284,27 @@ done:
     free(edge);
     free(jobs);
     return rc;
+}
+
+amp_status amp_tensor_read_chunks(const amp_file *f, const amp_tensor *t, int threads,
+                                  int with_stored, amp_chunk_sink_fn sink, void *sink_ctx,
+                                  amp_load_progress_fn progress, void *progress_ctx,
+                                  amp_error *err)
+{
+    return read_chunks(f, t, NULL, 0, threads, with_stored, sink, sink_ctx, progress,
+                       progress_ctx, err);
+}
+
+amp_status amp_tensor_read_part_chunks(const amp_file *f, const amp_tensor *t,
+                                       const amp_partition *p, unsigned part, int threads,
+                                       amp_chunk_sink_fn sink, void *sink_ctx,
+                                       amp_load_progress_fn progress, void *progress_ctx,
+                                       amp_error *err)
+{
+    if (p->kind != AMP_PARTITION_OWNER || part >= p->ngpus || p->nmodes != t->nmodes)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the chunks of part %u of a partition into %u",
+                        part, p->ngpus);
+    return read_chunks(f, t, p, part, threads, 0, sink, sink_ctx, progress, progress_ctx, err);
 }
 
 /* The host's sink: each chunk's words and values to their place. */

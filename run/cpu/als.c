@@ -113,15 +113,26 @@ static void gram_rows(const double *A, uint64_t a, uint64_t b, unsigned R, doubl
                     A + a * R, (int)R, 1.0, G, (int)R);
 }
 
-/* G = the sum of the threads' partial Gram matrices, in thread order,
- * each entry divided by scale[i] scale[j] (NULL: by 1), then symmetric. */
-static void combine_gram(double *scratch, int T, unsigned R, const double *scale, double *G)
+/* S's upper triangle = the sum of the threads' partial Gram matrices, in
+ * thread order; its lower triangle 0 (S goes to other processes whole). */
+static void sum_gram(double *scratch, int T, unsigned R, double *S)
+{
+    for (unsigned i = 0; i < R; i++)
+        for (unsigned j = 0; j < R; j++) {
+            double sum = 0;
+            for (int t = 0; t < T && j >= i; t++)
+                sum += thread_partials(scratch, t, R).G[i * R + j];
+            S[i * R + j] = sum;
+        }
+}
+
+/* G from the upper triangle of S (G may be S), each entry divided by
+ * scale[i] scale[j] (NULL: by 1), then symmetric. */
+static void finish_gram(const double *S, unsigned R, const double *scale, double *G)
 {
     for (unsigned i = 0; i < R; i++)
         for (unsigned j = i; j < R; j++) {
-            double sum = 0;
-            for (int t = 0; t < T; t++)
-                sum += thread_partials(scratch, t, R).G[i * R + j];
+            double sum = S[i * R + j];
             if (scale)
                 sum /= scale[i] * scale[j];
             G[i * R + j] = G[j * R + i] = sum;
@@ -138,7 +149,8 @@ static void gram(const double *A, uint64_t rows, unsigned R, int T, double *scra
         memset(p.G, 0, (size_t)R * R * sizeof *p.G);
         gram_rows(A, amp_part_start(rows, me, T), amp_part_start(rows, me + 1, T), R, p.G);
     }
-    combine_gram(scratch, T, R, NULL, G);
+    sum_gram(scratch, T, R, G);
+    finish_gram(G, R, NULL, G);
 }
 
 /* One mode's update after its MTTKRP, in one pass over the rows, block by
@@ -155,7 +167,32 @@ typedef struct update_out {
     double *lambda;
     double *G;
     double *inner;   /* R: column sums of A .* M before scaling */
+    /* The sums over rows (every thread's, then every process's): A's
+     * Gram (R x R, upper), its column sums of squares, of A .* M, and
+     * (R more) column max |a|. */
+    double *sums;
+    amp_cpu_share *sh;   /* the processes that sum them, or NULL */
 } update_out;
+
+/* The row sums of every process, added (max |a| the largest), so each
+ * process scales its rows by the same lambda. The barrier first: the
+ * time spent there is waiting for the slowest process, apart from the
+ * time the exchange itself takes. */
+static amp_status share_sums(amp_cpu_share *sh, double *sums, unsigned R, double *seconds,
+                             amp_error *err)
+{
+    const amp_group *g = sh->group;
+    double t0 = amp_now();
+    AMP_CHECK(g->ops->barrier(g->ctx, err));
+    double t1 = amp_now();
+    AMP_CHECK(g->ops->allreduce(g->ctx, sums, (size_t)R * R + 2 * (size_t)R, 0, err));
+    AMP_CHECK(g->ops->allreduce(g->ctx, sums + (size_t)R * R + 2 * (size_t)R, R, 1, err));
+    double t2 = amp_now();
+    sh->wait += t1 - t0;
+    sh->exchange += t2 - t1;
+    seconds[AMP_PHASE_COMM] += t2 - t0;
+    return AMP_OK;
+}
 
 /* The method's update of one mode (AMP_METHOD_ALS: a solve). ua: the
  * constrained methods' arguments, U AO-ADMM's dual of this mode (NULL
@@ -215,7 +252,8 @@ static amp_status update_mode(const double *M, uint64_t rows, unsigned R, const 
     seconds[als ? AMP_PHASE_SOLVE : AMP_PHASE_UPDATE] += amp_now() - t0;
 
     t0 = amp_now();
-    double *lambda = out->lambda;
+    double *sum_sq = out->sums + (size_t)R * R, *sum_in = sum_sq + R, *max_abs = sum_in + R;
+    sum_gram(scratch, T, R, out->sums);
     for (unsigned r = 0; r < R; r++) {
         double sq = 0, mx = 0, in = 0;
         for (int t = 0; t < T; t++) {
@@ -224,6 +262,18 @@ static amp_status update_mode(const double *M, uint64_t rows, unsigned R, const 
             in += p.in[r];
             mx = p.mx[r] > mx ? p.mx[r] : mx;
         }
+        sum_sq[r] = sq;
+        sum_in[r] = in;
+        max_abs[r] = mx;
+    }
+    seconds[AMP_PHASE_NORMALIZE] += amp_now() - t0;
+    if (out->sh != NULL)
+        AMP_CHECK(share_sums(out->sh, out->sums, R, seconds, err));
+
+    t0 = amp_now();
+    double *lambda = out->lambda;
+    for (unsigned r = 0; r < R; r++) {
+        double sq = sum_sq[r], mx = max_abs[r], in = sum_in[r];
         lambda[r] = first ? sqrt(sq) : (mx > 1 ? mx : 1);
         if (lambda[r] == 0)
             lambda[r] = 1;   /* an all-zero column stays as it is */
@@ -251,7 +301,7 @@ static amp_status update_mode(const double *M, uint64_t rows, unsigned R, const 
     seconds[AMP_PHASE_NORMALIZE] += amp_now() - t0;
 
     t0 = amp_now();
-    combine_gram(scratch, T, R, lambda, out->G);
+    finish_gram(out->sums, R, lambda, out->G);
     seconds[AMP_PHASE_GRAM] += amp_now() - t0;
     return AMP_OK;
 }
@@ -281,7 +331,7 @@ typedef struct als_work {
     float *M32;                 /* its f32 form, when the kernel is f32 */
     float *A32[AMP_MAX_MODES];  /* f32 factors for the f32 kernel */
     double *G[AMP_MAX_MODES];
-    double *V, *L, *P, *inner, *scratch;
+    double *V, *L, *P, *inner, *scratch, *sums;
     amp_cpu_mttkrp_ws *ws;
     /* The constrained methods: AO-ADMM's duals, the threads' scratch. */
     double *U[AMP_MAX_MODES];
@@ -302,6 +352,7 @@ static void work_free(als_work *w, unsigned N)
     free(w->P);
     free(w->inner);
     free(w->scratch);
+    free(w->sums);
     for (unsigned m = 0; m < N; m++)
         amp_huge_free(w->U[m], w->u_bytes[m]);
     free(w->mw.uscratch);
@@ -326,7 +377,8 @@ static amp_status work_new(const amp_tensor *t, const amp_cpd_opts *o, als_work 
     w->P = malloc(rr + (size_t)R * sizeof(double));
     w->inner = malloc((size_t)R * sizeof(double));
     w->scratch = malloc((size_t)w->T * ((size_t)R * R + 3 * (size_t)R + 8) * sizeof(double));
-    int ok = w->M && w->V && w->L && w->P && w->inner && w->scratch;
+    w->sums = malloc(rr + 3 * (size_t)R * sizeof(double));
+    int ok = w->M && w->V && w->L && w->P && w->inner && w->scratch && w->sums;
     for (unsigned m = 0; m < N && ok; m++)
         ok = (w->G[m] = malloc(rr)) != NULL;
     if (ok && o->precision == AMP_PRECISION_F32) {
@@ -394,15 +446,16 @@ static void mttkrp(const amp_tensor *t, unsigned d, const amp_cpd *c, als_work *
  * replace it, so it must start at the model's scale: the scale the last
  * update put into lambda goes into this mode's columns (and its dual's),
  * which leaves the model as it is. ALS needs no start. */
-static void warm_start(const amp_cpd *c, unsigned d, double *U, int T)
+static void warm_start(const amp_cpd *c, unsigned d, uint64_t begin, uint64_t count, double *U,
+                       int T)
 {
     (void)T;   /* without OpenMP */
     const unsigned R = c->rank;
     const double *lambda = c->lambda;
-    int64_t n = (int64_t)c->rows[d];
+    int64_t n = (int64_t)(begin + count);
     double *A = c->A[d];
 #pragma omp parallel for schedule(static) num_threads(T)
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = (int64_t)begin; i < n; i++)
         for (unsigned r = 0; r < R; r++) {
             A[(uint64_t)i * R + r] *= lambda[r];
             if (U != NULL)
@@ -416,14 +469,17 @@ static void warm_start(const amp_cpd *c, unsigned d, double *U, int T)
  * So before the first update the starting model is scaled by the factor
  * that fits it best, <X, model> / |model|^2 (lambda times it): <X, model>
  * from mode 1's first MTTKRP (each thread's rows into its partials'
- * first slot, summed in thread order), |model|^2 from the Grams as the
- * fit takes it. Only a positive, finite factor is taken. */
-static void start_scale(amp_cpd *c, const double *M, double *const *G, unsigned N, int T,
-                        double *scratch)
+ * first slot, summed in thread order; over processes, the rows [begin,
+ * begin + n) this one owns, and the processes' sums added), |model|^2
+ * from the Grams as the fit takes it. Only a positive, finite factor is
+ * taken. */
+static amp_status start_scale(amp_cpd *c, const double *M, double *const *G, unsigned N, int T,
+                              double *scratch, uint64_t begin, uint64_t n,
+                              const amp_cpu_share *sh, amp_error *err)
 {
     const unsigned R = c->rank;
-    const double *A = c->A[0], *lambda = c->lambda;
-    const uint64_t n = c->rows[0];
+    const double *A = c->A[0] + begin * R, *lambda = c->lambda;
+    M += begin * R;
 #pragma omp parallel num_threads(T)
     {
         const int me = amp_thread_id();
@@ -436,11 +492,37 @@ static void start_scale(amp_cpd *c, const double *M, double *const *G, unsigned 
     double inner = 0;
     for (int t = 0; t < T; t++)
         inner += thread_partials(scratch, t, R).in[0];
+    if (sh != NULL)
+        AMP_CHECK(sh->group->ops->allreduce(sh->group->ctx, &inner, 1, 0, err));
     double model = model_norm_sq(G, N, R, lambda);
     double alpha = model > 0 ? inner / model : 0;
     if (alpha > 0 && isfinite(alpha))
         for (unsigned r = 0; r < R; r++)
             c->lambda[r] *= alpha;
+    return AMP_OK;
+}
+
+/* Mode d's rows from the processes that own them, and their f32 copy
+ * (A32, or NULL) rebuilt whole: each process wrote only its own. */
+static amp_status share_rows(amp_cpu_share *sh, amp_cpd *c, unsigned d, float *A32, int T,
+                             amp_error *err)
+{
+    const amp_group *g = sh->group;
+    const amp_part_mode *pm = &sh->p->modes[d];
+    const unsigned R = c->rank;
+    uint64_t offset[AMP_MAX_GPUS], count[AMP_MAX_GPUS];
+    for (unsigned k = 0; k < g->size; k++) {
+        offset[k] = pm->row_begin[k] * R;
+        count[k] = pm->row_count[k] * R;
+    }
+    double t0 = amp_now();
+    AMP_CHECK(g->ops->allgatherv(g->ctx, c->A[d], offset, count, err));
+    double dt = amp_now() - t0;
+    sh->exchange += dt;
+    c->seconds[AMP_PHASE_COMM] += dt;
+    if (A32 != NULL)
+        to_f32(c->A[d], A32, c->rows[d] * R, T);
+    return AMP_OK;
 }
 
 /* BLAS and LAPACK run inside our OpenMP threads, one thread each. */
@@ -451,8 +533,9 @@ static void blas_one_thread(void)
 #endif
 }
 
-amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
-                       amp_error *err)
+/* CP-ALS on t, alone (sh NULL) or as one process of several (amp_cpu_als_share). */
+static amp_status als_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_share *sh,
+                          amp_cpd *c, amp_error *err)
 {
     const unsigned N = t->nmodes, R = c->rank;
     const int f32 = o->precision == AMP_PRECISION_F32;
@@ -477,6 +560,12 @@ amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
     for (unsigned it = 0; it < o->max_iters; it++) {
         double t_iter = amp_now();
         for (unsigned d = 0; d < N; d++) {
+            /* The rows this process updates: all of them when alone. */
+            uint64_t own = 0, nown = c->rows[d];
+            if (sh != NULL) {
+                own = sh->p->modes[d].row_begin[sh->group->rank];
+                nown = sh->p->modes[d].row_count[sh->group->rank];
+            }
             now = amp_now();
             mttkrp(t, d, c, &w, f32);
             c->seconds[AMP_PHASE_MTTKRP] += amp_now() - now;
@@ -490,16 +579,21 @@ amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
                         w.V[k] *= w.G[m][k];
             c->seconds[AMP_PHASE_GRAM] += amp_now() - now;
             if (o->method == AMP_METHOD_ADMM && it == 0 && d == 0)
-                start_scale(c, w.M, w.G, N, w.T, w.scratch);
+                AMP_CHECK_GOTO(start_scale(c, w.M, w.G, N, w.T, w.scratch, own, nown, sh, err),
+                               rc, done);
+            double *U = w.U[d] ? w.U[d] + own * R : NULL;
             if (o->method != AMP_METHOD_ALS)
-                warm_start(c, d, w.U[d], w.T);
-            update_out out = {c->lambda, w.G[d], w.inner};
+                warm_start(c, d, own, nown, w.U[d], w.T);
+            update_out out = {c->lambda, w.G[d], w.inner, w.sums, sh};
             w.mw.ua.rule = rule[d];
-            w.mw.U = w.U[d];
-            AMP_CHECK_GOTO(update_mode(w.M, c->rows[d], R, w.V, it == 0, w.T, w.L, w.P,
-                                       w.scratch, c->A[d], f32 ? w.A32[d] : NULL, &out,
-                                       &c->pinv_used, &w.mw, c->seconds, err),
+            w.mw.U = U;
+            AMP_CHECK_GOTO(update_mode(w.M + own * R, nown, R, w.V, it == 0, w.T, w.L, w.P,
+                                       w.scratch, c->A[d] + own * R,
+                                       f32 ? w.A32[d] + own * R : NULL, &out, &c->pinv_used,
+                                       &w.mw, c->seconds, err),
                            rc, done);
+            if (sh != NULL)
+                AMP_CHECK_GOTO(share_rows(sh, c, d, f32 ? w.A32[d] : NULL, w.T, err), rc, done);
         }
         /* <X, model> = sum_r lambda_r sum_i A_{N-1}(i, r) M(i, r), M being
          * the last mode's MTTKRP: the update pass summed A .* M before
@@ -510,6 +604,11 @@ amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
             inner += w.inner[r];
         double resid = t->norm_sq + model_norm_sq(w.G, N, R, c->lambda) - 2 * inner;
         double fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
+        /* Process 0's fit for all: MPI need not sum in the same order on
+         * every process, and all must stop after the same iteration. */
+        if (sh != NULL)
+            AMP_CHECK_GOTO(sh->group->ops->bcast(sh->group->ctx, &fit, sizeof fit, err), rc,
+                           done);
         double delta = fabs(fit - old_fit);
         c->seconds[AMP_PHASE_FIT] += amp_now() - now;
         c->fit = fit;
@@ -525,6 +624,24 @@ amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
 done:
     work_free(&w, N);
     return rc;
+}
+
+amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
+                       amp_error *err)
+{
+    return als_run(t, o, NULL, c, err);
+}
+
+amp_status amp_cpu_als_share(const amp_tensor *part, const amp_cpd_opts *o, amp_cpu_share *sh,
+                             amp_cpd *c, amp_error *err)
+{
+    const amp_group *g = sh->group;
+    if (sh->p->kind != AMP_PARTITION_OWNER || sh->p->ngpus != g->size || g->rank >= g->size ||
+        sh->p->nmodes != part->nmodes)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "process %u of %u with a partition into %u parts",
+                        g->rank, g->size, sh->p->ngpus);
+    sh->wait = sh->exchange = 0;
+    return als_run(part, o, sh, c, err);
 }
 
 /* ---- measurement and checking -------------------------------------------- */

@@ -6,6 +6,7 @@
 #define AMP_CPU_H
 
 #include "amp_core.h"
+#include "amp_group.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -67,6 +68,24 @@ void amp_cpu_update_rows(const amp_update_args *a, const double *M, double *A, d
  * (random or read). */
 amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
                        amp_error *err);
+
+/* CP-ALS as one process of a group (several processes, MPI): part is
+ * this process's part of the tensor (amp_partition_tensor of p for
+ * process group->rank: its shards, in the run's row numbering); p deals
+ * the shards to the group's processes (AMP_PARTITION_OWNER, p->ngpus =
+ * group->size). c holds every row of every factor in the run's order,
+ * the same on every process; each process updates the rows it owns, the
+ * row sums (Grams, norms, fit terms) are added over the processes and the
+ * updated rows sent to all, so c ends the same on every process. */
+typedef struct amp_cpu_share {
+    const amp_group *group;
+    const amp_partition *p;
+    double wait;       /* out: seconds waiting for the slowest process */
+    double exchange;   /* out: seconds in the collectives themselves */
+} amp_cpu_share;
+
+amp_status amp_cpu_als_share(const amp_tensor *part, const amp_cpd_opts *o, amp_cpu_share *sh,
+                             amp_cpd *c, amp_error *err);
 
 /* Time opts->max_iters rounds of MTTKRP over every mode (the papers'
  * measure): seconds[d] summed over rounds. */

@@ -950,7 +950,7 @@ done:
  * the solve. Every factor is kept normalized in place (scale_bound 1), so
  * every sig is 1 and M is the true MTTKRP; the rows start at the model's
  * scale (lambda, which the last update set, into their columns and their
- * dual's); AO-ADMM factors V + rho I (potrf's and potri's status read
+ * dual's, as the update kernel reads them); AO-ADMM factors V + rho I (potrf's and potri's status read
  * with the fit terms); then the method's kernel (constrained.cu), the
  * column statistics of the new rows, and their f32 shadow. pre_d is 1:
  * the rows are at the true scale, not at 1 / lambda as a solve writes. */
@@ -974,9 +974,6 @@ static amp_status update_constrained(const amp_gpu_tensor *g, gpu_als *w, const 
         CUDA_TRY_GOTO(amp_gpu_start_scale(w->totals + R, w->G[0], w->V, R, w->lambda, w->s),
                       err, rc, done);
     }
-    CUDA_TRY_GOTO(amp_gpu_scale_columns(Aown, nown, R, w->lambda, w->s), err, rc, done);
-    if (Uown)
-        CUDA_TRY_GOTO(amp_gpu_scale_columns(Uown, nown, R, w->lambda, w->s), err, rc, done);
     if (w->method == AMP_METHOD_ADMM) {
         CUDA_TRY_GOTO(amp_gpu_admm_shift(w->V, R, w->rho, w->L, w->s), err, rc, done);
         CUSOLVER_TRY_GOTO(cusolverDnDpotrf(w->solver, CUBLAS_FILL_MODE_LOWER, (int)R, w->L,
@@ -1001,6 +998,8 @@ static amp_status update_constrained(const amp_gpu_tensor *g, gpu_als *w, const 
         up.V = w->V;
         up.P = w->L;
         up.rho = w->rho;
+        /* the warm start: the rows (and U) at lambda's scale, read so */
+        up.scale = w->lambda;
         up.sm_count = g->sm_count;
         CUDA_TRY_GOTO(amp_gpu_update_rows(&up, Mown, Aown, Uown, nown, w->s), err, rc, done);
     }

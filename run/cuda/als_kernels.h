@@ -116,6 +116,8 @@ typedef struct amp_gpu_update {
     const double *V;        /* MU, HALS: V (R x R, symmetric, device) */
     const double *P;        /* AO-ADMM: (V + rho I)^-1 (R x R, symmetric, device) */
     const double *rho;      /* AO-ADMM: rho (one double, device) */
+    const double *scale;    /* R column scales (device) A, and U, are read at
+                             * (written back scaled); NULL: 1 */
     int sm_count;           /* the device's SMs, to size the grid; 0: asked of the runtime */
     int generic;            /* 1: the generic kernel at any rank (tests compare the two) */
 } amp_gpu_update;
@@ -140,7 +142,8 @@ cudaError_t amp_gpu_admm_shift(const double *V, unsigned R, double *rho, double 
  * row independent, no atomics: the same bits on every run.
  * cudaErrorInvalidValue for a rank outside 1 to AMP_GPU_MAX_RANK, ALS or
  * an unknown method or constraint, a missing pointer (V; AO-ADMM's P, rho
- * and U); nothing launched for rows 0 or AO-ADMM with inner 0. */
+ * and U); nothing launched for rows 0, and for AO-ADMM with inner 0 only
+ * the scaling. */
 cudaError_t amp_gpu_update_rows(const amp_gpu_update *u, const double *M, double *A,
                                 double *U, uint64_t rows, cudaStream_t s);
 

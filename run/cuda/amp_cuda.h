@@ -151,6 +151,7 @@ typedef struct amp_gpu_update_opts {
     unsigned rank, inner;   /* inner: AO-ADMM's inner iterations, the most */
     double admm_tol;
     int generic;            /* 1: the generic kernel even at rank <= 32 */
+    const double *scale;    /* R column scales (host) A and U are read at, or NULL */
 } amp_gpu_update_opts;
 /* A (rows x R) updated in place from M, with V (R x R, host) uploaded and,
  * for AO-ADMM, rho and P = (V + rho I)^-1 formed on the device

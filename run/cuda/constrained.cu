@@ -7,14 +7,13 @@
  * reads M, A (and U) once and writes A (and U) once, AO-ADMM's inner
  * iterations included (cuADMM fuses its inner loop the same way).
  *
- * The fused kernel, rank up to AMP_GPU_UPDATE_FUSED_RANK (32): a block
- * of 8 warps owns a contiguous range of rows (as the fused solve,
- * als_solve.cu); warp w takes rows w, w + 8, ... of it, ROWS at a time
- * (4; 3 for AO-ADMM, whose registers 4 would spill). Lane j owns column
- * j: entry j of each of its rows (m, a, and for AO-ADMM u) in registers,
- * and column j of P (AO-ADMM) or V (MU) too (32 doubles, zero past R);
- * HALS reads V from shared memory (loaded once a block). Lanes at or past
- * R hold zeros and never write.
+ * The fused kernel, AO-ADMM and MU at rank up to AMP_GPU_UPDATE_FUSED_RANK
+ * (32): a block of 8 warps owns a contiguous range of rows (as the fused
+ * solve, als_solve.cu); warp w takes rows w, w + 8, ... of it, ROWS at a
+ * time (4; 3 for AO-ADMM, whose registers 4 would spill). Lane j owns
+ * column j: entry j of each of its rows (m, a, and for AO-ADMM u) in
+ * registers, and column j of P (AO-ADMM) or V (MU) too (32 doubles, zero
+ * past R). Lanes at or past R hold zeros and never write.
  *   AO-ADMM: per inner iteration, t_j = m_j + rho (a_j + u_j) is staged
  *     in the warp's shared memory and read back whole as a broadcast, two
  *     entries at a time: at_j = sum_k t_k P[k][j]; then the prox, the
@@ -25,10 +24,13 @@
  *     any of them has not stopped (the stopped ones keep their values).
  *   MU: the row's old values staged the same way, av_j = sum_k a_k V[k][j],
  *     then lane j's entry.
- *   HALS: s = a V as MU's a V (lane q holds s_q); then column r after
- *     column r (Gauss-Seidel within the row): lane r updates a_r from
- *     s_r, broadcasts the change d (one shuffle), and every lane q adds
- *     d V[r][q] to s_q, so the next column's s sees it.
+ * HALS at those ranks has a kernel of its own, a thread a row
+ * (update_hals.cu): its column sweep is a chain within the row, which a
+ * lane a column ran on one lane at a time.
+ *
+ * Every kernel reads A (and U) at column scales when given them (the
+ * warm start's lambda): a pass over A and U of their own cost more than
+ * the kernel's arithmetic on rd100m.
  *
  * The generic kernel, any rank to AMP_GPU_MAX_RANK (512; the launcher
  * takes it above 32): a block of 128 threads owns a contiguous range of
@@ -59,11 +61,11 @@
  * an R x R matrix and could go through cuBLAS instead at large R).
  * FLOPs per row (an FMA counts 2): AO-ADMM inner x (2 R K + ~8 R, and
  * ~8 R more with admm_tol), MU 2 R K + ~6 R and a division a column,
- * HALS 2 R K + ~6 R and a division a column, K = 32 in the fused kernel
- * (the products run over 32 entries whatever R is; lanes past R compute
- * zeros) and R in the generic one. The butterflies add 5 shuffles per
- * sum: R per row for HALS, 4 per row per inner iteration for AO-ADMM
- * with admm_tol.
+ * K = 32 in the fused kernel (the products run over 32 entries whatever R
+ * is; lanes past R compute zeros) and R in the generic one, where HALS
+ * takes 2 R^2 + ~6 R and a division a column. The butterflies add 5
+ * shuffles per sum: R per row for the generic HALS, 4 per row per inner
+ * iteration for AO-ADMM with admm_tol.
  *
  * AO-ADMM's rho and P are formed on the device: amp_gpu_admm_shift
  * writes rho = trace(V) / R (summed in the CPU's order, so the same bits
@@ -81,6 +83,7 @@
 
 #include "als_kernels.h"
 #include "gpu_internal.h"
+#include "update_internal.h"
 
 enum { UPD_WARPS = 8 };
 enum { GEN_THREADS = 128, GEN_WARPS = GEN_THREADS / 32, GEN_ROWS = 4 };
@@ -96,6 +99,7 @@ struct upd_params {
     double l1, l2, tol;
     const double *X;     /* V (MU, HALS) or P (AO-ADMM), R x R */
     const double *rho;   /* AO-ADMM */
+    const double *scale; /* R column scales A (and U) are read at, or NULL */
 };
 
 /* ---- one entry of each method, shared by both kernels ------------------ */
@@ -129,20 +133,6 @@ __device__ __forceinline__ double hals_entry(double m, double s, double a, doubl
     return den > 0 ? t / den : 0;
 }
 
-/* hals_entry with the division by V[c][c] + l2 taken once (inv_den; 0
- * where the denominator is not positive, as hals_entry's 0). */
-__device__ __forceinline__ double hals_fast(double m, double s, double a, double vrr,
-                                            double inv_den, double l1, int nonneg)
-{
-    const double num = m - (s - a * vrr);
-    if (nonneg) {
-        const double y = (num - l1) * inv_den;
-        return y > AMP_UPDATE_EPS ? y : AMP_UPDATE_EPS;
-    }
-    const double t = num > l1 ? num - l1 : num < -l1 ? num + l1 : 0;
-    return t * inv_den;
-}
-
 /* The warp's sum on every lane, the same bits on each (a butterfly: at
  * every level the two lanes of a pair add the same two values). */
 __device__ __forceinline__ double warp_sum(double x)
@@ -173,27 +163,18 @@ __global__ void __launch_bounds__(UPD_WARPS * 32, 2)
     const unsigned R = p.R, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const bool mine = lane < R;
     const uint64_t lo = rows * blockIdx.x / gridDim.x, hi = rows * (blockIdx.x + 1) / gridDim.x;
-    /* Column `lane` of P (AO-ADMM) or V (MU) in registers; HALS reads V
-     * from shared memory (its registers go to the column sweep). */
-    __shared__ double s_v[METHOD == AMP_METHOD_HALS ? 32 : 1][32];
-    double x[METHOD == AMP_METHOD_HALS ? 1 : 32];
-    if (METHOD == AMP_METHOD_HALS) {
-        for (unsigned k = threadIdx.x; k < 32 * 32; k += blockDim.x) {
-            const unsigned i = k / 32, j = k % 32;
-            s_v[i][j] = i < R && j < R ? p.X[(size_t)i * R + j] : 0.0;
-        }
-        __syncthreads();
-    } else {
+    /* Column `lane` of P (AO-ADMM) or V (MU) in registers. */
+    double x[32];
 #pragma unroll
-        for (int k = 0; k < 32; k++)
-            x[k] = (unsigned)k < R && mine ? p.X[(size_t)k * R + lane] : 0.0;
-    }
+    for (int k = 0; k < 32; k++)
+        x[k] = (unsigned)k < R && mine ? p.X[(size_t)k * R + lane] : 0.0;
     double rho = 0, t = 0, sc = 0;
     if (METHOD == AMP_METHOD_ADMM) {
         rho = *p.rho;
         t = p.l1 / rho;
         sc = rho / (rho + p.l2);
     }
+    const double colscale = p.scale && mine ? p.scale[lane] : 1.0;
     const double tol2 = p.tol * p.tol;
     double *srow = (double *)s_row[warp];
     const uint64_t step = UPD_WARPS * ROWS;
@@ -206,8 +187,8 @@ __global__ void __launch_bounds__(UPD_WARPS * 32, 2)
             live[r] = i < hi;
             const bool ld = live[r] && mine;
             m[r] = ld ? M[i * R + lane] : 0.0;
-            a[r] = ld ? A[i * R + lane] : 0.0;
-            u[r] = ld && METHOD == AMP_METHOD_ADMM ? U[i * R + lane] : 0.0;
+            a[r] = ld ? A[i * R + lane] * colscale : 0.0;
+            u[r] = ld && METHOD == AMP_METHOD_ADMM ? U[i * R + lane] * colscale : 0.0;
         }
         if (METHOD == AMP_METHOD_ADMM) {
             for (unsigned it = 0; it < p.inner; it++) {
@@ -252,7 +233,7 @@ __global__ void __launch_bounds__(UPD_WARPS * 32, 2)
                     }
                 }
             }
-        } else if (METHOD == AMP_METHOD_MU) {
+        } else {   /* MU */
 #pragma unroll
             for (int r = 0; r < ROWS; r++)
                 srow[r * 32 + lane] = a[r];
@@ -273,48 +254,6 @@ __global__ void __launch_bounds__(UPD_WARPS * 32, 2)
 #pragma unroll
             for (int r = 0; r < ROWS; r++)
                 a[r] = mu_entry(a[r], m[r], av[r], p.l1, p.l2);
-        } else {   /* HALS */
-            /* s = a V once (as MU's a V); then column by column, lane c
-             * updates a_c from s_c and every lane adds the change times
-             * V[c][lane] to its s: one broadcast a column and row where
-             * summing a V[:, c] afresh took five shuffles (16 ms against
-             * 1 ms of bytes on rd100m, rank 32, one H200). */
-#pragma unroll
-            for (int r = 0; r < ROWS; r++)
-                srow[r * 32 + lane] = a[r];
-            __syncwarp();
-            double s[ROWS];
-#pragma unroll
-            for (int r = 0; r < ROWS; r++)
-                s[r] = 0;
-#pragma unroll
-            for (int k = 0; k < 16; k++) {
-                const double v0 = s_v[2 * k][lane], v1 = s_v[2 * k + 1][lane];
-#pragma unroll
-                for (int r = 0; r < ROWS; r++) {
-                    const double2 aa = s_row[warp][r][k];
-                    s[r] = fma(aa.x, v0, s[r]);
-                    s[r] = fma(aa.y, v1, s[r]);
-                }
-            }
-            __syncwarp();   /* read before the next rows land */
-            /* 1 / (V[q][q] + l2) on lane q, the same for every row: a
-             * division in the column sweep's chain made HALS's update
-             * 19 ms on rd100m (rank 32, one H200), its product 10 ms. */
-            const double dq = s_v[lane][lane] + p.l2;
-            const double inv_den = dq > 0 ? 1 / dq : 0;
-            for (unsigned c = 0; c < R; c++) {
-                const double vc = s_v[c][lane];   /* V[c][lane]: V[c][c] on lane c */
-#pragma unroll
-                for (int r = 0; r < ROWS; r++) {
-                    /* meaningful on lane c */
-                    const double y = hals_fast(m[r], s[r], a[r], vc, inv_den, p.l1, p.nonneg);
-                    const double d = __shfl_sync(FULL_MASK, y - a[r], c);
-                    if (lane == c)
-                        a[r] = y;
-                    s[r] = fma(d, vc, s[r]);
-                }
-            }
         }
 #pragma unroll
         for (int r = 0; r < ROWS; r++) {
@@ -395,9 +334,10 @@ __global__ void __launch_bounds__(GEN_THREADS)
             for (int c = 0; c < COLS; c++) {
                 const unsigned j = tid + c * GEN_THREADS;
                 const bool ld = live[r] && j < R;
+                const double cs = ld && p.scale ? p.scale[j] : 1.0;
                 m[r][c] = ld ? M[i * R + j] : 0.0;
-                a[r][c] = ld ? A[i * R + j] : 0.0;
-                u[r][c] = ld && METHOD == AMP_METHOD_ADMM ? U[i * R + j] : 0.0;
+                a[r][c] = ld ? A[i * R + j] * cs : 0.0;
+                u[r][c] = ld && METHOD == AMP_METHOD_ADMM ? U[i * R + j] * cs : 0.0;
             }
         }
         if (METHOD == AMP_METHOD_ADMM) {
@@ -618,6 +558,16 @@ template <int METHOD>
 static cudaError_t launch(const upd_params &p, int fused, int sms, const double *M, double *A,
                           double *U, uint64_t rows, cudaStream_t s)
 {
+    if (fused && METHOD == AMP_METHOD_HALS) {
+        hals_tile_params h;
+        h.R = p.R;
+        h.nonneg = p.nonneg;
+        h.l1 = p.l1;
+        h.l2 = p.l2;
+        h.V = p.X;
+        h.scale = p.scale;
+        return amp_gpu_hals_tiles(&h, M, A, rows, sms, s);
+    }
     if (fused)
         return launch_one(update_fused_kernel<METHOD>, UPD_WARPS * 32, sms, rows,
                           (uint64_t)UPD_WARPS * fused_rows<METHOD>::n, p, M, A, U, s);
@@ -644,10 +594,16 @@ extern "C" cudaError_t amp_gpu_update_rows(const amp_gpu_update *u, const double
         return cudaErrorInvalidValue;
     if (admm ? u->P == NULL || u->rho == NULL || U == NULL : u->V == NULL)
         return cudaErrorInvalidValue;
-    if (rows == 0 || (admm && u->inner == 0))
+    if (rows == 0)
         return cudaSuccess;
     if (M == NULL || A == NULL)
         return cudaErrorInvalidValue;
+    if (admm && u->inner == 0) {   /* no kernel to read them at the scales */
+        if (u->scale == NULL)
+            return cudaSuccess;
+        cudaError_t e = amp_gpu_scale_columns(A, rows, u->rank, u->scale, s);
+        return e == cudaSuccess ? amp_gpu_scale_columns(U, rows, u->rank, u->scale, s) : e;
+    }
     int sms = u->sm_count;
     if (sms < 1) {
         int dev = 0;
@@ -668,6 +624,7 @@ extern "C" cudaError_t amp_gpu_update_rows(const amp_gpu_update *u, const double
     p.tol = u->admm_tol;
     p.X = admm ? u->P : u->V;
     p.rho = u->rho;
+    p.scale = u->scale;
     const int fused = u->rank <= AMP_GPU_UPDATE_FUSED_RANK && !u->generic;
     if (u->method == AMP_METHOD_ADMM)
         return launch<AMP_METHOD_ADMM>(p, fused, sms, M, A, U, rows, s);
@@ -715,7 +672,7 @@ extern "C" amp_status amp_gpu_update_rows_host(int device, const amp_gpu_update_
     const unsigned R = h->rank;
     const int admm = h->method == AMP_METHOD_ADMM;
     double *dV = NULL, *dP = NULL, *drho = NULL, *dM = NULL, *dA = NULL, *dU = NULL;
-    double *work = NULL;
+    double *work = NULL, *dscale = NULL;
     int *dinfo = NULL, lw1 = 0, lw2 = 0, lwork = 0, info[2] = {0, 0}, sms = 0;
     cusolverDnHandle_t solver = NULL;
     unsigned char *guard = NULL;
@@ -749,6 +706,10 @@ extern "C" amp_status amp_gpu_update_rows_host(int device, const amp_gpu_update_
     CUDA_TRY_GOTO(cudaMemset(dU, 0xff, whole), err, rc, done);
     CUDA_TRY_GOTO(cudaMemset(dP, 0xff, rr), err, rc, done);
     CUDA_TRY_GOTO(cudaMemcpy(dV, V, rr, cudaMemcpyHostToDevice), err, rc, done);
+    if (h->scale) {
+        CUDA_TRY_GOTO(cudaMalloc((void **)&dscale, row), err, rc, done);
+        CUDA_TRY_GOTO(cudaMemcpy(dscale, h->scale, row, cudaMemcpyHostToDevice), err, rc, done);
+    }
     CUDA_TRY_GOTO(cudaMemcpy(dM + R, M, n, cudaMemcpyHostToDevice), err, rc, done);
     CUDA_TRY_GOTO(cudaMemcpy(dA + R, A, n, cudaMemcpyHostToDevice), err, rc, done);
     if (admm)
@@ -782,6 +743,7 @@ extern "C" amp_status amp_gpu_update_rows_host(int device, const amp_gpu_update_
     u.rho = drho;
     u.sm_count = sms;
     u.generic = h->generic;
+    u.scale = dscale;
     CUDA_TRY_GOTO(amp_gpu_update_rows(&u, dM + R, dA + R, admm ? dU + R : NULL, rows, NULL), err,
                   rc, done);
     CUDA_TRY_GOTO(cudaDeviceSynchronize(), err, rc, done);
@@ -811,6 +773,7 @@ done:
     cudaFree(dU);
     cudaFree(work);
     cudaFree(dinfo);
+    cudaFree(dscale);
     free(guard);
     return rc;
 }
