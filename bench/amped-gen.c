@@ -174,7 +174,7 @@ int main(int argc, char **argv)
     }
     t.nnz = nnz;
     memcpy(t.dims, dims, nmodes * sizeof *dims);
-    amp_status rc = bin ? amp_write_bin(&t, output, &err) : amp_write_tns(&t, output, &err);
+    amp_status rc = bin ? amp_write_bin(&t, output, 0, &err) : amp_write_tns(&t, output, 0, &err);
     amp_coo_free(&t);
     if (rc != AMP_OK) {
         amp_log_error(&err);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "amp_alloc.h"
 
@@ -104,4 +105,20 @@ amp_status amp_mul_size(size_t a, size_t b, size_t *out, amp_error *err)
         return AMP_FAIL(err, AMP_ERR_RANGE, "size overflow: %zu x %zu bytes", a, b);
     *out = r;
     return AMP_OK;
+}
+
+uint64_t amp_host_memory_available(void)
+{
+    FILE *fp = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long long kib = 0;
+    while (fp != NULL && fgets(line, sizeof line, fp) != NULL)
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+            break;
+    if (fp != NULL)
+        fclose(fp);
+    if (kib > 0)
+        return (uint64_t)kib << 10;
+    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : UINT64_MAX;
 }

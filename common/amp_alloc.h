@@ -27,6 +27,11 @@ void amp_huge_free(void *p, size_t bytes);
 /* a * b, or AMP_ERR_RANGE if it does not fit in size_t. */
 amp_status amp_mul_size(size_t a, size_t b, size_t *out, amp_error *err);
 
+/* Bytes of host memory available: MemAvailable (free plus what the page
+ * cache would give back), or the free pages where there is no /proc;
+ * UINT64_MAX when neither says. */
+uint64_t amp_host_memory_available(void);
+
 /* "1.50 GiB": binary units, three significant digits. */
 const char *amp_format_bytes(char *buf, size_t n, uint64_t bytes);
 

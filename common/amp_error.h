@@ -35,6 +35,12 @@ amp_status amp_error_vset(amp_error *err, amp_status status, const char *src_fil
 /* Forget a recorded failure (for callers that retry or fall back). */
 void amp_error_clear(amp_error *err);
 
+/* "s" unless n is 1: "1 byte", "2 bytes" in messages. */
+static inline const char *amp_plural(unsigned long long n)
+{
+    return n == 1 ? "" : "s";
+}
+
 /* The message if one was recorded, else amp_strerror() of the status. */
 const char *amp_error_message(const amp_error *err);
 

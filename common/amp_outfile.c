@@ -9,14 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "amp_limits.h"
 #include "amp_outfile.h"
 
 /* Temporary paths a signal handler may need to remove. Slots are claimed
  * and released by the thread that owns the output; the handler only reads
  * slots whose flag is set, and only calls unlink (async-signal-safe). */
-#define LIVE_SLOTS 8
+/* amped-run opens every output before it computes: a factor file per mode,
+ * lambda and the reports. */
+#define LIVE_SLOTS (AMP_MAX_MODES + 8)
 static char live_path[LIVE_SLOTS][PATH_MAX];
 static volatile sig_atomic_t live_used[LIVE_SLOTS];
 
@@ -61,21 +65,83 @@ void amp_outfile_cleanup_on_signals(void)
             continue;
         sigaction(sigs[i], &sa, NULL);
     }
+    /* SIGXFSZ's default kills with no message and skips the cleanup;
+     * ignored, the write past the limit fails with EFBIG instead. */
+    signal(SIGXFSZ, SIG_IGN);
 }
+
+/* Errors of open(O_TMPFILE) that mean "not here" rather than a problem
+ * with the directory: a kernel without it (EISDIR: O_TMPFILE includes
+ * O_DIRECTORY, so an old kernel opens the directory itself), a file system
+ * without it (EOPNOTSUPP), a libc or kernel that rejects the flags. */
+static int tmpfile_refused(int e)
+{
+    return e == EOPNOTSUPP || e == EISDIR || e == EINVAL || e == ENOSYS;
+}
+
+static char *dir_of(const char *path)
+{
+    char *copy = strdup(path);
+    if (copy == NULL)
+        return NULL;
+    char *d = strdup(dirname(copy));
+    free(copy);
+    return d;
+}
+
+#ifdef O_TMPFILE
+/* An unnamed file in path's directory: its fd, or -1 with errno set. */
+static int open_unnamed(const char *path)
+{
+    const char *force = getenv("AMPED_OUTFILE_NAMED");
+    if (force != NULL && strcmp(force, "1") == 0) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
+    char *dir = dir_of(path);
+    if (dir == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    /* The mode goes through the umask, as for any new file. */
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
+    int e = errno;
+    free(dir);
+    errno = e;
+    return fd;
+}
+#endif
 
 amp_status amp_outfile_open(amp_outfile *of, const char *path, amp_error *err)
 {
     memset(of, 0, sizeof *of);
     of->fd = -1;
-    size_t n = strlen(path);
     of->final_path = strdup(path);
+    if (of->final_path == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        amp_outfile_abort(of);
+        return AMP_FAIL(err, AMP_ERR_IO, "%s: is a directory", path);
+    }
+#ifdef O_TMPFILE
+    of->fd = open_unnamed(path);
+    if (of->fd >= 0)
+        return AMP_OK;
+    if (!tmpfile_refused(errno)) {
+        int e = errno;
+        amp_outfile_abort(of);
+        return AMP_FAIL(err, AMP_ERR_IO, "%s: cannot create output: %s", path, strerror(e));
+    }
+#endif
+    size_t n = strlen(path);
     of->tmp_path = malloc(n + 16);
-    if (of->final_path == NULL || of->tmp_path == NULL) {
+    if (of->tmp_path == NULL) {
         amp_outfile_abort(of);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     }
     snprintf(of->tmp_path, n + 16, "%s.tmp.XXXXXX", path);
-    of->fd = mkstemp(of->tmp_path);
+    of->fd = mkostemp(of->tmp_path, O_CLOEXEC);
     if (of->fd < 0) {
         int e = errno;
         free(of->tmp_path);
@@ -89,6 +155,11 @@ amp_status amp_outfile_open(amp_outfile *of, const char *path, amp_error *err)
     umask(mask);
     (void)fchmod(of->fd, 0666 & ~mask);
     return AMP_OK;
+}
+
+int amp_outfile_unnamed(const amp_outfile *of)
+{
+    return of->fd >= 0 && of->tmp_path == NULL;
 }
 
 amp_status amp_outfile_write(amp_outfile *of, const void *buf, size_t n, amp_error *err)
@@ -141,6 +212,92 @@ void amp_outfile_flush_upto(amp_outfile *of, uint64_t upto)
 #endif
 }
 
+/* Link the unnamed file fd to name: through /proc/self/fd, which needs
+ * no privilege, else (no /proc) AT_EMPTY_PATH, which older kernels allow
+ * only with CAP_DAC_READ_SEARCH. 0, or -1 with errno set. */
+static int link_unnamed(int fd, const char *name)
+{
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0)
+        return 0;
+    if (errno != ENOENT || access("/proc/self/fd", F_OK) == 0)
+        return -1;
+#ifdef AT_EMPTY_PATH
+    return linkat(fd, "", AT_FDCWD, name, AT_EMPTY_PATH);
+#else
+    return -1;
+#endif
+}
+
+/* The unnamed file fd under a fresh name beside final (NAME.tmp.XXXXXX,
+ * registered for the signal handler), for a rename over final. The
+ * name in tmp (n bytes). 0, or -1 with errno set. */
+static int link_unnamed_temp(int fd, const char *final, char *tmp, size_t n)
+{
+    static const char digits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)tmp;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        char suffix[7];
+        for (int i = 0; i < 6; i++) {
+            x = x * 6364136223846793005u + 1442695040888963407u;
+            suffix[i] = digits[(x >> 33) % (sizeof digits - 1)];
+        }
+        suffix[6] = '\0';
+        snprintf(tmp, n, "%s.tmp.%s", final, suffix);
+        live_add(tmp);
+        if (link_unnamed(fd, tmp) == 0)
+            return 0;
+        int e = errno;
+        live_remove(tmp);
+        if (e != EEXIST) {
+            errno = e;
+            return -1;
+        }
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/* The complete file under its final name: linked (no_clobber) or
+ * renamed over whatever is there. */
+static amp_status put_in_place(amp_outfile *of, amp_error *err)
+{
+    const char *final = of->final_path;
+    if (of->no_clobber) {
+        int r = of->tmp_path ? link(of->tmp_path, final) : link_unnamed(of->fd, final);
+        if (r != 0) {
+            if (errno == EEXIST)
+                return AMP_FAIL(err, AMP_ERR_IO, "%s: already exists", final);
+            return AMP_FAIL(err, AMP_ERR_IO, "%s: cannot link the output into place: %s",
+                            final, strerror(errno));
+        }
+        return AMP_OK;   /* abort removes the named temporary file */
+    }
+    if (of->tmp_path == NULL) {
+        size_t n = strlen(final) + 16;
+        of->tmp_path = malloc(n);
+        if (of->tmp_path == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        if (link_unnamed_temp(of->fd, final, of->tmp_path, n) != 0) {
+            int e = errno;
+            free(of->tmp_path);
+            of->tmp_path = NULL;
+            return AMP_FAIL(err, AMP_ERR_IO, "%s: cannot link the output into place: %s",
+                            final, strerror(e));
+        }
+    }
+    if (rename(of->tmp_path, final) != 0)
+        return AMP_FAIL(err, AMP_ERR_IO, "%s: cannot rename %s into place: %s", final,
+                        of->tmp_path, strerror(errno));
+    live_remove(of->tmp_path);
+    free(of->tmp_path);
+    of->tmp_path = NULL;
+    return AMP_OK;
+}
+
 amp_status amp_outfile_commit(amp_outfile *of, amp_error *err)
 {
     amp_status rc = AMP_OK;
@@ -149,30 +306,38 @@ amp_status amp_outfile_commit(amp_outfile *of, amp_error *err)
                       strerror(errno));
         goto fail;
     }
-    int fd = of->fd;
-    of->fd = -1;
-    if (close(fd) != 0) {
-        rc = AMP_FAIL(err, AMP_ERR_IO, "%s: close failed: %s", of->final_path, strerror(errno));
-        goto fail;
+    /* A named file is closed before it takes the final name, so that a
+     * late write error (NFS reports some at close) leaves no file there;
+     * an unnamed one can only be linked while open, and is gone once
+     * closed. */
+    if (of->tmp_path != NULL) {
+        int fd = of->fd;
+        of->fd = -1;
+        if (close(fd) != 0) {
+            rc = AMP_FAIL(err, AMP_ERR_IO, "%s: close failed: %s", of->final_path,
+                          strerror(errno));
+            goto fail;
+        }
     }
-    if (rename(of->tmp_path, of->final_path) == 0) {
-        live_remove(of->tmp_path);
-    } else {
-        rc = AMP_FAIL(err, AMP_ERR_IO, "%s: cannot rename %s into place: %s", of->final_path,
-                      of->tmp_path, strerror(errno));
-        goto fail;
+    AMP_CHECK_GOTO(put_in_place(of, err), rc, fail);
+    if (of->fd >= 0) {
+        int fd = of->fd;
+        of->fd = -1;
+        if (close(fd) != 0) {
+            rc = AMP_FAIL(err, AMP_ERR_IO, "%s: close failed: %s", of->final_path,
+                          strerror(errno));
+            goto fail;
+        }
     }
-    free(of->tmp_path);
-    of->tmp_path = NULL;
-    /* The rename is durable only once the directory entry is on disk. */
-    char *copy = of->no_sync ? NULL : strdup(of->final_path);
-    if (copy != NULL) {
-        int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
+    /* The new name is durable only once the directory entry is on disk. */
+    char *dir = of->no_sync ? NULL : dir_of(of->final_path);
+    if (dir != NULL) {
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0) {
             (void)fsync(dfd);
             close(dfd);
         }
-        free(copy);
+        free(dir);
     }
 fail:
     amp_outfile_abort(of);

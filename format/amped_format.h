@@ -38,6 +38,9 @@ extern "C" {
 #define AMP_FORMAT_MAJOR 1
 #define AMP_FORMAT_MINOR 0
 
+/* The first bytes of every .amp file, for tools that tell it from others. */
+#define AMP_FILE_MAGIC "\x89" "AMP\r\n\x1a\n"
+#define AMP_FILE_MAGIC_LEN 8
 #define AMP_HEADER_SIZE 64
 #define AMP_TRAILER_SIZE 32
 #define AMP_DIR_HEADER_SIZE 24
@@ -194,6 +197,7 @@ typedef struct amp_write_opts {
                          * faster (bench/RESULTS.md) */
     int threads;        /* compression threads; 0: the OpenMP default */
     int no_sync;        /* commit without fsync: faster, not crash-safe */
+    int no_clobber;     /* commit fails if the file exists by then */
     /* Compressed bytes that may wait for the disk (held in memory) before
      * a thread waits instead of starting another chunk; 0: threads x the
      * largest raw chunk + 64 MiB. Chunks being compressed are not counted,

@@ -18,10 +18,10 @@
 
 /* PNG's trick: a high-bit byte catches 7-bit channels, CR LF catches
  * newline conversion in either direction, ^Z stops a DOS "type", LF last. */
-#define AMP_MAGIC "\x89" "AMP\r\n\x1a\n"
+#define AMP_MAGIC AMP_FILE_MAGIC
 #define AMP_DIR_MAGIC "AMPDIR\0\0"
 #define AMP_TRAILER_MAGIC "AMPEND\r\n"
-#define AMP_MAGIC_LEN 8
+#define AMP_MAGIC_LEN AMP_FILE_MAGIC_LEN
 
 /* Header field offsets (amped(5) has the table). */
 enum {

@@ -77,8 +77,9 @@ static amp_status check_header(amp_file *f, const unsigned char *h, uint64_t act
     if (memcmp(h, AMP_MAGIC, cmp) != 0)
         return bad_magic(path, h, have, err);
     if (have < AMP_HEADER_SIZE)
-        return AMP_FAIL(err, AMP_ERR_TRUNCATED, "%s: truncated: %llu bytes, shorter than the "
-                        "%d-byte header", path, (unsigned long long)actual, AMP_HEADER_SIZE);
+        return AMP_FAIL(err, AMP_ERR_TRUNCATED, "%s: truncated: %llu byte%s, shorter than the "
+                        "%d-byte header", path, (unsigned long long)actual,
+                        amp_plural((unsigned long long)actual), AMP_HEADER_SIZE);
     in->major = amp_get16(h + AMP_H_MAJOR);
     in->minor = amp_get16(h + AMP_H_MINOR);
     /* The version comes before the checksum: a later major version may lay
@@ -112,9 +113,11 @@ static amp_status check_header(amp_file *f, const unsigned char *h, uint64_t act
                             ? "; the directory is cut short and the trailer is missing"
                             : "; the trailer is missing");
     if (actual > in->file_size)
-        return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %llu bytes follow the end of the file "
+        return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %llu byte%s follow%s the end of the file "
                         "(header says %llu bytes)", path,
                         (unsigned long long)(actual - in->file_size),
+                        amp_plural(actual - in->file_size),
+                        actual - in->file_size == 1 ? "s" : "",
                         (unsigned long long)in->file_size);
     if (in->file_size < AMP_HEADER_SIZE + AMP_DIR_HEADER_SIZE + AMP_TRAILER_SIZE ||
         in->dir_offset < AMP_HEADER_SIZE ||

@@ -61,6 +61,7 @@ void amp_write_opts_init(amp_write_opts *opts)
     opts->level = AMP_DEFAULT_LEVEL;
     opts->threads = 0;
     opts->no_sync = 0;
+    opts->no_clobber = 0;
     opts->queue_bytes = 0;
     opts->progress = NULL;
     opts->progress_ctx = NULL;
@@ -106,6 +107,7 @@ amp_status amp_writer_open(amp_writer **wp, const char *path, const amp_write_op
     }
     amp_status rc = amp_outfile_open(&w->out, path, err);
     w->out.no_sync = w->opts.no_sync;
+    w->out.no_clobber = w->opts.no_clobber;
     if (rc == AMP_OK) {
         unsigned char zero[AMP_HEADER_SIZE] = {0};
         rc = amp_outfile_write(&w->out, zero, sizeof zero, err);

@@ -106,9 +106,11 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
 amp_status amp_coo_repeat_norm_sq(const amp_coo *t, int f32, double *delta, amp_error *err);
 
 /* Write t as FROSTT text (1-based, values printed to round-trip exactly)
- * or FROSTT binary v1; through a temporary file renamed into place. */
-amp_status amp_write_tns(const amp_coo *t, const char *path, amp_error *err);
-amp_status amp_write_bin(const amp_coo *t, const char *path, amp_error *err);
+ * or FROSTT binary v1; through a temporary file put in place when
+ * complete (amp_outfile.h), failing if path exists by then when
+ * no_clobber is set. */
+amp_status amp_write_tns(const amp_coo *t, const char *path, int no_clobber, amp_error *err);
+amp_status amp_write_bin(const amp_coo *t, const char *path, int no_clobber, amp_error *err);
 
 /* Size and XXH3-64 of a regular file's bytes on disk (what `xxhsum -H3`
  * prints), on a thread of its own so that it overlaps other work: start,

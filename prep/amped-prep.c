@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -119,7 +120,7 @@ static void usage(void)
            "  -V, --version            output version information and exit\n"
            "\n"
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
-           "Report bugs to: %s\n",
+           "Report bugs: see %s.\n",
            AMP_DEFAULT_SHARDS, (unsigned long long)AMP_DEFAULT_CHUNK_NNZ, AMP_DEFAULT_LEVEL,
            amp_max_threads(), PACKAGE_BUGREPORT);
 }
@@ -159,9 +160,10 @@ static void print_mode_line(unsigned m, uint64_t dim, uint64_t nonempty, uint64_
 static void print_stats(const char *path, const amp_coo *t, const amp_coo_stats *s,
                         const amp_read_info *info, int mode_lines)
 {
-    printf("input:      %s (%s%s, %" PRIu64 " bytes, %d-based)\n", path,
+    printf("input:      %s (%s%s, %" PRIu64 " byte%s, %d-based)\n", path,
            info->format == AMP_INPUT_BIN ? "FROSTT binary" : "FROSTT text",
-           compression_names[info->compression], info->bytes, info->index_base);
+           compression_names[info->compression], info->bytes, amp_plural(info->bytes),
+           info->index_base);
     printf("modes:      %u\n", t->nmodes);
     printf("dims:       ");
     for (unsigned m = 0; m < t->nmodes; m++)
@@ -447,6 +449,13 @@ static int check_operands(int argc, char **argv, prep_args *a)
             return amp_usage_error(PROGRAM, "the input name is too long to derive an output "
                                    "name from; give -o");
     }
+    struct stat st;
+    if (a->output && stat(a->output, &st) == 0 && S_ISDIR(st.st_mode))
+        return amp_usage_error(PROGRAM, "-o %s: is a directory; name the output file (in it, "
+                               "for example %s/x.amp)", a->output, a->output);
+    /* Checked now, before the input is read, and again as the file takes
+     * its name (no_clobber), in case one appeared meanwhile. */
+    a->build.write.no_clobber = !a->force;
     if (a->output && !a->force && access(a->output, F_OK) == 0) {
         fprintf(stderr, "amped-prep: %s: already exists; use --force to overwrite it\n",
                 a->output);
@@ -526,11 +535,12 @@ static amp_status report_input(const prep_args *a, const amp_coo *t, const amp_r
 }
 
 /* FROSTT binary for .bin, else text. */
-static amp_status write_frostt(const amp_coo *t, const char *output, amp_error *err)
+static amp_status write_frostt(const amp_coo *t, const char *output, int no_clobber,
+                               amp_error *err)
 {
     double t0 = amp_now();
-    amp_status rc = amp_has_suffix(output, ".bin") ? amp_write_bin(t, output, err)
-                                                   : amp_write_tns(t, output, err);
+    amp_status rc = amp_has_suffix(output, ".bin") ? amp_write_bin(t, output, no_clobber, err)
+                                                   : amp_write_tns(t, output, no_clobber, err);
     if (rc == AMP_OK)
         amp_log(AMP_LOG_DEBUG, "wrote %s in %.3f s", output, amp_now() - t0);
     return rc;
@@ -556,7 +566,7 @@ static int prep(prep_args *a)
         if (rc != AMP_OK)
             goto fail;
     } else if (a->output) {
-        AMP_CHECK_GOTO(write_frostt(&t, a->output, &err), rc, fail);
+        AMP_CHECK_GOTO(write_frostt(&t, a->output, !a->force, &err), rc, fail);
     }
     amp_coo_free(&t);
     return EXIT_SUCCESS;

@@ -81,10 +81,10 @@ amp_status amp_read_bin(amp_source *s, const amp_read_opts *opts, amp_coo *t,
                         s->name, version);
     if (iw != 4 && iw != 8)
         return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: byte 4: index width %" PRIu32
-                        " bytes; expected 4 or 8", s->name, iw);
+                        " byte%s; expected 4 or 8", s->name, iw, amp_plural(iw));
     if (vw != 4 && vw != 8)
         return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: byte 8: value width %" PRIu32
-                        " bytes; expected 4 or 8", s->name, vw);
+                        " byte%s; expected 4 or 8", s->name, vw, amp_plural(vw));
     if (nmodes < 2 || nmodes > AMP_MAX_MODES)
         return AMP_FAIL(err, nmodes > AMP_MAX_MODES && nmodes < 1000 ? AMP_ERR_UNSUPPORTED
                                                                        : AMP_ERR_CORRUPT,

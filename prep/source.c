@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "amped_format.h"
 #include "tensor_internal.h"
 
 #define SOURCE_IN_BYTES ((size_t)1 << 20)
@@ -59,8 +60,8 @@ amp_status amp_source_open(amp_source *s, const char *name, amp_error *err)
         amp_source_close(s);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     }
-    /* Peek at the magic bytes: keep reading until 4 bytes or the end. */
-    while (s->in_len < 4 && !s->in_eof) {
+    /* Peek at the magic bytes: keep reading until 8 bytes or the end. */
+    while (s->in_len < AMP_FILE_MAGIC_LEN && !s->in_eof) {
         ssize_t n = read(s->fd, s->in + s->in_len, s->in_cap - s->in_len);
         if (n < 0 && errno == EINTR)
             continue;
@@ -76,6 +77,17 @@ amp_status amp_source_open(amp_source *s, const char *name, amp_error *err)
         s->raw_consumed += (uint64_t)n;
     }
     const unsigned char *b = s->in;
+    if (s->in_len >= AMP_FILE_MAGIC_LEN && memcmp(b, AMP_FILE_MAGIC, AMP_FILE_MAGIC_LEN) == 0) {
+        /* Read as text it would fail on its first line for no clear
+         * reason. */
+        amp_status rc = AMP_FAIL(err, AMP_ERR_FORMAT, "%s: this is an .amp file, which "
+                                 "amped-prep writes and amped-run reads (amped-run --info %s "
+                                 "describes it); amped-prep reads tensors in FROSTT text "
+                                 "(.tns) or binary (.bin)", s->name,
+                                 is_stdin ? "FILE" : s->name);
+        amp_source_close(s);
+        return rc;
+    }
     if (s->in_len >= 2 && b[0] == 0x1f && b[1] == 0x8b) {
         s->compression = AMP_COMPRESSION_GZIP;
         /* 15 + 32: any window size, gzip or zlib header detected. */
@@ -136,13 +148,21 @@ static amp_status read_gzip(amp_source *s, unsigned char *dst, size_t n, size_t 
     return AMP_OK;
 }
 
+/* Compressed bytes handed to the Zstandard decoder per call. On an error
+ * it does not say how much input it took, so the error is placed at the
+ * end of the slice it was given: within this many bytes of where the
+ * decoder stopped (the end of the damaged block, or of the frame for a
+ * checksum). The calls cost nothing measurable at this size. */
+#define ZSTD_SLICE ((size_t)4096)
+
 static amp_status read_zstd(amp_source *s, unsigned char *dst, size_t n, size_t *got,
                             amp_error *err)
 {
     ZSTD_outBuffer out = {dst, n, 0};
     while (out.pos < out.size) {
         AMP_CHECK(fill_input(s, err));
-        ZSTD_inBuffer in = {s->in + s->in_pos, s->in_len - s->in_pos, 0};
+        size_t avail = s->in_len - s->in_pos;
+        ZSTD_inBuffer in = {s->in + s->in_pos, avail < ZSTD_SLICE ? avail : ZSTD_SLICE, 0};
         if (in.size == 0 && s->in_eof) {
             if (s->zstd_pending != 0)
                 return AMP_FAIL(err, AMP_ERR_CORRUPT,
@@ -158,11 +178,12 @@ static amp_status read_zstd(amp_source *s, unsigned char *dst, size_t n, size_t 
             continue;
         }
         size_t r = ZSTD_decompressStream(s->zd, &out, &in);
-        s->in_pos += in.pos;
         if (ZSTD_isError(r))
-            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: corrupt zstd data near byte %" PRIu64 ": %s",
-                            s->name, s->raw_consumed - (s->in_len - s->in_pos),
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: corrupt zstd data, detected by byte %"
+                            PRIu64 " (the damage is there or before): %s",
+                            s->name, s->raw_consumed - (s->in_len - s->in_pos) + in.size,
                             ZSTD_getErrorName(r));
+        s->in_pos += in.pos;
         s->zstd_pending = r;
     }
     *got = out.pos;

@@ -52,10 +52,11 @@ static size_t format_double(char *p, double v)
     return 0;
 }
 
-amp_status amp_write_tns(const amp_coo *t, const char *path, amp_error *err)
+amp_status amp_write_tns(const amp_coo *t, const char *path, int no_clobber, amp_error *err)
 {
     amp_outfile of;
     AMP_CHECK(amp_outfile_open(&of, path, err));
+    of.no_clobber = no_clobber;
     amp_status rc = AMP_OK;
     const int threads = amp_max_threads();
     /* Each line: up to 19 digits and a space per mode, a value, a newline. */
@@ -117,10 +118,11 @@ static void put_le64(unsigned char *b, uint64_t v)
         b[i] = (unsigned char)(v >> (8 * i));
 }
 
-amp_status amp_write_bin(const amp_coo *t, const char *path, amp_error *err)
+amp_status amp_write_bin(const amp_coo *t, const char *path, int no_clobber, amp_error *err)
 {
     amp_outfile of;
     AMP_CHECK(amp_outfile_open(&of, path, err));
+    of.no_clobber = no_clobber;
     amp_status rc = AMP_OK;
     /* 32-bit indices when every 1-based index fits: half the bytes. */
     int wide = 0;

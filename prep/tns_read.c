@@ -55,6 +55,11 @@ typedef struct chunk {
     uint64_t max_line[AMP_MAX_MODES]; /* chunk-local line of the first maximum */
     uint64_t zero_line;           /* chunk-local line of the first index 0 */
     int zero_mode;
+    /* With --dims, the chunk-local line of the first index beyond them if
+     * the file is 0-based ([0]) or 1-based ([1]), its mode and value: the
+     * base may be known only at the end. */
+    uint64_t over_line[2], over_raw[2];
+    unsigned over_mode[2];
     int failed;
     uint64_t err_line;
     amp_status err_status;
@@ -72,6 +77,8 @@ typedef struct tns_reader {
     uint64_t max_line[AMP_MAX_MODES];
     uint64_t zero_line;           /* global 1-based line, 0: none */
     int zero_mode;
+    uint64_t over_line[2], over_raw[2];   /* global 1-based line, 0: none */
+    unsigned over_mode[2];
     chunk *chunks;
     size_t nchunks_cap;
 } tns_reader;
@@ -386,7 +393,9 @@ static void parse_chunk(const tns_reader *r, const char *buf, chunk *c)
     }
     double *val = r->t->val;
     uint64_t k = c->slot, line = 0;
+    const uint64_t *dims = r->opts->ndims ? r->opts->dims : NULL;
     c->zero_line = UINT64_MAX;
+    c->over_line[0] = c->over_line[1] = UINT64_MAX;
     while (p < end) {
         uint64_t idx[AMP_MAX_MODES];
         double v;
@@ -404,6 +413,12 @@ static void parse_chunk(const tns_reader *r, const char *buf, chunk *c)
                     c->zero_line = line;
                     c->zero_mode = (int)m;
                 }
+                for (int b = 0; dims && b < 2 && x >= dims[m] + (uint64_t)b; b++)
+                    if (c->over_line[b] == UINT64_MAX) {
+                        c->over_line[b] = line;
+                        c->over_raw[b] = x;
+                        c->over_mode[b] = m;
+                    }
             }
             val[k++] = v;
         } else if (rc == REC_ERR) {
@@ -490,6 +505,12 @@ static amp_status parse_block(tns_reader *r, const char *buf, size_t len, amp_er
                 r->max_line[m] = line0 + c->max_line[m] + 1;
             }
         }
+        for (int b = 0; b < 2; b++)
+            if (c->over_line[b] != UINT64_MAX && r->over_line[b] == 0) {
+                r->over_line[b] = line0 + c->over_line[b] + 1;
+                r->over_raw[b] = c->over_raw[b];
+                r->over_mode[b] = c->over_mode[b];
+            }
         if (c->zero_line != UINT64_MAX && r->zero_line == 0) {
             r->zero_line = line0 + c->zero_line + 1;
             r->zero_mode = c->zero_mode;
@@ -541,11 +562,17 @@ static amp_status finish_indices(tns_reader *r, amp_read_info *info, amp_error *
         if (base == 1 && r->max_raw[m] == 0)
             need = 0;
         if (o->ndims) {
-            if (need > o->dims[m])
+            /* The first line beyond the dimensions, of whatever mode:
+             * where the user looks first. */
+            if (need > o->dims[m] && r->over_line[base] != 0)
                 return AMP_FAIL(err, AMP_ERR_RANGE,
                                 "%s:%" PRIu64 ": index %" PRIu64 " in mode %u exceeds the "
-                                "given dimension %" PRIu64, r->name, r->max_line[m],
-                                r->max_raw[m], m + 1, o->dims[m]);
+                                "given dimension %" PRIu64, r->name, r->over_line[base],
+                                r->over_raw[base], r->over_mode[base] + 1,
+                                o->dims[r->over_mode[base]]);
+            if (need > o->dims[m])
+                return AMP_FAIL(err, AMP_ERR_INTERNAL, "%s: mode %u exceeds the given "
+                                "dimension, yet no line was found doing so", r->name, m + 1);
             t->dims[m] = o->dims[m];
         } else {
             t->dims[m] = need;

@@ -9,10 +9,12 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "amp_alloc.h"
 #include "amp_cli.h"
@@ -40,7 +42,8 @@ enum {
     OPT_LIST_DEVICES = 256, OPT_INFO, OPT_VERIFY, OPT_ITERS, OPT_TOL, OPT_SEED, OPT_INIT,
     OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK, OPT_GPUS, OPT_DEVICE_MEMORY,
     OPT_MEMORY, OPT_STREAM_CHUNK, OPT_DEVICES, OPT_PARTITION, OPT_OVERLAP, OPT_HOST_MEMORY,
-    OPT_SEND_PARTS, OPT_METHOD, OPT_CONSTRAINT, OPT_L1, OPT_L2, OPT_ADMM_INNER, OPT_ADMM_TOL
+    OPT_SEND_PARTS, OPT_METHOD, OPT_CONSTRAINT, OPT_L1, OPT_L2, OPT_ADMM_INNER, OPT_ADMM_TOL,
+    OPT_ROWS
 };
 
 static const struct option long_options[] = {
@@ -61,6 +64,7 @@ static const struct option long_options[] = {
     /* output */
     {"output", required_argument, NULL, 'o'},
     {"format", required_argument, NULL, OPT_FORMAT},
+    {"rows", required_argument, NULL, OPT_ROWS},
     {"json", required_argument, NULL, OPT_JSON},
     /* actions other than decomposing */
     {"mttkrp-only", no_argument, NULL, OPT_MTTKRP_ONLY},
@@ -119,6 +123,10 @@ static void usage(void)
            "                       and PREFIX.lambda.mat, in the original index space\n"
            "                       (default: not written)\n"
            "      --format=F       text (SPLATT's layout) or npy (NumPy) (default text)\n"
+           "      --rows=WHICH     all: a row per index of each mode; nonempty: only the\n"
+           "                       rows of indices that occur, each with its index (text:\n"
+           "                       first on its line; npy: PREFIX.modeN.index.npy), for\n"
+           "                       huge dimensions (default all)\n"
            "      --json=FILE      also write the report (fit per iteration, timings) as\n"
            "                       JSON\n"
            "\n"
@@ -168,7 +176,7 @@ static void usage(void)
            "  -V, --version        output version and build information and exit\n"
            "\n"
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
-           "Report bugs to: %s\n", AMP_CPU_MAX_RANK, d.rank, d.max_iters, d.tol, d.seed,
+           "Report bugs: see %s.\n", AMP_CPU_MAX_RANK, d.rank, d.max_iters, d.tol, d.seed,
            AMP_ADMM_INNER_MAX, d.admm_inner, AMP_SEND_PARTS_MAX,
            AMP_STREAM_CHUNK_DEFAULT, PACKAGE_BUGREPORT);
 }
@@ -202,7 +210,10 @@ static int list_devices(void)
     int count = 0;
     amp_error err = {0};
     if (amp_cuda_list_devices(dev, 64, &count, &err) != AMP_OK) {
-        amp_log_error(&err);
+        if (err.status == AMP_ERR_NO_DEVICE)
+            amp_log(AMP_LOG_ERROR, "%s; --gpus 0 runs on the CPU", amp_error_message(&err));
+        else
+            amp_log_error(&err);
         return EXIT_FAILURE;
     }
     int failed = 0;
@@ -238,8 +249,11 @@ typedef struct run_args {
     amp_gpu_opts gpu;
     amp_gpu_als_opts gpu_als;
     amp_factor_format format;
-    int mttkrp_only, check, quiet;
+    amp_factor_rows rows;
+    int mttkrp_only, check, quiet, rows_given;
+    const char *gpu_only;      /* the first option of the GPU backend given */
     amp_run_report report;
+    amp_outfile json_out;      /* --json, created before the run */
     amp_mode_rule rule[AMP_MAX_MODES];   /* each mode's, from opts.rules */
     int late_usage;            /* the options disagree with the file: exit 2 */
 } run_args;
@@ -259,7 +273,8 @@ static void on_iter(void *ctx, unsigned iter, double fit, double delta, double s
 static void print_tensor(const run_args *a, const amp_tensor *t, int threads, int on_gpu)
 {
     char mem[32];
-    printf("tensor:    %s: %u modes, %" PRIu64 " nonzeros, dims ", a->path, t->nmodes, t->nnz);
+    printf("tensor:    %s: %u modes, %" PRIu64 " nonzero%s, dims ", a->path, t->nmodes, t->nnz,
+           amp_plural(t->nnz));
     for (unsigned m = 0; m < t->nmodes; m++)
         printf("%s%" PRIu64, m ? "x" : "", t->dims[m]);
     printf(" (nonempty ");
@@ -326,7 +341,7 @@ static int run_mttkrp_only(run_args *a, const amp_tensor *t, const amp_cpd *c, i
     }
     a->report.mttkrp_mode_seconds = sec;
     a->report.mttkrp_rounds = K;
-    if (a->json && amp_report_write_json(&a->report, a->json, &err) != AMP_OK) {
+    if (a->json && amp_report_write_json(&a->report, &a->json_out, &err) != AMP_OK) {
         amp_log_error(&err);
         return EXIT_FAILURE;
     }
@@ -355,7 +370,7 @@ static int run_check(run_args *a, const amp_tensor *t, const amp_cpd *c, amp_gpu
         worst = rel[m] > worst ? rel[m] : worst;
     }
     a->report.check_rel_err = rel;
-    if (a->json && amp_report_write_json(&a->report, a->json, &err) != AMP_OK) {
+    if (a->json && amp_report_write_json(&a->report, &a->json_out, &err) != AMP_OK) {
         amp_log_error(&err);
         return EXIT_FAILURE;
     }
@@ -520,10 +535,38 @@ typedef struct run_state {
     amp_cpd c;
     amp_gpu_run *gr;
     amp_report_gpu *rg;
+    amp_factor_files factors;   /* -o, created before the run */
     amp_dist *dist;            /* one process of several (MPI), or NULL */
     int threads;
     double t_start;
 } run_state;
+
+/* Every output file, created once the layout gives the modes and before
+ * the nonzeros are read: a directory that is missing or read-only, or a
+ * factor that cannot be written in the original index space, fails now
+ * rather than after the decomposition. */
+static amp_status create_outputs(run_args *a, run_state *s, amp_error *err)
+{
+    if (a->output) {
+        char *copy = strdup(a->output);
+        if (copy == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        amp_status rc = amp_factors_check_room(&s->t, a->opts.rank, a->format, a->rows,
+                                               amp_host_memory_available(), dirname(copy),
+                                               err);
+        free(copy);
+        if (rc != AMP_OK) {
+            char why[AMP_ERROR_MSG_MAX];
+            snprintf(why, sizeof why, "%s", err->msg);
+            amp_error_clear(err);
+            return AMP_FAIL(err, rc, "-o %s: %s", a->output, why);
+        }
+        AMP_CHECK(amp_factors_create(&s->factors, &s->t, a->output, a->format, a->rows, err));
+    }
+    if (a->json)
+        AMP_CHECK(amp_outfile_open(&a->json_out, a->json, err));
+    return AMP_OK;
+}
 
 /* The tensor's layout, then its nonzeros where the backend wants them: a
  * resident GPU run reads them from the file straight to the GPU; the CPU
@@ -541,6 +584,7 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
         a->late_usage = 1;
         return err->status;
     }
+    AMP_CHECK(create_outputs(a, s, err));
     if (a->check)
         AMP_CHECK(load_nonzeros(a, s->f, s->threads, &s->t, err));
     if (s->dist) {
@@ -572,6 +616,9 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
         a->gpu.progress_ctx = NULL;
         AMP_CHECK(rc);
     }
+    if (s->gr == NULL && a->gpu_only)
+        amp_log(AMP_LOG_WARN, "%s applies to the GPU backend; this run is on the CPU (no GPU "
+                "found, or the rank is above what the GPU backend takes): ignored", a->gpu_only);
     if (s->gr) {
         amp_gpu_info in;
         amp_gpu_run_info(s->gr, 0, &in);
@@ -618,8 +665,8 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
         char label[16];
         snprintf(label, sizeof label, "%s:", a->opts.method == AMP_METHOD_ALS ? "cp-als"
                                             : amp_method_name(a->opts.method));
-        printf("%-10s rank %u, at most %u iterations, tol %g\n", label, a->opts.rank,
-               a->opts.max_iters, a->opts.tol);
+        printf("%-10s rank %u, at most %u iteration%s, tol %g\n", label, a->opts.rank,
+               a->opts.max_iters, amp_plural(a->opts.max_iters), a->opts.tol);
         if (a->opts.method != AMP_METHOD_ALS) {
             printf("           constraints");
             for (unsigned m = 0; m < s->t.nmodes; m++)
@@ -631,7 +678,8 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
             for (unsigned m = 0; m < s->t.nmodes; m++)
                 printf("%s%g", m ? "," : " ", a->rule[m].l2);
             if (a->opts.method == AMP_METHOD_ADMM)
-                printf("; %u inner iterations, tol %g", a->opts.admm_inner, a->opts.admm_tol);
+                printf("; %u inner iteration%s, tol %g", a->opts.admm_inner,
+                       amp_plural(a->opts.admm_inner), a->opts.admm_tol);
             printf("\n");
         }
         if (a->init)
@@ -653,8 +701,7 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
     a->report.phase_seconds = s->c.seconds;
     double t_out = amp_now();
     if (a->output)
-        AMP_CHECK(amp_factors_write(&s->t, &s->c, a->output, a->format, a->opts.precision,
-                                    err));
+        AMP_CHECK(amp_factors_commit(&s->factors, &s->t, &s->c, a->opts.precision, err));
     a->report.seconds_output = amp_now() - t_out;
     a->report.seconds_total = amp_now() - s->t_start;
     return AMP_OK;
@@ -687,8 +734,12 @@ static void print_summary(const run_args *a, const run_state *s)
     if (s->dist)
         amp_dist_print(stdout, a->report.processes, a->report.nprocesses, s->t.nmodes);
     if (a->output)
-        printf("factors:   %s.mode1.%s ... %s.mode%u.%s, %s.lambda.%s\n", a->output, ext,
-               a->output, s->t.nmodes, ext, a->output, ext);
+        printf("factors:   %s.mode1.%s ... %s.mode%u.%s, %s.lambda.%s%s\n", a->output, ext,
+               a->output, s->t.nmodes, ext, a->output, ext,
+               a->rows == AMP_ROWS_ALL ? ""
+               : a->format == AMP_FACTORS_NPY ? " (nonempty rows; their indices in "
+                                                "PREFIX.modeN.index.npy)"
+                                              : " (nonempty rows, each after its index)");
     else
         printf("factors:   not written (-o PREFIX writes them)\n");
 }
@@ -772,7 +823,7 @@ static int run(run_args *a)
     }
     if (!a->quiet)
         print_summary(a, &s);
-    if (a->json && amp_report_write_json(&a->report, a->json, &err) != AMP_OK)
+    if (a->json && amp_report_write_json(&a->report, &a->json_out, &err) != AMP_OK)
         goto fail;
     status = EXIT_SUCCESS;
     goto done;
@@ -789,6 +840,8 @@ fail:
         status = 2;
     }
 done:
+    amp_factors_abort(&s.factors);
+    amp_outfile_abort(&a->json_out);
     amp_dist_end(s.dist);
     amp_gpu_run_close(s.gr);
     free(s.rg);
@@ -879,6 +932,7 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
 {
     static const char *const precisions[] = {"f64", "f32", NULL};
     static const char *const formats[] = {"text", "npy", NULL};
+    static const char *const row_sets[] = {"all", "nonempty", NULL};
     static const char *const memories[] = {"auto", "resident", "stream", "compressed", NULL};
     static const char *const partitions[] = {"shards", "equal-nnz", NULL};
     static const char *const methods[] = {"als", "ao-admm", "mu", "hals", NULL};
@@ -935,6 +989,12 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
             return USAGE_FAIL(err);
         a->format = choice == 1 ? AMP_FACTORS_NPY : AMP_FACTORS_TEXT;
         return -1;
+    case OPT_ROWS:
+        if (amp_parse_choice(optarg, row_sets, "--rows", &choice, err))
+            return USAGE_FAIL(err);
+        a->rows = choice == 1 ? AMP_ROWS_NONEMPTY : AMP_ROWS_ALL;
+        a->rows_given = 1;
+        return -1;
     case OPT_JSON:
         a->json = optarg;
         return -1;
@@ -953,30 +1013,37 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
     case OPT_DEVICES:
         return parse_devices(optarg, &a->gpu, err);
     case OPT_OVERLAP:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--overlap";
         a->gpu.overlap = 1;
         return -1;
     case OPT_SEND_PARTS:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--send-parts";
         if (amp_parse_u64(optarg, 0, AMP_SEND_PARTS_MAX, "--send-parts", &u, err))
             return USAGE_FAIL(err);
         a->gpu_als.send_parts = (unsigned)u;
         return -1;
     case OPT_PARTITION:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--partition";
         if (amp_parse_choice(optarg, partitions, "--partition", &choice, err))
             return USAGE_FAIL(err);
         a->gpu.partition = choice == 1 ? AMP_PARTITION_EQUAL_NNZ : AMP_PARTITION_OWNER;
         return -1;
     case OPT_MEMORY:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--memory";
         if (amp_parse_choice(optarg, memories, "--memory", &choice, err))
             return USAGE_FAIL(err);
         a->gpu.memory = choice;
         return -1;
     case OPT_STREAM_CHUNK:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--stream-chunk";
         return amp_parse_u64(optarg, AMP_STREAM_CHUNK_MIN, UINT64_C(1) << 40, "--stream-chunk",
                              &a->gpu.stream_chunk, err) ? USAGE_FAIL(err) : -1;
     case OPT_DEVICE_MEMORY:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--device-memory";
         return amp_parse_size(optarg, 1, UINT64_MAX, "--device-memory", &a->gpu.device_memory,
                               err) ? USAGE_FAIL(err) : -1;
     case OPT_HOST_MEMORY:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--host-memory";
         return amp_parse_size(optarg, 1, UINT64_MAX, "--host-memory", &a->gpu.host_memory,
                               err) ? USAGE_FAIL(err) : -1;
     }
@@ -1035,11 +1102,24 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
     if ((a->mttkrp_only || a->check) && a->output)
         return amp_usage_error(PROGRAM, "-o writes factors of a decomposition; --mttkrp-only "
                                "and --check compute none");
+    if (a->rows_given && a->output == NULL)
+        return amp_usage_error(PROGRAM, "--rows says which rows -o writes: give -o PREFIX");
+    struct stat st;
+    if (a->output && stat(a->output, &st) == 0 && S_ISDIR(st.st_mode))
+        return amp_usage_error(PROGRAM, "-o %s: is a directory; -o takes a prefix of file "
+                               "names (-o %s/f writes %s/f.mode1.mat ...)", a->output,
+                               a->output, a->output);
+    if (a->json && stat(a->json, &st) == 0 && S_ISDIR(st.st_mode))
+        return amp_usage_error(PROGRAM, "--json %s: is a directory; name the file (in it, "
+                               "for example %s/run.json)", a->json, a->json);
     if (a->gpu.ndevices > 0 && cli->gpus_given && a->gpus != (int)a->gpu.ndevices)
         return amp_usage_error(PROGRAM, "--gpus %d and --devices with %u GPU%s disagree: give "
                                "one", a->gpus, a->gpu.ndevices, a->gpu.ndevices == 1 ? "" : "s");
     if (a->gpu.ndevices > 0)
         a->gpus = (int)a->gpu.ndevices;
+    if (a->gpus == 0 && a->gpu_only)
+        return amp_usage_error(PROGRAM, "%s applies to the GPU backend, and --gpus 0 asks for "
+                               "the CPU: give one", a->gpu_only);
     if (a->gpu.overlap && a->gpu_als.send_parts > 1)
         return amp_usage_error(PROGRAM, "--overlap sends a mode's rows during the next MTTKRP, "
                                "--send-parts=%u during its own: give one", a->gpu_als.send_parts);
@@ -1057,6 +1137,7 @@ int main(int argc, char **argv)
     run_args a;
     memset(&a, 0, sizeof a);
     a.gpus = AMP_GPUS_AUTO;
+    a.json_out.fd = -1;
     amp_cpd_opts_init(&a.opts);
     cli_args cli = {.want_list = 0};
     amp_cli_common_init(&cli.common, PROGRAM, usage, version);

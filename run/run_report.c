@@ -104,7 +104,7 @@ static void put_double_array(sbuf *b, const double *v, unsigned n)
     put(b, "]");
 }
 
-amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_error *err)
+amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_error *err)
 {
     static const char *const phase_names[AMP_NPHASES] = {"mttkrp", "gram", "solve",
                                                          "normalize", "fit", "comm",
@@ -269,16 +269,14 @@ amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_
     put(&b, "\n}\n");
     if (b.failed) {
         free(b.p);
+        amp_outfile_abort(of);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the JSON report");
     }
-    amp_outfile of;
-    amp_status rc = amp_outfile_open(&of, path, err);
+    amp_status rc = amp_outfile_write(of, b.p, b.n, err);
     if (rc == AMP_OK)
-        rc = amp_outfile_write(&of, b.p, b.n, err);
-    if (rc == AMP_OK)
-        rc = amp_outfile_commit(&of, err);
+        rc = amp_outfile_commit(of, err);
     else
-        amp_outfile_abort(&of);
+        amp_outfile_abort(of);
     free(b.p);
     return rc;
 }

@@ -67,7 +67,9 @@ typedef struct amp_run_report {
 amp_status amp_report_add_iter(amp_run_report *r, unsigned iter, double fit, double delta,
                                double seconds, amp_error *err);
 
-/* Write the report as JSON to path (temporary file, then renamed). */
-amp_status amp_report_write_json(const amp_run_report *r, const char *path, amp_error *err);
+/* Write the report as JSON into of (opened by the caller before the run,
+ * so that a path it cannot write fails before any work) and give the file
+ * its name; of is closed after, whatever the outcome. */
+amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_error *err);
 
 #endif

@@ -1,8 +1,11 @@
 #!/bin/sh
 # amped-prep -o X.amp never leaves a partial file under the final name: not
 # when the disk fills (simulated with a file-size limit), not when killed
-# (SIGTERM also removes the temporary file; SIGKILL cannot be caught), and
-# an existing file is left as it was when the conversion fails.
+# (SIGTERM also removes the temporary file; SIGKILL cannot be caught, and
+# leaves nothing only where the output is an unnamed O_TMPFILE file), and
+# an existing file is left as it was when the conversion fails. Each case
+# runs both ways of writing (AMPED_OUTFILE_NAMED=1 forces the named
+# temporary file).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 need_program "$AMPED_PREP"
@@ -24,12 +27,35 @@ no_temp_left() {
 "$AMPED_GEN" -o "$T/mid.tns" --nnz 200000 --dims 5000,4000,3000 --seed 1 >/dev/null 2>&1 ||
     { echo "Bail out! amped-gen failed"; exit 1; }
 
+# no_file_left DESCRIPTION DIR NAME: DIR holds nothing named NAME*.
+no_file_left() {
+    set -- "$1" "$2"/"$3"*
+    if test -e "$2"; then
+        fail "$1"
+        diag "left behind: $2"
+        rm -f "$2"
+    else
+        pass "$1"
+    fi
+}
+
 # ---- a full disk: writes fail with EFBIG past a 256 KiB file-size limit ----
-run sh -c "trap '' XFSZ; ulimit -f 256 && exec '$AMPED_PREP' -q --level 0 -o '$T/full.amp' '$T/mid.tns'"
-check_status "a write that fails (file too large) exits 1" 1
-check_contains "the failure names the output" "$RUN_ERR" "$T/full.amp"
-check "no file under the final name" test ! -e "$T/full.amp"
-no_temp_left "the temporary file is removed" "$T/full.amp"
+# Both programs ignore SIGXFSZ, whose default would kill them with no
+# message and leave the temporary file; both ways of writing (unnamed,
+# O_TMPFILE, and the named temporary file) clean up the same.
+"$AMPED_PREP" -q -o "$T/mid.amp" "$T/mid.tns" || { echo "Bail out! amped-prep failed"; exit 1; }
+for named in 0 1; do
+    if test $named = 1; then how="named temporary file"; else how="unnamed file"; fi
+    mkdir "$T/full$named"
+    run env AMPED_OUTFILE_NAMED=$named sh -c "ulimit -f 256 && exec '$AMPED_PREP' -q --level 0 -o '$T/full$named/full.amp' '$T/mid.tns'"
+    check_status "$how: a write past the file-size limit exits 1 (not killed by SIGXFSZ)" 1
+    check_contains "$how: the failure names the output and the reason" "$RUN_ERR" "$T/full$named/full.amp: write failed: File too large"
+    no_file_left "$how: nothing left in the directory" "$T/full$named" ""
+    run env AMPED_OUTFILE_NAMED=$named sh -c "ulimit -f 256 && exec '$AMPED_RUN' -q -r 16 --iters 1 -o '$T/full$named/f' '$T/mid.amp'"
+    check_status "$how: amped-run: factors past the file-size limit exit 1" 1
+    check_contains "$how: amped-run: the failure names the factor file" "$RUN_ERR" "$T/full$named/f.mode1.mat: write failed: File too large"
+    no_file_left "$how: amped-run: nothing left in the directory" "$T/full$named" ""
+done
 
 # ---- a failed conversion leaves an existing output as it was ----------------
 printf 'previous contents\n' >"$T/keep.amp"
@@ -80,16 +106,25 @@ check_status "and verifies (every stream a permutation of the next copy)" 0
 "$AMPED_GEN" -o "$T/big.tns" --nnz 3000000 --dims 200000,100000,50000 --seed 2 >/dev/null 2>&1 ||
     { echo "Bail out! amped-gen failed"; exit 1; }
 
-# kill_while_writing SIGNAL OUT: start amped-prep, send SIGNAL once its
-# temporary file exists; prints the exit status, "finished STATUS" if it
-# was done before the temporary file was seen, or "timeout".
+# writing PID OUT: amped-prep PID writes OUT: its named temporary file
+# exists, or it holds an unnamed file open in OUT's directory (shown in
+# /proc as DIR/#INODE (deleted)).
+writing() {
+    set -- "$1" "$2" "$2".tmp.*
+    test -e "$3" && return 0
+    ls -l "/proc/$1/fd" 2>/dev/null | grep -F -e "${2%/*}/#" >/dev/null
+}
+
+# kill_while_writing SIGNAL OUT [NAMED]: start amped-prep (NAMED=1: with
+# the named temporary file), send SIGNAL once it writes OUT; prints the exit
+# status, "finished STATUS" if it was done before it was seen writing, or
+# "timeout".
 kill_while_writing() {
-    OMP_NUM_THREADS=1 "$AMPED_PREP" -q --level 3 -o "$2" "$T/big.tns" </dev/null >/dev/null 2>&1 &
+    AMPED_OUTFILE_NAMED=${3:-0} OMP_NUM_THREADS=1 "$AMPED_PREP" -q --level 3 -o "$2" "$T/big.tns" </dev/null >/dev/null 2>&1 &
     pid=$!
     i=0
     while test $i -lt 600; do
-        set -- "$1" "$2" "$2".tmp.*
-        if test -e "$3"; then
+        if writing "$pid" "$2"; then
             kill -s "$1" "$pid"
             wait "$pid"
             echo $?
@@ -108,32 +143,42 @@ kill_while_writing() {
     echo timeout
 }
 
-# A run that ended on its own before its temporary file was seen is a
-# skip only when it succeeded: one that failed at once is a failure.
-st=$(kill_while_writing TERM "$T/term.amp")
-case $st in
-"finished 0" | timeout)
-    skip "SIGTERM while writing: no partial file" "amped-prep was not caught writing ($st)"
-    skip "SIGTERM while writing: temporary file removed" "not caught writing"
-    skip "SIGTERM: dies of the signal" "not caught writing" ;;
-finished\ *)
-    is "SIGTERM: amped-prep, not caught writing, exits 0" "$st" "finished 0" ;;
-*)
-    check "SIGTERM while writing: no partial file" test ! -e "$T/term.amp"
-    no_temp_left "SIGTERM while writing: temporary file removed" "$T/term.amp"
-    is "SIGTERM: dies of the signal (status 143)" "$st" 143 ;;
-esac
+# A run that ended on its own before it was seen writing is a skip only
+# when it succeeded: one that failed at once is a failure.
+for named in 0 1; do
+    if test $named = 1; then how="named temporary file"; else how="unnamed file"; fi
+    mkdir "$T/term$named"
+    st=$(kill_while_writing TERM "$T/term$named/term.amp" $named)
+    case $st in
+    "finished 0" | timeout)
+        skip "$how: SIGTERM while writing: nothing left" "amped-prep was not caught writing ($st)"
+        skip "$how: SIGTERM: dies of the signal" "not caught writing" ;;
+    finished\ *)
+        is "$how: SIGTERM: amped-prep, not caught writing, exits 0" "$st" "finished 0" ;;
+    *)
+        no_file_left "$how: SIGTERM while writing: nothing left (no partial file, no temporary file)" "$T/term$named" ""
+        is "$how: SIGTERM: dies of the signal (status 143)" "$st" 143 ;;
+    esac
+done
 
-st=$(kill_while_writing KILL "$T/kill.amp")
-case $st in
-"finished 0" | timeout)
-    skip "SIGKILL while writing: no partial file" "amped-prep was not caught writing ($st)" ;;
-finished\ *)
-    is "SIGKILL: amped-prep, not caught writing, exits 0" "$st" "finished 0" ;;
-*)
-    check "SIGKILL while writing: no partial file under the final name" test ! -e "$T/kill.amp"
-    rm -f "$T/kill.amp".tmp.* ;;
-esac
+# SIGKILL cannot be caught: the named temporary file stays behind (never a
+# partial file under the final name); the unnamed file leaves nothing.
+for named in 0 1; do
+    if test $named = 1; then how="named temporary file"; else how="unnamed file"; fi
+    mkdir "$T/kill$named"
+    st=$(kill_while_writing KILL "$T/kill$named/kill.amp" $named)
+    case $st in
+    "finished 0" | timeout)
+        skip "$how: SIGKILL while writing: no partial file" "amped-prep was not caught writing ($st)" ;;
+    finished\ *)
+        is "$how: SIGKILL: amped-prep, not caught writing, exits 0" "$st" "finished 0" ;;
+    *)
+        check "$how: SIGKILL while writing: no partial file under the final name" test ! -e "$T/kill$named/kill.amp"
+        if test $named = 0; then
+            no_file_left "$how: SIGKILL while writing: nothing left at all" "$T/kill$named" ""
+        fi ;;
+    esac
+done
 
 # And left alone, the same conversion completes and verifies.
 run "$AMPED_PREP" -q -o "$T/done.amp" "$T/mid.tns"

@@ -82,15 +82,19 @@ check_not_contains "a failure is not followed by the usage hint" "$RUN_ERR" "$TR
 # exit status and message:
 #  no CUDA in the build:   exit 1, "amped-run: this build has no CUDA backend
 #                          (configure --with-cuda)", nothing on stdout;
-#  no driver (CI's case), or one older than the runtime's major version:
-#                          exit 1, "amped-run: no CUDA device found (CUDA
-#                          driver version is insufficient for CUDA runtime
-#                          version)", nothing on stdout;
+#  no driver (CI's case): exit 1, "amped-run: no CUDA device found: there
+#                          is no NVIDIA driver on this machine; --gpus 0
+#                          runs on the CPU", nothing on stdout;
+#  a driver older than the runtime's major version: exit 1, "amped-run: no
+#                          CUDA device found: the NVIDIA driver supports
+#                          CUDA D, older than the R this build needs
+#                          (update the driver); --gpus 0 runs on the CPU";
 #  nvidia-smi sees N GPUs: exit 0, N lines "GPU i: ..., self-test passed",
 #                          numbered from 0, nothing on stderr;
 #  a driver, no GPU:       exit 1, "amped-run: no CUDA device found (no
-#                          CUDA-capable device is detected)" (or "(the
-#                          runtime reports 0 devices)"), nothing on stdout.
+#                          CUDA-capable device is detected); --gpus 0 runs
+#                          on the CPU" (or "(the runtime reports 0
+#                          devices)"), nothing on stdout.
 # CUDA_VISIBLE_DEVICES is unset for the run, so that it sees what
 # nvidia-smi sees (which ignores it).
 nsmi=0
@@ -106,12 +110,13 @@ case $cuda_line in
 *"(no driver)") driver=none ;;
 esac
 NO_DEVICE="amped-run: no CUDA device found"
+ON_CPU="; --gpus 0 runs on the CPU"
 if test "$cuda_build" = no; then
     case_name="a build without CUDA"
     want_rc=1 want_err="amped-run: this build has no CUDA backend (configure --with-cuda)"
 elif test "$driver" = none; then
     case_name="a CUDA build, no CUDA driver"
-    want_rc=1 want_err="$NO_DEVICE (CUDA driver version is insufficient for CUDA runtime version)"
+    want_rc=1 want_err="$NO_DEVICE: there is no NVIDIA driver on this machine$ON_CPU"
     # A GPU that nvidia-smi sees has a driver: --version must not deny it.
     is "--version finds a driver where nvidia-smi sees $nsmi GPU(s)" "$nsmi" 0
 elif test -z "$runtime" || test -z "$driver"; then
@@ -120,13 +125,13 @@ elif test -z "$runtime" || test -z "$driver"; then
     diag "got: $cuda_line"
 elif test "${driver%%.*}" -lt "${runtime%%.*}"; then
     case_name="a CUDA $runtime build, driver $driver (older major version)"
-    want_rc=1 want_err="$NO_DEVICE (CUDA driver version is insufficient for CUDA runtime version)"
+    want_rc=1 want_err="$NO_DEVICE: the NVIDIA driver supports CUDA $driver, older than the $runtime this build needs (update the driver)$ON_CPU"
 elif test "$nsmi" -ge 1; then
     case_name="a CUDA build, $nsmi GPU(s) seen by nvidia-smi"
     want_rc=0 want_err=
 else
     case_name="a CUDA build, a driver, no GPU"
-    want_rc=1 want_err="$NO_DEVICE (no CUDA-capable device is detected)"
+    want_rc=1 want_err="$NO_DEVICE (no CUDA-capable device is detected)$ON_CPU"
 fi
 if test "${CUDA_VISIBLE_DEVICES+set}" = set; then
     saved_cvd=$CUDA_VISIBLE_DEVICES
@@ -152,12 +157,40 @@ if test "$case_name" != unknown; then
     else
         check_empty "--list-devices on $case_name: nothing on stdout" "$RUN_OUT"
         got_err=$(cat "$RUN_ERR")
-        if test "$want_err" = "$NO_DEVICE (no CUDA-capable device is detected)" &&
-            test "$got_err" = "$NO_DEVICE (the runtime reports 0 devices)"; then
+        if test "$want_err" = "$NO_DEVICE (no CUDA-capable device is detected)$ON_CPU" &&
+            test "$got_err" = "$NO_DEVICE (the runtime reports 0 devices)$ON_CPU"; then
             want_err=$got_err
         fi
         is "--list-devices on $case_name: stderr is exactly the reason" "$got_err" "$want_err"
     fi
+fi
+
+# Without a usable GPU, asking for one fails with the reason above, naming
+# the option as the user gave it (--devices 0 was reported as --gpus 1).
+if test "$case_name" != unknown && test "$want_rc" = 1; then
+    need_program "$AMPED_PREP"
+    printf '1 1 1 1.0\n2 2 2 2.0\n' >"$T/g.tns"
+    "$AMPED_PREP" -q -o "$T/g.amp" "$T/g.tns" || { echo "Bail out! amped-prep failed"; exit 1; }
+    reason=${want_err#amped-run: }
+    if test "$cuda_build" = no; then
+        reason="this build has no CUDA backend (configure --with-cuda); --gpus 0 runs on the CPU"
+    fi
+    for given in "--devices 0" "--devices 0,1" "--gpus 1"; do
+        run "$AMPED_RUN" -q $given "$T/g.amp"
+        check_status "$given on $case_name: exit 1" 1
+        got_err=$(cat "$RUN_ERR")
+        if test "$cuda_build" = no; then
+            is "$given on $case_name: the reason" "$got_err" "amped-run: $reason"
+        else
+            case $got_err in
+            "amped-run: $given: no CUDA device found"*"; --gpus 0 runs on the CPU")
+                pass "$given on $case_name: names $given, says why and that --gpus 0 runs on the CPU" ;;
+            *)
+                fail "$given on $case_name: names $given, says why and that --gpus 0 runs on the CPU"
+                diag "got: $got_err" ;;
+            esac
+        fi
+    done
 fi
 
 # --list-devices takes no operand: a usage error, before any device work.

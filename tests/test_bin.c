@@ -155,7 +155,7 @@ int main(void)
         r.ind[0][5] = r.dims[0] - 1;
         r.nnz = nnz;
         const char *p = test_path(wide ? "rt64.bin" : "rt32.bin");
-        ok(amp_write_bin(&r, p, &err) == AMP_OK, "write .bin (%s indices, %llu nonzeros)",
+        ok(amp_write_bin(&r, p, 0, &err) == AMP_OK, "write .bin (%s indices, %llu nonzeros)",
            wide ? "64-bit" : "32-bit", (unsigned long long)nnz);
         FILE *f = fopen(p, "rb");
         uint32_t hdr[2] = {0, 0};
@@ -183,7 +183,7 @@ int main(void)
         o.ndims = 3;
         memcpy(o.dims, r.dims, sizeof r.dims[0] * 3);
         amp_error_clear(&err);
-        ok(amp_write_tns(&r, tp, &err) == AMP_OK && amp_read_tensor(tp, &o, &t, NULL, &err) == AMP_OK &&
+        ok(amp_write_tns(&r, tp, 0, &err) == AMP_OK && amp_read_tensor(tp, &o, &t, NULL, &err) == AMP_OK &&
            coo_equal(&r, &t), "text round trip is exact (%s)", wide ? "wide dims" : "narrow dims");
         if (err.status) diag("%s", err.msg);
         amp_coo_free(&t);

@@ -1,7 +1,11 @@
 /* common/: status strings, option parsing, allocation, atomic output. */
 #include <config.h>
 
+#include <dirent.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +24,94 @@ static int file_exists(const char *p)
 {
     struct stat st;
     return stat(p, &st) == 0;
+}
+
+/* Entries in dir other than . and .. */
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (d == NULL)
+        return -1;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    size_t got = fread(buf, 1, n - 1, f);
+    buf[got] = '\0';
+    fclose(f);
+}
+
+/* Output files: nothing under the final name until commit, nothing at all
+ * in the directory while writing on the unnamed (O_TMPFILE) path, the
+ * named temporary file on the other (named: AMPED_OUTFILE_NAMED=1). */
+static void outfile_tests(int named)
+{
+    const char *how = named ? "named temporary" : "unnamed";
+    amp_error err = {0};
+    if (named)
+        setenv("AMPED_OUTFILE_NAMED", "1", 1);
+    else
+        unsetenv("AMPED_OUTFILE_NAMED");
+    char dir[] = "/tmp/amped-common-XXXXXX";
+    ok(mkdtemp(dir) != NULL, "%s: temp dir", how);
+    char path[128], buf[64];
+    snprintf(path, sizeof path, "%s/out.bin", dir);
+    amp_outfile of;
+    is_int(amp_outfile_open(&of, path, &err), AMP_OK, "%s: outfile opens", how);
+    if (!named && !amp_outfile_unnamed(&of)) {
+        amp_outfile_abort(&of);
+        skip(15, "the file system of /tmp refuses O_TMPFILE");
+        rmdir(dir);
+        return;
+    }
+    ok(amp_outfile_unnamed(&of) == !named, "%s: the path taken", how);
+    amp_outfile_write(&of, "hello", 5, &err);
+    ok(!file_exists(path), "%s: final name absent before commit", how);
+    is_int(dir_entries(dir), named ? 1 : 0, "%s: %s file in the directory while writing",
+           how, named ? "one (temporary)" : "no");
+    amp_outfile_abort(&of);
+    is_int(dir_entries(dir), 0, "%s: abort leaves nothing", how);
+    amp_outfile_open(&of, path, &err);
+    amp_outfile_write(&of, "hello", 5, &err);
+    is_int(amp_outfile_commit(&of, &err), AMP_OK, "%s: commit succeeds", how);
+    struct stat st;
+    ok(stat(path, &st) == 0 && st.st_size == 5, "%s: committed file has the data", how);
+    /* Replacing (the default) and not (no_clobber). */
+    amp_outfile_open(&of, path, &err);
+    amp_outfile_write(&of, "world!", 6, &err);
+    is_int(amp_outfile_commit(&of, &err), AMP_OK, "%s: commit replaces a file", how);
+    slurp(path, buf, sizeof buf);
+    is_str(buf, "world!", "%s: with the new data", how);
+    amp_outfile_open(&of, path, &err);
+    of.no_clobber = 1;
+    amp_outfile_write(&of, "again", 5, &err);
+    is_int(amp_outfile_commit(&of, &err), AMP_ERR_IO, "%s: no_clobber: commit fails on an "
+           "existing file", how);
+    like(err.msg, "out.bin: already exists", "%s: and says it exists", how);
+    amp_error_clear(&err);
+    slurp(path, buf, sizeof buf);
+    ok(strcmp(buf, "world!") == 0 && dir_entries(dir) == 1, "%s: the file is untouched, no "
+       "other left", how);
+    remove(path);
+    is_int(amp_outfile_open(&of, dir, &err), AMP_ERR_IO, "%s: a directory as output fails", how);
+    like(err.msg, "is a directory", "%s: and says it is a directory", how);
+    amp_error_clear(&err);
+    snprintf(path, sizeof path, "%s/no/such/dir/x.bin", dir);
+    is_int(amp_outfile_open(&of, path, &err), AMP_ERR_IO, "%s: open in a missing directory "
+           "fails", how);
+    like(err.msg, "no/such/dir/x.bin", "%s: IO error names the file", how);
+    amp_error_clear(&err);
+    rmdir(dir);
+    unsetenv("AMPED_OUTFILE_NAMED");
 }
 
 int main(void)
@@ -123,30 +215,8 @@ int main(void)
     ok(kept, "amp_huge_realloc keeps contents");
     amp_huge_free(h, (size_t)5 << 20);
 
-    /* Output files: nothing under the final name until commit. */
-    char dir[] = "/tmp/amped-common-XXXXXX";
-    ok(mkdtemp(dir) != NULL, "temp dir");
-    char path[128];
-    snprintf(path, sizeof path, "%s/out.bin", dir);
-    amp_outfile of;
-    is_int(amp_outfile_open(&of, path, &err), AMP_OK, "outfile opens");
-    amp_outfile_write(&of, "hello", 5, &err);
-    ok(!file_exists(path), "final name absent before commit");
-    char tmp[256];
-    snprintf(tmp, sizeof tmp, "%s", of.tmp_path);
-    ok(file_exists(tmp), "temporary file present while writing");
-    amp_outfile_abort(&of);
-    ok(!file_exists(path) && !file_exists(tmp), "abort leaves nothing");
-    amp_outfile_open(&of, path, &err);
-    amp_outfile_write(&of, "hello", 5, &err);
-    is_int(amp_outfile_commit(&of, &err), AMP_OK, "commit succeeds");
-    struct stat st;
-    ok(stat(path, &st) == 0 && st.st_size == 5, "committed file has the data");
-    remove(path);
-    snprintf(path, sizeof path, "%s/no/such/dir/x.bin", dir);
-    is_int(amp_outfile_open(&of, path, &err), AMP_ERR_IO, "open in a missing directory fails");
-    like(err.msg, "no/such/dir/x.bin", "IO error names the file");
-    rmdir(dir);
+    outfile_tests(0);
+    outfile_tests(1);
 
     double t0 = amp_now(), t1 = amp_now();
     ok(t1 >= t0 && t0 > 0, "timer is monotonic");

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "amp_outfile.h"
 #include "amped_format.h"
 
 #ifdef __cplusplus
@@ -231,10 +232,45 @@ void amp_cpd_free(amp_cpd *c);
 
 typedef enum amp_factor_format { AMP_FACTORS_TEXT = 0, AMP_FACTORS_NPY } amp_factor_format;
 
-/* PREFIX.mode1.mat ... PREFIX.modeN.mat and PREFIX.lambda.mat (text), or
- * .npy; rows in the original index space (slices the file dropped as empty
- * are zero rows). All are written to temporary names and renamed only once
- * every one is complete. */
+/* Which rows a factor file holds: every index of the mode in the original
+ * index space (slices the file dropped as empty are zero rows), or only
+ * the nonempty ones, in ascending original index, each with its index:
+ * first on its line in text (1-based, the line it has in the full layout),
+ * in PREFIX.modeN.index.npy (<u8, 0-based, its row in the full array)
+ * beside npy. */
+typedef enum amp_factor_rows { AMP_ROWS_ALL = 0, AMP_ROWS_NONEMPTY } amp_factor_rows;
+
+/* The output files of a decomposition, created before it runs (so that a
+ * missing or read-only directory fails at once) and written after. */
+typedef struct amp_factor_files {
+    amp_outfile out[2 * AMP_MAX_MODES + 1];   /* factors, lambda, index files */
+    unsigned nfiles;                          /* open */
+    unsigned nmodes;
+    amp_factor_format format;
+    amp_factor_rows rows;
+} amp_factor_files;
+
+/* AMP_ERR_NOMEM, with the sizes and what to do, when writing rows in the
+ * original index space would need a row map (8 bytes an index of the
+ * largest mode) of mem_available bytes or more, or factor files larger
+ * than the free space of the file system that holds dir (text counts 2
+ * bytes a value, npy 8). AMP_OK for AMP_ROWS_NONEMPTY. */
+amp_status amp_factors_check_room(const amp_tensor *t, unsigned rank, amp_factor_format format,
+                                  amp_factor_rows rows, uint64_t mem_available,
+                                  const char *dir, amp_error *err);
+/* Create PREFIX.mode1.mat ... PREFIX.modeN.mat and PREFIX.lambda.mat
+ * (text), or .npy (and, for nonempty rows, PREFIX.modeN.index.npy);
+ * nothing takes its name yet. On failure nothing is left open. */
+amp_status amp_factors_create(amp_factor_files *ff, const amp_tensor *t, const char *prefix,
+                              amp_factor_format format, amp_factor_rows rows,
+                              amp_error *err);
+/* Write c's factors into ff's files and give them their names, only once
+ * every one is complete. ff is closed after, whatever the outcome. */
+amp_status amp_factors_commit(amp_factor_files *ff, const amp_tensor *t, const amp_cpd *c,
+                              amp_precision precision, amp_error *err);
+/* Close ff's files, leaving none. */
+void amp_factors_abort(amp_factor_files *ff);
+/* Create, then commit: every row, in the original index space. */
 amp_status amp_factors_write(const amp_tensor *t, const amp_cpd *c, const char *prefix,
                              amp_factor_format format, amp_precision precision,
                              amp_error *err);

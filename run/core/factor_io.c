@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "amp_alloc.h"
 #include "amp_core.h"
@@ -23,24 +24,39 @@
 #define ROWS_PER_PIECE 2048
 
 typedef struct out_matrix {
-    const double *A;          /* compact rows x R, or NULL for lambda */
-    const uint64_t *orig_to_new;
-    uint64_t rows;            /* original rows */
+    const double *A;          /* compact rows x R */
+    uint64_t rows;            /* rows written */
     unsigned R;
+    /* All rows: orig_to_new maps each original index to its compact row
+     * (UINT64_MAX: a zero row). Nonempty rows: row i is compact row
+     * order[i] (i where order is NULL), its original index new_to_orig of
+     * that, printed 1-based before the values in text. */
+    const uint64_t *orig_to_new;
+    const uint64_t *order, *new_to_orig;
 } out_matrix;
+
+static uint64_t compact_row(const out_matrix *m, uint64_t i)
+{
+    if (m->orig_to_new)
+        return m->orig_to_new[i];
+    return m->order ? m->order[i] : i;
+}
 
 static const double *row_of(const out_matrix *m, uint64_t i)
 {
-    uint64_t k = m->orig_to_new[i];
+    uint64_t k = compact_row(m, i);
     return k == UINT64_MAX ? NULL : m->A + k * m->R;
 }
 
-/* Text of rows [a, b) into buf (room for (b - a) R 26 bytes). */
+/* Text of rows [a, b) into buf (room for (b - a) (R + 1) 26 bytes). */
 static size_t format_rows(const out_matrix *m, uint64_t a, uint64_t b, int f32, char *buf)
 {
     size_t n = 0;
     for (uint64_t i = a; i < b; i++) {
         const double *x = row_of(m, i);
+        if (m->orig_to_new == NULL)
+            n += (size_t)sprintf(buf + n, "%" PRIu64 " ",
+                                 m->new_to_orig[compact_row(m, i)] + 1);
         for (unsigned r = 0; r < m->R; r++) {
             double v = x ? x[r] : 0.0;
             if (f32)
@@ -73,11 +89,25 @@ static size_t pack_rows(const out_matrix *m, uint64_t a, uint64_t b, int f32, ch
     return n;
 }
 
-static amp_status write_matrix(amp_outfile *of, const out_matrix *m, int npy, int f32,
+/* The original indices of rows [a, b), 0-based, as little-endian u64. */
+static size_t pack_indices(const out_matrix *m, uint64_t a, uint64_t b, char *buf)
+{
+    size_t n = 0;
+    for (uint64_t i = a; i < b; i++) {
+        uint64_t v = m->new_to_orig[compact_row(m, i)];
+        for (int k = 0; k < 8; k++)
+            buf[n++] = (char)(v >> (8 * k));
+    }
+    return n;
+}
+
+enum { AS_TEXT, AS_NPY, AS_INDICES };
+
+static amp_status write_matrix(amp_outfile *of, const out_matrix *m, int how, int f32,
                                amp_error *err)
 {
     int T = amp_max_threads();
-    size_t piece_bytes = (size_t)ROWS_PER_PIECE * m->R * 26 + 1;
+    size_t piece_bytes = (size_t)ROWS_PER_PIECE * (m->R + 1) * 26 + 1;
     char *buf = amp_alloc((size_t)T * piece_bytes, "factor output", err);
     size_t *len = malloc((size_t)T * sizeof *len);
     amp_status rc = AMP_OK;
@@ -96,7 +126,9 @@ static amp_status write_matrix(amp_outfile *of, const out_matrix *m, int npy, in
             if (b > m->rows)
                 b = m->rows;
             char *p = buf + (size_t)me * piece_bytes;
-            len[me] = npy ? pack_rows(m, a, b, f32, p) : format_rows(m, a, b, f32, p);
+            len[me] = how == AS_NPY ? pack_rows(m, a, b, f32, p)
+                      : how == AS_INDICES ? pack_indices(m, a, b, p)
+                                          : format_rows(m, a, b, f32, p);
         }
         for (int t = 0; t < T && rc == AMP_OK; t++)
             rc = amp_outfile_write(of, buf + (size_t)t * piece_bytes, len[t], err);
@@ -131,15 +163,15 @@ static amp_status write_lambda(amp_outfile *of, const double *lambda, unsigned R
 
 /* NumPy format 1.0: magic, version, little-endian u16 header length, the
  * dictionary padded with spaces and a newline so the data starts on a
- * 64-byte boundary. */
-static amp_status write_npy_header(amp_outfile *of, int f32, uint64_t rows, unsigned cols,
-                                   int vector, amp_error *err)
+ * 64-byte boundary. cols 0: a vector of rows entries. */
+static amp_status write_npy_header(amp_outfile *of, const char *descr, uint64_t rows,
+                                   unsigned cols, amp_error *err)
 {
     char dict[160], head[256];
-    int n = vector ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, "
-                              "'shape': (%u,), }", f32 ? "<f4" : "<f8", cols)
-                   : snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, "
-                              "'shape': (%" PRIu64 ", %u), }", f32 ? "<f4" : "<f8", rows, cols);
+    int n = cols == 0 ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, "
+                                 "'shape': (%" PRIu64 ",), }", descr, rows)
+                      : snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, "
+                                 "'shape': (%" PRIu64 ", %u), }", descr, rows, cols);
     size_t total = 10 + (size_t)n + 1;
     size_t padded = (total + 63) / 64 * 64;
     size_t hlen = padded - 10;
@@ -152,6 +184,7 @@ static amp_status write_npy_header(amp_outfile *of, int f32, uint64_t rows, unsi
     return amp_outfile_write(of, head, padded, err);
 }
 
+/* PREFIX.modeN.EXT, PREFIX.WHAT.EXT, or with index PREFIX.modeN.index.npy. */
 static char *file_name(const char *prefix, const char *what, unsigned mode, int npy)
 {
     size_t n = strlen(prefix) + 32;
@@ -163,6 +196,15 @@ static char *file_name(const char *prefix, const char *what, unsigned mode, int 
         snprintf(s, n, "%s.%s.%s", prefix, what, ext);
     else
         snprintf(s, n, "%s.mode%u.%s", prefix, mode + 1, ext);
+    return s;
+}
+
+static char *index_name(const char *prefix, unsigned mode)
+{
+    size_t n = strlen(prefix) + 32;
+    char *s = malloc(n);
+    if (s != NULL)
+        snprintf(s, n, "%s.mode%u.index.npy", prefix, mode + 1);
     return s;
 }
 
@@ -180,59 +222,186 @@ static uint64_t *inverse_relabel(const amp_tensor *t, unsigned m, amp_error *err
     return inv;
 }
 
+static const uint64_t *sort_key;
+
+static int by_original_index(const void *x, const void *y)
+{
+    uint64_t a = sort_key[*(const uint64_t *)x], b = sort_key[*(const uint64_t *)y];
+    return (a > b) - (a < b);
+}
+
+/* The compact rows of mode m in ascending original index: NULL in *order
+ * where the relabelling keeps that order already (no sort, no memory). */
+static amp_status nonempty_order(const amp_tensor *t, unsigned m, uint64_t **order,
+                                 amp_error *err)
+{
+    const uint64_t *orig = t->new_to_orig[m];
+    uint64_t n = t->rows[m], k = 1;
+    *order = NULL;
+    while (k < n && orig[k - 1] < orig[k])
+        k++;
+    if (k >= n)
+        return AMP_OK;
+    uint64_t *o = amp_huge_alloc((size_t)n * sizeof *o, "the output row order", err);
+    if (o == NULL)
+        return err ? err->status : AMP_ERR_NOMEM;
+    for (uint64_t i = 0; i < n; i++)
+        o[i] = i;
+    sort_key = orig;   /* qsort has no context argument; one writer at a time */
+    qsort(o, (size_t)n, sizeof *o, by_original_index);
+    *order = o;
+    return AMP_OK;
+}
+
+static uint64_t clamp_u64(double x)
+{
+    return x >= 0x1p64 ? UINT64_MAX : (uint64_t)x;
+}
+
+amp_status amp_factors_check_room(const amp_tensor *t, unsigned rank, amp_factor_format format,
+                                  amp_factor_rows rows, uint64_t mem_available,
+                                  const char *dir, amp_error *err)
+{
+    if (rows == AMP_ROWS_NONEMPTY)
+        return AMP_OK;
+    uint64_t nonempty = 0;
+    double file = 0;
+    unsigned widest = 0;
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        nonempty += t->rows[m];
+        /* An empty row is R zeros: 8 bytes each in npy (f64), at least
+         * "0 " in text. */
+        file += (double)t->dims[m] * rank * (format == AMP_FACTORS_NPY ? 8 : 2);
+        if (t->dims[m] > t->dims[widest])
+            widest = m;
+    }
+    /* One row map at a time, the largest mode's the largest. */
+    double map = (double)t->dims[widest] * 8;
+    char a[32], b[32];
+    if (map >= (double)mem_available)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "mode %u has %" PRIu64 " indices: writing its "
+                        "factor in the original index space needs a row map of %s, more than "
+                        "the %s of memory available; --rows nonempty writes only the %" PRIu64
+                        " nonempty rows of the %u modes, each with its index", widest + 1,
+                        t->dims[widest], amp_format_bytes(a, sizeof a, clamp_u64(map)),
+                        amp_format_bytes(b, sizeof b, mem_available), nonempty, t->nmodes);
+    struct statvfs fs;
+    /* A file system of no blocks (sysfs, procfs) tells nothing of room. */
+    if (dir != NULL && statvfs(dir, &fs) == 0 && fs.f_blocks > 0) {
+        double room = (double)fs.f_bavail * (double)fs.f_frsize;
+        if (file > room)
+            return AMP_FAIL(err, AMP_ERR_IO, "the factor files in the original index space "
+                            "take at least %s (mode %u has %" PRIu64 " rows), more than the %s "
+                            "free in %s; --rows nonempty writes only the %" PRIu64 " nonempty "
+                            "rows of the %u modes, each with its index",
+                            amp_format_bytes(a, sizeof a, clamp_u64(file)), widest + 1,
+                            t->dims[widest], amp_format_bytes(b, sizeof b, clamp_u64(room)),
+                            dir, nonempty, t->nmodes);
+    }
+    return AMP_OK;
+}
+
+amp_status amp_factors_create(amp_factor_files *ff, const amp_tensor *t, const char *prefix,
+                              amp_factor_format format, amp_factor_rows rows, amp_error *err)
+{
+    memset(ff, 0, sizeof *ff);
+    ff->nmodes = t->nmodes;
+    ff->format = format;
+    ff->rows = rows;
+    const int npy = format == AMP_FACTORS_NPY, index = npy && rows == AMP_ROWS_NONEMPTY;
+    amp_status rc = AMP_OK;
+    /* factors, lambda, then the index files (npy, nonempty rows) */
+    unsigned files = t->nmodes + 1 + (index ? t->nmodes : 0);
+    for (unsigned f = 0; f < files; f++) {
+        char *name = f < t->nmodes ? file_name(prefix, NULL, f, npy)
+                     : f == t->nmodes ? file_name(prefix, "lambda", 0, npy)
+                                      : index_name(prefix, f - t->nmodes - 1);
+        if (name == NULL)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+        rc = amp_outfile_open(&ff->out[f], name, err);
+        free(name);
+        if (rc != AMP_OK)
+            goto fail;
+        ff->nfiles++;
+    }
+    return AMP_OK;
+fail:
+    amp_factors_abort(ff);
+    return rc;
+}
+
+/* Mode m's factor into its file (and its index file). */
+static amp_status write_factor(amp_factor_files *ff, const amp_tensor *t, const amp_cpd *c,
+                               unsigned m, int f32, amp_error *err)
+{
+    const int npy = ff->format == AMP_FACTORS_NPY;
+    const char *descr = f32 ? "<f4" : "<f8";
+    amp_outfile *of = &ff->out[m];
+    amp_status rc = AMP_OK;
+    if (ff->rows == AMP_ROWS_ALL) {
+        uint64_t *inv = inverse_relabel(t, m, err);
+        if (inv == NULL)
+            return err ? err->status : AMP_ERR_NOMEM;
+        out_matrix om = {c->A[m], t->dims[m], c->rank, inv, NULL, t->new_to_orig[m]};
+        if (npy)
+            rc = write_npy_header(of, descr, t->dims[m], c->rank, err);
+        if (rc == AMP_OK)
+            rc = write_matrix(of, &om, npy ? AS_NPY : AS_TEXT, f32, err);
+        amp_huge_free(inv, (size_t)t->dims[m] * sizeof(uint64_t) + 1);
+        return rc;
+    }
+    uint64_t *order;
+    AMP_CHECK(nonempty_order(t, m, &order, err));
+    out_matrix om = {c->A[m], t->rows[m], c->rank, NULL, order, t->new_to_orig[m]};
+    if (npy)
+        rc = write_npy_header(of, descr, t->rows[m], c->rank, err);
+    if (rc == AMP_OK)
+        rc = write_matrix(of, &om, npy ? AS_NPY : AS_TEXT, f32, err);
+    amp_outfile *ix = &ff->out[t->nmodes + 1 + m];
+    if (rc == AMP_OK && npy)
+        rc = write_npy_header(ix, "<u8", t->rows[m], 0, err);
+    if (rc == AMP_OK && npy)
+        rc = write_matrix(ix, &om, AS_INDICES, 0, err);
+    amp_huge_free(order, (size_t)t->rows[m] * sizeof(uint64_t));
+    return rc;
+}
+
+amp_status amp_factors_commit(amp_factor_files *ff, const amp_tensor *t, const amp_cpd *c,
+                              amp_precision precision, amp_error *err)
+{
+    const unsigned N = t->nmodes;
+    const int npy = ff->format == AMP_FACTORS_NPY, f32 = precision == AMP_PRECISION_F32;
+    amp_status rc = AMP_OK;
+    for (unsigned m = 0; m < N; m++)
+        AMP_CHECK_GOTO(write_factor(ff, t, c, m, f32, err), rc, fail);
+    if (npy)
+        AMP_CHECK_GOTO(write_npy_header(&ff->out[N], f32 ? "<f4" : "<f8", c->rank, 0, err),
+                       rc, fail);
+    AMP_CHECK_GOTO(write_lambda(&ff->out[N], c->lambda, c->rank, npy, f32, err), rc, fail);
+    /* Only now, with every file complete, does any take its final name. */
+    for (unsigned f = 0; f < ff->nfiles; f++)
+        AMP_CHECK_GOTO(amp_outfile_commit(&ff->out[f], err), rc, fail);
+    ff->nfiles = 0;
+    return AMP_OK;
+fail:
+    amp_factors_abort(ff);
+    return rc;
+}
+
+void amp_factors_abort(amp_factor_files *ff)
+{
+    for (unsigned f = 0; f < ff->nfiles; f++)
+        amp_outfile_abort(&ff->out[f]);
+    ff->nfiles = 0;
+}
+
 amp_status amp_factors_write(const amp_tensor *t, const amp_cpd *c, const char *prefix,
                              amp_factor_format format, amp_precision precision,
                              amp_error *err)
 {
-    const unsigned N = t->nmodes;
-    const int npy = format == AMP_FACTORS_NPY, f32 = precision == AMP_PRECISION_F32;
-    amp_outfile out[AMP_MAX_MODES + 1];
-    unsigned opened = 0;
-    amp_status rc = AMP_OK;
-    for (unsigned m = 0; m <= N && rc == AMP_OK; m++) {
-        char *name = file_name(prefix, m == N ? "lambda" : NULL, m, npy);
-        if (name == NULL)
-            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
-        rc = amp_outfile_open(&out[m], name, err);
-        free(name);
-        if (rc != AMP_OK)
-            goto fail;
-        opened++;
-        if (m == N) {
-            if (npy)
-                AMP_CHECK_GOTO(write_npy_header(&out[m], f32, 0, c->rank, 1, err), rc, fail);
-            AMP_CHECK_GOTO(write_lambda(&out[m], c->lambda, c->rank, npy, f32, err), rc,
-                           fail);
-            continue;
-        }
-        uint64_t *inv = inverse_relabel(t, m, err);
-        if (inv == NULL) {
-            rc = err ? err->status : AMP_ERR_NOMEM;
-            goto fail;
-        }
-        out_matrix om = {c->A[m], inv, t->dims[m], c->rank};
-        if (npy)
-            rc = write_npy_header(&out[m], f32, t->dims[m], c->rank, 0, err);
-        if (rc == AMP_OK)
-            rc = write_matrix(&out[m], &om, npy, f32, err);
-        amp_huge_free(inv, (size_t)t->dims[m] * sizeof(uint64_t) + 1);
-        if (rc != AMP_OK)
-            goto fail;
-    }
-    /* Only now, with every file complete, does any take its final name. */
-    for (unsigned m = 0; m <= N; m++) {
-        rc = amp_outfile_commit(&out[m], err);
-        if (rc != AMP_OK) {
-            for (unsigned k = m; k <= N; k++)
-                amp_outfile_abort(&out[k]);
-            return rc;
-        }
-    }
-    return AMP_OK;
-fail:
-    for (unsigned m = 0; m < opened; m++)
-        amp_outfile_abort(&out[m]);
-    return rc;
+    amp_factor_files ff;
+    AMP_CHECK(amp_factors_create(&ff, t, prefix, format, AMP_ROWS_ALL, err));
+    return amp_factors_commit(&ff, t, c, precision, err);
 }
 
 /* ---- reading starting factors ------------------------------------------- */

@@ -19,7 +19,21 @@ extern "C" amp_status amp_cuda_list_devices(amp_cuda_device *out, int max, int *
     int n = 0;
     *count = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || n == 0) {
+    if (e == cudaErrorInsufficientDriver) {
+        /* The runtime's own words ("CUDA driver version is insufficient
+         * for CUDA runtime version") also cover a machine with no driver
+         * at all, where the driver version reads 0. */
+        int rt = 0, drv = 0;
+        (void)cudaGetLastError();
+        (void)cudaRuntimeGetVersion(&rt);
+        if (cudaDriverGetVersion(&drv) != cudaSuccess || drv == 0)
+            return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "no CUDA device found: there is no "
+                            "NVIDIA driver on this machine");
+        return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "no CUDA device found: the NVIDIA driver "
+                        "supports CUDA %d.%d, older than the %d.%d this build needs (update the "
+                        "driver)", drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+    }
+    if (e == cudaErrorNoDevice || n == 0) {
         (void)cudaGetLastError();
         return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "no CUDA device found (%s)",
                         e == cudaSuccess ? "the runtime reports 0 devices"

@@ -247,24 +247,6 @@ static amp_status plan(const amp_gpu_opts *o, const amp_gpu_run *r, const amp_te
     return AMP_OK;
 }
 
-/* Bytes of host memory available: MemAvailable (free plus what the page
- * cache would give back), or the free pages where there is no /proc. */
-static uint64_t host_available(void)
-{
-    FILE *fp = fopen("/proc/meminfo", "r");
-    char line[256];
-    unsigned long long kib = 0;
-    while (fp != NULL && fgets(line, sizeof line, fp) != NULL)
-        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
-            break;
-    if (fp != NULL)
-        fclose(fp);
-    if (kib > 0)
-        return (uint64_t)kib << 10;
-    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : UINT64_MAX;
-}
-
 /* A streamed run on one GPU takes the tensor into host memory (and its
  * copies repacked for the link, 8 bytes a nonzero each) unless host
  * memory cannot hold that: then the compressed chunks stream instead. */
@@ -275,7 +257,7 @@ static int want_compressed(const amp_gpu_opts *o, const amp_tensor *t)
     if (o->memory == AMP_MEMORY_RESIDENT || o->file == NULL)
         return 0;
     double need = (double)t->nnz * t->nmodes * (16 + amp_value_size(t->value_type));
-    double have = (double)(o->host_memory ? o->host_memory : host_available());
+    double have = (double)(o->host_memory ? o->host_memory : amp_host_memory_available());
     return need > have;
 }
 
@@ -398,8 +380,16 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
     if (amp_cuda_list_devices(dev, AMP_MAX_GPUS, &count, &e) != AMP_OK || count == 0) {
         if (!asked)
             return AMP_OK;
-        return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "--gpus %d: %s; --gpus 0 runs on the CPU",
-                        o->ndevices ? (int)o->ndevices : o->gpus, amp_error_message(&e));
+        /* The option the user gave, as given. */
+        char given[16 + 4 * AMP_MAX_GPUS] = "--devices ";
+        size_t at = strlen(given);
+        for (unsigned k = 0; k < o->ndevices && at < sizeof given; k++)
+            at += (size_t)snprintf(given + at, sizeof given - at, "%s%d", k ? "," : "",
+                                   o->devices[k]);
+        if (o->ndevices == 0)
+            snprintf(given, sizeof given, "--gpus %d", o->gpus);
+        return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "%s: %s; --gpus 0 runs on the CPU", given,
+                        amp_error_message(&e));
     }
     count = count > AMP_MAX_GPUS ? AMP_MAX_GPUS : count;
     if (amp_rank_check(cpd->rank, AMP_GPU_MAX_RANK, "the GPU backend", &e) != AMP_OK) {
