@@ -125,15 +125,17 @@ gpu-packed-sign @@ run/cuda/mttkrp.cu @@ : (int64_t)(raw << (64 - a.qbits)) >> (
 gpu-fit-lambda @@ run/cuda/als_kernels.cu @@ double h = lambda[k / R] * lambda[k % R]; @@ double h = lambda[k / R]; @@ tests/test_gpu tests/test_multi_gpu
 nccl-max-as-sum @@ run/comm/comm_nccl.cu @@ max ? ncclMax : ncclSum @@ ncclSum @@ tests/test_multi_gpu
 nccl-recv-own @@ run/comm/comm_nccl.cu @@ r = ncclRecv(b + offset[peer] * es, count[peer] @@ r = ncclRecv(b + offset[c->gpu] * es, count[peer] @@ tests/test_multi_gpu
-admm-no-project @@ run/cpu/update.c @@         return z > t ? (z - t) * s : 0; @@         return z > t ? (z - t) * s : z < -t ? (z + t) * s : 0; @@ tests/test_constrained
-admm-dual-sign @@ run/cpu/update.c @@ u[r] += v - xt[r]; @@ u[r] -= v - xt[r]; @@ tests/test_constrained
+admm-no-project @@ run/cpu/update.c @@         return up * s; @@         return (up + (z + t < 0 ? z + t : 0)) * s; @@ tests/test_constrained
+admm-dual-sign @@ run/cpu/update.c @@ U[k] += v - At[k]; @@ U[k] -= v - At[k]; @@ tests/test_constrained
+admm-tol-dual-sign @@ run/cpu/update.c @@ u[r] += v - xt[r]; @@ u[r] -= v - xt[r]; @@ tests/test_constrained
 hals-no-floor @@ run/cpu/update.c @@                 y = y > AMP_UPDATE_EPS ? y : AMP_UPDATE_EPS; @@                 (void)0; @@ tests/test_constrained
 mu-no-l2 @@ run/cpu/update.c @@ (AV[k] + l2 * A[k] + AMP_UPDATE_EPS) @@ (AV[k] + AMP_UPDATE_EPS) @@ tests/test_constrained
 warm-start-off @@ run/cpu/als.c @@                 warm_start(c, d, w.U[d], w.T); @@                 (void)0; @@ tests/test_constrained
 gpu-admm-dual-sign @@ run/cuda/constrained.cu @@ u[r] += v - at[r]; @@ u[r] -= v - at[r]; @@ tests/test_gpu
 gpu-admm-stop-primal @@ run/cuda/constrained.cu @@ sums[r][1] += (v - old) * (v - old); @@ sums[r][1] += 0 * old; @@ tests/test_gpu
 gpu-mu-no-l2 @@ run/cuda/constrained.cu @@ (av + l2 * a + AMP_UPDATE_EPS) @@ (av + 0 * l2 * a + AMP_UPDATE_EPS) @@ tests/test_gpu
-gpu-hals-lane @@ run/cuda/constrained.cu @@ if (lane == c)   /* vc is V[c][c] there */ @@ if (lane == R - 1 - c)   /* vc is V[c][c] there */ @@ tests/test_gpu
+gpu-hals-sweep @@ run/cuda/update_hals.cu @@ for (int q = c + 1; q < RP; q++) @@ for (int q = c + 2; q < RP; q++) @@ tests/test_gpu
+gpu-hals-scale @@ run/cuda/update_hals.cu @@ va[it] = k < total ? At[k] * s_scale[col] : 0.0; @@ va[it] = k < total ? At[k] : 0.0; @@ tests/test_gpu
 gpu-admm-rho @@ run/cuda/constrained.cu @@ tr > 0 && isfinite(tr) ? tr / R : 1; @@ tr > 0 && isfinite(tr) ? tr / (R + 1) : 1; @@ tests/test_gpu
 EOF
 )
