@@ -686,7 +686,7 @@ static void print_summary(const run_args *a, const run_state *s)
                                                            : AMP_PHASE_UPDATE],
                c->seconds[AMP_PHASE_NORMALIZE], c->seconds[AMP_PHASE_FIT],
                a->report.seconds_output, a->report.seconds_total);
-    if (s->gr && amp_gpu_run_count(s->gr) > 1)
+    if (s->gr && amp_gpu_run_total(s->gr) > 1)
         printf("           nccl %.3f (the slowest GPU's time of each phase)\n",
                c->seconds[AMP_PHASE_COMM]);
     if (s->dist)
@@ -709,7 +709,7 @@ static amp_status start_dist(run_args *a, run_state *s, amp_error *err)
     if (a->mttkrp_only || a->check)
         return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--mttkrp-only and --check run in one "
                         "process, not under mpirun");
-    AMP_CHECK(amp_dist_gpus(s->dist, &a->gpus, &a->gpu, err));
+    AMP_CHECK(amp_dist_gpus(s->dist, a->opts.rank, &a->gpus, &a->gpu, err));
     if (amp_dist_rank(s->dist) != 0) {
         a->quiet = 1;
         a->output = NULL;

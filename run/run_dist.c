@@ -128,7 +128,8 @@ amp_status amp_dist_agree(amp_dist *d, amp_status mine, amp_error *err)
                     host_of(d, who));
 }
 
-amp_status amp_dist_gpus(amp_dist *d, int *gpus, amp_gpu_opts *g, amp_error *err)
+amp_status amp_dist_gpus(amp_dist *d, unsigned rank, int *gpus, amp_gpu_opts *g,
+                         amp_error *err)
 {
     const amp_group *grp = d->group;
     if (*gpus == 0)
@@ -137,7 +138,7 @@ amp_status amp_dist_gpus(amp_dist *d, int *gpus, amp_gpu_opts *g, amp_error *err
         /* The fewest GPUs any process sees, as the largest negation. */
         double fewest = -(double)amp_gpu_visible();
         AMP_CHECK(grp->ops->allreduce(grp->ctx, &fewest, 1, 1, err));
-        *gpus = fewest < 0 ? 1 : 0;
+        *gpus = fewest < 0 && rank <= AMP_GPU_MAX_RANK ? 1 : 0;
         if (*gpus == 0)
             return AMP_OK;
     }

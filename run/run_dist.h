@@ -43,9 +43,11 @@ void amp_dist_abort(amp_dist *d, int status) __attribute__((noreturn));
 
 /* The backend of every process, before any loads (collective): *gpus
  * AMP_GPUS_AUTO (without --devices) becomes one GPU a process where every
- * process sees a GPU, else 0, the CPU for all. With GPUs, g gets the
- * group and this process's place among those of its host. */
-amp_status amp_dist_gpus(amp_dist *d, int *gpus, amp_gpu_opts *g, amp_error *err);
+ * process sees a GPU and the rank is within the GPU kernels', else 0, the
+ * CPU for all. With GPUs, g gets the group and this process's place
+ * among those of its host. */
+amp_status amp_dist_gpus(amp_dist *d, unsigned rank, int *gpus, amp_gpu_opts *g,
+                         amp_error *err);
 
 /* The CPU backend: this process's part of the tensor of f (t: its
  * layout), the shards dealt to it, read from the file alone. */
