@@ -20,8 +20,10 @@
 #      exchange timed (AMP_ROWS rows of rank 32, default 4194304), then
 #      the same with NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1, which forces
 #      NCCL onto its network transport as between hosts;
-#   4. the reference amped-run on 1 and 2 GPUs of one process (AMP_TENSOR),
-#      for the GPU-under-MPI runs to come.
+#   4. the reference amped-run on 1 and 2 GPUs of one process (AMP_TENSOR);
+#   5. amped-run on GPUs under MPI: tests/mpi_gpu.sh (2 processes of 1 GPU
+#      against 1 process of 2 GPUs and the CPU, failures, and the times
+#      with AMP_TENSOR; see that script).
 # Exit status 1 when a check fails.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -122,6 +124,9 @@ say "$RUN" -r 32 --iters 10 --tol 0 --gpus 1 "$amp" | grep -E '^(final fit|time|
     bad "one GPU"
 say "$RUN" -r 32 --iters 10 --tol 0 --gpus 2 "$amp" | grep -E '^(final fit|time|  +[0-9]+ )' | tail -4 ||
     bad "two GPUs"
+
+step "5. amped-run on GPUs under MPI (tests/mpi_gpu.sh)"
+sh "$here/tests/mpi_gpu.sh" "$build" "$dir" || bad "tests/mpi_gpu.sh"
 
 echo
 test "$failed" -eq 0 && echo "mpi-gpu: every step passed" || echo "mpi-gpu: some step FAILED"

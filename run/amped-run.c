@@ -396,7 +396,8 @@ static const char *partition_name(amp_partition_kind k)
 /* The backend line, and one line per GPU when there are several. */
 static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run *gr)
 {
-    const unsigned n = amp_gpu_run_count(gr);
+    /* Under several processes, n is process 0's GPUs of the run's total. */
+    const unsigned n = amp_gpu_run_count(gr), total = amp_gpu_run_total(gr);
     const char *prec = a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64";
     char tb[32], nb[32], cb[32];
     for (unsigned k = 0; k < n; k++) {
@@ -405,7 +406,7 @@ static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run
         amp_format_bytes(tb, sizeof tb, in.tensor_bytes);
         amp_format_bytes(nb, sizeof nb, in.need_bytes);
         amp_format_bytes(cb, sizeof cb, in.streamed ? in.tensor_bytes : 0);
-        if (n == 1) {
+        if (total == 1) {
             char hb[32];
             /* amp_gpu_tensor_upload_compressed decodes on at most 64. */
             int decoders = a->report.threads < 64 ? a->report.threads : 64;
@@ -431,9 +432,10 @@ static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run
             return;
         }
         if (k == 0)
-            printf("backend:   %u GPUs joined with NCCL, partition %s%s, precision %s\n", n,
-                   partition_name(a->gpu.partition),
-                   a->gpu.overlap ? ", rows sent behind the next MTTKRP" : "", prec);
+            printf("backend:   %u GPUs%s joined with NCCL, partition %s%s, precision %s%s\n",
+                   total, total > n ? " of every process" : "", partition_name(a->gpu.partition),
+                   a->gpu.overlap ? ", rows sent behind the next MTTKRP" : "", prec,
+                   total > n ? "; process 0's:" : "");
         printf("  gpu %d:   %s (%d SMs), ", in.device, in.name, in.sm_count);
         if (in.streamed)
             printf("its part streamed in chunks of %" PRIu64 " nonzeros, %.1f bytes per "
@@ -587,7 +589,7 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
     AMP_CHECK(create_outputs(a, s, err));
     if (a->check)
         AMP_CHECK(load_nonzeros(a, s->f, s->threads, &s->t, err));
-    if (s->dist) {
+    if (s->dist && a->gpus == 0) {
         amp_progress bar;
         amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
         amp_status rc = amp_dist_load(s->dist, s->f, &s->t, s->threads, amp_progress_callback,
@@ -641,7 +643,10 @@ static void print_loaded(const run_args *a, const run_state *s)
     print_tensor(a, &s->t, s->threads, s->gr != NULL);
     if (s->gr)
         print_gpus(a, &s->t, s->gr);
-    if (s->dist) {
+    if (s->dist && s->gr)
+        printf("processes: %u (MPI), each reading only its own GPUs' shards\n",
+               amp_dist_size(s->dist));
+    else if (s->dist) {
         char mem[32];
         printf("processes: %u (MPI), each reading only its own shards; process 0 holds %s\n",
                amp_dist_size(s->dist), amp_format_bytes(mem, sizeof mem,
@@ -728,7 +733,7 @@ static void print_summary(const run_args *a, const run_state *s)
                                                            : AMP_PHASE_UPDATE],
                c->seconds[AMP_PHASE_NORMALIZE], c->seconds[AMP_PHASE_FIT],
                a->report.seconds_output, a->report.seconds_total);
-    if (s->gr && amp_gpu_run_count(s->gr) > 1)
+    if (s->gr && amp_gpu_run_total(s->gr) > 1)
         printf("           nccl %.3f (the slowest GPU's time of each phase)\n",
                c->seconds[AMP_PHASE_COMM]);
     if (s->dist)
@@ -745,8 +750,8 @@ static void print_summary(const run_args *a, const run_state *s)
 }
 
 /* One process of several when a launcher started this one: only process
- * 0 reports and writes files; the CPU backend (GPUs under MPI are not
- * joined yet); the decomposition alone. */
+ * 0 reports and writes files; GPUs (one a process by default) when every
+ * process has one, else the CPU backend; the decomposition alone. */
 static amp_status start_dist(run_args *a, run_state *s, amp_error *err)
 {
     AMP_CHECK(amp_dist_start(&s->dist, err));
@@ -755,10 +760,7 @@ static amp_status start_dist(run_args *a, run_state *s, amp_error *err)
     if (a->mttkrp_only || a->check)
         return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--mttkrp-only and --check run in one "
                         "process, not under mpirun");
-    if (a->gpus > 0)
-        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "GPUs in a run of several processes are not "
-                        "supported yet: give --gpus 0");
-    a->gpus = 0;
+    AMP_CHECK(amp_dist_gpus(s->dist, a->opts.rank, &a->gpus, &a->gpu, err));
     if (amp_dist_rank(s->dist) != 0) {
         a->quiet = 1;
         a->output = NULL;
@@ -789,6 +791,8 @@ static int run(run_args *a)
     if (lrc != AMP_OK)
         goto fail;
     loaded = 1;
+    if (s.gr && amp_gpu_run_join(s.gr, &err) != AMP_OK)
+        goto fail;
     if (!a->quiet)
         print_loaded(a, &s);
     warn_rank(&s.t, a->opts.rank);
@@ -806,9 +810,9 @@ static int run(run_args *a)
     if (decompose(a, &s, &err) != AMP_OK)
         goto fail;
     if (s.dist) {
-        if (amp_dist_report(s.dist, s.t.nmodes, &a->report.processes, &err) != AMP_OK)
+        if (amp_dist_report(s.dist, s.t.nmodes, s.gr, &a->report.processes,
+                            &a->report.nprocesses, &err) != AMP_OK)
             goto fail;
-        a->report.nprocesses = amp_dist_size(s.dist);
     }
     if (!a->quiet)
         printf("final fit: %.10f after %u iteration%s (%s)\n", s.c.fit, s.c.iters,

@@ -128,6 +128,28 @@ amp_status amp_dist_agree(amp_dist *d, amp_status mine, amp_error *err)
                     host_of(d, who));
 }
 
+amp_status amp_dist_gpus(amp_dist *d, unsigned rank, int *gpus, amp_gpu_opts *g,
+                         amp_error *err)
+{
+    const amp_group *grp = d->group;
+    if (*gpus == 0)
+        return AMP_OK;
+    if (*gpus == AMP_GPUS_AUTO && g->ndevices == 0) {
+        /* The fewest GPUs any process sees, as the largest negation. */
+        double fewest = -(double)amp_gpu_visible();
+        AMP_CHECK(grp->ops->allreduce(grp->ctx, &fewest, 1, 1, err));
+        *gpus = fewest < 0 && rank <= AMP_GPU_MAX_RANK ? 1 : 0;
+        if (*gpus == 0)
+            return AMP_OK;
+    }
+    g->group = grp;
+#ifdef AMP_HAVE_MPI
+    g->local_rank = amp_mpi_local_rank(d->mpi);
+    g->local_size = amp_mpi_local_size(d->mpi);
+#endif
+    return AMP_OK;
+}
+
 amp_status amp_dist_load(amp_dist *d, const amp_file *f, const amp_tensor *t, int threads,
                          amp_load_progress_fn progress, void *progress_ctx, amp_error *err)
 {
@@ -173,37 +195,70 @@ amp_status amp_dist_als(amp_dist *d, const amp_cpd_opts *o, amp_cpd *c, amp_erro
     return reorder(&d->p, c, 0, err);
 }
 
-/* A process's row as doubles: shards, nonzeros and rows per mode (exact
- * below 2^53), then its three times. */
-#define ROW_VALUES(N) (3 * (size_t)(N) + 3)
+/* A row as doubles: shards, nonzeros and rows per mode (exact below
+ * 2^53), its three times and its GPU. */
+#define ROW_VALUES(N) (3 * (size_t)(N) + 4)
 
-amp_status amp_dist_report(amp_dist *d, unsigned nmodes, const amp_report_process **rows,
-                           amp_error *err)
+/* This process's rows (one, or one a GPU) into mine. */
+static void own_rows(const amp_dist *d, unsigned nmodes, const amp_gpu_run *gr, double *mine)
+{
+    const size_t K = ROW_VALUES(nmodes);
+    const unsigned me = d->group->rank;
+    if (gr == NULL) {
+        for (unsigned m = 0; m < nmodes; m++) {
+            mine[m] = d->p.modes[m].nshards_of[me];
+            mine[nmodes + m] = (double)d->part.copies[m].nnz;
+            mine[2 * nmodes + m] = (double)d->p.modes[m].row_count[me];
+        }
+        mine[3 * nmodes] = d->mttkrp;
+        mine[3 * nmodes + 1] = d->share.exchange;
+        mine[3 * nmodes + 2] = d->share.wait;
+        mine[3 * nmodes + 3] = -1;
+        return;
+    }
+    for (unsigned k = 0; k < amp_gpu_run_count(gr); k++) {
+        double *v = mine + k * K;
+        double mttkrp[AMP_MAX_MODES], busy[AMP_MAX_MODES], comm[AMP_MAX_MODES];
+        double exchange[AMP_MAX_MODES], idle[AMP_MAX_MODES], phase[AMP_NPHASES];
+        amp_gpu_info in;
+        amp_gpu_run_info(gr, k, &in);
+        amp_gpu_run_times(gr, k, mttkrp, busy, comm, exchange, idle, phase);
+        for (unsigned m = 0; m < nmodes; m++) {
+            v[m] = in.shards[m];
+            v[nmodes + m] = (double)in.nnz[m];
+            v[2 * nmodes + m] = (double)in.rows[m];
+            /* the rows' transfer (GPU time, partly behind the next
+             * MTTKRP), and waiting for the slowest GPU of the run */
+            v[3 * nmodes] += mttkrp[m];
+            v[3 * nmodes + 1] += exchange[m];
+            v[3 * nmodes + 2] += idle[m];
+        }
+        v[3 * nmodes + 3] = in.device;
+    }
+}
+
+amp_status amp_dist_report(amp_dist *d, unsigned nmodes, const amp_gpu_run *gr,
+                           const amp_report_process **rows, unsigned *n, amp_error *err)
 {
     const amp_group *g = d->group;
     const size_t K = ROW_VALUES(nmodes);
-    double *all = calloc((size_t)g->size * K, sizeof *all);
+    /* Every process has as many GPUs (amp_gpu_run_join checked). */
+    const unsigned each = gr ? amp_gpu_run_count(gr) : 1, total = g->size * each;
+    double *all = calloc((size_t)total * K, sizeof *all);
     free(d->rows);
-    d->rows = calloc(g->size, sizeof *d->rows);
+    d->rows = calloc(total, sizeof *d->rows);
     if (all == NULL || d->rows == NULL) {
         free(all);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     }
-    double *mine = all + (size_t)g->rank * K;
-    for (unsigned m = 0; m < nmodes; m++) {
-        mine[m] = d->p.modes[m].nshards_of[g->rank];
-        mine[nmodes + m] = (double)d->part.copies[m].nnz;
-        mine[2 * nmodes + m] = (double)d->p.modes[m].row_count[g->rank];
-    }
-    mine[3 * nmodes] = d->mttkrp;
-    mine[3 * nmodes + 1] = d->share.exchange;
-    mine[3 * nmodes + 2] = d->share.wait;
-    /* Each process fills its own slot, zeros elsewhere: a sum gathers them. */
-    amp_status rc = g->ops->allreduce(g->ctx, all, (size_t)g->size * K, 0, err);
-    for (unsigned k = 0; k < g->size && rc == AMP_OK; k++) {
+    own_rows(d, nmodes, gr, all + (size_t)g->rank * each * K);
+    /* Each process fills its own slots, zeros elsewhere: a sum gathers them. */
+    amp_status rc = g->ops->allreduce(g->ctx, all, (size_t)total * K, 0, err);
+    for (unsigned k = 0; k < total && rc == AMP_OK; k++) {
         const double *v = all + (size_t)k * K;
         amp_report_process *q = &d->rows[k];
-        q->host = host_of(d, k);
+        q->process = k / each;
+        q->host = host_of(d, q->process);
         for (unsigned m = 0; m < nmodes; m++) {
             q->shards[m] = (uint32_t)v[m];
             q->nnz[m] = (uint64_t)v[nmodes + m];
@@ -212,19 +267,25 @@ amp_status amp_dist_report(amp_dist *d, unsigned nmodes, const amp_report_proces
         q->mttkrp = v[3 * nmodes];
         q->exchange = v[3 * nmodes + 1];
         q->wait = v[3 * nmodes + 2];
+        q->gpu = (int)v[3 * nmodes + 3];
     }
     free(all);
     *rows = d->rows;
+    *n = total;
     return rc;
 }
 
 void amp_dist_print(FILE *out, const amp_report_process *rows, unsigned n, unsigned nmodes)
 {
-    fprintf(out, "processes: %u; per process: shards and nonzeros per mode, seconds of "
-            "MTTKRP, exchange, wait\n", n);
+    const int gpus = n > 0 && rows[0].gpu >= 0;
+    fprintf(out, "processes: %u; per %s: shards and nonzeros per mode, seconds of "
+            "MTTKRP, exchange, wait\n", gpus ? rows[n - 1].process + 1 : n,
+            gpus ? "GPU of each" : "process");
     for (unsigned k = 0; k < n; k++) {
         const amp_report_process *q = &rows[k];
-        fprintf(out, "  %3u  %-16s ", k, q->host);
+        fprintf(out, "  %3u  %-16s ", q->process, q->host);
+        if (gpus)
+            fprintf(out, "gpu %-2d  ", q->gpu);
         for (unsigned m = 0; m < nmodes; m++)
             fprintf(out, "%s%" PRIu32, m ? "," : "", q->shards[m]);
         fprintf(out, "  ");

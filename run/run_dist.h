@@ -3,14 +3,18 @@
  * the dealing of several GPUs (amp_partition_new), each process reading
  * and decompressing only its own shards' chunks, computing their MTTKRP,
  * owning their rows and sending them to the others (the CPU backend's
- * amp_cpu_als_share). A build without MPI, or a process no launcher
- * started, runs alone: amp_dist_start gives NULL and nothing changes. */
+ * amp_cpu_als_share). With GPUs, the shards are dealt over every GPU of
+ * every process instead (gpu_run.h, amp_gpu_opts.group): this module
+ * only chooses the backend and hands the GPU backend the group. A build
+ * without MPI, or a process no launcher started, runs alone:
+ * amp_dist_start gives NULL and nothing changes. */
 #ifndef AMP_RUN_DIST_H
 #define AMP_RUN_DIST_H
 
 #include <stdio.h>
 
 #include "amp_core.h"
+#include "gpu_run.h"
 #include "run_report.h"
 
 typedef struct amp_dist amp_dist;
@@ -37,8 +41,16 @@ amp_status amp_dist_agree(amp_dist *d, amp_status mine, amp_error *err);
  * may be inside a collective). Does not return. */
 void amp_dist_abort(amp_dist *d, int status) __attribute__((noreturn));
 
-/* This process's part of the tensor of f (t: its layout): the shards
- * dealt to it, read from the file alone. */
+/* The backend of every process, before any loads (collective): *gpus
+ * AMP_GPUS_AUTO (without --devices) becomes one GPU a process where every
+ * process sees a GPU and the rank is within the GPU kernels', else 0, the
+ * CPU for all. With GPUs, g gets the group and this process's place
+ * among those of its host. */
+amp_status amp_dist_gpus(amp_dist *d, unsigned rank, int *gpus, amp_gpu_opts *g,
+                         amp_error *err);
+
+/* The CPU backend: this process's part of the tensor of f (t: its
+ * layout), the shards dealt to it, read from the file alone. */
 amp_status amp_dist_load(amp_dist *d, const amp_file *f, const amp_tensor *t, int threads,
                          amp_load_progress_fn progress, void *progress_ctx, amp_error *err);
 /* Bytes of this process's part in memory. */
@@ -48,11 +60,12 @@ uint64_t amp_dist_bytes(const amp_dist *d);
  * row order before and after, the same on every process. */
 amp_status amp_dist_als(amp_dist *d, const amp_cpd_opts *o, amp_cpd *c, amp_error *err);
 
-/* Every process's row of the report, on every process (collective; the
- * rows stay d's). */
-amp_status amp_dist_report(amp_dist *d, unsigned nmodes, const amp_report_process **rows,
-                           amp_error *err);
-/* The rows as text, one a process. */
+/* Every process's rows of the report, on every process (collective; the
+ * rows stay d's): one a process, or with GPUs (gr not NULL) one a GPU of
+ * each; *n gets how many. */
+amp_status amp_dist_report(amp_dist *d, unsigned nmodes, const amp_gpu_run *gr,
+                           const amp_report_process **rows, unsigned *n, amp_error *err);
+/* The rows as text, one a process or GPU. */
 void amp_dist_print(FILE *out, const amp_report_process *rows, unsigned n, unsigned nmodes);
 
 #endif

@@ -248,8 +248,10 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
             uint64_t shards[AMP_MAX_MODES];
             for (unsigned m = 0; m < t->nmodes; m++)
                 shards[m] = q->shards[m];
-            put(&b, "%s\n    {\"process\": %u, \"host\": ", k ? "," : "", k);
+            put(&b, "%s\n    {\"process\": %u, \"host\": ", k ? "," : "", q->process);
             put_string(&b, q->host);
+            if (q->gpu >= 0)
+                put(&b, ", \"gpu\": %d", q->gpu);
             put(&b, ", \"shards\": ");
             put_u64_array(&b, shards, t->nmodes);
             put(&b, ", \"nnz\": ");

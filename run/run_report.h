@@ -24,9 +24,12 @@ typedef struct amp_report_gpu {
     double phase[AMP_NPHASES];
 } amp_report_gpu;
 
-/* One process of a run over several (MPI), summed over the iterations. */
+/* One process of a run over several (MPI), or one GPU of one, summed
+ * over the iterations. */
 typedef struct amp_report_process {
+    unsigned process;
     const char *host;
+    int gpu;                           /* its CUDA device; -1: the CPU backend */
     uint32_t shards[AMP_MAX_MODES];    /* the shards dealt to it, per mode */
     uint64_t nnz[AMP_MAX_MODES], rows[AMP_MAX_MODES];   /* it computes, it owns */
     double mttkrp, exchange, wait;     /* seconds */
@@ -54,7 +57,8 @@ typedef struct amp_run_report {
     const char *partition;
     double imbalance[AMP_MAX_MODES], imbalance_bound[AMP_MAX_MODES];
     uint64_t send_parts[AMP_MAX_MODES];   /* amp_gpu_run_parts */
-    /* Runs over several processes: each process (nprocesses 0 otherwise). */
+    /* Runs over several processes: each process, or each GPU of each
+     * (nprocesses 0 otherwise). */
     const amp_report_process *processes;
     unsigned nprocesses;
     /* --mttkrp-only */

@@ -219,6 +219,26 @@ else
     diag_file stderr "$T/long.err"
 fi
 
+# GPUs: where there are none, mpirun without --gpus runs the CPU backend
+# in every process, and --gpus 1 stops every process, each saying why.
+# (tests/mpi_gpu.sh checks a machine of 2 GPUs.)
+if ! "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
+    run mpi 2 "$AMPED_RUN" -t 1 -r 4 --iters 2 "$T/sample.amp"
+    check_status "no GPU, no --gpus: 2 processes run" 0
+    check_contains "no GPU, no --gpus: on the CPU" "$RUN_OUT" "backend:   cpu"
+    run mpi 2 "$AMPED_RUN" --gpus 1 -t 1 -r 4 --iters 2 -o "$T/nogpu" --json "$T/nogpu.json" \
+        "$T/sample.amp"
+    check_status "no GPU, --gpus 1: refused" 1
+    check_contains "no GPU, --gpus 1: process 0 says why" "$RUN_ERR" \
+        "process 0 of 2 (host "
+    check_contains "no GPU, --gpus 1: process 1 says why" "$RUN_ERR" \
+        "process 1 of 2 (host "
+    check_contains "no GPU, --gpus 1: what to do instead" "$RUN_ERR" "--gpus 0 runs on the CPU"
+    is "no GPU, --gpus 1: no output file" "$(leftovers "$T/nogpu")" ""
+else
+    skip "mpirun on a machine without GPUs" "this one has a GPU (tests/mpi_gpu.sh)"
+fi
+
 run mpi 2 "$AMPED_RUN" --mttkrp-only "$T/sample.amp"
 check_status "--mttkrp-only under mpirun: refused" 1
 check_contains "--mttkrp-only under mpirun: says so" "$RUN_ERR" "not under mpirun"

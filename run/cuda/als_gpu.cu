@@ -68,9 +68,13 @@ enum {
     EV_STATS, EV_STATS_COMM, EV_NORMALIZE, EV_GRAM, EV_GRAM_COMM, EV_PER_MODE
 };
 
-/* What the GPUs' threads share. */
+/* What the GPUs' threads share. Under several processes (group) the run's
+ * ngpus GPUs are every process's; this one drives nlocal of them, GPUs
+ * first .. first + nlocal - 1 of the run, and g, comms and every array
+ * below indexed by GPU hold only those (by their local number). */
 struct als_run {
-    unsigned ngpus;
+    unsigned ngpus, nlocal, first;
+    const amp_group *group;
     amp_gpu_tensor *const *g;
     amp_comm *const *comms;
     const amp_partition *p;
@@ -88,6 +92,11 @@ struct als_run {
     std::vector<double> reach[AMP_MAX_GPUS];
     double seconds[AMP_MAX_GPUS][AMP_NPHASES];
     amp_gpu_run_stats *stats;
+    /* Several GPUs solving in parts: each mode's parts (1: whole), and
+     * cuts[gpu][m], GPU gpu's row cuts of mode m (amp_gpu_tensor_cuts)
+     * for every GPU of the run (plan_parts); NULL when no mode has parts. */
+    unsigned parts[AMP_MAX_MODES];
+    uint64_t (*cuts)[AMP_MAX_MODES][AMP_GPU_CUTS + 1] = nullptr;
 };
 
 typedef struct gpu_als {
@@ -103,12 +112,14 @@ typedef struct gpu_als {
     double *U[AMP_MAX_MODES];
     double *rho;               /* AO-ADMM: rho of the mode being updated (device) */
     uint64_t max_rows;
-    /* Multi-GPU: this GPU's index in the run and the run's GPUs, its rows
-     * of each mode, and how every GPU's rows sit in a factor (for the
-     * exchange, in doubles). */
+    /* Multi-GPU: this GPU's index in the run (its place in the partition
+     * and its NCCL rank) and among this process's GPUs (local: its place
+     * in the run's arrays), the run's GPUs, its rows of each mode, and
+     * how every GPU's rows sit in a factor (for the exchange, in
+     * doubles). */
     als_run *run;
     amp_comm *comm;
-    unsigned gpu, ngpus;
+    unsigned gpu, local, ngpus;
     int reduce;                /* equal-nnz: M is summed across GPUs */
     int overlap;               /* the parts' copies are in two groups */
     uint64_t own_begin[AMP_MAX_MODES], own_rows[AMP_MAX_MODES];
@@ -124,15 +135,15 @@ typedef struct gpu_als {
     /* Several GPUs, from the second iteration: mode m's MTTKRP runs in
      * parts[m] ranges of rows (1: whole); each range is solved on ps as
      * soon as it is done and sent on xs, while s goes on with the next
-     * range. cuts[gpu][m]: that GPU's row cuts of mode m (amp_gpu_tensor_cuts);
-     * part k of K spans cuts k CUTS / K to (k + 1) CUTS / K. */
+     * range. cuts: the run's (als_run); part k of K spans cuts k CUTS / K
+     * to (k + 1) CUTS / K. */
     unsigned parts[AMP_MAX_MODES];
     /* How mode m's rows went out at its last update: in parts[m] parts,
      * 1 whole once solved, 0 at the end of the update (first iteration,
      * --overlap, one GPU). */
     unsigned sent_in[AMP_MAX_MODES];
     unsigned waves;            /* the ranges' MTTKRP blocks per block that fits */
-    uint64_t (*cuts)[AMP_MAX_MODES][AMP_GPU_CUTS + 1];
+    const uint64_t (*cuts)[AMP_MAX_MODES][AMP_GPU_CUTS + 1];
     cudaStream_t ps;
     cudaEvent_t part_done[AMP_GPU_CUTS], part_solved[AMP_GPU_CUTS];
     int ex_pending[AMP_MAX_MODES];   /* ex0..ex1 not yet added to the statistics */
@@ -205,7 +216,6 @@ static void gpu_als_free(gpu_als *w)
         destroy_event(w->part_done[k]);
         destroy_event(w->part_solved[k]);
     }
-    free(w->cuts);
     destroy_stream(w->ps);
     destroy_stream(w->xs);
     destroy_event(w->fit0);
@@ -278,34 +288,59 @@ static_assert(AMP_SEND_PARTS_MAX == AMP_GPU_CUTS, "a part is a range between cut
  * "amped-run on several GPUs", --send-parts). */
 #define PART_WAVES 1
 
-/* w->parts: every GPU decides the same from the same tables, since their
- * sends must pair. */
-static amp_status choose_parts(als_run *run, gpu_als *w, amp_error *err)
+/* run->parts and run->cuts: every GPU must decide the same from the same
+ * tables, since their sends pair. A process knows only its own GPUs'
+ * cuts: under several, each fills its GPUs' slots of a table (zeros
+ * elsewhere) that a sum over the processes completes. */
+static amp_status plan_parts(als_run *run, amp_error *err)
 {
     const amp_partition *p = run->p;
+    const unsigned N = run->t->nmodes, G = run->ngpus;
     unsigned want = run->go.send_parts;
-    w->waves = PART_WAVES;
     want = want > AMP_GPU_CUTS ? AMP_GPU_CUTS : want < 1 ? 1 : want;
-    for (unsigned m = 0; m < w->N; m++)
-        w->parts[m] = 1;
-    if (run->ngpus < 2 || want < 2 || w->reduce || w->overlap || p == NULL ||
-        w->R > AMP_GPU_SOLVE_MAX_RANK || w->method != AMP_METHOD_ALS)
+    for (unsigned m = 0; m < N; m++)
+        run->parts[m] = 1;
+    if (G < 2 || want < 2 || p == NULL || p->kind == AMP_PARTITION_EQUAL_NNZ || p->overlap ||
+        run->o->rank > AMP_GPU_SOLVE_MAX_RANK || run->o->method != AMP_METHOD_ALS)
         return AMP_OK;
-    w->cuts = (uint64_t(*)[AMP_MAX_MODES][AMP_GPU_CUTS + 1])calloc(run->ngpus, sizeof *w->cuts);
-    if (w->cuts == NULL)
+    /* Per GPU and mode: 1 where its copy is cut along its own rows, then
+     * the cuts (row numbers, exact as doubles below 2^53). */
+    const size_t per = AMP_GPU_CUTS + 2, n = (size_t)G * N * per;
+    double *table = (double *)calloc(n, sizeof *table);
+    run->cuts = (uint64_t(*)[AMP_MAX_MODES][AMP_GPU_CUTS + 1])calloc(G, sizeof *run->cuts);
+    if (table == NULL || run->cuts == NULL) {
+        free(table);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    for (unsigned m = 0; m < w->N; m++) {
+    }
+    for (unsigned k = 0; k < run->nlocal; k++) {
+        const unsigned gpu = run->first + k;
+        for (unsigned m = 0; m < N; m++) {
+            uint64_t c[AMP_GPU_CUTS + 1];
+            double *slot = table + ((size_t)gpu * N + m) * per;
+            if (!amp_gpu_tensor_cuts(run->g[k], m, c) || c[0] != p->modes[m].row_begin[gpu] ||
+                c[AMP_GPU_CUTS] != p->modes[m].row_begin[gpu] + p->modes[m].row_count[gpu])
+                continue;
+            slot[0] = 1;
+            for (unsigned j = 0; j <= AMP_GPU_CUTS; j++)
+                slot[1 + j] = (double)c[j];
+        }
+    }
+    amp_status rc = AMP_OK;
+    if (run->group && run->group->size > 1)
+        rc = run->group->ops->allreduce(run->group->ctx, table, n, 0, err);
+    for (unsigned m = 0; m < N && rc == AMP_OK; m++) {
         int able = 1;
-        for (unsigned gpu = 0; gpu < run->ngpus && able; gpu++) {
-            const uint64_t *c = w->cuts[gpu][m];
-            able = amp_gpu_tensor_cuts(run->g[gpu], m, w->cuts[gpu][m]) &&
-                   c[0] == p->modes[m].row_begin[gpu] &&
-                   c[AMP_GPU_CUTS] == p->modes[m].row_begin[gpu] + p->modes[m].row_count[gpu];
+        for (unsigned gpu = 0; gpu < G; gpu++) {
+            const double *slot = table + ((size_t)gpu * N + m) * per;
+            able &= slot[0] == 1;
+            for (unsigned j = 0; j <= AMP_GPU_CUTS; j++)
+                run->cuts[gpu][m][j] = (uint64_t)slot[1 + j];
         }
         if (able)
-            w->parts[m] = want;
+            run->parts[m] = want;
     }
-    return AMP_OK;
+    free(table);
+    return rc;
 }
 
 /* Which rows of each mode this GPU owns, and where every GPU's rows sit
@@ -472,10 +507,10 @@ done:
     return rc;
 }
 
-/* GPU gpu's state for a run, all of it on g's device; on failure, what was
+/* The state of this process's GPU local for a run, all of it on g's device; on failure, what was
  * made is freed (gpu_als_free). */
 static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, als_run *run,
-                              unsigned gpu, gpu_als *w, amp_error *err)
+                              unsigned local, gpu_als *w, amp_error *err)
 {
     amp_status rc = AMP_OK;
     const amp_partition *p = run->p;
@@ -487,9 +522,10 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     w->method = o->method;
     AMP_CHECK_GOTO(amp_rules_resolve(o, w->N, w->rule, err), rc, fail);
     w->run = run;
-    w->gpu = gpu;
+    w->local = local;
+    w->gpu = run->first + local;
     w->ngpus = run->ngpus;
-    w->comm = run->comms ? run->comms[gpu] : NULL;
+    w->comm = run->comms ? run->comms[local] : NULL;
     w->reduce = p && p->kind == AMP_PARTITION_EQUAL_NNZ && run->ngpus > 1;
     w->overlap = p && p->overlap && run->ngpus > 1;
     AMP_CHECK_GOTO(plan_rows(g, run, w, &m_rows, err), rc, fail);
@@ -497,7 +533,9 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     AMP_CHECK_GOTO(create_handles(w, err), rc, fail);
     AMP_CHECK_GOTO(alloc_modes(g, w, err), rc, fail);
     AMP_CHECK_GOTO(create_exchange(w, err), rc, fail);
-    AMP_CHECK_GOTO(choose_parts(run, w, err), rc, fail);
+    w->waves = PART_WAVES;
+    w->cuts = run->cuts;
+    memcpy(w->parts, run->parts, sizeof w->parts);
     CUDA_TRY_GOTO(cudaEventCreate(&w->fit0), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreate(&w->fit1), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->factored, cudaEventDisableTiming), err, rc, fail);
@@ -635,7 +673,7 @@ static amp_status settle_exchange(gpu_als *w, unsigned m, amp_error *err)
     float ms = 0;
     CUDA_TRY(cudaEventElapsedTime(&ms, w->ex0[m], w->ex1[m]), err);
     if (w->run->stats)
-        w->run->stats->exchange[w->gpu][m] += ms / 1e3;
+        w->run->stats->exchange[w->local][m] += ms / 1e3;
     w->ex_pending[m] = 0;
     return AMP_OK;
 }
@@ -1106,14 +1144,14 @@ static amp_status add_phase_times(gpu_als *w, double *seconds, amp_error *err)
                 reach += sec;
             if (st) {
                 if (phase_of[e] == AMP_PHASE_MTTKRP)
-                    st->mttkrp[w->gpu][m] += sec;
+                    st->mttkrp[w->local][m] += sec;
                 if (phase_of[e] == AMP_PHASE_COMM)
-                    st->comm[w->gpu][m] += sec;
+                    st->comm[w->local][m] += sec;
                 else
-                    st->busy[w->gpu][m] += sec;
+                    st->busy[w->local][m] += sec;
             }
         }
-        w->run->reach[w->gpu].push_back(reach);
+        w->run->reach[w->local].push_back(reach);
         if (w->ngpus > 1 && w->ex_pending[m] && cudaEventQuery(w->ex1[m]) == cudaSuccess)
             AMP_CHECK_GOTO(settle_exchange(w, m, err), rc, done);
     }
@@ -1126,16 +1164,16 @@ done:
 /* This GPU failed: say so first (so the report names it, not a peer that
  * stopped because of it), then cancel its collectives so that no peer
  * waits for it forever. */
-static void fail_gpu(als_run *run, unsigned gpu)
+static void fail_gpu(als_run *run, unsigned local)
 {
     {
         std::lock_guard<std::mutex> hold(run->lock);
         if (run->first_failed < 0)
-            run->first_failed = (int)gpu;
+            run->first_failed = (int)local;
     }
     if (run->ngpus > 1) {
         run->failed.store(1);
-        amp_comm_abort(run->comms[gpu]);
+        amp_comm_abort(run->comms[local]);
     }
 }
 
@@ -1187,14 +1225,14 @@ static amp_status end_iteration(gpu_als *w, double *seconds, amp_error *err)
 }
 
 /* The iterations, until the fit changes by less than o->tol or
- * o->max_iters; GPU 0 reports each (o->on_iter) and writes the outcome
- * into c. */
+ * o->max_iters; this process's first GPU reports each (o->on_iter) and
+ * writes the outcome into c. */
 static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, amp_error *err)
 {
     const amp_cpd_opts *o = run->o;
     amp_cpd *c = run->c;
     const unsigned N = g->nmodes;
-    double *seconds = run->seconds[w->gpu];
+    double *seconds = run->seconds[w->local];
     const double *terms = w->host->terms;
     double old_fit = 0, norm_x = sqrt(run->t->norm_sq), fit = 0;
     unsigned iters = 0;
@@ -1208,7 +1246,7 @@ static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, amp
         fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
         double delta = fabs(fit - old_fit);
         iters = it + 1;
-        if (w->gpu == 0 && o->on_iter)
+        if (w->local == 0 && o->on_iter)
             o->on_iter(o->ctx, it + 1, fit, delta, wall_now() - t_iter);
         /* Every GPU computes the same fit from the same summed terms, so
          * all stop together. */
@@ -1218,7 +1256,7 @@ static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, amp
         }
         old_fit = fit;
     }
-    if (w->gpu == 0) {
+    if (w->local == 0) {
         c->fit = fit;
         c->iters = iters;
         c->converged = converged;
@@ -1262,49 +1300,78 @@ static amp_status write_output(const amp_gpu_tensor *g, gpu_als *w, amp_cpd *c, 
     return wait_stream(w, err);
 }
 
-/* One GPU's whole run. */
-static amp_status als_one_gpu(als_run *run, unsigned gpu, amp_error *err)
+/* The whole run of this process's GPU local (every process's factors
+ * end the same; the first GPU's go into c). */
+static amp_status als_one_gpu(als_run *run, unsigned local, amp_error *err)
 {
     gpu_als w;
     amp_status rc = AMP_OK;
-    const amp_gpu_tensor *g = run->g[gpu];
-    rc = gpu_als_new(g, run->o, run, gpu, &w, err);   /* frees what it made on failure */
+    const amp_gpu_tensor *g = run->g[local];
+    rc = gpu_als_new(g, run->o, run, local, &w, err);   /* frees what it made on failure */
     if (rc != AMP_OK) {
-        fail_gpu(run, gpu);
+        fail_gpu(run, local);
         return rc;
     }
     AMP_CHECK_GOTO(load_factors(g, &w, run->c, err), rc, done);
     AMP_CHECK_GOTO(iterate(g, run, &w, err), rc, done);
     AMP_CHECK_GOTO(finish_exchange(&w, err), rc, done);
-    if (gpu == 0)
+    if (local == 0)
         AMP_CHECK_GOTO(write_output(g, &w, run->c, err), rc, done);
 done:
     if (rc != AMP_OK)   /* before freeing: cudaFree waits for the device */
-        fail_gpu(run, gpu);
+        fail_gpu(run, local);
     gpu_als_free(&w);
     return rc;
 }
 
-static void gpu_main(als_run *run, unsigned gpu)
+static void gpu_main(als_run *run, unsigned local)
 {
-    run->rc[gpu] = als_one_gpu(run, gpu, &run->err[gpu]);
+    run->rc[local] = als_one_gpu(run, local, &run->err[local]);
+}
+
+/* stats->idle: per GPU and mode, behind the last GPU of the run to reach
+ * each collective; the latest of each reach is the largest over the
+ * processes too. */
+static amp_status add_idle(als_run *run, amp_error *err)
+{
+    const size_t K = run->reach[0].size();
+    double *last = (double *)calloc(K + 1, sizeof *last);
+    if (last == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < K; k++)
+        for (unsigned i = 0; i < run->nlocal; i++)
+            last[k] = run->reach[i][k] > last[k] ? run->reach[i][k] : last[k];
+    amp_status rc = AMP_OK;
+    if (run->group && run->group->size > 1)
+        rc = run->group->ops->allreduce(run->group->ctx, last, K, 1, err);
+    for (size_t k = 0; k < K && rc == AMP_OK; k++)
+        for (unsigned i = 0; i < run->nlocal; i++)
+            run->stats->idle[i][k % run->t->nmodes] += last[k] - run->reach[i][k];
+    free(last);
+    return rc;
 }
 
 extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comms,
-                                            const amp_partition *p, const amp_tensor *t,
-                                            const amp_cpd_opts *o,
+                                            const amp_partition *p, const amp_group *group,
+                                            const amp_tensor *t, const amp_cpd_opts *o,
                                             const amp_gpu_als_opts *go, amp_cpd *c,
                                             amp_gpu_run_stats *stats, amp_error *err)
 {
-    const unsigned ngpus = p ? p->ngpus : 1;
+    const unsigned ngpus = p ? p->ngpus : 1, procs = group ? group->size : 1;
     if (c->rank != o->rank)
         return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", c->rank, o->rank);
     if (ngpus > 1 && comms == NULL)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%u GPUs need their communicators", ngpus);
+    if (ngpus % procs != 0)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%u GPUs are not the same number on each of %u "
+                        "processes", ngpus, procs);
     als_run *run = new (std::nothrow) als_run;
     if (run == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     run->ngpus = ngpus;
+    run->nlocal = ngpus / procs;
+    run->first = group ? group->rank * run->nlocal : 0;
+    run->group = group;
     run->g = g;
     run->comms = comms;
     run->p = p;
@@ -1318,51 +1385,51 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
     memset(run->seconds, 0, sizeof run->seconds);
     if (stats) {
         memset(stats, 0, sizeof *stats);
-        stats->ngpus = ngpus;
+        stats->ngpus = run->nlocal;
         stats->nmodes = t->nmodes;
     }
     std::vector<std::thread> threads;
-    amp_status rc = AMP_OK;
+    /* Collective over the processes, so before any GPU starts: a process
+     * that fails here stops the others through its caller. */
+    amp_status rc = plan_parts(run, err);
     try {
-        for (unsigned gpu = 1; gpu < ngpus; gpu++)
-            threads.emplace_back(gpu_main, run, gpu);
+        for (unsigned i = 1; i < run->nlocal && rc == AMP_OK; i++)
+            threads.emplace_back(gpu_main, run, i);
     } catch (...) {
         run->failed.store(1);
-        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "could not start a thread for each of %u GPUs", ngpus);
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "could not start a thread for each of %u GPUs",
+                      run->nlocal);
     }
     if (rc == AMP_OK)
         gpu_main(run, 0);
-    else
+    else if (comms)
         amp_comm_abort(comms[0]);
     for (auto &th : threads)
         th.join();
     if (rc == AMP_OK && run->first_failed >= 0) {
-        const amp_error *e = &run->err[run->first_failed];
+        const int i = run->first_failed;
+        const amp_error *e = &run->err[i];
         if (ngpus > 1)
-            rc = amp_error_set(err, e->status, e->src_file, e->src_line, "GPU %d of the run: %s",
-                               run->first_failed, amp_error_message(e));
+            rc = amp_error_set(err, e->status, e->src_file, e->src_line, "GPU %u of the run "
+                               "(device %d): %s", run->first + (unsigned)i, g[i]->device,
+                               amp_error_message(e));
         else
             rc = amp_error_set(err, e->status, e->src_file, e->src_line, "%s",
                                amp_error_message(e));
     }
     if (rc == AMP_OK) {
         memset(c->seconds, 0, sizeof c->seconds);
-        for (unsigned gpu = 0; gpu < ngpus; gpu++)
+        for (unsigned i = 0; i < run->nlocal; i++)
             for (int ph = 0; ph < AMP_NPHASES; ph++) {
-                c->seconds[ph] = run->seconds[gpu][ph] > c->seconds[ph] ? run->seconds[gpu][ph]
-                                                                         : c->seconds[ph];
+                c->seconds[ph] = run->seconds[i][ph] > c->seconds[ph] ? run->seconds[i][ph]
+                                                                       : c->seconds[ph];
                 if (stats)
-                    stats->phase[gpu][ph] = run->seconds[gpu][ph];
+                    stats->phase[i][ph] = run->seconds[i][ph];
             }
-        if (stats)   /* idle: behind the last GPU to reach each collective */
-            for (size_t k = 0; k < run->reach[0].size(); k++) {
-                double last = 0;
-                for (unsigned gpu = 0; gpu < ngpus; gpu++)
-                    last = run->reach[gpu][k] > last ? run->reach[gpu][k] : last;
-                for (unsigned gpu = 0; gpu < ngpus; gpu++)
-                    stats->idle[gpu][k % t->nmodes] += last - run->reach[gpu][k];
-            }
+        if (stats)
+            rc = add_idle(run, err);
     }
+    free(run->cuts);
     delete run;
     return rc;
 }
@@ -1371,7 +1438,7 @@ extern "C" amp_status amp_gpu_cpd_als(const amp_gpu_tensor *g, const amp_tensor 
                                       const amp_cpd_opts *o, amp_cpd *c, amp_error *err)
 {
     amp_gpu_tensor *one = (amp_gpu_tensor *)g;
-    return amp_gpu_cpd_als_multi(&one, NULL, NULL, t, o, NULL, c, NULL, err);
+    return amp_gpu_cpd_als_multi(&one, NULL, NULL, NULL, t, o, NULL, c, NULL, err);
 }
 
 extern "C" size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32,

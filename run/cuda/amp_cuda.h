@@ -7,6 +7,7 @@
 
 #include "amp_comm.h"
 #include "amp_core.h"
+#include "amp_group.h"
 #include "gpu_run.h"
 #include "stream_pack.h"
 #include "amp_error.h"
@@ -27,6 +28,11 @@ typedef struct amp_cuda_device {
 /* Up to max devices into out; *count gets how many there are. Fails with
  * AMP_ERR_NO_DEVICE when the runtime finds none (or no driver). */
 amp_status amp_cuda_list_devices(amp_cuda_device *out, int max, int *count, amp_error *err);
+/* The count alone (the same failures), and one device described: unlike
+ * listing, neither makes a context on every device (a process of several
+ * touches only its own GPUs). */
+amp_status amp_cuda_device_count(int *count, amp_error *err);
+amp_status amp_cuda_describe_device(int ordinal, amp_cuda_device *out, amp_error *err);
 
 /* Runtime and driver versions as "13.0 (driver 13.0)". */
 void amp_cuda_version_string(char *buf, size_t n);
@@ -173,7 +179,8 @@ amp_status amp_gpu_update_rows_host(int device, const amp_gpu_update_opts *o, co
 amp_status amp_gpu_cpd_als(const amp_gpu_tensor *g, const amp_tensor *t, const amp_cpd_opts *o,
                            amp_cpd *c, amp_error *err);
 
-/* Per GPU of a run, summed over the iterations, in seconds of GPU time. */
+/* Per GPU of a run (of this process), summed over the iterations, in
+ * seconds of GPU time. */
 typedef struct amp_gpu_run_stats {
     unsigned ngpus, nmodes;
     double phase[AMP_MAX_GPUS][AMP_NPHASES];
@@ -200,11 +207,20 @@ typedef struct amp_gpu_run_stats {
  * that every GPU computes alike, als_gpu.cu); column norms, fit terms and Gram
  * matrices are summed across GPUs and the updated rows sent to every GPU,
  * so all hold every factor. c->seconds gets the largest GPU time of each
- * phase; stats (if not NULL) every GPU's. */
+ * phase; stats (if not NULL) every GPU's.
+ *
+ * group: NULL, or the processes of a run over several (MPI), every one
+ * calling this at once with the same p, which deals over every GPU of
+ * every process, p->ngpus / group->size of them each: this process's are
+ * GPUs rank x that .. of the run, g[i] and comms[i] (joined over all of
+ * them, amp_comm_init_ranks) and stats the i-th of them. Every process
+ * ends with the factors in c; the group carries what the host must share
+ * (the parts' cuts, the idle times). */
 amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comms,
-                                 const amp_partition *p, const amp_tensor *t,
-                                 const amp_cpd_opts *o, const amp_gpu_als_opts *go,
-                                 amp_cpd *c, amp_gpu_run_stats *stats, amp_error *err);
+                                 const amp_partition *p, const amp_group *group,
+                                 const amp_tensor *t, const amp_cpd_opts *o,
+                                 const amp_gpu_als_opts *go, amp_cpd *c,
+                                 amp_gpu_run_stats *stats, amp_error *err);
 
 /* Device bytes a decomposition of t at this rank by this method needs:
  * the factors, their f32 shadows, the MTTKRP output and scratch (and

@@ -13,8 +13,7 @@
 #include "amp_cuda.h"
 #include "gpu_internal.h"
 
-extern "C" amp_status amp_cuda_list_devices(amp_cuda_device *out, int max, int *count,
-                                            amp_error *err)
+extern "C" amp_status amp_cuda_device_count(int *count, amp_error *err)
 {
     int n = 0;
     *count = 0;
@@ -42,23 +41,35 @@ extern "C" amp_status amp_cuda_list_devices(amp_cuda_device *out, int max, int *
     if (e != cudaSuccess)
         return CUDA_FAIL(err, e, "cudaGetDeviceCount");
     *count = n;
-    for (int i = 0; i < n && i < max; i++) {
-        cudaDeviceProp p;
-        CUDA_TRY(cudaGetDeviceProperties(&p, i), err);
-        CUDA_TRY(cudaSetDevice(i), err);
-        size_t free_b, total_b;
-        CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), err);
-        memset(&out[i], 0, sizeof out[i]);
-        out[i].ordinal = i;
-        snprintf(out[i].name, sizeof out[i].name, "%s", p.name);
-        out[i].cc_major = p.major;
-        out[i].cc_minor = p.minor;
-        out[i].sm_count = p.multiProcessorCount;
-        out[i].total_memory = total_b;
-        out[i].free_memory = free_b;
-        out[i].pci_bus = p.pciBusID;
-        out[i].pci_device = p.pciDeviceID;
-    }
+    return AMP_OK;
+}
+
+extern "C" amp_status amp_cuda_describe_device(int i, amp_cuda_device *out, amp_error *err)
+{
+    cudaDeviceProp p;
+    CUDA_TRY(cudaGetDeviceProperties(&p, i), err);
+    CUDA_TRY(cudaSetDevice(i), err);
+    size_t free_b, total_b;
+    CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), err);
+    memset(out, 0, sizeof *out);
+    out->ordinal = i;
+    snprintf(out->name, sizeof out->name, "%s", p.name);
+    out->cc_major = p.major;
+    out->cc_minor = p.minor;
+    out->sm_count = p.multiProcessorCount;
+    out->total_memory = total_b;
+    out->free_memory = free_b;
+    out->pci_bus = p.pciBusID;
+    out->pci_device = p.pciDeviceID;
+    return AMP_OK;
+}
+
+extern "C" amp_status amp_cuda_list_devices(amp_cuda_device *out, int max, int *count,
+                                            amp_error *err)
+{
+    AMP_CHECK(amp_cuda_device_count(count, err));
+    for (int i = 0; i < *count && i < max; i++)
+        AMP_CHECK(amp_cuda_describe_device(i, &out[i], err));
     return AMP_OK;
 }
 

@@ -31,13 +31,30 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
                     "--with-cuda); --gpus 0 runs on the CPU");
 }
 
+unsigned amp_gpu_visible(void)
+{
+    return 0;
+}
+
 /* Without CUDA no run is ever opened: the rest is never called. */
+amp_status amp_gpu_run_join(amp_gpu_run *run, amp_error *err)
+{
+    (void)run, (void)err;
+    return AMP_OK;
+}
+
 void amp_gpu_run_close(amp_gpu_run *run)
 {
     (void)run;
 }
 
 unsigned amp_gpu_run_count(const amp_gpu_run *run)
+{
+    (void)run;
+    return 0;
+}
+
+unsigned amp_gpu_run_total(const amp_gpu_run *run)
 {
     (void)run;
     return 0;
@@ -123,11 +140,16 @@ amp_status amp_gpu_run_check(amp_gpu_run *run, const amp_tensor *t, const amp_cp
 #else
 
 struct amp_gpu_run {
-    unsigned n;
+    unsigned n;                       /* this process's GPUs */
+    /* Under several processes (group not NULL), the GPUs of every one:
+     * this process's are GPUs first .. first + n - 1 of total. Alone,
+     * first 0 and total n. */
+    const amp_group *group;
+    unsigned first, total;
     amp_cuda_device dev[AMP_MAX_GPUS];
     amp_partition part;
     int have_part;
-    amp_tensor parts[AMP_MAX_GPUS];   /* n > 1: each GPU's part */
+    amp_tensor parts[AMP_MAX_GPUS];   /* have_part: each of this process's GPUs' part */
     amp_gpu_tensor *g[AMP_MAX_GPUS];
     amp_comm *comm[AMP_MAX_GPUS];
     int f32;                          /* the MTTKRP's precision */
@@ -140,6 +162,7 @@ struct amp_gpu_run {
     size_t need[AMP_MAX_GPUS];
     double upload_seconds, load_seconds;
     int direct;                       /* from the file straight to the GPU */
+    uint32_t nshards[AMP_MAX_MODES];  /* the file's shards per mode */
     int compressed;                   /* streamed from compressed chunks */
     amp_gpu_run_stats stats;
 };
@@ -150,10 +173,11 @@ static const amp_tensor *part_of(const amp_gpu_run *r, const amp_tensor *t, unsi
 }
 
 /* The nonzeros of a tensor given with its layout only into host memory
- * (o->release is that tensor). */
+ * (o->release is that tensor). Never for a process of several: it reads
+ * its GPUs' parts alone (split_dist). */
 static amp_status load_nonzeros(const amp_gpu_opts *o, amp_gpu_run *r, amp_error *err)
 {
-    if (o->release == NULL || !o->release->layout_only)   /* t has its nonzeros */
+    if (o->release == NULL || !o->release->layout_only || r->group)
         return AMP_OK;
     double t0 = amp_now();
     amp_status rc = amp_tensor_load_nonzeros(o->file, r->threads, o->progress, o->progress_ctx,
@@ -261,12 +285,37 @@ static int want_compressed(const amp_gpu_opts *o, const amp_tensor *t)
     return need > have;
 }
 
-/* The GPUs of the run: --devices, or the first --gpus (every one for
- * AMP_GPUS_AUTO) of the count found. */
+/* A process of several without --devices: n GPUs (AMP_GPUS_AUTO: one) of
+ * its host by its number there, local rank l taking GPUs l n .. l n +
+ * n - 1; or all it sees when it sees exactly n (a launcher gave each
+ * process its own: srun --gpus-per-task, CUDA_VISIBLE_DEVICES set per
+ * process). Only those are described (a context made on each). */
+static amp_status pick_local_gpus(const amp_gpu_opts *o, int count, amp_gpu_run *r,
+                                  amp_error *err)
+{
+    r->n = o->gpus == AMP_GPUS_AUTO ? 1 : (unsigned)o->gpus;
+    unsigned from = o->local_rank * r->n;
+    if (r->n == (unsigned)count)
+        from = 0;
+    else if ((uint64_t)o->local_size * r->n > (unsigned)count)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%u processes on this host with %u GPU%s each "
+                        "need %u GPUs, and it has %d; start fewer processes a host (mpirun "
+                        "--map-by ppr:N:node) or give fewer --gpus", o->local_size, r->n,
+                        r->n == 1 ? "" : "s", o->local_size * r->n, count);
+    for (unsigned k = 0; k < r->n; k++)
+        AMP_CHECK(amp_cuda_describe_device((int)(from + k), &r->dev[k], err));
+    return AMP_OK;
+}
+
+/* The GPUs of this process: --devices, or the first --gpus (every one for
+ * AMP_GPUS_AUTO) of the count found, or under several processes its share
+ * of its host's (pick_local_gpus). */
 static amp_status pick_gpus(const amp_gpu_opts *o, const amp_cuda_device *dev, int count,
                             amp_gpu_run *r, amp_error *err)
 {
     char names[4096];
+    if (o->group && o->ndevices == 0)   /* dev is not filled in */
+        return pick_local_gpus(o, count, r, err);
     list_names(dev, count, names, sizeof names);
     if (o->ndevices > 0) {
         r->n = o->ndevices;
@@ -299,12 +348,38 @@ static amp_status split(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run 
     return amp_partition_tensors(t, &r->part, r->threads, o->release, r->parts, err);
 }
 
+/* A process of several: the shards dealt over every GPU of every process
+ * (each the same number), and its own GPUs' parts read from the file
+ * alone, chunk by chunk, never the whole tensor. */
+static amp_status split_dist(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run *r,
+                             amp_error *err)
+{
+    const amp_group *g = o->group;
+    if ((uint64_t)r->n * g->size > AMP_MAX_GPUS)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "%u processes of %u GPU%s: a run joins at "
+                        "most %d GPUs", g->size, r->n, r->n == 1 ? "" : "s", AMP_MAX_GPUS);
+    r->total = r->n * g->size;
+    r->first = r->n * g->rank;
+    AMP_CHECK(amp_partition_new(t, r->total, AMP_PARTITION_OWNER, &r->part, err));
+    r->have_part = 1;
+    r->part.overlap = o->overlap;
+    double t0 = amp_now();
+    amp_status rc = AMP_OK;
+    for (unsigned k = 0; k < r->n && rc == AMP_OK; k++)
+        rc = amp_partition_load(o->file, t, &r->part, r->first + k, r->threads, o->progress,
+                                o->progress_ctx, &r->parts[k], err);
+    r->load_seconds += amp_now() - t0;
+    return rc;
+}
+
 /* Per GPU, resident or streamed and in what chunks (plan); then whether
  * one GPU streams the file's compressed chunks instead. */
 static amp_status plan_all(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run *r,
                            amp_error *err)
 {
     r->nmodes = t->nmodes;
+    for (unsigned m = 0; m < t->nmodes; m++)
+        r->nshards[m] = t->copies[m].layout.nshards;
     for (unsigned k = 0; k < r->n; k++) {
         const amp_tensor *pt = part_of(r, t, k);
         for (unsigned m = 0; m < t->nmodes; m++) {
@@ -313,7 +388,7 @@ static amp_status plan_all(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_r
         }
         AMP_CHECK(plan(o, r, pt, &r->dev[k], &r->chunk[k], &r->need[k], err));
     }
-    if (r->n == 1 && r->chunk[0] != 0 && want_compressed(o, t)) {
+    if (r->n == 1 && !r->have_part && r->chunk[0] != 0 && want_compressed(o, t)) {
         /* The ring holds the file's chunks as they are. */
         r->compressed = 1;
         r->chunk[0] = amp_gpu_file_chunk_nnz(o->file);
@@ -329,7 +404,7 @@ static amp_status plan_all(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_r
                             amp_format_bytes(ab, sizeof ab, avail));
         }
     }
-    r->direct = r->n == 1 && r->chunk[0] == 0 && t->layout_only;
+    r->direct = r->n == 1 && !r->have_part && r->chunk[0] == 0 && t->layout_only;
     return AMP_OK;
 }
 
@@ -375,9 +450,14 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
     amp_cuda_device dev[AMP_MAX_GPUS];
     int count = 0;
     amp_error e = {0};
-    const int asked = !(o->gpus == AMP_GPUS_AUTO && o->ndevices == 0);
+    /* A process of several never falls back on the CPU by itself: the
+     * others would wait for its GPUs. It looks only at its own. */
+    const int asked = o->group || !(o->gpus == AMP_GPUS_AUTO && o->ndevices == 0);
+    const int own_only = o->group && o->ndevices == 0;
     *out = NULL;
-    if (amp_cuda_list_devices(dev, AMP_MAX_GPUS, &count, &e) != AMP_OK || count == 0) {
+    if ((own_only ? amp_cuda_device_count(&count, &e)
+                  : amp_cuda_list_devices(dev, AMP_MAX_GPUS, &count, &e)) != AMP_OK ||
+        count == 0) {
         if (!asked)
             return AMP_OK;
         /* The option the user gave, as given. */
@@ -386,7 +466,9 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
         for (unsigned k = 0; k < o->ndevices && at < sizeof given; k++)
             at += (size_t)snprintf(given + at, sizeof given - at, "%s%d", k ? "," : "",
                                    o->devices[k]);
-        if (o->ndevices == 0)
+        if (o->ndevices == 0 && o->gpus == AMP_GPUS_AUTO)   /* a process of several */
+            snprintf(given, sizeof given, "one GPU a process (mpirun's default)");
+        else if (o->ndevices == 0)
             snprintf(given, sizeof given, "--gpus %d", o->gpus);
         return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "%s: %s; --gpus 0 runs on the CPU", given,
                         amp_error_message(&e));
@@ -401,30 +483,43 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
     amp_gpu_run *r = calloc(1, sizeof *r);
     if (r == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    r->group = o->group;
     AMP_CHECK_GOTO(pick_gpus(o, dev, count, r, err), rc, fail);
+    r->total = r->n;
     r->f32 = cpd->precision == AMP_PRECISION_F32;
     r->rank = cpd->rank;
     r->method = cpd->method;
     r->threads = cpd->threads;
-    if (r->n > 1 && !amp_comm_available() && !asked)
+    if (r->n > 1 && !amp_comm_available() && !asked && !r->group)
         r->n = 1;   /* every GPU, as far as a build without NCCL can join them */
+    if (r->group && r->group->size > 1 && !amp_comm_available())
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "the GPUs of %u processes need "
+                       "NCCL, and this build has none (configure --with-nccl); --gpus 0 runs "
+                       "on their CPUs", r->group->size);
     if (r->n > 1 && !amp_comm_available())
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "%u GPUs need NCCL, and this build "
                        "has none (configure --with-nccl); --gpus 1 runs on one", r->n);
-    if (o->memory == AMP_MEMORY_COMPRESSED && (r->n > 1 || o->file == NULL))
-        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_USAGE, "--memory compressed streams to one GPU, "
-                       "not %u", r->n);
+    if (o->memory == AMP_MEMORY_COMPRESSED && (r->n > 1 || r->group || o->file == NULL))
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_USAGE, "--memory compressed streams to one GPU "
+                       "of one process, not %u%s", r->n, r->group ? " of each process" : "");
+    /* Only whole shards can be read apart from the rest of the file. */
+    if (r->group && o->partition == AMP_PARTITION_EQUAL_NNZ)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--partition equal-nnz splits "
+                       "the tensor of one process; a run of several processes deals shards "
+                       "(--partition shards)");
     if (t->layout_only && (o->file == NULL || o->release != t))
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_INTERNAL, "a tensor without its nonzeros, and "
                        "no file to read them from");
     /* Reading the nonzeros into host memory, where it happens here, is
      * load time, not upload time. */
     double t0 = amp_now();
-    if (r->n > 1)
+    if (r->group)
+        AMP_CHECK_GOTO(split_dist(o, t, r, err), rc, fail);
+    else if (r->n > 1)
         AMP_CHECK_GOTO(split(o, t, r, err), rc, fail);
     AMP_CHECK_GOTO(plan_all(o, t, r, err), rc, fail);
     AMP_CHECK_GOTO(upload(o, t, r, err), rc, fail);
-    if (r->n > 1) {
+    if (r->n > 1 && !r->group) {
         int ordinals[AMP_MAX_GPUS];
         for (unsigned k = 0; k < r->n; k++)
             ordinals[k] = r->dev[k].ordinal;
@@ -438,9 +533,47 @@ fail:
     return rc;
 }
 
+amp_status amp_gpu_run_join(amp_gpu_run *r, amp_error *err)
+{
+    const amp_group *g = r->group;
+    if (g == NULL)
+        return AMP_OK;
+    /* The partition took every process's GPUs to be as many as this
+     * one's: a process given other options must not join. */
+    double n[2] = {(double)r->n, -(double)r->n};
+    AMP_CHECK(g->ops->allreduce(g->ctx, n, 2, 1, err));
+    if (n[0] != -n[1])
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the processes take from %.0f to %.0f GPUs each: "
+                        "give every one the same --gpus or --devices", -n[1], n[0]);
+    unsigned char id[AMP_COMM_ID_BYTES];
+    int ordinals[AMP_MAX_GPUS];
+    memset(id, 0, sizeof id);
+    for (unsigned k = 0; k < r->n; k++)
+        ordinals[k] = r->dev[k].ordinal;
+    double t0 = amp_now();
+    if (g->rank == 0 && r->total > 1)
+        AMP_CHECK(amp_comm_unique_id(id, err));
+    AMP_CHECK(g->ops->bcast(g->ctx, id, sizeof id, err));
+    AMP_CHECK(amp_comm_init_ranks(id, r->total, r->first, r->n, ordinals, r->comm, err));
+    r->upload_seconds += amp_now() - t0;
+    return AMP_OK;
+}
+
+unsigned amp_gpu_visible(void)
+{
+    int count = 0;
+    amp_error e = {0};
+    return amp_cuda_device_count(&count, &e) == AMP_OK && count > 0 ? (unsigned)count : 0;
+}
+
 unsigned amp_gpu_run_count(const amp_gpu_run *r)
 {
     return r->n;
+}
+
+unsigned amp_gpu_run_total(const amp_gpu_run *r)
+{
+    return r->total;
 }
 
 double amp_gpu_run_upload_seconds(const amp_gpu_run *r)
@@ -460,11 +593,16 @@ int amp_gpu_run_direct(const amp_gpu_run *r)
 
 double amp_gpu_run_stream_bytes_per_nnz(const amp_gpu_run *r, const amp_tensor *t)
 {
-    double bytes = 0;
-    for (unsigned k = 0; k < r->n; k++)
+    /* Over this process's nonzeros: every one's, but under several
+     * processes. */
+    double bytes = 0, nnz = 0;
+    for (unsigned k = 0; k < r->n; k++) {
         if (amp_gpu_tensor_streamed(r->g[k]))
             bytes += amp_gpu_stream_bytes(r->g[k]);
-    return t->nnz ? bytes / (double)t->nnz / (double)t->nmodes : 0;
+        for (unsigned m = 0; m < t->nmodes; m++)
+            nnz += (double)r->nnz[k][m];
+    }
+    return nnz > 0 ? bytes / nnz : 0;
 }
 
 void amp_gpu_run_info(const amp_gpu_run *r, unsigned k, amp_gpu_info *info)
@@ -479,9 +617,13 @@ void amp_gpu_run_info(const amp_gpu_run *r, unsigned k, amp_gpu_info *info)
     info->chunk_nnz = r->chunk[k];
     info->tensor_bytes = amp_gpu_tensor_bytes(r->g[k]);
     info->need_bytes = r->need[k];
+    info->index = r->first + k;
     for (unsigned m = 0; m < r->nmodes; m++) {
         info->nnz[m] = r->nnz[k][m];
-        info->rows[m] = r->have_part ? r->part.modes[m].row_count[k] : r->rows[k][m];
+        info->rows[m] = r->have_part ? r->part.modes[m].row_count[r->first + k]
+                                     : r->rows[k][m];
+        info->shards[m] = r->have_part ? r->part.modes[m].nshards_of[r->first + k]
+                                       : r->nshards[m];
     }
     if (info->streamed) {
         uint64_t nnz = 0;
@@ -527,9 +669,9 @@ amp_status amp_gpu_run_als(amp_gpu_run *r, const amp_tensor *t, const amp_cpd_op
                            const amp_gpu_als_opts *go, amp_cpd *c, amp_error *err)
 {
     AMP_CHECK(reorder(r, c, 1, err));
-    amp_status rc = amp_gpu_cpd_als_multi(r->g, r->n > 1 ? r->comm : NULL,
-                                          r->have_part ? &r->part : NULL, t, o, go, c, &r->stats,
-                                          err);
+    amp_status rc = amp_gpu_cpd_als_multi(r->g, r->total > 1 ? r->comm : NULL,
+                                          r->have_part ? &r->part : NULL, r->group, t, o, go, c,
+                                          &r->stats, err);
     amp_error e2 = {0};
     amp_status back = reorder(r, c, 0, rc == AMP_OK ? err : &e2);
     return rc != AMP_OK ? rc : back;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "amp_core.h"
+#include "amp_group.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,6 +51,15 @@ typedef struct amp_gpu_opts {
     const amp_file *file;
     amp_load_progress_fn progress;
     void *progress_ctx;
+    /* NULL, or the processes of a run over several (MPI), each opening
+     * its run with the same options: the shards are dealt over every GPU
+     * of every process, this process taking `gpus` GPUs (AMP_GPUS_AUTO:
+     * one) of its host by its number among the processes there
+     * (local_rank of local_size) and reading only its GPUs' shards from
+     * file (release must be the tensor, file its file); amp_gpu_run_join
+     * then joins the GPUs of all. */
+    const amp_group *group;
+    unsigned local_rank, local_size;
 } amp_gpu_opts;
 
 /* The GPU CP-ALS's own settings beyond amp_cpd_opts; zero: the default. */
@@ -72,9 +82,20 @@ typedef struct amp_gpu_run amp_gpu_run;
  * found or a rank above the kernels', with opts->gpus AMP_GPUS_AUTO. */
 amp_status amp_gpu_run_open(const amp_gpu_opts *opts, const amp_cpd_opts *cpd,
                             const amp_tensor *t, amp_gpu_run **run, amp_error *err);
+/* Under several processes (opts->group), once every process has opened
+ * its run: one communicator over every GPU of every process, NCCL's id
+ * made by process 0 and sent through the group (collective: every
+ * process calls it at once; a failure on one leaves the others waiting,
+ * so the caller must stop them all). Alone: nothing to do. */
+amp_status amp_gpu_run_join(amp_gpu_run *run, amp_error *err);
 void amp_gpu_run_close(amp_gpu_run *run);
 
+/* The CUDA devices this process sees: 0 without CUDA or a driver. */
+unsigned amp_gpu_visible(void);
+
+/* This process's GPUs, and the run's over every process (the same alone). */
 unsigned amp_gpu_run_count(const amp_gpu_run *run);
+unsigned amp_gpu_run_total(const amp_gpu_run *run);
 double amp_gpu_run_upload_seconds(const amp_gpu_run *run);   /* split and upload */
 /* Seconds spent reading the file's nonzeros into host memory inside
  * amp_gpu_run_open (not in the upload's), and whether the tensor went
@@ -86,7 +107,8 @@ int amp_gpu_run_direct(const amp_gpu_run *run);
  * every GPU holds its part resident. */
 double amp_gpu_run_stream_bytes_per_nnz(const amp_gpu_run *run, const amp_tensor *t);
 
-/* What one GPU of the run is and holds, for reports. */
+/* What one GPU of the run is and holds, for reports: gpu is one of this
+ * process's, 0 .. amp_gpu_run_count - 1, here and in amp_gpu_run_times. */
 typedef struct amp_gpu_info {
     int device, sm_count;
     const char *name;
@@ -96,6 +118,8 @@ typedef struct amp_gpu_info {
     uint64_t chunk_nnz;          /* streamed: nonzeros a copy */
     size_t tensor_bytes, ring_bytes, need_bytes;
     double stream_bytes_per_nnz;
+    unsigned index;                  /* its number among every GPU of the run */
+    uint32_t shards[AMP_MAX_MODES];  /* the shards dealt to it, per mode */
     uint64_t nnz[AMP_MAX_MODES], rows[AMP_MAX_MODES];
 } amp_gpu_info;
 void amp_gpu_run_info(const amp_gpu_run *run, unsigned gpu, amp_gpu_info *info);
