@@ -69,9 +69,14 @@ LD_LIBRARY_PATH=$root/usr/lib/$multi:$root/usr/lib/$multi/openmpi/lib${LD_LIBRAR
 # OpenMPI finds its components, help texts and orted under its prefix:
 # the unpacked tree's, not /usr.
 OPAL_PREFIX=$root/usr
+# PMIx looks for its plugins under the path it was built with, where a host
+# may hold another PMIx's (undefined symbols): the carried ones.
+PMIX_MCA_mca_base_component_path=$root/usr/lib/$multi/pmix2/lib/pmix
+PMIX_MCA_pcompress_base_silence_warning=1
 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export PATH LD_LIBRARY_PATH OPAL_PREFIX OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
-MPIRUN="mpirun --oversubscribe --bind-to none -x LD_LIBRARY_PATH -x OPAL_PREFIX"
+export PATH LD_LIBRARY_PATH OPAL_PREFIX OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM \
+    PMIX_MCA_mca_base_component_path PMIX_MCA_pcompress_base_silence_warning
+MPIRUN="mpirun --oversubscribe --bind-to none -x LD_LIBRARY_PATH -x OPAL_PREFIX -x PMIX_MCA_mca_base_component_path -x PMIX_MCA_pcompress_base_silence_warning"
 RUN=$build/amped-run
 failed=0
 

@@ -467,6 +467,16 @@ static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run
 }
 
 /* Per GPU and mode, after the decomposition: into the report, and printed. */
+/* How mode m's rows went to the other GPUs, ending the line. */
+static void print_rows_sent(const run_args *a, unsigned m)
+{
+    const unsigned parts = (unsigned)a->report.send_parts[m];
+    if (parts > 1)
+        printf("in %u parts, each once solved\n", parts);
+    else
+        printf("%s\n", parts == 1 ? "once solved" : "after the update");
+}
+
 static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
                       amp_report_gpu *rg)
 {
@@ -510,11 +520,8 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
             sum += rg[k].mttkrp[m];
         }
         printf("  mode %u: MTTKRP time imbalance (max over mean) %.3f, nonzeros %.3f; rows "
-               "sent %s", m + 1, sum > 0 ? most / (sum / n) : 1.0, a->report.imbalance[m],
-               a->report.send_parts[m] == 0 ? "after the update\n"
-               : a->report.send_parts[m] == 1 ? "once solved\n" : "in ");
-        if (a->report.send_parts[m] > 1)
-            printf("%u parts, each once solved\n", (unsigned)a->report.send_parts[m]);
+               "sent ", m + 1, sum > 0 ? most / (sum / n) : 1.0, a->report.imbalance[m]);
+        print_rows_sent(a, m);
     }
 }
 
@@ -738,6 +745,12 @@ static void print_summary(const run_args *a, const run_state *s)
                c->seconds[AMP_PHASE_COMM]);
     if (s->dist)
         amp_dist_print(stdout, a->report.processes, a->report.nprocesses, s->t.nmodes);
+    /* A GPU a process: no table of this process's GPUs said it above. */
+    if (s->dist && s->gr && amp_gpu_run_total(s->gr) > 1 && amp_gpu_run_count(s->gr) == 1)
+        for (unsigned m = 0; m < s->t.nmodes; m++) {
+            printf("  mode %u: rows sent ", m + 1);
+            print_rows_sent(a, m);
+        }
     if (a->output)
         printf("factors:   %s.mode1.%s ... %s.mode%u.%s, %s.lambda.%s%s\n", a->output, ext,
                a->output, s->t.nmodes, ext, a->output, ext,

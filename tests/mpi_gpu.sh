@@ -49,7 +49,13 @@ if test -d "$carry/root/usr/bin"; then
     PATH=$root/usr/bin:$PATH
     LD_LIBRARY_PATH=$root/usr/lib/$multi:$root/usr/lib/$multi/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     OPAL_PREFIX=$root/usr
-    export PATH LD_LIBRARY_PATH OPAL_PREFIX
+    # PMIx looks for its plugins under the path it was built with, where a
+    # host may hold another PMIx's: the carried ones, and no warning when
+    # the compression plugin is missing.
+    PMIX_MCA_mca_base_component_path=$root/usr/lib/$multi/pmix2/lib/pmix
+    PMIX_MCA_pcompress_base_silence_warning=1
+    export PATH LD_LIBRARY_PATH OPAL_PREFIX PMIX_MCA_mca_base_component_path \
+        PMIX_MCA_pcompress_base_silence_warning
 fi
 command -v mpirun >/dev/null 2>&1 || skip_all "no mpirun (bench/mpi-gpu.sh carry makes one)"
 "$AMPED_RUN" -V | grep -q '^MPI: yes' || skip_all "amped-run is built without MPI"
@@ -66,7 +72,8 @@ mpi() {
     _np=$1
     shift
     _x=
-    for _v in LD_LIBRARY_PATH OPAL_PREFIX NCCL_P2P_DISABLE NCCL_SHM_DISABLE; do
+    for _v in LD_LIBRARY_PATH OPAL_PREFIX PMIX_MCA_mca_base_component_path \
+        PMIX_MCA_pcompress_base_silence_warning NCCL_P2P_DISABLE NCCL_SHM_DISABLE; do
         eval "test -n \"\${$_v:-}\"" && _x="$_x -x $_v"
     done
     # shellcheck disable=SC2086
@@ -214,14 +221,14 @@ leftovers() {
 
 # Process 1's GPU too small for its part: refused before any collective,
 # every process stops, process 1 names itself, its host and its GPU.
-cat >"$T/small.sh" <<EOF
+cat >"$T/cap.sh" <<EOF
 #!/bin/sh
 rank=\${OMPI_COMM_WORLD_RANK:-\${PMI_RANK:-0}}
 if test "\$rank" = 1; then cap="--device-memory 1M"; else cap=; fi
 exec "$AMPED_RUN" --gpus 1 \$cap -r 8 --iters 5 -o "$T/small" --json "$T/small.json" "$T/gen3.amp"
 EOF
 start=$(date +%s)
-run mpi 2 sh "$T/small.sh"
+run mpi 2 sh "$T/cap.sh"
 took=$(($(date +%s) - start))
 if test "$RUN_RC" -ne 0 && test "$RUN_RC" -ne 124 && test "$took" -le 30; then
     pass "process 1 short of GPU memory: the job ends ($RUN_RC) in ${took} s"
