@@ -122,7 +122,9 @@ static void usage(void)
            "  -o, --output=PREFIX  write the factors as PREFIX.mode1.mat ... PREFIX.modeN.mat\n"
            "                       and PREFIX.lambda.mat, in the original index space\n"
            "                       (default: not written)\n"
-           "      --format=F       text (SPLATT's layout) or npy (NumPy) (default text)\n"
+           "      --format=F       text (SPLATT's layout), npy (NumPy), or ktensor: the\n"
+           "                       model in one file, PREFIX.ktn, for the Tensor\n"
+           "                       Toolbox, pyttb and GenTen (default text)\n"
            "      --rows=WHICH     all: a row per index of each mode; nonempty: only the\n"
            "                       rows of indices that occur, each with its index (text:\n"
            "                       first on its line; npy: PREFIX.modeN.index.npy), for\n"
@@ -733,7 +735,9 @@ static void print_summary(const run_args *a, const run_state *s)
                c->seconds[AMP_PHASE_COMM]);
     if (s->dist)
         amp_dist_print(stdout, a->report.processes, a->report.nprocesses, s->t.nmodes);
-    if (a->output)
+    if (a->output && a->format == AMP_FACTORS_KTENSOR)
+        printf("factors:   %s.ktn (ktensor: weights and every mode's factor)\n", a->output);
+    else if (a->output)
         printf("factors:   %s.mode1.%s ... %s.mode%u.%s, %s.lambda.%s%s\n", a->output, ext,
                a->output, s->t.nmodes, ext, a->output, ext,
                a->rows == AMP_ROWS_ALL ? ""
@@ -931,7 +935,7 @@ static int parse_penalties(const char *text, const char *what, double *v, unsign
 static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
 {
     static const char *const precisions[] = {"f64", "f32", NULL};
-    static const char *const formats[] = {"text", "npy", NULL};
+    static const char *const formats[] = {"text", "npy", "ktensor", NULL};
     static const char *const row_sets[] = {"all", "nonempty", NULL};
     static const char *const memories[] = {"auto", "resident", "stream", "compressed", NULL};
     static const char *const partitions[] = {"shards", "equal-nnz", NULL};
@@ -987,7 +991,8 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
     case OPT_FORMAT:
         if (amp_parse_choice(optarg, formats, "--format", &choice, err))
             return USAGE_FAIL(err);
-        a->format = choice == 1 ? AMP_FACTORS_NPY : AMP_FACTORS_TEXT;
+        a->format = choice == 2 ? AMP_FACTORS_KTENSOR
+                    : choice == 1 ? AMP_FACTORS_NPY : AMP_FACTORS_TEXT;
         return -1;
     case OPT_ROWS:
         if (amp_parse_choice(optarg, row_sets, "--rows", &choice, err))
@@ -1104,6 +1109,9 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
                                "and --check compute none");
     if (a->rows_given && a->output == NULL)
         return amp_usage_error(PROGRAM, "--rows says which rows -o writes: give -o PREFIX");
+    if (a->format == AMP_FACTORS_KTENSOR && a->rows == AMP_ROWS_NONEMPTY)
+        return amp_usage_error(PROGRAM, "--format ktensor holds every row of every mode; "
+                               "--rows nonempty needs --format text or npy");
     struct stat st;
     if (a->output && stat(a->output, &st) == 0 && S_ISDIR(st.st_mode))
         return amp_usage_error(PROGRAM, "-o %s: is a directory; -o takes a prefix of file "

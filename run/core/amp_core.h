@@ -230,7 +230,12 @@ void amp_cpd_free(amp_cpd *c);
 
 /* ---- factor files -------------------------------------------------------- */
 
-typedef enum amp_factor_format { AMP_FACTORS_TEXT = 0, AMP_FACTORS_NPY } amp_factor_format;
+/* text: PREFIX.modeN.mat and PREFIX.lambda.mat (SPLATT); npy: the same as
+ * PREFIX.*.npy; ktensor: the whole model in PREFIX.ktn (Tensor Toolbox,
+ * pyttb, GenTen), every row of every mode. */
+typedef enum amp_factor_format {
+    AMP_FACTORS_TEXT = 0, AMP_FACTORS_NPY, AMP_FACTORS_KTENSOR
+} amp_factor_format;
 
 /* Which rows a factor file holds: every index of the mode in the original
  * index space (slices the file dropped as empty are zero rows), or only
