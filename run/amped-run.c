@@ -43,7 +43,7 @@ enum {
     OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK, OPT_GPUS, OPT_DEVICE_MEMORY,
     OPT_MEMORY, OPT_STREAM_CHUNK, OPT_DEVICES, OPT_PARTITION, OPT_OVERLAP, OPT_HOST_MEMORY,
     OPT_SEND_PARTS, OPT_METHOD, OPT_CONSTRAINT, OPT_L1, OPT_L2, OPT_ADMM_INNER, OPT_ADMM_TOL,
-    OPT_ROWS
+    OPT_ROWS, OPT_REPORT
 };
 
 static const struct option long_options[] = {
@@ -66,6 +66,7 @@ static const struct option long_options[] = {
     {"format", required_argument, NULL, OPT_FORMAT},
     {"rows", required_argument, NULL, OPT_ROWS},
     {"json", required_argument, NULL, OPT_JSON},
+    {"report", required_argument, NULL, OPT_REPORT},
     /* actions other than decomposing */
     {"mttkrp-only", no_argument, NULL, OPT_MTTKRP_ONLY},
     {"check", no_argument, NULL, OPT_CHECK},
@@ -131,6 +132,8 @@ static void usage(void)
            "                       huge dimensions (default all)\n"
            "      --json=FILE      also write the report (fit per iteration, timings) as\n"
            "                       JSON\n"
+           "      --report=FILE    also write the report as a self-contained HTML page\n"
+           "                       of charts (fit, time per phase, GPUs' balance)\n"
            "\n"
            "Other actions:\n"
            "      --mttkrp-only    time --iters rounds of MTTKRP over every mode, no ALS\n"
@@ -246,7 +249,7 @@ static int list_devices(void)
 typedef struct run_args {
     const char *path;
     amp_cpd_opts opts;
-    const char *init, *output, *json;
+    const char *init, *output, *json, *html;
     int gpus;                  /* AMP_GPUS_AUTO, 0 (the CPU) or a count */
     amp_gpu_opts gpu;
     amp_gpu_als_opts gpu_als;
@@ -256,6 +259,8 @@ typedef struct run_args {
     const char *gpu_only;      /* the first option of the GPU backend given */
     amp_run_report report;
     amp_outfile json_out;      /* --json, created before the run */
+    amp_outfile html_out;      /* --report, likewise */
+    const amp_cpd *cpd;        /* the decomposition on_iter reports on */
     amp_mode_rule rule[AMP_MAX_MODES];   /* each mode's, from opts.rules */
     int late_usage;            /* the options disagree with the file: exit 2 */
 } run_args;
@@ -264,7 +269,8 @@ static void on_iter(void *ctx, unsigned iter, double fit, double delta, double s
 {
     run_args *a = ctx;
     amp_error err = {0};
-    if (amp_report_add_iter(&a->report, iter, fit, delta, seconds, &err) != AMP_OK)
+    if (amp_report_add_iter(&a->report, iter, fit, delta, seconds, a->cpd->seconds, &err) !=
+        AMP_OK)
         amp_log_error(&err);
     if (!a->quiet) {
         printf("%6u  %.10f  %.3e  %8.3f\n", iter, fit, delta, seconds);
@@ -567,6 +573,8 @@ static amp_status create_outputs(run_args *a, run_state *s, amp_error *err)
     }
     if (a->json)
         AMP_CHECK(amp_outfile_open(&a->json_out, a->json, err));
+    if (a->html)
+        AMP_CHECK(amp_outfile_open(&a->html_out, a->html, err));
     return AMP_OK;
 }
 
@@ -692,6 +700,7 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
     }
     a->opts.on_iter = on_iter;
     a->opts.ctx = a;
+    a->cpd = &s->c;
     AMP_CHECK(s->gr     ? amp_gpu_run_als(s->gr, &s->t, &a->opts, &a->gpu_als, &s->c, err)
               : s->dist ? amp_dist_als(s->dist, &a->opts, &s->c, err)
                         : amp_cpu_als(&s->t, &a->opts, &s->c, err));
@@ -767,6 +776,7 @@ static amp_status start_dist(run_args *a, run_state *s, amp_error *err)
         a->quiet = 1;
         a->output = NULL;
         a->json = NULL;
+        a->html = NULL;
     }
     return AMP_OK;
 }
@@ -829,6 +839,8 @@ static int run(run_args *a)
         print_summary(a, &s);
     if (a->json && amp_report_write_json(&a->report, &a->json_out, &err) != AMP_OK)
         goto fail;
+    if (a->html && amp_report_write_html(&a->report, &a->html_out, &err) != AMP_OK)
+        goto fail;
     status = EXIT_SUCCESS;
     goto done;
 fail:
@@ -846,6 +858,7 @@ fail:
 done:
     amp_factors_abort(&s.factors);
     amp_outfile_abort(&a->json_out);
+    amp_outfile_abort(&a->html_out);
     amp_dist_end(s.dist);
     amp_gpu_run_close(s.gr);
     free(s.rg);
@@ -1003,6 +1016,9 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
     case OPT_JSON:
         a->json = optarg;
         return -1;
+    case OPT_REPORT:
+        a->html = optarg;
+        return -1;
     case OPT_MTTKRP_ONLY:
         a->mttkrp_only = 1;
         return -1;
@@ -1120,6 +1136,12 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
     if (a->json && stat(a->json, &st) == 0 && S_ISDIR(st.st_mode))
         return amp_usage_error(PROGRAM, "--json %s: is a directory; name the file (in it, "
                                "for example %s/run.json)", a->json, a->json);
+    if (a->html && stat(a->html, &st) == 0 && S_ISDIR(st.st_mode))
+        return amp_usage_error(PROGRAM, "--report %s: is a directory; name the file (in it, "
+                               "for example %s/run.html)", a->html, a->html);
+    if (a->html && (a->mttkrp_only || a->check))
+        return amp_usage_error(PROGRAM, "--report draws a decomposition; --mttkrp-only and "
+                               "--check compute none (--json reports them)");
     if (a->gpu.ndevices > 0 && cli->gpus_given && a->gpus != (int)a->gpu.ndevices)
         return amp_usage_error(PROGRAM, "--gpus %d and --devices with %u GPU%s disagree: give "
                                "one", a->gpus, a->gpu.ndevices, a->gpu.ndevices == 1 ? "" : "s");
@@ -1146,6 +1168,7 @@ int main(int argc, char **argv)
     memset(&a, 0, sizeof a);
     a.gpus = AMP_GPUS_AUTO;
     a.json_out.fd = -1;
+    a.html_out.fd = -1;
     amp_cpd_opts_init(&a.opts);
     cli_args cli = {.want_list = 0};
     amp_cli_common_init(&cli.common, PROGRAM, usage, version);

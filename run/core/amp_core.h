@@ -190,7 +190,10 @@ typedef struct amp_cpd_opts {
      * |A|; 0: always admm_inner. Per row, so no reduction across rows or
      * GPUs, and the result does not depend on how rows are split. */
     double admm_tol;
-    /* Called after every iteration, from the calling thread. */
+    /* Called after every iteration, from the calling thread. The amp_cpd
+     * being computed then holds in seconds[] each phase's time so far
+     * (this process's, on several GPUs GPU 0's), so the caller can tell
+     * each iteration's phases apart. */
     void (*on_iter)(void *ctx, unsigned iter, double fit, double delta, double seconds);
     void *ctx;
 } amp_cpd_opts;
