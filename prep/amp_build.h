@@ -49,6 +49,10 @@ typedef struct amp_build_opts {
      * is still called. */
     void (*progress)(void *ctx, const char *phase, uint64_t done, uint64_t total);
     void *progress_ctx;
+    /* Optional, NULL for none: room for nmodes x shards counts, where mode
+     * d's shard s gets its nonzeros at [d * shards + s] (for the shards
+     * the mode has; amp_build_mode_report.nshards says how many). */
+    uint64_t *shard_nnz;
 } amp_build_opts;
 
 typedef struct amp_build_mode_report {

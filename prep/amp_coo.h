@@ -143,6 +143,23 @@ typedef struct amp_coo_stats {
 } amp_coo_stats;
 
 amp_status amp_coo_stats_compute(const amp_coo *t, amp_coo_stats *s, amp_error *err);
+
+/* A mode's nonempty slices by degree (their nonzeros), in logarithmic
+ * bins: degrees 1 to 7 a bin each, then 4 bins to each doubling (8-9,
+ * 10-11, 12-13, 14-15, 16-19, ...), which keeps a power-law tail of
+ * billions of nonzeros to a few hundred points. */
+#define AMP_DEGREE_BINS 256
+typedef struct amp_degree_hist {
+    uint64_t slices[AMP_DEGREE_BINS];
+    uint64_t nnz[AMP_DEGREE_BINS];     /* the nonzeros of those slices */
+} amp_degree_hist;
+
+/* The bin of degree d (d >= 1), and the degrees [*lo, *hi] bin b holds. */
+unsigned amp_degree_bin(uint64_t d);
+void amp_degree_bin_range(unsigned b, uint64_t *lo, uint64_t *hi);
+/* Mode m's histogram into h. */
+amp_status amp_coo_degree_hist(const amp_coo *t, unsigned m, amp_degree_hist *h,
+                               amp_error *err);
 /* The same, with the per-mode degree figures (nonempty, max_degree) left 0
  * unless degrees is set: a caller that computes them anyway saves a pass. */
 amp_status amp_coo_stats_compute_opt(const amp_coo *t, int degrees, amp_coo_stats *s,

@@ -28,6 +28,7 @@
 #include "amp_progress.h"
 #include "amp_coo.h"
 #include "amp_threads.h"
+#include "prep_report.h"
 #include "amp_timer.h"
 
 #define PROGRAM "amped-prep"
@@ -45,6 +46,7 @@ enum {
     OPT_STATS,
     OPT_REMAP_STREAMS,
     OPT_NO_SYNC,
+    OPT_REPORT,
 };
 
 static const struct option long_options[] = {
@@ -58,6 +60,7 @@ static const struct option long_options[] = {
     {"stats", no_argument, NULL, OPT_STATS},
     {"force", no_argument, NULL, 'f'},
     {"no-sync", no_argument, NULL, OPT_NO_SYNC},
+    {"report", required_argument, NULL, OPT_REPORT},
     /* .amp layout */
     {"shards", required_argument, NULL, OPT_SHARDS},
     {"values", required_argument, NULL, OPT_VALUES},
@@ -92,6 +95,9 @@ static void usage(void)
            "                           and renamed when complete (default: INPUT with its\n"
            "                           .tns/.bin and .gz/.zst suffixes replaced by .amp)\n"
            "      --stats              only read INPUT and report; write nothing\n"
+           "      --report=FILE        also write a self-contained HTML page of charts:\n"
+           "                           each mode's slice degrees and, for .amp output,\n"
+           "                           the nonzeros of every shard against the mean\n"
            "  -f, --force              overwrite an existing output file\n"
            "      --no-sync            .amp output: finish without waiting for the file to\n"
            "                           reach the disk (no fsync): faster, but a system crash\n"
@@ -138,6 +144,7 @@ typedef struct prep_args {
     const char *input;       /* as given: "-" is standard input */
     const char *shown;       /* the input as messages name it */
     const char *output;      /* NULL only with --stats */
+    const char *report;      /* --report: the HTML page, or NULL */
     const char *amp_only;    /* an option that means something only for .amp output */
     int stats_only, force;
 } prep_args;
@@ -277,7 +284,7 @@ static void report_amp(const char *output, const amp_coo *t, const amp_read_info
 /* digest: the input's fingerprint, started before the read (finished
  * here whatever happens). */
 static amp_status write_amp(amp_digest_job *digest, prep_args *a, amp_coo *t,
-                            const amp_read_info *info, amp_error *err)
+                            const amp_read_info *info, amp_build_report *rep, amp_error *err)
 {
     amp_build_opts *build = &a->build;
     double t0 = amp_now();
@@ -295,23 +302,23 @@ static amp_status write_amp(amp_digest_job *digest, prep_args *a, amp_coo *t,
     build_bars bars = {.shown = -1, .enabled = a->cli.level >= AMP_LOG_INFO};
     build->progress = build_bars_progress;
     build->progress_ctx = &bars;
-    amp_build_report rep;
-    amp_status rc = amp_build_write(t, a->output, build, &rep, err);
+    amp_status rc = amp_build_write(t, a->output, build, rep, err);
     build_bars_end(&bars);
     build->progress = NULL;   /* bars and params live no longer than this call */
     build->progress_ctx = NULL;
     build->params = NULL;
     if (rc != AMP_OK)
         return rc;
-    if (rep.values_changed)
+    if (rep->values_changed)
         amp_log(AMP_LOG_WARN, "%" PRIu64 " of %" PRIu64 " values %s not exact in f32 and %s "
-                "rounded (--values=f32)", rep.values_changed, t->nnz,
-                rep.values_changed == 1 ? "is" : "are", rep.values_changed == 1 ? "was" : "were");
+                "rounded (--values=f32)", rep->values_changed, t->nnz,
+                rep->values_changed == 1 ? "is" : "are",
+                rep->values_changed == 1 ? "was" : "were");
     if (a->cli.level < AMP_LOG_INFO)
         return AMP_OK;
-    report_amp(a->output, t, info, &rep);
+    report_amp(a->output, t, info, rep);
     amp_log(AMP_LOG_DEBUG, "waited %.3f s for the source checksum; values %.3f s, build %.3f s",
-            digest_wait, rep.seconds_values, amp_now() - t0);
+            digest_wait, rep->seconds_values, amp_now() - t0);
     return AMP_OK;
 }
 
@@ -374,6 +381,9 @@ static int prep_option(prep_args *a, int c, const char *arg)
         break;
     case 'o':
         a->output = arg;
+        break;
+    case OPT_REPORT:
+        a->report = arg;
         break;
     case OPT_STATS:
         a->stats_only = 1;
@@ -465,6 +475,14 @@ static int check_operands(int argc, char **argv, prep_args *a)
         !amp_has_suffix(a->output, ".amp"))
         return amp_usage_error(PROGRAM, "cannot tell the output format of '%s': name it .amp, "
                                ".tns or .bin", a->output);
+    if (a->report && stat(a->report, &st) == 0 && S_ISDIR(st.st_mode))
+        return amp_usage_error(PROGRAM, "--report %s: is a directory; name the file (in it, "
+                               "for example %s/prep.html)", a->report, a->report);
+    if (a->report && !a->force && access(a->report, F_OK) == 0) {
+        fprintf(stderr, "amped-prep: %s: already exists; use --force to overwrite it\n",
+                a->report);
+        return EXIT_FAILURE;
+    }
     if (a->amp_only && !(a->output && amp_has_suffix(a->output, ".amp")))
         return amp_usage_error(PROGRAM, "%s applies to .amp output only (-o FILE.amp)",
                                a->amp_only);
@@ -548,6 +566,31 @@ static amp_status write_frostt(const amp_coo *t, const char *output, int no_clob
 
 /* Read, report, write: EXIT_SUCCESS, or EXIT_FAILURE with the error
  * logged. */
+/* What --report needs from the tensor before the build consumes it:
+ * each mode's slice degrees, and room for the shards' counts. */
+static amp_status report_prepare(prep_args *a, const amp_coo *t, int amp_out,
+                                 amp_prep_report *pr, amp_error *err)
+{
+    amp_degree_hist *hist = calloc(t->nmodes, sizeof *hist);
+    if (hist == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the report");
+    pr->hist = hist;
+    for (unsigned m = 0; m < t->nmodes; m++)
+        AMP_CHECK(amp_coo_degree_hist(t, m, &hist[m], err));
+    pr->input = a->shown;
+    pr->nmodes = t->nmodes;
+    pr->nnz = t->nnz;
+    memcpy(pr->dims, t->dims, sizeof pr->dims);
+    if (amp_out) {
+        a->build.shard_nnz = calloc((size_t)t->nmodes * a->build.shards, sizeof(uint64_t));
+        if (a->build.shard_nnz == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the report");
+        pr->shard_nnz = a->build.shard_nnz;
+        pr->shards = a->build.shards;
+    }
+    return AMP_OK;
+}
+
 static int prep(prep_args *a)
 {
     amp_error err = {0};
@@ -556,25 +599,44 @@ static int prep(prep_args *a)
     amp_digest_job *digest = NULL;   /* until write_amp takes it */
     int amp_out = a->output && amp_has_suffix(a->output, ".amp"), have_t = 0;
     amp_status rc;
+    amp_build_report build;
+    amp_prep_report pr;
+    memset(&pr, 0, sizeof pr);
+    /* Created before the input is read, so that a path it cannot write
+     * fails before any work. */
+    amp_outfile html = {.fd = -1, .no_clobber = !a->force};
+    if (a->report)
+        AMP_CHECK_GOTO(amp_outfile_open(&html, a->report, &err), rc, fail);
     AMP_CHECK_GOTO(read_input(a, amp_out, &digest, &t, &info, &err), rc, fail);
     have_t = 1;
     if (a->cli.level >= AMP_LOG_INFO)
         AMP_CHECK_GOTO(report_input(a, &t, &info, amp_out, &err), rc, fail);
+    if (a->report)
+        AMP_CHECK_GOTO(report_prepare(a, &t, amp_out, &pr, &err), rc, fail);
     if (amp_out) {
-        rc = write_amp(digest, a, &t, &info, &err);
+        rc = write_amp(digest, a, &t, &info, &build, &err);
         digest = NULL;   /* finished there */
         if (rc != AMP_OK)
             goto fail;
+        pr.output = a->output;
+        pr.build = &build;
     } else if (a->output) {
         AMP_CHECK_GOTO(write_frostt(&t, a->output, !a->force, &err), rc, fail);
     }
+    if (a->report)
+        AMP_CHECK_GOTO(amp_prep_report_write(&pr, &html, &err), rc, fail);
     amp_coo_free(&t);
+    free((void *)pr.hist);
+    free(a->build.shard_nnz);
     return EXIT_SUCCESS;
 fail:
     (void)amp_file_digest_finish(digest, NULL, NULL, NULL);
     amp_log_error(&err);
+    amp_outfile_abort(&html);
     if (have_t)
         amp_coo_free(&t);
+    free((void *)pr.hist);
+    free(a->build.shard_nnz);
     return EXIT_FAILURE;
 }
 

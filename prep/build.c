@@ -1387,7 +1387,8 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, amp_coo *t, mode
                              amp_mode_layout *l0, mode_copy *later, unsigned d, mode_plan *p,
                              const mode_plan *plans, positions *P,
                              uint64_t chunk_nnz, amp_value_type vt, amp_build_mode_report *rep,
-                             amp_build_report *times, build_progress *bp, amp_error *err)
+                             uint64_t *shard_nnz, amp_build_report *times, build_progress *bp,
+                             amp_error *err)
 {
     double t0 = amp_now();
     progress_at(bp, "order", d, t->nmodes);
@@ -1476,6 +1477,9 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, amp_coo *t, mode
     if (P != NULL)
         AMP_CHECK_GOTO(write_remap(w, t, d, P, jobs, start, njobs, err), rc, fail);
     times->seconds_chunks += amp_now() - t0;
+    if (shard_nnz != NULL)
+        for (uint32_t s = 0; s < p->nshards; s++)
+            shard_nnz[s] = p->shards[s].nnz;
     rep->compact_dim = c;
     rep->nshards = p->nshards;
     rep->max_shard_nnz = max_nnz;
@@ -1631,8 +1635,9 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
     for (unsigned d = 0; d < t->nmodes; d++)
         AMP_CHECK_GOTO(write_copy(w, &packer, t, &copy0, &layout0, &later, d, &plans[d], plans,
                                   o.remap_streams && t->nmodes > 1 ? remap_pos : NULL,
-                                  o.chunk_nnz, meta.value_type, &rep.modes[d], &rep, &bp,
-                                  err),
+                                  o.chunk_nnz, meta.value_type, &rep.modes[d],
+                                  o.shard_nnz ? o.shard_nnz + (size_t)d * o.shards : NULL,
+                                  &rep, &bp, err),
                        rc, fail);
     packer_finish(&packer);
     amp_writer *done = w;

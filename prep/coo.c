@@ -68,12 +68,34 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+unsigned amp_degree_bin(uint64_t d)
+{
+    if (d < 8)
+        return (unsigned)d - 1;
+    unsigned e = 63u - (unsigned)__builtin_clzll(d);
+    return 7 + 4 * (e - 3) + (unsigned)((d >> (e - 2)) & 3);
+}
+
+void amp_degree_bin_range(unsigned b, uint64_t *lo, uint64_t *hi)
+{
+    if (b < 7) {
+        *lo = *hi = b + 1;
+        return;
+    }
+    unsigned e = 3 + (b - 7) / 4, q = (b - 7) % 4;
+    *lo = (uint64_t)(4 + q) << (e - 2);
+    *hi = *lo + ((uint64_t)1 << (e - 2)) - 1;
+}
+
 /* Slice counts of one mode: a dense histogram when the dimension is
  * comparable to the nonzero count, a sorted copy when it is not (a huge
- * sparse dimension would make the histogram larger than the tensor). */
+ * sparse dimension would make the histogram larger than the tensor).
+ * h, if not NULL, gets the slices by degree. */
 static amp_status mode_degrees(const amp_coo *t, unsigned m, uint64_t *nonempty,
-                               uint64_t *max_degree, amp_error *err)
+                               uint64_t *max_degree, amp_degree_hist *h, amp_error *err)
 {
+    if (h)
+        memset(h, 0, sizeof *h);
     const uint64_t nnz = t->nnz, dim = t->dims[m];
     const uint64_t *x = t->ind[m];
     uint64_t ne = 0, mx = 0;
@@ -84,11 +106,30 @@ static amp_status mode_degrees(const amp_coo *t, unsigned m, uint64_t *nonempty,
         #pragma omp parallel for schedule(static)
         for (uint64_t k = 0; k < nnz; k++)
             __atomic_fetch_add(&hist[x[k]], 1, __ATOMIC_RELAXED);
-        #pragma omp parallel for schedule(static) reduction(+ : ne) reduction(max : mx)
-        for (uint64_t i = 0; i < dim; i++) {
-            ne += hist[i] != 0;
-            if (hist[i] > mx)
-                mx = hist[i];
+        #pragma omp parallel reduction(+ : ne) reduction(max : mx)
+        {
+            /* Each thread's bins, added into h once at its end. */
+            amp_degree_hist mine;
+            if (h)
+                memset(&mine, 0, sizeof mine);
+            #pragma omp for schedule(static)
+            for (uint64_t i = 0; i < dim; i++) {
+                ne += hist[i] != 0;
+                if (hist[i] > mx)
+                    mx = hist[i];
+                if (h && hist[i]) {
+                    unsigned b = amp_degree_bin(hist[i]);
+                    mine.slices[b]++;
+                    mine.nnz[b] += hist[i];
+                }
+            }
+            if (h) {
+                #pragma omp critical
+                for (unsigned b = 0; b < AMP_DEGREE_BINS; b++) {
+                    h->slices[b] += mine.slices[b];
+                    h->nnz[b] += mine.nnz[b];
+                }
+            }
         }
         amp_huge_free(hist, (size_t)dim * 8);
     } else {
@@ -102,6 +143,12 @@ static amp_status mode_degrees(const amp_coo *t, unsigned m, uint64_t *nonempty,
             ne += run == 1;
             if (run > mx)
                 mx = run;
+            /* The end of a slice's run: its degree is known. */
+            if (h && (k + 1 == nnz || c[k + 1] != c[k])) {
+                unsigned b = amp_degree_bin(run);
+                h->slices[b]++;
+                h->nnz[b] += run;
+            }
         }
         amp_huge_free(c, (size_t)nnz * 8);
     }
@@ -151,8 +198,15 @@ amp_status amp_coo_stats_compute_opt(const amp_coo *t, int degrees, amp_coo_stat
     for (unsigned m = 0; m < t->nmodes; m++) {
         cells *= (double)t->dims[m];
         if (degrees)
-            AMP_CHECK(mode_degrees(t, m, &s->nonempty[m], &s->max_degree[m], err));
+            AMP_CHECK(mode_degrees(t, m, &s->nonempty[m], &s->max_degree[m], NULL, err));
     }
     s->density = cells > 0 ? (double)nnz / cells : 0;
     return AMP_OK;
+}
+
+amp_status amp_coo_degree_hist(const amp_coo *t, unsigned m, amp_degree_hist *h,
+                               amp_error *err)
+{
+    uint64_t nonempty, max_degree;
+    return mode_degrees(t, m, &nonempty, &max_degree, h, err);
 }

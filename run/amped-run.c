@@ -43,7 +43,7 @@ enum {
     OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK, OPT_GPUS, OPT_DEVICE_MEMORY,
     OPT_MEMORY, OPT_STREAM_CHUNK, OPT_DEVICES, OPT_PARTITION, OPT_OVERLAP, OPT_HOST_MEMORY,
     OPT_SEND_PARTS, OPT_METHOD, OPT_CONSTRAINT, OPT_L1, OPT_L2, OPT_ADMM_INNER, OPT_ADMM_TOL,
-    OPT_ROWS
+    OPT_ROWS, OPT_REPORT
 };
 
 static const struct option long_options[] = {
@@ -66,6 +66,7 @@ static const struct option long_options[] = {
     {"format", required_argument, NULL, OPT_FORMAT},
     {"rows", required_argument, NULL, OPT_ROWS},
     {"json", required_argument, NULL, OPT_JSON},
+    {"report", required_argument, NULL, OPT_REPORT},
     /* actions other than decomposing */
     {"mttkrp-only", no_argument, NULL, OPT_MTTKRP_ONLY},
     {"check", no_argument, NULL, OPT_CHECK},
@@ -122,13 +123,17 @@ static void usage(void)
            "  -o, --output=PREFIX  write the factors as PREFIX.mode1.mat ... PREFIX.modeN.mat\n"
            "                       and PREFIX.lambda.mat, in the original index space\n"
            "                       (default: not written)\n"
-           "      --format=F       text (SPLATT's layout) or npy (NumPy) (default text)\n"
+           "      --format=F       text (SPLATT's layout), npy (NumPy), or ktensor: the\n"
+           "                       model in one file, PREFIX.ktn, for the Tensor\n"
+           "                       Toolbox, pyttb and GenTen (default text)\n"
            "      --rows=WHICH     all: a row per index of each mode; nonempty: only the\n"
            "                       rows of indices that occur, each with its index (text:\n"
            "                       first on its line; npy: PREFIX.modeN.index.npy), for\n"
            "                       huge dimensions (default all)\n"
            "      --json=FILE      also write the report (fit per iteration, timings) as\n"
            "                       JSON\n"
+           "      --report=FILE    also write the report as a self-contained HTML page\n"
+           "                       of charts (fit, time per phase, GPUs' balance)\n"
            "\n"
            "Other actions:\n"
            "      --mttkrp-only    time --iters rounds of MTTKRP over every mode, no ALS\n"
@@ -244,7 +249,7 @@ static int list_devices(void)
 typedef struct run_args {
     const char *path;
     amp_cpd_opts opts;
-    const char *init, *output, *json;
+    const char *init, *output, *json, *html;
     int gpus;                  /* AMP_GPUS_AUTO, 0 (the CPU) or a count */
     amp_gpu_opts gpu;
     amp_gpu_als_opts gpu_als;
@@ -254,6 +259,8 @@ typedef struct run_args {
     const char *gpu_only;      /* the first option of the GPU backend given */
     amp_run_report report;
     amp_outfile json_out;      /* --json, created before the run */
+    amp_outfile html_out;      /* --report, likewise */
+    const amp_cpd *cpd;        /* the decomposition on_iter reports on */
     amp_mode_rule rule[AMP_MAX_MODES];   /* each mode's, from opts.rules */
     int late_usage;            /* the options disagree with the file: exit 2 */
 } run_args;
@@ -262,7 +269,8 @@ static void on_iter(void *ctx, unsigned iter, double fit, double delta, double s
 {
     run_args *a = ctx;
     amp_error err = {0};
-    if (amp_report_add_iter(&a->report, iter, fit, delta, seconds, &err) != AMP_OK)
+    if (amp_report_add_iter(&a->report, iter, fit, delta, seconds, a->cpd->seconds, &err) !=
+        AMP_OK)
         amp_log_error(&err);
     if (!a->quiet) {
         printf("%6u  %.10f  %.3e  %8.3f\n", iter, fit, delta, seconds);
@@ -574,6 +582,8 @@ static amp_status create_outputs(run_args *a, run_state *s, amp_error *err)
     }
     if (a->json)
         AMP_CHECK(amp_outfile_open(&a->json_out, a->json, err));
+    if (a->html)
+        AMP_CHECK(amp_outfile_open(&a->html_out, a->html, err));
     return AMP_OK;
 }
 
@@ -702,6 +712,7 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
     }
     a->opts.on_iter = on_iter;
     a->opts.ctx = a;
+    a->cpd = &s->c;
     AMP_CHECK(s->gr     ? amp_gpu_run_als(s->gr, &s->t, &a->opts, &a->gpu_als, &s->c, err)
               : s->dist ? amp_dist_als(s->dist, &a->opts, &s->c, err)
                         : amp_cpu_als(&s->t, &a->opts, &s->c, err));
@@ -751,7 +762,9 @@ static void print_summary(const run_args *a, const run_state *s)
             printf("  mode %u: rows sent ", m + 1);
             print_rows_sent(a, m);
         }
-    if (a->output)
+    if (a->output && a->format == AMP_FACTORS_KTENSOR)
+        printf("factors:   %s.ktn (ktensor: weights and every mode's factor)\n", a->output);
+    else if (a->output)
         printf("factors:   %s.mode1.%s ... %s.mode%u.%s, %s.lambda.%s%s\n", a->output, ext,
                a->output, s->t.nmodes, ext, a->output, ext,
                a->rows == AMP_ROWS_ALL ? ""
@@ -778,6 +791,7 @@ static amp_status start_dist(run_args *a, run_state *s, amp_error *err)
         a->quiet = 1;
         a->output = NULL;
         a->json = NULL;
+        a->html = NULL;
     }
     return AMP_OK;
 }
@@ -842,6 +856,8 @@ static int run(run_args *a)
         print_summary(a, &s);
     if (a->json && amp_report_write_json(&a->report, &a->json_out, &err) != AMP_OK)
         goto fail;
+    if (a->html && amp_report_write_html(&a->report, &a->html_out, &err) != AMP_OK)
+        goto fail;
     status = EXIT_SUCCESS;
     goto done;
 fail:
@@ -859,6 +875,7 @@ fail:
 done:
     amp_factors_abort(&s.factors);
     amp_outfile_abort(&a->json_out);
+    amp_outfile_abort(&a->html_out);
     amp_dist_end(s.dist);
     amp_gpu_run_close(s.gr);
     free(s.rg);
@@ -948,7 +965,7 @@ static int parse_penalties(const char *text, const char *what, double *v, unsign
 static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
 {
     static const char *const precisions[] = {"f64", "f32", NULL};
-    static const char *const formats[] = {"text", "npy", NULL};
+    static const char *const formats[] = {"text", "npy", "ktensor", NULL};
     static const char *const row_sets[] = {"all", "nonempty", NULL};
     static const char *const memories[] = {"auto", "resident", "stream", "compressed", NULL};
     static const char *const partitions[] = {"shards", "equal-nnz", NULL};
@@ -1004,7 +1021,8 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
     case OPT_FORMAT:
         if (amp_parse_choice(optarg, formats, "--format", &choice, err))
             return USAGE_FAIL(err);
-        a->format = choice == 1 ? AMP_FACTORS_NPY : AMP_FACTORS_TEXT;
+        a->format = choice == 2 ? AMP_FACTORS_KTENSOR
+                    : choice == 1 ? AMP_FACTORS_NPY : AMP_FACTORS_TEXT;
         return -1;
     case OPT_ROWS:
         if (amp_parse_choice(optarg, row_sets, "--rows", &choice, err))
@@ -1014,6 +1032,9 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
         return -1;
     case OPT_JSON:
         a->json = optarg;
+        return -1;
+    case OPT_REPORT:
+        a->html = optarg;
         return -1;
     case OPT_MTTKRP_ONLY:
         a->mttkrp_only = 1;
@@ -1121,6 +1142,9 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
                                "and --check compute none");
     if (a->rows_given && a->output == NULL)
         return amp_usage_error(PROGRAM, "--rows says which rows -o writes: give -o PREFIX");
+    if (a->format == AMP_FACTORS_KTENSOR && a->rows == AMP_ROWS_NONEMPTY)
+        return amp_usage_error(PROGRAM, "--format ktensor holds every row of every mode; "
+                               "--rows nonempty needs --format text or npy");
     struct stat st;
     if (a->output && stat(a->output, &st) == 0 && S_ISDIR(st.st_mode))
         return amp_usage_error(PROGRAM, "-o %s: is a directory; -o takes a prefix of file "
@@ -1129,6 +1153,12 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
     if (a->json && stat(a->json, &st) == 0 && S_ISDIR(st.st_mode))
         return amp_usage_error(PROGRAM, "--json %s: is a directory; name the file (in it, "
                                "for example %s/run.json)", a->json, a->json);
+    if (a->html && stat(a->html, &st) == 0 && S_ISDIR(st.st_mode))
+        return amp_usage_error(PROGRAM, "--report %s: is a directory; name the file (in it, "
+                               "for example %s/run.html)", a->html, a->html);
+    if (a->html && (a->mttkrp_only || a->check))
+        return amp_usage_error(PROGRAM, "--report draws a decomposition; --mttkrp-only and "
+                               "--check compute none (--json reports them)");
     if (a->gpu.ndevices > 0 && cli->gpus_given && a->gpus != (int)a->gpu.ndevices)
         return amp_usage_error(PROGRAM, "--gpus %d and --devices with %u GPU%s disagree: give "
                                "one", a->gpus, a->gpu.ndevices, a->gpu.ndevices == 1 ? "" : "s");
@@ -1155,6 +1185,7 @@ int main(int argc, char **argv)
     memset(&a, 0, sizeof a);
     a.gpus = AMP_GPUS_AUTO;
     a.json_out.fd = -1;
+    a.html_out.fd = -1;
     amp_cpd_opts_init(&a.opts);
     cli_args cli = {.want_list = 0};
     amp_cli_common_init(&cli.common, PROGRAM, usage, version);

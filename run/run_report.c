@@ -9,10 +9,15 @@
 #include <string.h>
 
 #include "amp_outfile.h"
+#include "amp_strbuf.h"
 #include "run_report.h"
 
+const char *const amp_report_phase_names[AMP_NPHASES] = {"mttkrp", "gram", "solve",
+                                                         "normalize", "fit", "comm",
+                                                         "update"};
+
 amp_status amp_report_add_iter(amp_run_report *r, unsigned iter, double fit, double delta,
-                               double seconds, amp_error *err)
+                               double seconds, const double *phase_so_far, amp_error *err)
 {
     if (r->niters == r->cap) {
         unsigned cap = r->cap ? 2 * r->cap : 64;
@@ -22,45 +27,26 @@ amp_status amp_report_add_iter(amp_run_report *r, unsigned iter, double fit, dou
         r->iters = p;
         r->cap = cap;
     }
-    r->iters[r->niters++] = (amp_iter_record){iter, fit, delta, seconds};
+    amp_iter_record *it = &r->iters[r->niters++];
+    *it = (amp_iter_record){iter, fit, delta, seconds, {0}};
+    for (int p = 0; p < AMP_NPHASES; p++) {
+        it->phase[p] = phase_so_far[p] - r->phase_so_far[p];
+        r->phase_so_far[p] = phase_so_far[p];
+    }
     return AMP_OK;
 }
 
-/* A growing string: the document is small, so it is built whole and then
- * written in one go. */
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int failed;
-} sbuf;
+/* The document is small, so it is built whole and then written in one
+ * go. */
+typedef amp_strbuf sbuf;
 
 static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(sbuf *b, const char *fmt, ...)
 {
-    if (b->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = 1;
-            return;
-        }
-        if (b->p && b->n + (size_t)n < b->cap) {
-            b->n += (size_t)n;
-            return;
-        }
-        size_t cap = (b->cap ? 2 * b->cap : 4096) + (size_t)n;
-        char *q = realloc(b->p, cap);
-        if (q == NULL) {
-            b->failed = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    amp_strbuf_vprintf(b, fmt, ap);
+    va_end(ap);
 }
 
 static void put_string(sbuf *b, const char *s)
@@ -106,9 +92,7 @@ static void put_double_array(sbuf *b, const double *v, unsigned n)
 
 amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_error *err)
 {
-    static const char *const phase_names[AMP_NPHASES] = {"mttkrp", "gram", "solve",
-                                                         "normalize", "fit", "comm",
-                                                         "update"};
+    const char *const *phase_names = amp_report_phase_names;
     const amp_tensor *t = r->t;
     sbuf b = {0};
     put(&b, "{\n  \"tensor\": {\"path\": ");
@@ -179,7 +163,12 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
         put_number(&b, it->delta);
         put(&b, ", \"seconds\": ");
         put_number(&b, it->seconds);
-        put(&b, "}");
+        put(&b, ",\n     \"phases\": {");
+        for (int p = 0; p < AMP_NPHASES; p++) {
+            put(&b, "%s\"%s\": ", p ? ", " : "", phase_names[p]);
+            put_number(&b, it->phase[p]);
+        }
+        put(&b, "}}");
     }
     put(&b, "%s],\n  \"final_fit\": ", r->niters ? "\n  " : "");
     if (r->niters)

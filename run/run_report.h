@@ -10,6 +10,7 @@
 typedef struct amp_iter_record {
     unsigned iter;
     double fit, delta, seconds;
+    double phase[AMP_NPHASES];   /* this iteration's time in each phase */
 } amp_iter_record;
 
 /* One GPU of a run, summed over the iterations (seconds). */
@@ -47,6 +48,7 @@ typedef struct amp_run_report {
     int threads;
     amp_iter_record *iters;
     unsigned niters, cap;
+    double phase_so_far[AMP_NPHASES];   /* amp_report_add_iter's last */
     int converged;
     double final_fit;
     double seconds_load, seconds_upload, seconds_output, seconds_total;
@@ -68,12 +70,21 @@ typedef struct amp_run_report {
     const double *check_rel_err;         /* nmodes, or NULL */
 } amp_run_report;
 
+/* One iteration; phase_so_far: each phase's time from the start of the
+ * run to the end of this iteration (amp_cpd.seconds as on_iter finds
+ * it), of which the record keeps what this iteration added. */
 amp_status amp_report_add_iter(amp_run_report *r, unsigned iter, double fit, double delta,
-                               double seconds, amp_error *err);
+                               double seconds, const double *phase_so_far, amp_error *err);
 
 /* Write the report as JSON into of (opened by the caller before the run,
  * so that a path it cannot write fails before any work) and give the file
  * its name; of is closed after, whatever the outcome. */
 amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_error *err);
+
+/* The same figures as a page of charts (report_html.c), the same way. */
+amp_status amp_report_write_html(const amp_run_report *r, amp_outfile *of, amp_error *err);
+
+/* The phases' names, as the JSON and the page give them. */
+extern const char *const amp_report_phase_names[AMP_NPHASES];
 
 #endif

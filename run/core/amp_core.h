@@ -190,7 +190,10 @@ typedef struct amp_cpd_opts {
      * |A|; 0: always admm_inner. Per row, so no reduction across rows or
      * GPUs, and the result does not depend on how rows are split. */
     double admm_tol;
-    /* Called after every iteration, from the calling thread. */
+    /* Called after every iteration, from the calling thread. The amp_cpd
+     * being computed then holds in seconds[] each phase's time so far
+     * (this process's, on several GPUs GPU 0's), so the caller can tell
+     * each iteration's phases apart. */
     void (*on_iter)(void *ctx, unsigned iter, double fit, double delta, double seconds);
     void *ctx;
 } amp_cpd_opts;
@@ -230,7 +233,12 @@ void amp_cpd_free(amp_cpd *c);
 
 /* ---- factor files -------------------------------------------------------- */
 
-typedef enum amp_factor_format { AMP_FACTORS_TEXT = 0, AMP_FACTORS_NPY } amp_factor_format;
+/* text: PREFIX.modeN.mat and PREFIX.lambda.mat (SPLATT); npy: the same as
+ * PREFIX.*.npy; ktensor: the whole model in PREFIX.ktn (Tensor Toolbox,
+ * pyttb, GenTen), every row of every mode. */
+typedef enum amp_factor_format {
+    AMP_FACTORS_TEXT = 0, AMP_FACTORS_NPY, AMP_FACTORS_KTENSOR
+} amp_factor_format;
 
 /* Which rows a factor file holds: every index of the mode in the original
  * index space (slices the file dropped as empty are zero rows), or only

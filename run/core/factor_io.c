@@ -3,7 +3,9 @@
  * Text is SPLATT's layout (one row per line, values separated by spaces,
  * lambda one value per line) so existing scripts read it; .npy is NumPy's
  * format 1.0 (a padded dictionary header, then the array in C order), so
- * numpy.load reads it. Rows the file dropped as empty slices are zero. */
+ * numpy.load reads it; ktensor is the one-file text layout of the Tensor
+ * Toolbox, pyttb (import_data) and GenTen, so those read the model whole.
+ * Rows the file dropped as empty slices are zero. */
 #include <config.h>
 
 #include <errno.h>
@@ -192,7 +194,9 @@ static char *file_name(const char *prefix, const char *what, unsigned mode, int 
     if (s == NULL)
         return NULL;
     const char *ext = npy ? "npy" : "mat";
-    if (what)
+    if (what && strcmp(what, "ktn") == 0)
+        snprintf(s, n, "%s.ktn", prefix);
+    else if (what)
         snprintf(s, n, "%s.%s.%s", prefix, what, ext);
     else
         snprintf(s, n, "%s.mode%u.%s", prefix, mode + 1, ext);
@@ -309,11 +313,17 @@ amp_status amp_factors_create(amp_factor_files *ff, const amp_tensor *t, const c
     ff->format = format;
     ff->rows = rows;
     const int npy = format == AMP_FACTORS_NPY, index = npy && rows == AMP_ROWS_NONEMPTY;
+    const int ktn = format == AMP_FACTORS_KTENSOR;
     amp_status rc = AMP_OK;
-    /* factors, lambda, then the index files (npy, nonempty rows) */
-    unsigned files = t->nmodes + 1 + (index ? t->nmodes : 0);
+    if (ktn && rows != AMP_ROWS_ALL)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "a ktensor file holds every row of every mode; "
+                        "--rows nonempty needs text or npy");
+    /* factors, lambda, then the index files (npy, nonempty rows); a
+     * ktensor is one file */
+    unsigned files = ktn ? 1 : t->nmodes + 1 + (index ? t->nmodes : 0);
     for (unsigned f = 0; f < files; f++) {
-        char *name = f < t->nmodes ? file_name(prefix, NULL, f, npy)
+        char *name = ktn ? file_name(prefix, "ktn", 0, 0)
+                     : f < t->nmodes ? file_name(prefix, NULL, f, npy)
                      : f == t->nmodes ? file_name(prefix, "lambda", 0, npy)
                                       : index_name(prefix, f - t->nmodes - 1);
         if (name == NULL)
@@ -332,11 +342,10 @@ fail:
 
 /* Mode m's factor into its file (and its index file). */
 static amp_status write_factor(amp_factor_files *ff, const amp_tensor *t, const amp_cpd *c,
-                               unsigned m, int f32, amp_error *err)
+                               unsigned m, int f32, amp_outfile *of, amp_error *err)
 {
     const int npy = ff->format == AMP_FACTORS_NPY;
     const char *descr = f32 ? "<f4" : "<f8";
-    amp_outfile *of = &ff->out[m];
     amp_status rc = AMP_OK;
     if (ff->rows == AMP_ROWS_ALL) {
         uint64_t *inv = inverse_relabel(t, m, err);
@@ -366,18 +375,56 @@ static amp_status write_factor(amp_factor_files *ff, const amp_tensor *t, const 
     return rc;
 }
 
+/* The ktensor layout as pyttb's export_data writes it: "ktensor", the
+ * number of modes, the dimensions, the rank, the weights on one line, then
+ * each factor as a "matrix" of 2 dimensions, a row per line. pyttb reads
+ * numbers separated by any white space, so SPLATT's rows serve as they
+ * are. */
+static amp_status write_ktensor(amp_factor_files *ff, const amp_tensor *t, const amp_cpd *c,
+                                int f32, amp_error *err)
+{
+    amp_outfile *of = &ff->out[0];
+    const unsigned R = c->rank;
+    char line[64];
+    int n = snprintf(line, sizeof line, "ktensor\n%u\n", t->nmodes);
+    AMP_CHECK(amp_outfile_write(of, line, (size_t)n, err));
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        n = snprintf(line, sizeof line, "%s%" PRIu64, m ? " " : "", t->dims[m]);
+        AMP_CHECK(amp_outfile_write(of, line, (size_t)n, err));
+    }
+    n = snprintf(line, sizeof line, "\n%u\n", R);
+    AMP_CHECK(amp_outfile_write(of, line, (size_t)n, err));
+    for (unsigned r = 0; r < R; r++) {
+        n = snprintf(line, sizeof line, f32 ? "%s%.9g" : "%s%.17g", r ? " " : "",
+                     f32 ? (double)(float)c->lambda[r] : c->lambda[r]);
+        AMP_CHECK(amp_outfile_write(of, line, (size_t)n, err));
+    }
+    AMP_CHECK(amp_outfile_write(of, "\n", 1, err));
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        n = snprintf(line, sizeof line, "matrix\n2\n%" PRIu64 " %u\n", t->dims[m], R);
+        AMP_CHECK(amp_outfile_write(of, line, (size_t)n, err));
+        AMP_CHECK(write_factor(ff, t, c, m, f32, of, err));
+    }
+    return AMP_OK;
+}
+
 amp_status amp_factors_commit(amp_factor_files *ff, const amp_tensor *t, const amp_cpd *c,
                               amp_precision precision, amp_error *err)
 {
     const unsigned N = t->nmodes;
     const int npy = ff->format == AMP_FACTORS_NPY, f32 = precision == AMP_PRECISION_F32;
     amp_status rc = AMP_OK;
+    if (ff->format == AMP_FACTORS_KTENSOR) {
+        AMP_CHECK_GOTO(write_ktensor(ff, t, c, f32, err), rc, fail);
+        goto commit;
+    }
     for (unsigned m = 0; m < N; m++)
-        AMP_CHECK_GOTO(write_factor(ff, t, c, m, f32, err), rc, fail);
+        AMP_CHECK_GOTO(write_factor(ff, t, c, m, f32, &ff->out[m], err), rc, fail);
     if (npy)
         AMP_CHECK_GOTO(write_npy_header(&ff->out[N], f32 ? "<f4" : "<f8", c->rank, 0, err),
                        rc, fail);
     AMP_CHECK_GOTO(write_lambda(&ff->out[N], c->lambda, c->rank, npy, f32, err), rc, fail);
+commit:
     /* Only now, with every file complete, does any take its final name. */
     for (unsigned f = 0; f < ff->nfiles; f++)
         AMP_CHECK_GOTO(amp_outfile_commit(&ff->out[f], err), rc, fail);

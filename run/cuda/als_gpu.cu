@@ -1242,6 +1242,10 @@ static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, amp
         for (unsigned d = 0; d < N; d++)
             AMP_CHECK(update_mode(g, w, d, it == 0, &pinv_used, err));
         AMP_CHECK(end_iteration(w, seconds, err));
+        /* The phases so far where on_iter's caller finds them (amp_core.h);
+         * c->seconds gets the slowest GPU's at the end. */
+        if (w->gpu == 0)
+            memcpy(c->seconds, seconds, sizeof c->seconds);
         double resid = run->t->norm_sq + terms[0] - 2 * terms[1];
         fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
         double delta = fabs(fit - old_fit);

@@ -1,0 +1,47 @@
+/* Self-contained HTML report pages with SVG charts, drawn here so that a
+ * page needs nothing outside its file (no script, font or style fetched)
+ * and opens in any browser. The page is well-formed XML (XHTML syntax in
+ * an HTML5 document), so tests read it with an XML parser.
+ *
+ * Every plotted value is also written exactly (%.17g) as a data-x, data-y
+ * or data-value attribute of its mark, and every chart is an <svg> with an
+ * id, so a test finds each chart and compares its numbers with the run's
+ * JSON rather than with pixels. */
+#ifndef AMP_SVG_H
+#define AMP_SVG_H
+
+#include <stddef.h>
+
+#include "amp_strbuf.h"
+
+/* The document up to and including <body> and an <h1> of title. */
+void amp_html_begin(amp_strbuf *b, const char *title);
+void amp_html_end(amp_strbuf *b);
+
+typedef struct amp_chart {
+    const char *id;        /* the <svg>'s id: unique in the page */
+    const char *title;
+    const char *xlabel, *ylabel;
+    int xlog, ylog;        /* logarithmic axes; non-positive values are left out */
+    int ymin_zero;         /* linear y from 0 rather than from the smallest value */
+} amp_chart;
+
+/* One series: n points (x[i], y[i]); for bars, y[i] is category i's value
+ * (x unused). */
+typedef struct amp_series {
+    const char *name;
+    const double *x, *y;
+    size_t n;
+} amp_series;
+
+/* Lines through each series' points, with a dot at each point. */
+void amp_svg_lines(amp_strbuf *b, const amp_chart *c, const amp_series *s, unsigned ns);
+
+/* Bars of ns series over ncat categories named cat: side by side, or
+ * stacked (values below zero are drawn as zero). ref, when finite, is a
+ * horizontal line labelled ref_label (for example the mean). */
+void amp_svg_bars(amp_strbuf *b, const amp_chart *c, const char *const *cat, size_t ncat,
+                  const amp_series *s, unsigned ns, int stacked, double ref,
+                  const char *ref_label);
+
+#endif
