@@ -1241,10 +1241,15 @@ static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, amp
         double t_iter = wall_now();
         for (unsigned d = 0; d < N; d++)
             AMP_CHECK(update_mode(g, w, d, it == 0, &pinv_used, err));
+        /* Streamed: the next iteration's first chunks over the link while
+         * the last update and the fit run, not after the host has seen
+         * the fit (wasted if this iteration converges). */
+        if (it + 1 < o->max_iters)
+            AMP_CHECK(amp_gpu_prefetch(g, 0, err));
         AMP_CHECK(end_iteration(w, seconds, err));
         /* The phases so far where on_iter's caller finds them (amp_core.h);
          * c->seconds gets the slowest GPU's at the end. */
-        if (w->gpu == 0)
+        if (w->local == 0)
             memcpy(c->seconds, seconds, sizeof c->seconds);
         double resid = run->t->norm_sq + terms[0] - 2 * terms[1];
         fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;

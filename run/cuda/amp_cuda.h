@@ -115,6 +115,13 @@ enum { AMP_GPU_ALL = 0, AMP_GPU_EARLY, AMP_GPU_LATE };
 amp_status amp_gpu_mttkrp_group(const amp_gpu_tensor *g, unsigned d, void *const *A, unsigned R,
                                 int f32, void *M, int group, void *stream, amp_error *err);
 
+/* A streamed tensor (not from compressed chunks): copy d's first chunks
+ * of its first group, as many as the ring holds, queued on the copy
+ * stream now, so the link works while the GPU finishes what was queued
+ * before (an iteration's last update and fit); the next MTTKRP of that
+ * range uses them. Nothing for a resident tensor. */
+amp_status amp_gpu_prefetch(const amp_gpu_tensor *g, unsigned d, amp_error *err);
+
 /* Nonzeros [cut first, cut last) of a resident copy cut at load
  * (amp_gpu_tensor_cuts), which write exactly the rows between the two
  * cuts; cut 0 zeroes what the ranges do not write. waves: blocks launched

@@ -110,6 +110,14 @@ struct amp_gpu_tensor {
     /* Streamed from compressed chunks in host memory (zstream.cu), not
      * from host_words and host_vals; NULL otherwise. */
     gpu_zstream *zstream;
+    /* Chunks of copy pf_copy, from its first nonzero to pf_end, already
+     * queued into the ring by amp_gpu_prefetch (the next iteration's
+     * first ones, queued before the host waits for the fit): the run of
+     * that range takes them instead of queueing them again. The only
+     * state a run changes in the tensor. */
+    int pf_copy;
+    unsigned pf_count;
+    uint64_t pf_end;
 };
 
 /* Streaming from compressed chunks (zstream.cu). gpu_zstream_new reads
