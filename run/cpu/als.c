@@ -552,6 +552,10 @@ static amp_status als_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
     memset(c->seconds, 0, sizeof c->seconds);
     for (unsigned m = 0; m < N; m++) {
         gram(c->A[m], c->rows[m], R, w.T, w.scratch, w.G[m]);
+        /* The start's rows beyond A, until mode m's update replaces G. */
+        if (c->start_gram[m] != NULL)
+            for (size_t k = 0; k < (size_t)R * R; k++)
+                w.G[m][k] += c->start_gram[m][k];
         if (f32)
             to_f32(c->A[m], w.A32[m], c->rows[m] * R, w.T);
     }

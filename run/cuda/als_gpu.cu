@@ -1154,6 +1154,16 @@ static amp_status load_factors(const amp_gpu_tensor *g, gpu_als *w, const amp_cp
         if (w->f32)
             CUDA_TRY(amp_gpu_to_f32(w->A[m], w->A32[m], n, w->s), err);
         AMP_CHECK(gram(w, m, 0, g->rows[m], err));
+        /* The start's rows beyond A (amp_cpd.start_gram), on every GPU,
+         * as each takes the Gram whole. */
+        if (c->start_gram[m] != NULL) {
+            const size_t rr = (size_t)R * R;
+            CUDA_TRY(cudaMemcpyAsync(w->gram_partial, c->start_gram[m], rr * sizeof(double),
+                                     cudaMemcpyHostToDevice, w->s), err);
+            CUDA_TRY(cudaMemcpyAsync(w->gram_partial + rr, w->G[m], rr * sizeof(double),
+                                     cudaMemcpyDeviceToDevice, w->s), err);
+            CUDA_TRY(amp_gpu_sum_matrices(w->gram_partial, 2, R, w->G[m], w->s), err);
+        }
         /* Every row is in: the first mode's waits pass at once. */
         CUDA_TRY(cudaEventRecord(w->ex1[m], w->xs), err);
     }
