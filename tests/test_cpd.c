@@ -842,6 +842,53 @@ static void test_als_rank_deficient(void)
     amp_coo_free(&x);
 }
 
+/* The pseudo-inverse path's cost against the Cholesky path's, on one
+ * thread and in the same process, so the machine's speed cancels: rank
+ * 640 on two 2-mode tensors alike but for one mode's rows, 704 (every V
+ * definite) or 576 (fewer rows than the rank: every V singular). The
+ * eigendecomposition (dsyevd) and one dsyrk cost some 4 times potrf and
+ * potri; dsyev and a plain triple loop cost 40 times (bench/RESULTS.md,
+ * "The CPU solve at high rank"), which made rank 4096 take minutes a
+ * solve. Solve seconds over 3 iterations, the least of 2 runs each (the
+ * machine may be shared); the ratio must stay under 6. */
+static void test_pinv_cost(void)
+{
+    static const shape shapes[2] = {{"definite", 2, {704, 704}, 30000, 0},
+                                    {"singular", 2, {704, 576}, 30000, 0}};
+    double best[2] = {INFINITY, INFINITY};
+    int pinv[2] = {0, 0}, good = 1;
+    for (int k = 0; k < 2 && good; k++) {
+        amp_coo x;
+        amp_tensor t;
+        random_tensor(&shapes[k], 77, &x);
+        good = prepare(&x, "pinv.amp", 4, 1 << 20, &t);
+        for (int run = 0; good && run < 2; run++) {
+            amp_cpd_opts o;
+            amp_cpd_opts_init(&o);
+            o.rank = 640;
+            o.max_iters = 3;
+            o.tol = 0;
+            o.threads = 1;
+            amp_cpd c;
+            amp_error err = {0};
+            good = amp_cpd_init_random(&t, 640, 1, &c, &err) == AMP_OK &&
+                   amp_cpu_als(&t, &o, &c, &err) == AMP_OK;
+            if (good) {
+                best[k] = fmin(best[k], c.seconds[AMP_PHASE_SOLVE]);
+                pinv[k] = c.pinv_used;
+                amp_cpd_free(&c);
+            }
+        }
+        if (good)
+            amp_tensor_free(&t);
+        amp_coo_free(&x);
+    }
+    double ratio = best[1] / best[0];
+    ok(good && !pinv[0] && pinv[1] && ratio < 6, "rank 640, one thread: the pseudo-inverse "
+       "solves take %.1f times the Cholesky ones (%.3f s against %.3f s; under 6)", ratio,
+       best[1], best[0]);
+}
+
 /* ---- factor files ------------------------------------------------------------ */
 
 static char *slurp(const char *path, size_t *n)
@@ -1000,7 +1047,7 @@ int main(void)
 {
     int nreal = for_each_shared_tensor(NULL, NULL);
     plan(8 * 7 + 1 + nreal * 4 + 4 + 2 * nreal + 4 + 3 + 3 + 2 + 6 + 5 + (nreal == 0) +
-         4 * REF_SHAPES + 4 * nreal + 4 * INIT_SHAPES);
+         4 * REF_SHAPES + 4 * nreal + 4 * INIT_SHAPES + 1);
     tap_real_data(nreal, getenv("AMP_TEST_DATA"));
     test_random_mttkrp();
     real_check mttkrp_check = {real_mttkrp}, pack_check = {real_stream_pack};
@@ -1015,6 +1062,7 @@ int main(void)
     test_als_aminoacid();
     test_als_deterministic();
     test_als_rank_deficient();
+    test_pinv_cost();
     test_factor_files();
     return done_testing();
 }
