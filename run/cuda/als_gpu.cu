@@ -1211,8 +1211,12 @@ static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, amp
     int converged = 0, pinv_used = 0;
     for (unsigned it = 0; it < o->max_iters; it++) {
         double t_iter = wall_now();
-        for (unsigned d = 0; d < N; d++)
+        for (unsigned d = 0; d < N; d++) {
+            if (run->go.fail_gpu == w->gpu + 1 && run->go.fail_iter == it + 1 && d == 1)
+                return AMP_FAIL(err, AMP_ERR_CUDA, "a device failure injected at iteration %u "
+                                "(amp_gpu_als_opts.fail_gpu)", it + 1);
             AMP_CHECK(update_mode(g, w, d, it == 0, &pinv_used, err));
+        }
         AMP_CHECK(end_iteration(w, seconds, err));
         double resid = run->t->norm_sq + terms[0] - 2 * terms[1];
         fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
