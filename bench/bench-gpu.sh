@@ -2,9 +2,11 @@
 # amped-run on one GPU against the peers, in one job on one machine:
 # rd100m (Reddit's shape, 68.8 M nonzeros, Zipf 1.2) at rank 32. Prints
 # all-mode MTTKRP (tensor resident, streamed, and streamed from compressed
-# chunks) and CP-ALS seconds per iteration, f64 and f32, the same for coo-mttkrp and torch-mttkrp, and the ratios; and
-# the MTTKRP's rate against its bytes floor (the copy streamed once, each
-# factor read once, the output written once) and the 4.0 TB/s device link.
+# chunks) and CP-ALS seconds per iteration, f64 and f32, the same for
+# coo-mttkrp and torch-mttkrp, and the ratios (to BLCO's published H200
+# figures only on an H200); and the MTTKRP's rate against its bytes floor
+# (the copy streamed once, each factor read once, the output written
+# once) and the 4.0 TB/s device link.
 #
 # Usage: bench/bench-gpu.sh                  (from the build directory)
 # Env:   AMP_BENCH_DIR   where tensors are kept (default: bench/data)
@@ -42,6 +44,20 @@ echo
 echo
 
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+# Per-iteration phases (ms) without the first iteration: run $1 of N
+# iterations less run $2 of one, over N - 1.
+phases() {
+    python3 - "$1" "$2" <<'EOF'
+import json, sys
+n, one = (json.load(open(p)) for p in sys.argv[1:])
+k = len(n['iterations']) - len(one['iterations'])
+if k < 1:
+    print('- (needs AMP_ITERS of 2 or more)')
+else:
+    print(', '.join('%s %.1f' % (p, (n['timings'][p] - one['timings'][p]) * 1e3 / k)
+                    for p in ('mttkrp', 'gram', 'solve', 'normalize', 'fit')))
+EOF
+}
 
 # MTTKRP, all modes, per round (mean of the rounds).
 for p in f64 f32; do
@@ -52,9 +68,16 @@ for p in f64 f32; do
         --json "$data/gpu-als-$p.json" "$data/$name-$p.amp"
     eval "als_$p=\$(json \"\$data/gpu-als-$p.json\" \"'%.3f' % (sorted(i['seconds'] for i in d['iterations'])[len(d['iterations']) // 2] * 1e3)\")"
     eval "fit_$p=\$(json \"\$data/gpu-als-$p.json\" \"'%.6f' % d['final_fit']\")"
-    eval "phases_$p=\$(json \"\$data/gpu-als-$p.json\" \"', '.join('%s %.1f' % (k, v * 1e3 / d['max_iters']) for k, v in d['timings'].items() if k in ('mttkrp', 'gram', 'solve', 'normalize', 'fit'))\")"
+    # The phases of iterations 2 to $iters: the timings of this run less
+    # those of a run of one iteration (the first pays the one-time set-up:
+    # cuSOLVER's workspace, the first launch of each kernel), over
+    # $iters - 1.
+    "$run" --gpus 1 -q -r "$rank" --iters 1 --tol 0 --precision "$p" \
+        --json "$data/gpu-als1-$p.json" "$data/$name-$p.amp"
+    eval "phases_$p=\$(phases \"\$data/gpu-als-$p.json\" \"\$data/gpu-als1-$p.json\")"
     eval "upload_$p=\$(json \"\$data/gpu-als-$p.json\" \"'%.2f' % d['timings']['upload']\")"
 done
+gpu=$(json "$data/gpu-als-f64.json" "d.get('device', '')")
 
 # Streamed from pinned host memory every round (--memory stream).
 for p in f64 f32; do
@@ -116,7 +139,7 @@ echo "| measure | f64 | f32 |"
 echo "|---|---|---|"
 echo "| amped all-mode MTTKRP, resident (ms, mean of $rounds rounds) | $mttkrp_f64 | $mttkrp_f32 |"
 echo "| amped CP-ALS iteration (ms, median of $iters) | $als_f64 | $als_f32 |"
-echo "| amped CP-ALS per-iteration GPU phases (ms) | $phases_f64 | $phases_f32 |"
+echo "| amped CP-ALS per-iteration GPU phases, iterations 2 to $iters (ms) | $phases_f64 | $phases_f32 |"
 echo "| fit after $iters iterations | $fit_f64 | $fit_f32 |"
 echo "| amped all-mode MTTKRP, streamed (ms, mean of 5) | $stream_f64 | $stream_f32 |"
 echo "| ... host-to-device rate while streaming (of 55 GB/s) | $wire_f64 | $wire_f32 |"
@@ -127,11 +150,21 @@ echo "| coo-mttkrp all modes (ms) | $coo64 | $coo32 |"
 echo "| torch-mttkrp all modes (ms) | - | $torch32 |"
 echo "| speedup over coo-mttkrp | $(ratio "$coo64" "$mttkrp_f64") | $(ratio "$coo32" "$mttkrp_f32") |"
 echo "| speedup over torch-mttkrp | - | $(ratio "$torch32" "$mttkrp_f32") |"
-echo "| BLCO (published, H200) all modes 22 ms: ratio | $(ratio 22 "$mttkrp_f64") | - |"
-echo "| BLCO CP-ALS iteration 33.8 ms: ratio | $(ratio 33.8 "$als_f64") | - |"
-echo "| BLCO streaming all modes 66 ms: ratio | $(ratio 66 "$stream_f64") | - |"
+# BLCO's figures are published ones, from its authors' run of rd100m on
+# an H200, not measured here: a ratio to them means something only there.
+blco=0
+[ "$name" = rd100m ] && printf '%s\n' "$gpu" | grep -q 'H200' && blco=1
+if [ "$blco" = 1 ]; then
+    echo "| BLCO all modes 22 ms (published, H200; not measured here): ratio | $(ratio 22 "$mttkrp_f64") | - |"
+    echo "| BLCO CP-ALS iteration 33.8 ms (published, H200; not measured here): ratio | $(ratio 33.8 "$als_f64") | - |"
+    echo "| BLCO streaming all modes 66 ms (published, H200; not measured here): ratio | $(ratio 66 "$stream_f64") | - |"
+fi
 echo
 echo "MTTKRP against its bytes floor (f64 | f32): $floor"
+if [ "$blco" = 0 ]; then
+    echo "No ratios to BLCO: its published figures are of rd100m on an H200; this run is of"
+    echo "$name on ${gpu:-a GPU that did not name itself}."
+fi
 
 fi
 

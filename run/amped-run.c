@@ -679,6 +679,28 @@ static void print_loaded(const run_args *a, const run_state *s)
     printf("\n");
 }
 
+/* A CPU run whose rank-by-rank algebra will take long says so before it
+ * starts: it grows as R^2 a row and R^3 a mode (at rank 4096 on a few
+ * cores, minutes an iteration, bench/RESULTS.md), while the fit is
+ * printed only after an iteration. Below rank 256 it is never long. ALS
+ * only: the estimate is of its solve. */
+#define LONG_SOLVE_RANK 256
+#define LONG_SOLVE_SECONDS 10.0
+
+static amp_status say_long_solve(const run_args *a, const run_state *s, amp_error *err)
+{
+    if (a->quiet || s->gr || s->dist || a->opts.rank < LONG_SOLVE_RANK ||
+        a->opts.method != AMP_METHOD_ALS)
+        return AMP_OK;
+    double sec;
+    AMP_CHECK(amp_cpu_solve_estimate(&s->t, &a->opts, &sec, err));
+    if (sec >= LONG_SOLVE_SECONDS)
+        printf("           rank %u on %d thread%s: the solves alone take about %.0f s an "
+               "iteration (a rate measured here), more where a Gram product is singular\n",
+               a->opts.rank, s->threads, amp_plural((uint64_t)s->threads), sec);
+    return AMP_OK;
+}
+
 /* CP-ALS on the chosen backend, its report filled in and the factors
  * written. */
 static amp_status decompose(run_args *a, run_state *s, amp_error *err)
@@ -708,6 +730,7 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
             printf("           starting factors from %s.mode*.mat\n", a->init);
         else
             printf("           random starting factors, seed %" PRIu64 "\n", a->opts.seed);
+        AMP_CHECK(say_long_solve(a, s, err));
         printf("  iter  fit           delta      seconds\n");
     }
     a->opts.on_iter = on_iter;

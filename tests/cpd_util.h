@@ -203,34 +203,23 @@ static inline void fit_log_add(void *ctx, unsigned iter, double fit, double delt
         l->fit[l->n++] = fit;
 }
 
-/* How far a backend's run from amp_cpd_init_random(t, R, seed) strays from
- * the textbook CP-ALS on x from the same start: *fit_gap the largest
- * |fit - reference| over the `log`'s iterations (it must hold `iters`),
- * *factor_gap the largest normwise difference of lambda and the factors
- * (rows in the original index space) after the last. The start's rows of
- * slices the file dropped as empty are zero in the reference too, as
- * amped leaves them (amped-run(1); issue 27 asks otherwise). 0 when the
- * reference fails (a singular V) or the log is short. */
-static inline int compare_with_ref(const cp_ref_tensor *x, const amp_tensor *t, unsigned R,
-                                   uint64_t seed, unsigned iters, const fit_log *log,
-                                   const amp_cpd *end, double *fit_gap, double *factor_gap)
+/* How far a backend's run strays from the textbook CP-ALS on x from the
+ * start A (dims[m] x R each, in the original index space; changed, and
+ * freed with the rest): *fit_gap the largest |fit - reference| over the
+ * `log`'s iterations (it must hold `iters`), *factor_gap the largest
+ * normwise difference of lambda and the factors (the nonempty rows, in
+ * the original index space) after the last. 0 when the reference fails
+ * (a singular V) or the log is short. */
+static inline int compare_from_start(const cp_ref_tensor *x, const amp_tensor *t, unsigned R,
+                                     unsigned iters, const fit_log *log, const amp_cpd *end,
+                                     double **A, double *fit_gap, double *factor_gap)
 {
     const unsigned N = t->nmodes;
-    amp_cpd start;
-    amp_error err = {0};
-    double *A[CP_REF_MAX_MODES] = {0}, lambda[AMP_GPU_MAX_RANK];
-    double fits[FIT_LOG_MAX];
+    double lambda[AMP_GPU_MAX_RANK], fits[FIT_LOG_MAX];
     *fit_gap = *factor_gap = NAN;
-    if (log->n != iters || iters > FIT_LOG_MAX || R > AMP_GPU_MAX_RANK ||
-        amp_cpd_init_random(t, R, seed, &start, &err) != AMP_OK)
-        return 0;
-    int good = 1;
-    for (unsigned m = 0; m < N && good; m++) {
-        good = (A[m] = calloc(t->dims[m] * R + 1, sizeof *A[m])) != NULL;
-        for (uint64_t i = 0; good && i < t->rows[m]; i++)
-            memcpy(A[m] + t->new_to_orig[m][i] * R, start.A[m] + i * R, R * sizeof *A[m]);
-    }
-    amp_cpd_free(&start);
+    int good = log->n == iters && iters <= FIT_LOG_MAX && R <= AMP_GPU_MAX_RANK;
+    for (unsigned m = 0; m < N; m++)
+        good = good && A[m] != NULL;
     good = good && cp_ref_als(x, R, iters, A, lambda, fits);
     if (good) {
         *fit_gap = 0;
@@ -256,6 +245,85 @@ static inline int compare_with_ref(const cp_ref_tensor *x, const amp_tensor *t, 
     }
     for (unsigned m = 0; m < N; m++)
         free(A[m]);
+    return good;
+}
+
+/* compare_from_start from amp_cpd_init_random(t, R, seed): its rows in
+ * the original index space, those of slices the file dropped as empty
+ * zero (amped has none for them). */
+static inline int compare_with_ref(const cp_ref_tensor *x, const amp_tensor *t, unsigned R,
+                                   uint64_t seed, unsigned iters, const fit_log *log,
+                                   const amp_cpd *end, double *fit_gap, double *factor_gap)
+{
+    const unsigned N = t->nmodes;
+    amp_cpd start;
+    amp_error err = {0};
+    double *A[CP_REF_MAX_MODES] = {0};
+    *fit_gap = *factor_gap = NAN;
+    if (amp_cpd_init_random(t, R, seed, &start, &err) != AMP_OK)
+        return 0;
+    for (unsigned m = 0; m < N; m++) {
+        A[m] = calloc(t->dims[m] * R + 1, sizeof *A[m]);
+        for (uint64_t i = 0; A[m] && i < t->rows[m]; i++)
+            memcpy(A[m] + t->new_to_orig[m][i] * R, start.A[m] + i * R, R * sizeof *A[m]);
+    }
+    amp_cpd_free(&start);
+    return compare_from_start(x, t, R, iters, log, end, A, fit_gap, factor_gap);
+}
+
+/* A start as a user brings one from another program (--init): a value in
+ * every row of every mode, those of slices the file dropped as empty
+ * included, uniform in [0, 1) from seed, and lambda 1 + r / R; written to
+ * test_path(name).modeN.mat and .lambda.mat (%.17g, which reads back
+ * exactly) and read into *c by amp_factors_read. A[m] gets the same start
+ * for compare_from_start (dims[m] x R, lambda folded into the last mode
+ * as amped folds it); *dropped the rows of dropped slices that are in it.
+ * 0 on failure (a diag line says why), with nothing left. */
+static inline int full_start(const amp_tensor *t, unsigned R, uint64_t seed, const char *name,
+                             amp_cpd *c, double **A, uint64_t *dropped)
+{
+    const unsigned N = t->nmodes;
+    char prefix[600], path[700];
+    snprintf(prefix, sizeof prefix, "%s", test_path(name));
+    *dropped = 0;
+    for (unsigned m = 0; m < N; m++)
+        A[m] = NULL;
+    int good = R <= AMP_GPU_MAX_RANK;
+    for (unsigned m = 0; m < N && good; m++) {
+        *dropped += t->dims[m] - t->rows[m];
+        A[m] = malloc((t->dims[m] * R + 1) * sizeof *A[m]);
+        snprintf(path, sizeof path, "%s.mode%u.mat", prefix, m + 1);
+        FILE *fp = A[m] ? fopen(path, "w") : NULL;
+        good = fp != NULL;
+        for (uint64_t k = 0; good && k < t->dims[m] * R; k++) {
+            A[m][k] = (double)(rng_next(&seed) >> 11) * 0x1.0p-53;
+            fprintf(fp, "%.17g%c", A[m][k], (k + 1) % R ? ' ' : '\n');
+        }
+        if (fp && fclose(fp) != 0)
+            good = 0;
+    }
+    double lambda[AMP_GPU_MAX_RANK];
+    snprintf(path, sizeof path, "%s.lambda.mat", prefix);
+    FILE *fp = good ? fopen(path, "w") : NULL;
+    good = fp != NULL;
+    for (unsigned r = 0; good && r < R; r++) {
+        lambda[r] = 1 + (double)r / R;
+        fprintf(fp, "%.17g\n", lambda[r]);
+    }
+    if (fp && fclose(fp) != 0)
+        good = 0;
+    for (uint64_t k = 0; good && k < t->dims[N - 1] * R; k++)
+        A[N - 1][k] *= lambda[k % R];
+    amp_error err = {0};
+    if (good && amp_factors_read(t, prefix, R, c, &err) != AMP_OK) {
+        diag("%s", amp_error_message(&err));
+        good = 0;
+    }
+    if (!good)
+        for (unsigned m = 0; m < N; m++) {
+            free(A[m]);
+            A[m] = NULL;
+        }
     return good;
 }
 

@@ -6,6 +6,7 @@
  * kernels 1e-4 (every product and sum rounds to 24 bits). */
 #include <config.h>
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -604,6 +605,86 @@ static void test_als_reference(void)
     }
 }
 
+/* --init from a start as another program would give it (full_start): a
+ * value in every row of every mode, the rows of slices the file dropped
+ * as empty included, and a lambda. The textbook CP-ALS counts those rows
+ * in the Gram matrices until their mode is first updated (they are zero
+ * after: their MTTKRP rows are), and amped must give the same fits
+ * (1e-10) and factors (1e-8) on one thread and the default count, as a
+ * user comparing it with another CP-ALS from one start expects. Tensors
+ * with many empty slices: power-law indices, and only every third index
+ * used (issue 27 saw fits 6.5e-4 apart on 5 modes when amped ignored
+ * those rows). */
+#define INIT_SHAPES 2
+static void test_als_init_reference(void)
+{
+    static const struct {
+        shape s;
+        unsigned rank;
+    } cases[INIT_SHAPES] = {
+        {{"4 modes, power-law, empty slices", 4, {1000, 600, 300, 100}, 3000, 1}, 4},
+        {{"5 modes, 2 of 3 slices empty", 5, {90, 60, 45, 30, 24}, 2000, 0}, 3},
+    };
+    for (int i = 0; i < INIT_SHAPES; i++) {
+        amp_coo x;
+        amp_tensor t;
+        cp_ref_tensor rx;
+        random_tensor(&cases[i].s, 930 + (uint64_t)i, &x);
+        for (uint64_t k = 0; i == 1 && k < x.nnz; k++)   /* indices 0, 3, 6, ... */
+            for (unsigned m = 0; m < x.nmodes; m++)
+                x.ind[m][k] = x.ind[m][k] / 3 * 3;
+        if (!prepare(&x, "init_ref.amp", 8, 997, &t)) {
+            skip(4, "no file");
+            amp_coo_free(&x);
+            continue;
+        }
+        if (!cp_ref_tensor_from(&x, &rx)) {
+            skip(4, "out of memory for the reference");
+            amp_tensor_free(&t);
+            amp_coo_free(&x);
+            continue;
+        }
+        const unsigned R = cases[i].rank;
+        for (int threads = 1; threads >= 0; threads--) {
+            amp_cpd_opts o;
+            amp_cpd_opts_init(&o);
+            o.rank = R;
+            o.max_iters = REF_ITERS;
+            o.tol = 0;
+            o.threads = threads;
+            fit_log log = {0};
+            o.on_iter = fit_log_add;
+            o.ctx = &log;
+            amp_cpd c;
+            amp_error err = {0};
+            double fit_gap = NAN, factor_gap = NAN, *A[CP_REF_MAX_MODES] = {0};
+            uint64_t dropped = 0;
+            int started = full_start(&t, R, 17, "init_start", &c, A, &dropped);
+            int okay = started && amp_cpu_als(&t, &o, &c, &err) == AMP_OK;
+            int compared = 0;
+            if (okay)
+                compared = compare_from_start(&rx, &t, R, REF_ITERS, &log, &c, A, &fit_gap,
+                                              &factor_gap);
+            else
+                for (unsigned m = 0; m < CP_REF_MAX_MODES; m++)
+                    free(A[m]);
+            ok(compared && dropped > 0 && fit_gap <= 1e-10, "%s, rank %u, %s thread%s, --init "
+               "start in every row (%" PRIu64 " rows of dropped slices): %u fits within %.1e "
+               "of the textbook CP-ALS's from the same start", cases[i].s.name, R,
+               threads ? "1" : "default", threads == 1 ? "" : "s", dropped, REF_ITERS,
+               fit_gap);
+            ok(compared && factor_gap <= 1e-8, "%s, rank %u, %s thread%s, --init start: lambda "
+               "and factors within %.1e of the textbook's", cases[i].s.name, R,
+               threads ? "1" : "default", threads == 1 ? "" : "s", factor_gap);
+            if (started)
+                amp_cpd_free(&c);
+        }
+        cp_ref_tensor_free(&rx);
+        amp_tensor_free(&t);
+        amp_coo_free(&x);
+    }
+}
+
 static void ref_real(const char *path, const char *name, void *ctx)
 {
     (void)ctx;
@@ -759,6 +840,53 @@ static void test_als_rank_deficient(void)
     amp_cpd_free(&c);
     amp_tensor_free(&t);
     amp_coo_free(&x);
+}
+
+/* The pseudo-inverse path's cost against the Cholesky path's, on one
+ * thread and in the same process, so the machine's speed cancels: rank
+ * 640 on two 2-mode tensors alike but for one mode's rows, 704 (every V
+ * definite) or 576 (fewer rows than the rank: every V singular). The
+ * eigendecomposition (dsyevd) and one dsyrk cost some 4 times potrf and
+ * potri; dsyev and a plain triple loop cost 40 times (bench/RESULTS.md,
+ * "The CPU solve at high rank"), which made rank 4096 take minutes a
+ * solve. Solve seconds over 3 iterations, the least of 2 runs each (the
+ * machine may be shared); the ratio must stay under 6. */
+static void test_pinv_cost(void)
+{
+    static const shape shapes[2] = {{"definite", 2, {704, 704}, 30000, 0},
+                                    {"singular", 2, {704, 576}, 30000, 0}};
+    double best[2] = {INFINITY, INFINITY};
+    int pinv[2] = {0, 0}, good = 1;
+    for (int k = 0; k < 2 && good; k++) {
+        amp_coo x;
+        amp_tensor t;
+        random_tensor(&shapes[k], 77, &x);
+        good = prepare(&x, "pinv.amp", 4, 1 << 20, &t);
+        for (int run = 0; good && run < 2; run++) {
+            amp_cpd_opts o;
+            amp_cpd_opts_init(&o);
+            o.rank = 640;
+            o.max_iters = 3;
+            o.tol = 0;
+            o.threads = 1;
+            amp_cpd c;
+            amp_error err = {0};
+            good = amp_cpd_init_random(&t, 640, 1, &c, &err) == AMP_OK &&
+                   amp_cpu_als(&t, &o, &c, &err) == AMP_OK;
+            if (good) {
+                best[k] = fmin(best[k], c.seconds[AMP_PHASE_SOLVE]);
+                pinv[k] = c.pinv_used;
+                amp_cpd_free(&c);
+            }
+        }
+        if (good)
+            amp_tensor_free(&t);
+        amp_coo_free(&x);
+    }
+    double ratio = best[1] / best[0];
+    ok(good && !pinv[0] && pinv[1] && ratio < 6, "rank 640, one thread: the pseudo-inverse "
+       "solves take %.1f times the Cholesky ones (%.3f s against %.3f s; under 6)", ratio,
+       best[1], best[0]);
 }
 
 /* ---- factor files ------------------------------------------------------------ */
@@ -919,7 +1047,7 @@ int main(void)
 {
     int nreal = for_each_shared_tensor(NULL, NULL);
     plan(8 * 7 + 1 + nreal * 4 + 4 + 2 * nreal + 4 + 3 + 3 + 2 + 6 + 5 + (nreal == 0) +
-         4 * REF_SHAPES + 4 * nreal);
+         4 * REF_SHAPES + 4 * nreal + 4 * INIT_SHAPES + 1);
     tap_real_data(nreal, getenv("AMP_TEST_DATA"));
     test_random_mttkrp();
     real_check mttkrp_check = {real_mttkrp}, pack_check = {real_stream_pack};
@@ -929,10 +1057,12 @@ int main(void)
     test_als_exact();
     test_als_values();
     test_als_reference();
+    test_als_init_reference();
     for_each_shared_tensor(ref_real, NULL);
     test_als_aminoacid();
     test_als_deterministic();
     test_als_rank_deficient();
+    test_pinv_cost();
     test_factor_files();
     return done_testing();
 }

@@ -221,6 +221,12 @@ typedef struct amp_cpd {
     int converged;             /* stopped because the fit changed by less than tol */
     int pinv_used;             /* a Gram product was singular: pseudo-inverse solve */
     double seconds[AMP_NPHASES];
+    /* Per mode, NULL or R x R (row-major): the Gram matrix of starting
+     * rows that A has no room for, those of slices the file dropped as
+     * empty (amp_factors_read). The textbook algorithm carries them, so a
+     * backend adds this to mode m's Gram until it first updates mode m;
+     * their MTTKRP rows are zero, so the update makes them zero. */
+    double *start_gram[AMP_MAX_MODES];
 } amp_cpd;
 
 void amp_cpd_opts_init(amp_cpd_opts *o);
@@ -284,7 +290,9 @@ amp_status amp_factors_write(const amp_tensor *t, const amp_cpd *c, const char *
                              amp_error *err);
 
 /* Read PREFIX.modeN.mat (text, original index space) into c's factors and
- * PREFIX.lambda.mat, when present, folded into the last mode's columns. */
+ * PREFIX.lambda.mat, when present, folded into the last mode's columns.
+ * Rows of slices the file dropped as empty go into c->start_gram (left
+ * NULL where they are all zero, as in the files amped-run writes). */
 amp_status amp_factors_read(const amp_tensor *t, const char *prefix, unsigned rank,
                             amp_cpd *c, amp_error *err);
 

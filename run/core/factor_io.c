@@ -5,7 +5,8 @@
  * format 1.0 (a padded dictionary header, then the array in C order), so
  * numpy.load reads it; ktensor is the one-file text layout of the Tensor
  * Toolbox, pyttb (import_data) and GenTen, so those read the model whole.
- * Rows the file dropped as empty slices are zero. */
+ * Rows the file dropped as empty slices are zero in the output; in a start
+ * (--init) they count through amp_cpd.start_gram. */
 #include <config.h>
 
 #include <errno.h>
@@ -486,10 +487,21 @@ static amp_status parse_row(const char *path, uint64_t lineno, char *line, unsig
     return AMP_OK;
 }
 
+/* row row^T added into the upper triangle of G (R x R). */
+static void add_outer(const double *row, unsigned R, double *G)
+{
+    for (unsigned p = 0; p < R; p++)
+        if (row[p] != 0)
+            for (unsigned q = p; q < R; q++)
+                G[p * R + q] += row[p] * row[q];
+}
+
 /* Rows of one text matrix; dest maps a file row to a factor row (NULL: a
- * vector, one value per line, into vec). */
+ * vector, one value per line, into vec). A file row without a factor row
+ * (UINT64_MAX) is added into the upper triangle of G instead, through
+ * scratch (R values). */
 static amp_status read_text(const char *path, uint64_t rows, unsigned R, const uint64_t *dest,
-                            double *A, double *vec, amp_error *err)
+                            double *A, double *vec, double *G, double *scratch, amp_error *err)
 {
     FILE *fp = fopen(path, "r");
     if (fp == NULL)
@@ -505,11 +517,15 @@ static amp_status read_text(const char *path, uint64_t rows, unsigned R, const u
                           path, lineno, rows);
             break;
         }
-        if (vec)
+        if (vec) {
             rc = parse_row(path, lineno, line, 1, vec + i, err);
-        else
-            rc = parse_row(path, lineno, line, R,
-                           dest[i] == UINT64_MAX ? NULL : A + dest[i] * R, err);
+        } else if (dest[i] != UINT64_MAX) {
+            rc = parse_row(path, lineno, line, R, A + dest[i] * R, err);
+        } else {
+            rc = parse_row(path, lineno, line, R, scratch, err);
+            if (rc == AMP_OK)
+                add_outer(scratch, R, G);
+        }
         i++;
     }
     if (rc == AMP_OK && ferror(fp))
@@ -522,6 +538,24 @@ static amp_status read_text(const char *path, uint64_t rows, unsigned R, const u
     return rc;
 }
 
+/* G (R x R, upper triangle filled) made symmetric and kept as mode m's
+ * start_gram, or freed where it is zero. */
+static void keep_start_gram(amp_cpd *c, unsigned m, double *G)
+{
+    const unsigned R = c->rank;
+    int zero = 1;
+    for (unsigned p = 0; p < R; p++)
+        for (unsigned q = p; q < R; q++) {
+            G[q * R + p] = G[p * R + q];
+            zero &= G[p * R + q] == 0;
+        }
+    if (zero) {
+        free(G);
+        G = NULL;
+    }
+    c->start_gram[m] = G;
+}
+
 amp_status amp_factors_read(const amp_tensor *t, const char *prefix, unsigned rank,
                             amp_cpd *c, amp_error *err)
 {
@@ -529,29 +563,46 @@ amp_status amp_factors_read(const amp_tensor *t, const char *prefix, unsigned ra
      * row the text leaves out (none, once it parses). */
     AMP_CHECK(amp_cpd_init_random(t, rank, 0, c, err));
     amp_status rc = AMP_OK;
+    double *scratch = malloc((size_t)rank * sizeof *scratch);
+    if (scratch == NULL)
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     for (unsigned m = 0; m < t->nmodes && rc == AMP_OK; m++) {
         char *name = file_name(prefix, NULL, m, 0);
         uint64_t *inv = name ? inverse_relabel(t, m, err) : NULL;
+        /* Only a mode with dropped slices has rows for it. */
+        double *G = t->rows[m] < t->dims[m] ? calloc((size_t)rank * rank, sizeof *G) : NULL;
         if (inv == NULL)
             rc = name ? (err ? err->status : AMP_ERR_NOMEM)
                       : AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        else if (G == NULL && t->rows[m] < t->dims[m])
+            rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
         else
-            rc = read_text(name, t->dims[m], rank, inv, c->A[m], NULL, err);
+            rc = read_text(name, t->dims[m], rank, inv, c->A[m], NULL, G, scratch, err);
+        if (rc == AMP_OK && G != NULL)
+            keep_start_gram(c, m, G);
+        else
+            free(G);
         if (inv)
             amp_huge_free(inv, (size_t)t->dims[m] * sizeof(uint64_t) + 1);
         free(name);
     }
+    free(scratch);
     char *lname = rc == AMP_OK ? file_name(prefix, "lambda", 0, 0) : NULL;
     FILE *probe = lname ? fopen(lname, "r") : NULL;
     if (probe != NULL) {
         fclose(probe);
-        rc = read_text(lname, rank, 1, NULL, NULL, c->lambda, err);
+        rc = read_text(lname, rank, 1, NULL, NULL, c->lambda, NULL, NULL, err);
         /* ALS solves for mode 1 first from the others: lambda goes into
-         * the last mode's columns, where it still counts. */
+         * the last mode's columns, where it still counts, its dropped
+         * rows' Gram included. */
         unsigned L = t->nmodes - 1;
         for (uint64_t i = 0; rc == AMP_OK && i < c->rows[L]; i++)
             for (unsigned r = 0; r < rank; r++)
                 c->A[L][i * rank + r] *= c->lambda[r];
+        double *G = c->start_gram[L];
+        for (unsigned p = 0; rc == AMP_OK && G != NULL && p < rank; p++)
+            for (unsigned q = 0; q < rank; q++)
+                G[p * rank + q] *= c->lambda[p] * c->lambda[q];
         for (unsigned r = 0; r < rank; r++)
             c->lambda[r] = 1;
     }

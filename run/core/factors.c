@@ -31,8 +31,10 @@ void amp_cpd_opts_init(amp_cpd_opts *o)
 
 void amp_cpd_free(amp_cpd *c)
 {
-    for (unsigned m = 0; m < c->nmodes; m++)
+    for (unsigned m = 0; m < c->nmodes; m++) {
         amp_huge_free(c->A[m], (size_t)c->rows[m] * c->rank * sizeof(double) + 1);
+        free(c->start_gram[m]);
+    }
     free(c->lambda);
     memset(c, 0, sizeof *c);
 }

@@ -4,7 +4,7 @@
  *
  * Per iteration and mode d: M = MTTKRP(d); V = the Hadamard product of the
  * other modes' Gram matrices; A_d = M V^-1, V inverted through Cholesky
- * (LAPACK dpotrf, dpotri), or its pseudo-inverse when V is singular;
+ * (LAPACK dpotrf, dpotri), or its pseudo-inverse (dsyevd) when V is singular;
  * columns normalized into lambda (2-norm on the first iteration, max-norm
  * after, as SPLATT and the Tensor Toolbox do); the Gram of A_d updated. The fit never forms the model:
  * |X - model|^2 = |X|^2 + |model|^2 - 2 <X, model>, with <X, model> from
@@ -39,8 +39,12 @@ void openblas_set_num_threads(int n);
 #define UPDATE_BLOCK 256
 
 /* P = V^-1 through Cholesky (dpotrf, dpotri) when V is positive definite,
- * else the pseudo-inverse by the eigendecomposition of V, with eigenvalues
- * below R eps max|w| taken as zero (*use_pinv set). L is scratch. */
+ * else the pseudo-inverse by the eigendecomposition of V (dsyevd), with
+ * eigenvalues below R eps max|w| taken as zero (*use_pinv set): with Q's
+ * kept columns scaled by 1/sqrt(w), P = Q Q^T is one dsyrk. Cholesky
+ * stays first: it is several times faster than the eigendecomposition
+ * where it succeeds, and fails early where it does not (bench/RESULTS.md,
+ * "The CPU solve at high rank"). L is scratch. */
 static amp_status factor_gram(const double *V, unsigned R, double *L, double *P, int *use_pinv,
                               amp_error *err)
 {
@@ -68,25 +72,26 @@ static amp_status factor_gram(const double *V, unsigned R, double *L, double *P,
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     double *Q = L;   /* L is free again: the eigenvectors go there */
     memcpy(Q, V, (size_t)R * R * sizeof *Q);
-    info = LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'U', (lapack_int)R, Q, (lapack_int)R, w);
+    info = LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', (lapack_int)R, Q, (lapack_int)R, w);
     if (info != 0) {
         free(w);
-        return AMP_FAIL(err, AMP_ERR_INTERNAL, "the eigensolver (dsyev) failed on the %ux%u "
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "the eigensolver (dsyevd) failed on the %ux%u "
                         "Gram product (info %d)", R, R, (int)info);
     }
     double wmax = 0;
     for (unsigned i = 0; i < R; i++)
         wmax = fabs(w[i]) > wmax ? fabs(w[i]) : wmax;
     double cut = (double)R * DBL_EPSILON * wmax;
-    /* P = Q diag(1/w) Q^T over the eigenvalues kept (Q's columns). */
+    for (unsigned k = 0; k < R; k++)
+        w[k] = w[k] > cut ? 1 / sqrt(w[k]) : 0;
     for (unsigned i = 0; i < R; i++)
-        for (unsigned j = 0; j < R; j++) {
-            double sum = 0;
-            for (unsigned k = 0; k < R; k++)
-                if (w[k] > cut)
-                    sum += Q[i * R + k] * Q[j * R + k] / w[k];
-            P[i * R + j] = sum;
-        }
+        for (unsigned k = 0; k < R; k++)
+            Q[i * R + k] *= w[k];
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, (int)R, (int)R, 1.0, Q, (int)R, 0.0,
+                P, (int)R);
+    for (unsigned i = 0; i < R; i++)
+        for (unsigned j = 0; j < i; j++)
+            P[i * R + j] = P[j * R + i];
     free(w);
     return AMP_OK;
 }
@@ -552,6 +557,10 @@ static amp_status als_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
     memset(c->seconds, 0, sizeof c->seconds);
     for (unsigned m = 0; m < N; m++) {
         gram(c->A[m], c->rows[m], R, w.T, w.scratch, w.G[m]);
+        /* The start's rows beyond A, until mode m's update replaces G. */
+        if (c->start_gram[m] != NULL)
+            for (size_t k = 0; k < (size_t)R * R; k++)
+                w.G[m][k] += c->start_gram[m][k];
         if (f32)
             to_f32(c->A[m], w.A32[m], c->rows[m] * R, w.T);
     }
@@ -643,6 +652,54 @@ amp_status amp_cpu_als_share(const amp_tensor *part, const amp_cpd_opts *o, amp_
                         g->rank, g->size, sh->p->ngpus);
     sh->wait = sh->exchange = 0;
     return als_run(part, o, sh, c, err);
+}
+
+/* ---- how long the dense algebra takes ---------------------------------- */
+
+/* The solve's rate on this machine now: one block of UPDATE_BLOCK rows
+ * through the dgemm the update runs, on every thread at once, twice (the
+ * first touches the pages). Flops from the rows of every mode: 2 R^2 a
+ * row for M V^-1, R^2 for the Gram (dsyrk); R^3 a mode for V^-1 (dpotrf
+ * and dpotri, on one thread, at one thread's rate). */
+amp_status amp_cpu_solve_estimate(const amp_tensor *t, const amp_cpd_opts *o, double *seconds,
+                                  amp_error *err)
+{
+    const unsigned R = o->rank;
+    const int T = amp_thread_count(o->threads);
+    const size_t block = (size_t)UPDATE_BLOCK * R;
+    *seconds = 0;
+    double *P = malloc((size_t)R * R * sizeof *P);
+    double *MA = malloc(2 * block * (size_t)T * sizeof *MA);
+    if (P == NULL || MA == NULL) {
+        free(P);
+        free(MA);
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the solve's estimate");
+    }
+    for (size_t k = 0; k < (size_t)R * R; k++)
+        P[k] = 1.0 / (double)(k % 97 + 1);
+    blas_one_thread();
+    double took = 0;
+    for (int round = 0; round < 2; round++) {
+        double t0 = amp_now();
+#pragma omp parallel num_threads(T)
+        {
+            double *M = MA + 2 * block * (size_t)amp_thread_id(), *A = M + block;
+            for (size_t k = 0; k < block; k++)
+                M[k] = 1.0 / (double)(k % 89 + 1);
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, UPDATE_BLOCK, (int)R, (int)R,
+                        1.0, M, (int)R, P, (int)R, 0.0, A, (int)R);
+        }
+        took = amp_now() - t0;
+    }
+    free(P);
+    free(MA);
+    /* flops a second of one thread, and of all */
+    const double one = 2.0 * UPDATE_BLOCK * R * R / (took > 0 ? took : 1e-9);
+    uint64_t rows = 0;
+    for (unsigned m = 0; m < t->nmodes; m++)
+        rows += t->rows[m];
+    *seconds = 3.0 * (double)rows * R * R / (one * T) + (double)t->nmodes * R * R * R / one;
+    return AMP_OK;
 }
 
 /* ---- measurement and checking -------------------------------------------- */

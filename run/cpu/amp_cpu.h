@@ -87,6 +87,14 @@ typedef struct amp_cpu_share {
 amp_status amp_cpu_als_share(const amp_tensor *part, const amp_cpd_opts *o, amp_cpu_share *sh,
                              amp_cpd *c, amp_error *err);
 
+/* *seconds: how long one iteration's dense algebra (every mode's
+ * A = M V^-1, its Gram, and V^-1) should take at o->rank on o->threads
+ * threads, from a rate timed here (one block of the solve a thread: some
+ * 0.1 s at rank 4096, far less below). A singular V adds an
+ * eigendecomposition, several times V^-1's time. */
+amp_status amp_cpu_solve_estimate(const amp_tensor *t, const amp_cpd_opts *o, double *seconds,
+                                  amp_error *err);
+
 /* Time opts->max_iters rounds of MTTKRP over every mode (the papers'
  * measure): seconds[d] summed over rounds. */
 amp_status amp_cpu_time_mttkrp(const amp_tensor *t, const amp_cpd_opts *o, const amp_cpd *c,

@@ -1192,6 +1192,16 @@ static amp_status load_factors(const amp_gpu_tensor *g, gpu_als *w, const amp_cp
         if (w->f32)
             CUDA_TRY(amp_gpu_to_f32(w->A[m], w->A32[m], n, w->s), err);
         AMP_CHECK(gram(w, m, 0, g->rows[m], err));
+        /* The start's rows beyond A (amp_cpd.start_gram), on every GPU,
+         * as each takes the Gram whole. */
+        if (c->start_gram[m] != NULL) {
+            const size_t rr = (size_t)R * R;
+            CUDA_TRY(cudaMemcpyAsync(w->gram_partial, c->start_gram[m], rr * sizeof(double),
+                                     cudaMemcpyHostToDevice, w->s), err);
+            CUDA_TRY(cudaMemcpyAsync(w->gram_partial + rr, w->G[m], rr * sizeof(double),
+                                     cudaMemcpyDeviceToDevice, w->s), err);
+            CUDA_TRY(amp_gpu_sum_matrices(w->gram_partial, 2, R, w->G[m], w->s), err);
+        }
         /* Every row is in: the first mode's waits pass at once. */
         CUDA_TRY(cudaEventRecord(w->ex1[m], w->xs), err);
     }
@@ -1239,8 +1249,12 @@ static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, amp
     int converged = 0, pinv_used = 0;
     for (unsigned it = 0; it < o->max_iters; it++) {
         double t_iter = wall_now();
-        for (unsigned d = 0; d < N; d++)
+        for (unsigned d = 0; d < N; d++) {
+            if (run->go.fail_gpu == w->gpu + 1 && run->go.fail_iter == it + 1 && d == 1)
+                return AMP_FAIL(err, AMP_ERR_CUDA, "a device failure injected at iteration %u "
+                                "(amp_gpu_als_opts.fail_gpu)", it + 1);
             AMP_CHECK(update_mode(g, w, d, it == 0, &pinv_used, err));
+        }
         /* Streamed: the next iteration's first chunks over the link while
          * the last update and the fit run, not after the host has seen
          * the fit (wasted if this iteration converges). */

@@ -73,6 +73,12 @@ typedef struct amp_gpu_als_opts {
      * as its MTTKRP finishes each (1 to AMP_SEND_PARTS_MAX; 0 or 1: whole,
      * once solved, the default: bench/RESULTS.md has the measurements). */
     unsigned send_parts;
+    /* Tests: GPU fail_gpu - 1 of the run (0: none) fails as a device
+     * would (AMP_ERR_CUDA) before mode 2's update of iteration fail_iter
+     * (1-based), while the others are inside that iteration, so that
+     * their stop (every collective cancelled, the failed GPU named) can
+     * be checked on a machine whose GPUs do not fail on demand. */
+    unsigned fail_gpu, fail_iter;
 } amp_gpu_als_opts;
 
 typedef struct amp_gpu_run amp_gpu_run;
