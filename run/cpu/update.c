@@ -49,17 +49,24 @@ amp_status amp_cpu_admm_prepare(amp_update_args *a, double *P, amp_error *err)
     return AMP_OK;
 }
 
-/* prox of the mode's rule for a step 1 / rho: shrink by l1 / rho, project,
- * scale by rho / (rho + l2). Written with one-sided maxima (z > t ? z - t
- * : 0 and its mirror) so the loops over a row vectorize: the same values
- * as the three-way branch. */
+/* max(x, 0), exact for finite x below DBL_MAX / 2 (x + x and the halving
+ * are exact); a comparison here kept GCC 12 at -O2 from vectorizing the
+ * loops over a block (0.03-0.05 s of an update, a third of it). */
+static inline double relu(double x)
+{
+    return (x + fabs(x)) * 0.5;
+}
+
+/* prox of the mode's rule for a step 1 / rho: shrink by t = l1 / rho,
+ * project, scale by s = rho / (rho + l2). For finite z, the same values
+ * as z > t ? (z - t) s : z < -t ? (z + t) s : 0 (and 0 below t when
+ * non-negative). */
 static inline double prox(double z, double t, double s, int nonneg)
 {
-    const double up = z - t > 0 ? z - t : 0;
+    const double up = relu(z - t);
     if (nonneg)
         return up * s;
-    const double down = z + t < 0 ? z + t : 0;
-    return (up + down) * s;
+    return (up - relu(-(z + t))) * s;
 }
 
 static void admm_rows(const amp_update_args *a, const double *M, double *A, double *U,
@@ -71,18 +78,30 @@ static void admm_rows(const amp_update_args *a, const double *M, double *A, doub
     const uint64_t nr = n * R;
     double *At = scratch, *T = At + nr, *active = T + nr;
     if (a->admm_tol <= 0) {
-        /* Every row every inner iteration: no residuals to sum. */
-        for (unsigned it = 0; it < a->inner; it++) {
+        /* Every row every inner iteration, no residuals: one pass a
+         * product, which also forms the next one's M + rho (A + U). */
 #pragma omp simd
-            for (uint64_t k = 0; k < nr; k++)
-                T[k] = M[k] + rho * (A[k] + U[k]);
+        for (uint64_t k = 0; k < nr; k++)
+            T[k] = M[k] + rho * (A[k] + U[k]);
+        for (unsigned it = 0; it < a->inner; it++) {
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)R, (int)R, 1.0,
                         T, (int)R, a->P, (int)R, 0.0, At, (int)R);
+            if (nonneg) {
 #pragma omp simd
-            for (uint64_t k = 0; k < nr; k++) {
-                const double v = prox(At[k] - U[k], t, sc, nonneg);
-                A[k] = v;
-                U[k] += v - At[k];
+                for (uint64_t k = 0; k < nr; k++) {
+                    const double v = relu(At[k] - U[k] - t) * sc, u = U[k] + (v - At[k]);
+                    A[k] = v;
+                    U[k] = u;
+                    T[k] = M[k] + rho * (v + u);
+                }
+            } else {
+#pragma omp simd
+                for (uint64_t k = 0; k < nr; k++) {
+                    const double v = prox(At[k] - U[k], t, sc, 0), u = U[k] + (v - At[k]);
+                    A[k] = v;
+                    U[k] = u;
+                    T[k] = M[k] + rho * (v + u);
+                }
             }
         }
         return;
