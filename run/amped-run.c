@@ -628,12 +628,16 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
         a->gpu.release = a->check ? NULL : &s->t;
         a->gpu.file = s->f;
         a->gpu.progress = amp_progress_callback;
+        a->gpu.phase = amp_progress_phase_callback;
         a->gpu.progress_ctx = &bar;
         amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
         amp_status rc = amp_gpu_run_open(&a->gpu, &a->opts, &s->t, &s->gr, err);
         amp_progress_end(&bar);
         a->gpu.progress_ctx = NULL;
         AMP_CHECK(rc);
+        for (unsigned k = 0; s->gr && k < amp_gpu_run_count(s->gr); k++)
+            if (amp_gpu_run_note(s->gr, k))
+                amp_log(AMP_LOG_WARN, "%s", amp_gpu_run_note(s->gr, k));
     }
     if (s->gr == NULL && a->gpu_only)
         amp_log(AMP_LOG_WARN, "%s applies to the GPU backend; this run is on the CPU (no GPU "
@@ -841,8 +845,17 @@ static int run(run_args *a)
     if (lrc != AMP_OK)
         goto fail;
     loaded = 1;
-    if (s.gr && amp_gpu_run_join(s.gr, &err) != AMP_OK)
-        goto fail;
+    if (s.gr) {
+        /* Joining waits for every process's GPUs: say what it waits on.
+         * Alone there is nothing to join. */
+        amp_progress bar;
+        amp_progress_begin(&bar, "NCCL init", NULL, 0, !a->quiet && s.dist != NULL);
+        amp_progress_update(&bar, 0);
+        amp_status jrc = amp_gpu_run_join(s.gr, &err);
+        amp_progress_end(&bar);
+        if (jrc != AMP_OK)
+            goto fail;
+    }
     if (!a->quiet)
         print_loaded(a, &s);
     warn_rank(&s.t, a->opts.rank);
