@@ -66,7 +66,7 @@ int main(int argc, char **argv)
         }
         p.row_lookup = lookup;
         double t1 = amp_now();
-        if (amp_partition_tensors(&t, &p, (int)threads, NULL, parts, &err) != AMP_OK) {
+        if (amp_partition_tensors(&t, &p, (int)threads, NULL, NULL, NULL, parts, &err) != AMP_OK) {
             amp_partition_free(&p);
             rc = 1;
             break;

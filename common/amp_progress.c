@@ -68,6 +68,17 @@ void amp_progress_update(amp_progress *p, uint64_t done)
     fflush(stderr);
 }
 
+void amp_progress_phase(amp_progress *p, const char *phase, const char *unit, uint64_t total)
+{
+    p->phase = phase;
+    p->unit = unit;
+    p->total = total;
+    p->start = amp_now();
+    /* The interval since the last phase's draw must not hide this one. */
+    p->drawn = 0;
+    amp_progress_update(p, 0);
+}
+
 void amp_progress_end(amp_progress *p)
 {
     if (p->enabled && p->drawn) {
@@ -83,4 +94,10 @@ void amp_progress_callback(void *ctx, uint64_t done, uint64_t total)
     if (total != 0)
         p->total = total;
     amp_progress_update(p, done);
+}
+
+void amp_progress_phase_callback(void *ctx, const char *phase, const char *unit,
+                                 uint64_t total)
+{
+    amp_progress_phase(ctx, phase, unit, total);
 }

@@ -21,10 +21,18 @@ typedef struct amp_progress {
 void amp_progress_begin(amp_progress *p, const char *phase, const char *unit,
                         uint64_t total, int enabled);
 void amp_progress_update(amp_progress *p, uint64_t done);
+/* A new phase on the same line (its name, unit and total, as for
+ * amp_progress_begin), drawn at once: a phase that reports no progress of
+ * its own (one call that returns when done) still shows what is going
+ * on. */
+void amp_progress_phase(amp_progress *p, const char *phase, const char *unit, uint64_t total);
 /* Erase the line so the next message starts clean. */
 void amp_progress_end(amp_progress *p);
 
 /* Adapter for library progress callbacks: ctx is an amp_progress. */
 void amp_progress_callback(void *ctx, uint64_t done, uint64_t total);
+/* The same for a library's phase callbacks (amp_gpu_opts.phase). */
+void amp_progress_phase_callback(void *ctx, const char *phase, const char *unit,
+                                 uint64_t total);
 
 #endif

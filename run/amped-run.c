@@ -628,12 +628,16 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
         a->gpu.release = a->check ? NULL : &s->t;
         a->gpu.file = s->f;
         a->gpu.progress = amp_progress_callback;
+        a->gpu.phase = amp_progress_phase_callback;
         a->gpu.progress_ctx = &bar;
         amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
         amp_status rc = amp_gpu_run_open(&a->gpu, &a->opts, &s->t, &s->gr, err);
         amp_progress_end(&bar);
         a->gpu.progress_ctx = NULL;
         AMP_CHECK(rc);
+        for (unsigned k = 0; s->gr && k < amp_gpu_run_count(s->gr); k++)
+            if (amp_gpu_run_note(s->gr, k))
+                amp_log(AMP_LOG_WARN, "%s", amp_gpu_run_note(s->gr, k));
     }
     if (s->gr == NULL && a->gpu_only)
         amp_log(AMP_LOG_WARN, "%s applies to the GPU backend; this run is on the CPU (no GPU "
@@ -841,8 +845,17 @@ static int run(run_args *a)
     if (lrc != AMP_OK)
         goto fail;
     loaded = 1;
-    if (s.gr && amp_gpu_run_join(s.gr, &err) != AMP_OK)
-        goto fail;
+    if (s.gr) {
+        /* Joining waits for every process's GPUs: say what it waits on.
+         * Alone there is nothing to join. */
+        amp_progress bar;
+        amp_progress_begin(&bar, "NCCL init", NULL, 0, !a->quiet && s.dist != NULL);
+        amp_progress_update(&bar, 0);
+        amp_status jrc = amp_gpu_run_join(s.gr, &err);
+        amp_progress_end(&bar);
+        if (jrc != AMP_OK)
+            goto fail;
+    }
     if (!a->quiet)
         print_loaded(a, &s);
     warn_rank(&s.t, a->opts.rank);
@@ -1202,6 +1215,39 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
     return -1;
 }
 
+#ifdef AMP_TEST_HOOKS
+/* tests/amped-run-hooks only, a build of this file for make check that is
+ * never installed: failures on demand, from the environment, so that what
+ * a user meets when a GPU fails or fills up can be checked end to end on
+ * GPUs that do neither (tests/gpu_faults.sh). The installed amped-run
+ * reads neither variable.
+ *   AMPED_TEST_FAIL_GPU=G:I      GPU G of the run (from 0) fails before
+ *                                mode 2 of iteration I (1-based)
+ *   AMPED_TEST_RESIDENT_FULL=K   the resident upload to this process's GPU
+ *                                K (from 0) finds its memory taken */
+static int test_hooks(run_args *a)
+{
+    const char *v = getenv("AMPED_TEST_FAIL_GPU");
+    unsigned g, it, k;
+    char extra;
+    if (v != NULL) {
+        if (sscanf(v, "%u:%u%c", &g, &it, &extra) != 2 || g >= AMP_MAX_GPUS || it == 0)
+            return amp_usage_error(PROGRAM, "AMPED_TEST_FAIL_GPU=%s: give GPU:ITERATION, a "
+                                   "GPU from 0 and an iteration from 1 (as 1:3)", v);
+        a->gpu_als.fail_gpu = g + 1;
+        a->gpu_als.fail_iter = it;
+    }
+    v = getenv("AMPED_TEST_RESIDENT_FULL");
+    if (v != NULL) {
+        if (sscanf(v, "%u%c", &k, &extra) != 1 || k >= AMP_MAX_GPUS)
+            return amp_usage_error(PROGRAM, "AMPED_TEST_RESIDENT_FULL=%s: give a GPU of this "
+                                   "process, from 0", v);
+        a->gpu.fail_resident = k + 1;
+    }
+    return -1;
+}
+#endif
+
 int main(int argc, char **argv)
 {
     run_args a;
@@ -1219,6 +1265,10 @@ int main(int argc, char **argv)
     amp_log_init("amped-run", cli.common.level);
     if ((status = check_args(argc, argv, &a, &cli)) >= 0)
         return status;
+#ifdef AMP_TEST_HOOKS
+    if ((status = test_hooks(&a)) >= 0)
+        return status;
+#endif
     if (cli.want_list)
         return list_devices();
     if (cli.want_info || cli.want_verify) {

@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "amp_alloc.h"
 #include "amp_outfile.h"
 #include "amp_parse.h"
+#include "amp_progress.h"
 #include "amp_timer.h"
 #include "tap.h"
 
@@ -19,6 +21,50 @@
  * AddressSanitizer that must return NULL like libc does, not abort. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+
+/* The progress bar on a terminal (a pseudo-terminal as stderr), through
+ * the callbacks a library is given: each phase is drawn at once under
+ * its own name, even one that reports nothing (NCCL init), and the end
+ * erases the line. */
+static void test_progress_phases(void)
+{
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    int tty = -1;
+    if (master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0 && ptsname(master))
+        tty = open(ptsname(master), O_RDWR | O_NOCTTY);
+    if (tty < 0) {
+        skip(3, "no pseudo-terminal");
+        if (master >= 0)
+            close(master);
+        return;
+    }
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    dup2(tty, STDERR_FILENO);
+    amp_progress p;
+    amp_progress_begin(&p, "loading", "B", 0, 1);
+    amp_progress_callback(&p, 1000, 0);
+    amp_progress_phase_callback(&p, "uploading", "B", 4096);
+    amp_progress_phase_callback(&p, "NCCL init", NULL, 0);
+    amp_progress_end(&p);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(tty);
+    char buf[1024];
+    size_t n = 0;
+    ssize_t got;
+    fcntl(master, F_SETFL, O_NONBLOCK);
+    while (n < sizeof buf - 1 && (got = read(master, buf + n, sizeof buf - 1 - n)) > 0)
+        n += (size_t)got;
+    buf[n] = 0;
+    close(master);
+    const char *up = strstr(buf, "\ruploading");
+    ok(strstr(buf, "\rloading") != NULL && up != NULL && strstr(up, "0.0%") != NULL,
+       "on a terminal, each phase drawn at once under its name, with its total's percent");
+    ok(up && strstr(up, "\rNCCL init") != NULL, "... a phase with no progress of its own too");
+    ok(n >= 4 && memcmp(buf + n - 4, "\r\033[K", 4) == 0, "... and the end erases the line");
+}
 
 static int file_exists(const char *p)
 {
@@ -220,5 +266,6 @@ int main(void)
 
     double t0 = amp_now(), t1 = amp_now();
     ok(t1 >= t0 && t0 > 0, "timer is monotonic");
+    test_progress_phases();
     return done_testing();
 }

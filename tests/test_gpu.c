@@ -325,7 +325,8 @@ static void check_from_file(const char *name, const amp_tensor *t, const amp_fil
     if (up)
         up = (compressed ? amp_gpu_tensor_upload_compressed(0, f, &layout, 3, NULL, NULL, &g,
                                                             &err)
-                         : amp_gpu_tensor_upload_file(0, f, &layout, 3, NULL, NULL, &g, &err)) ==
+                         : amp_gpu_tensor_upload_file(0, f, &layout, 3, NULL, NULL, NULL, &g,
+                                                      &err)) ==
              AMP_OK;
     if (up && compressed && !(amp_gpu_tensor_streamed(g) && amp_gpu_tensor_compressed(g) &&
                               amp_gpu_tensor_host_bytes(g) > 0))
@@ -668,6 +669,159 @@ static void test_random(void)
         amp_tensor_free(&t);
         amp_coo_free(&x);
     }
+}
+
+/* What amp_gpu_run_open announced and reported: the phases in order, and
+ * the last progress of the last one. */
+typedef struct open_log {
+    char phases[256];
+    uint64_t done, total;
+} open_log;
+
+static void log_phase(void *ctx, const char *phase, const char *unit, uint64_t total)
+{
+    open_log *l = ctx;
+    (void)unit;
+    size_t at = strlen(l->phases);
+    snprintf(l->phases + at, sizeof l->phases - at, "%s%s", at ? "," : "", phase);
+    l->done = 0;
+    l->total = total;
+}
+
+static void log_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    open_log *l = ctx;
+    l->done = done;
+    l->total = total ? total : l->total;
+}
+
+/* CP-ALS of 10 iterations from seed 5 on run (NULL: the CPU). */
+static amp_status full_decompose(const amp_tensor *t, amp_gpu_run *run, amp_cpd *c,
+                                 amp_error *err)
+{
+    amp_cpd_opts o;
+    amp_cpd_opts_init(&o);
+    o.rank = 7;
+    o.max_iters = 10;
+    o.tol = 0;
+    amp_gpu_als_opts go = {0};
+    amp_status rc = amp_cpd_init_random(t, o.rank, 5, c, err);
+    if (rc == AMP_OK)
+        rc = run ? amp_gpu_run_als(run, t, &o, &go, c, err) : amp_cpu_als(t, &o, c, err);
+    return rc;
+}
+
+/* A resident tensor whose device allocation finds the GPU's memory taken
+ * after the plan (issue 27; amp_gpu_opts.fail_resident stands in for the
+ * other process): --memory auto streams it instead, from the file (the
+ * nonzeros read into host memory first) or from host memory, says so in
+ * the run's note and reaches the CPU's fit (1e-6); forced resident fails
+ * with AMP_ERR_NOMEM naming the GPU, what it needs and what is free.
+ * Without the hook the same open is resident with no note. */
+#define FULL_CHECKS 6
+static void test_resident_full(void)
+{
+    static const shape sh = {"4 modes", 4, {60, 50, 40, 30}, 9000, 0};
+    amp_coo x;
+    amp_tensor t, layout;
+    amp_file *f = NULL;
+    amp_cpd cpu = {0};
+    amp_error err = {0};
+    random_tensor(&sh, 77, &x);
+    if (!prepare_open(&x, "full.amp", 8, 997, &t, &f)) {
+        skip(FULL_CHECKS, "no file");
+        amp_coo_free(&x);
+        return;
+    }
+    if (full_decompose(&t, NULL, &cpu, &err) != AMP_OK)
+        diag("the CPU: %s", amp_error_message(&err));
+    amp_cpd_opts cpd;
+    amp_cpd_opts_init(&cpd);
+    cpd.rank = 7;
+    for (int from_file = 1; from_file >= 0; from_file--) {
+        open_log log = {"", 0, 0};
+        amp_gpu_opts o;
+        memset(&o, 0, sizeof o);
+        o.path = "full.amp";
+        o.gpus = 1;
+        o.memory = AMP_MEMORY_AUTO;
+        o.fail_resident = 1;
+        o.progress = log_progress;
+        o.phase = log_phase;
+        o.progress_ctx = &log;
+        const amp_tensor *use = &t;
+        int have_layout = 0;
+        if (from_file) {
+            have_layout = amp_tensor_load_layout(f, &layout, &err) == AMP_OK;
+            o.file = f;
+            o.release = &layout;
+            use = &layout;
+        }
+        amp_gpu_run *run = NULL;
+        amp_status rc = from_file && !have_layout ? err.status
+                                                  : amp_gpu_run_open(&o, &cpd, use, &run, &err);
+        const char *note = rc == AMP_OK && run ? amp_gpu_run_note(run, 0) : NULL;
+        amp_gpu_info in = {0};
+        if (run)
+            amp_gpu_run_info(run, 0, &in);
+        const char *how = from_file ? "from the file" : "from host memory";
+        ok(rc == AMP_OK && run && in.streamed && !amp_gpu_run_direct(run) && note &&
+               strstr(note, "GPU 0 (") && strstr(note, "ran out of memory taking the tensor "
+                                                      "resident") &&
+               strstr(note, "streamed from host memory instead"),
+           "memory taken, --memory auto, %s: streamed instead, and the note says so ('%s'%s)",
+           how, note ? note : "", rc == AMP_OK ? "" : amp_error_message(&err));
+        amp_cpd gpu = {0};
+        if (run && (rc = full_decompose(use, run, &gpu, &err)) != AMP_OK)
+            diag("%s", amp_error_message(&err));
+        if (from_file) {
+            ok(rc == AMP_OK && run && fabs(gpu.fit - cpu.fit) <= 1e-6, "... %s: the CPU's fit "
+               "(%.10f against %.10f)", how, run ? gpu.fit : NAN, cpu.fit);
+            /* The first phase, reading the file straight to the GPU, is
+             * the caller's: announced are the reading into host memory
+             * and the streamed upload, which ends at its total. */
+            ok(strcmp(log.phases, "loading,uploading") == 0 && log.total > 0 &&
+                   log.done == log.total, "... %s: the phases announced (%s), the upload "
+               "reported to its end (%" PRIu64 " of %" PRIu64 " bytes)", how, log.phases,
+               log.done, log.total);
+        } else {
+            ok(rc == AMP_OK && run && fabs(gpu.fit - cpu.fit) <= 1e-6, "... %s: the CPU's fit "
+               "(%.10f against %.10f)", how, run ? gpu.fit : NAN, cpu.fit);
+        }
+        amp_cpd_free(&gpu);
+        amp_gpu_run_close(run);
+        if (have_layout)
+            amp_tensor_free(&layout);
+    }
+    amp_gpu_opts o;
+    memset(&o, 0, sizeof o);
+    o.path = "full.amp";
+    o.gpus = 1;
+    o.memory = AMP_MEMORY_RESIDENT;
+    o.fail_resident = 1;
+    amp_gpu_run *run = NULL;
+    amp_error e = {0};
+    amp_status rc = amp_gpu_run_open(&o, &cpd, &t, &run, &e);
+    const char *msg = amp_error_message(&e);
+    ok(rc == AMP_ERR_NOMEM && run == NULL && strstr(msg, "GPU 0 (") && strstr(msg, "needs") &&
+           strstr(msg, "is free now") && strstr(msg, "--memory auto streams it instead"),
+       "memory taken, --memory resident: AMP_ERR_NOMEM (%d), naming the GPU, what it needs "
+       "and what is free ('%s')", (int)rc, msg);
+    amp_gpu_run_close(run);
+    run = NULL;
+    o.memory = AMP_MEMORY_AUTO;
+    o.fail_resident = 0;
+    rc = amp_gpu_run_open(&o, &cpd, &t, &run, &e);
+    amp_gpu_info in = {0};
+    if (run)
+        amp_gpu_run_info(run, 0, &in);
+    ok(rc == AMP_OK && run && !in.streamed && amp_gpu_run_note(run, 0) == NULL,
+       "the same open without the hook: resident, no note");
+    amp_gpu_run_close(run);
+    amp_cpd_free(&cpu);
+    amp_tensor_free(&t);
+    amp_file_close(f);
+    amp_coo_free(&x);
 }
 
 /* The fused solve and column statistics against a plain f64 product on
@@ -1158,7 +1312,7 @@ int main(void)
     amp_status rc = amp_cuda_list_devices(dev, 16, &count, &err);
     if (rc == AMP_ERR_NO_DEVICE)
         plan_skip_all("no CUDA device");
-    plan(2 + 2 * (count < 16 ? count : 16) + 3 + SOLVE_CHECKS + UPDATE_CHECKS +
+    plan(2 + 2 * (count < 16 ? count : 16) + 3 + SOLVE_CHECKS + UPDATE_CHECKS + FULL_CHECKS +
          NSHAPES * (2 + 2 * NRANKS + CUT_CHECKS + 2 * ALS_CHECKS + STREAM_CHECKS +
                     2 * FROM_FILE_CHECKS + GROUP_CHECKS + GAP_CHECKS + REF_CHECKS +
                     METHOD_CHECKS) +
@@ -1187,6 +1341,7 @@ int main(void)
             diag("%s", amp_error_message(&e));
     }
     test_solve_stats();
+    test_resident_full();
     test_update_rows();
     test_random();
     test_large_values();

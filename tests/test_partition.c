@@ -6,6 +6,7 @@
  * sum the same products in another order. */
 #include <config.h>
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,8 +211,27 @@ static int check_partition(const char *name, const amp_tensor *t, unsigned N,
     return bad;
 }
 
+/* What amp_partition_tensors reported: every call's numbers in order. */
+typedef struct progress_log {
+    unsigned calls, rising;   /* rising: calls whose done exceeded the last's */
+    uint64_t done, total;     /* the last call's */
+    int total_changed;
+} progress_log;
+
+static void log_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    progress_log *l = ctx;
+    l->rising += l->calls == 0 || done > l->done;
+    l->total_changed |= l->calls > 0 && total != l->total;
+    l->calls++;
+    l->done = done;
+    l->total = total;
+}
+
 /* Every part at once, releasing the tensor's copies mode by mode: the same
- * parts as one at a time from an untouched tensor, and the copies gone. */
+ * parts as one at a time from an untouched tensor, and the copies gone;
+ * progress reported once a part and mode, rising to every mode's
+ * nonzeros. */
 static void check_release(const char *name, amp_file *f, const amp_tensor *t, unsigned N,
                           amp_partition_kind kind, int overlap)
 {
@@ -226,8 +246,16 @@ static void check_release(const char *name, amp_file *f, const amp_tensor *t, un
         built += good;
     }
     int loaded = good && amp_tensor_load(f, 2, NULL, NULL, &t2, &err) == AMP_OK;
-    int have_all = loaded && amp_partition_tensors(&t2, &p, 3, &t2, all, &err) == AMP_OK;
+    progress_log log = {0};
+    int have_all = loaded && amp_partition_tensors(&t2, &p, 3, &t2, log_progress, &log, all,
+                                                   &err) == AMP_OK;
     good = have_all;
+    uint64_t nnz_all = 0;
+    for (unsigned d = 0; d < t->nmodes; d++)
+        nnz_all += t->copies[d].nnz;
+    /* A part with no nonzeros of a mode reports no rise. */
+    int reported = log.calls == N * t->nmodes && log.rising >= t->nmodes &&
+                   log.done == nnz_all && log.total == nnz_all && !log.total_changed;
     size_t vsize = amp_value_size(t->value_type);
     for (unsigned g = 0; good && g < N; g++) {
         for (unsigned d = 0; d < t->nmodes; d++)
@@ -244,13 +272,18 @@ static void check_release(const char *name, amp_file *f, const amp_tensor *t, un
         good = amp_partition_new(&t2, N, kind, &part2, &err) == AMP_OK;
         amp_tensor again[AMP_MAX_GPUS];
         amp_error e2 = {0};
-        good = good && amp_partition_tensors(&t2, &part2, 1, &t2, again, &e2) == AMP_ERR_USAGE;
+        good = good && amp_partition_tensors(&t2, &part2, 1, &t2, NULL, NULL, again, &e2) == AMP_ERR_USAGE;
         amp_partition_free(&part2);
     }
     ok(good, "%s, %u GPUs, %s%s: all parts at once, each mode's copy released after its "
        "parts, equal the parts one at a time (%s)", name, N,
        kind == AMP_PARTITION_OWNER ? "owner" : "equal-nnz", overlap ? ", two groups" : "",
        amp_error_message(&err));
+    ok(have_all && reported, "%s, %u GPUs, %s%s: progress reported %u times (a part and "
+       "mode: %u), %u rising, to %" PRIu64 " of %" PRIu64 " (every mode's nonzeros: %" PRIu64
+       ")", name, N, kind == AMP_PARTITION_OWNER ? "owner" : "equal-nnz",
+       overlap ? ", two groups" : "", log.calls, N * t->nmodes, log.rising, log.done, log.total,
+       nnz_all);
     for (unsigned g = 0; g < built; g++)
         amp_tensor_free(&ref[g]);
     if (have_all)

@@ -374,9 +374,12 @@ amp_status amp_partition_tensor(const amp_tensor *t, const amp_partition *p, uns
  * every part of that mode exists, so the peak is t plus one mode's parts;
  * t keeps its dimensions, rows, block tables and relabellings but can no
  * longer be read for nonzeros (t->bytes counts what is left). On failure
- * no part is left, and the modes released before it stay released. */
+ * no part is left, and the modes released before it stay released.
+ * progress (may be NULL) gets the nonzeros put into parts so far, as each
+ * GPU's part of a mode is built, of every mode's nonzeros in all. */
 amp_status amp_partition_tensors(const amp_tensor *t, const amp_partition *p, int threads,
-                                 amp_tensor *release, amp_tensor *parts, amp_error *err);
+                                 amp_tensor *release, amp_load_progress_fn progress,
+                                 void *progress_ctx, amp_tensor *parts, amp_error *err);
 
 /* Part `part` of an owner-computes partition p of f's tensor (t: its
  * layout, amp_tensor_load_layout, or more), read from the file alone:

@@ -567,7 +567,8 @@ amp_status amp_partition_tensor(const amp_tensor *t, const amp_partition *p, uns
 }
 
 amp_status amp_partition_tensors(const amp_tensor *t, const amp_partition *p, int threads,
-                                 amp_tensor *release, amp_tensor *parts, amp_error *err)
+                                 amp_tensor *release, amp_load_progress_fn progress,
+                                 void *progress_ctx, amp_tensor *parts, amp_error *err)
 {
     if (p->nmodes != t->nmodes || p->ngpus < 1 || p->ngpus > AMP_MAX_GPUS)
         return AMP_FAIL(err, AMP_ERR_USAGE, "a partition for %u GPUs and %u modes", p->ngpus,
@@ -582,13 +583,20 @@ amp_status amp_partition_tensors(const amp_tensor *t, const amp_partition *p, in
      * values: the peak is t plus one mode's parts, not t plus all, and
      * the pages freed are the next mode's to fill. */
     const size_t vsize = amp_value_size(t->value_type);
+    uint64_t done = 0, total = 0;
+    for (unsigned d = 0; d < t->nmodes; d++)
+        total += t->copies[d].nnz;
     for (unsigned d = 0; d < t->nmodes; d++) {
         const amp_copy *c = &t->copies[d];
         amp_status rc = AMP_OK;
         if (c->nnz > 0 && (c->words == NULL || c->vals == NULL))
             rc = AMP_FAIL(err, AMP_ERR_USAGE, "mode %u's copy was released already", d + 1);
-        for (unsigned g = 0; g < p->ngpus && rc == AMP_OK; g++)
+        for (unsigned g = 0; g < p->ngpus && rc == AMP_OK; g++) {
             rc = part_add(t, p, maps, g, d, threads, &parts[g], err);
+            done += rc == AMP_OK ? parts[g].copies[d].nnz : 0;
+            if (rc == AMP_OK && progress != NULL)
+                progress(progress_ctx, done, total);
+        }
         if (rc != AMP_OK) {
             for (unsigned g = 0; g < p->ngpus; g++)
                 amp_tensor_free(&parts[g]);

@@ -54,13 +54,37 @@ typedef struct amp_gpu_tensor amp_gpu_tensor;
  * device buffers while it computes. */
 amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
                                  amp_gpu_tensor **g, amp_error *err);
+
+/* What an upload reports beyond its status; NULL where nothing is asked. */
+typedef struct amp_gpu_upload_opts {
+    /* Called from the uploading thread with the bytes of words and values
+     * (the host copies', nnz x (8 + value size) a copy in all) just
+     * moved: over the link when resident, packed and page-locked when
+     * streamed. */
+    void (*progress)(void *ctx, uint64_t bytes);
+    void *progress_ctx;
+    /* Tests: the last of a resident tensor's device allocations fails as
+     * if another process had taken the memory. */
+    int fail_alloc;
+    /* Out: set when the upload failed (AMP_ERR_NOMEM) because a device
+     * allocation of the tensor found the GPU's memory taken; what was
+     * allocated is freed, and the device can be used again. */
+    int device_full;
+} amp_gpu_upload_opts;
+
+/* amp_gpu_tensor_upload with uo (may be NULL). */
+amp_status amp_gpu_tensor_upload_with(int device, const amp_tensor *t, uint64_t chunk_nnz,
+                                      amp_gpu_upload_opts *uo, amp_gpu_tensor **g,
+                                      amp_error *err);
 /* Resident, straight from the file: `threads` threads (at least 1) read,
  * check and decompress the chunks and stage them to the device while
  * the link carries the ones before, so the tensor is never whole in host
- * memory. t: f's layout (amp_tensor_load_layout) or more. */
+ * memory. t: f's layout (amp_tensor_load_layout) or more. progress: the
+ * file's bytes read; uo (may be NULL): its fail_alloc and device_full. */
 amp_status amp_gpu_tensor_upload_file(int device, const amp_file *f, const amp_tensor *t,
                                       int threads, amp_load_progress_fn progress,
-                                      void *progress_ctx, amp_gpu_tensor **g, amp_error *err);
+                                      void *progress_ctx, amp_gpu_upload_opts *uo,
+                                      amp_gpu_tensor **g, amp_error *err);
 /* Streamed from compressed chunks: the file's chunks of every copy are
  * read, checked and kept as stored (compressed) in host memory, and each
  * MTTKRP decodes them on `threads` CPU threads into page-locked slots on

@@ -54,6 +54,12 @@ unsigned amp_gpu_run_count(const amp_gpu_run *run)
     return 0;
 }
 
+const char *amp_gpu_run_note(const amp_gpu_run *run, unsigned gpu)
+{
+    (void)run, (void)gpu;
+    return NULL;
+}
+
 unsigned amp_gpu_run_total(const amp_gpu_run *run)
 {
     (void)run;
@@ -164,8 +170,16 @@ struct amp_gpu_run {
     int direct;                       /* from the file straight to the GPU */
     uint32_t nshards[AMP_MAX_MODES];  /* the file's shards per mode */
     int compressed;                   /* streamed from compressed chunks */
+    char note[AMP_MAX_GPUS][320];     /* amp_gpu_run_note; "" for none */
     amp_gpu_run_stats stats;
 };
+
+static void announce(const amp_gpu_opts *o, const char *phase, const char *unit,
+                     uint64_t total)
+{
+    if (o->phase != NULL)
+        o->phase(o->progress_ctx, phase, unit, total);
+}
 
 static const amp_tensor *part_of(const amp_gpu_run *r, const amp_tensor *t, unsigned k)
 {
@@ -179,6 +193,7 @@ static amp_status load_nonzeros(const amp_gpu_opts *o, amp_gpu_run *r, amp_error
 {
     if (o->release == NULL || !o->release->layout_only || r->group)
         return AMP_OK;
+    announce(o, "loading", "B", 0);
     double t0 = amp_now();
     amp_status rc = amp_tensor_load_nonzeros(o->file, r->threads, o->progress, o->progress_ctx,
                                              o->release, err);
@@ -345,7 +360,9 @@ static amp_status split(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run 
     AMP_CHECK(amp_partition_new(t, r->n, o->partition, &r->part, err));
     r->have_part = 1;
     r->part.overlap = o->overlap;
-    return amp_partition_tensors(t, &r->part, r->threads, o->release, r->parts, err);
+    announce(o, "splitting", "nz", 0);
+    return amp_partition_tensors(t, &r->part, r->threads, o->release, o->progress,
+                                 o->progress_ctx, r->parts, err);
 }
 
 /* A process of several: the shards dealt over every GPU of every process
@@ -372,6 +389,27 @@ static amp_status split_dist(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu
     return rc;
 }
 
+/* One GPU streams the file's chunks as they are, compressed: the ring
+ * holds the largest. */
+static amp_status plan_compressed(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run *r,
+                                  amp_error *err)
+{
+    r->compressed = 1;
+    r->chunk[0] = amp_gpu_file_chunk_nnz(o->file);
+    r->need[0] = amp_gpu_als_bytes(t, r->rank, r->f32, r->method, r->chunk[0]);
+    size_t avail = device_budget(o, &r->dev[0]);
+    if (r->need[0] > avail) {
+        char nb[32], ab[32];
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory streamed "
+                        "from compressed chunks (the file's chunks hold up to %" PRIu64
+                        " nonzeros), and GPU %d (%s) offers %s", o->path, r->rank,
+                        amp_format_bytes(nb, sizeof nb, r->need[0]), r->chunk[0],
+                        r->dev[0].ordinal, r->dev[0].name,
+                        amp_format_bytes(ab, sizeof ab, avail));
+    }
+    return AMP_OK;
+}
+
 /* Per GPU, resident or streamed and in what chunks (plan); then whether
  * one GPU streams the file's compressed chunks instead. */
 static amp_status plan_all(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run *r,
@@ -388,23 +426,96 @@ static amp_status plan_all(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_r
         }
         AMP_CHECK(plan(o, r, pt, &r->dev[k], &r->chunk[k], &r->need[k], err));
     }
-    if (r->n == 1 && !r->have_part && r->chunk[0] != 0 && want_compressed(o, t)) {
-        /* The ring holds the file's chunks as they are. */
-        r->compressed = 1;
-        r->chunk[0] = amp_gpu_file_chunk_nnz(o->file);
-        r->need[0] = amp_gpu_als_bytes(t, r->rank, r->f32, r->method, r->chunk[0]);
-        size_t avail = device_budget(o, &r->dev[0]);
-        if (r->need[0] > avail) {
-            char nb[32], ab[32];
-            return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory streamed "
-                            "from compressed chunks (the file's chunks hold up to %" PRIu64
-                            " nonzeros), and GPU %d (%s) offers %s", o->path, r->rank,
-                            amp_format_bytes(nb, sizeof nb, r->need[0]), r->chunk[0],
-                            r->dev[0].ordinal, r->dev[0].name,
-                            amp_format_bytes(ab, sizeof ab, avail));
-        }
-    }
+    if (r->n == 1 && !r->have_part && r->chunk[0] != 0 && want_compressed(o, t))
+        AMP_CHECK(plan_compressed(o, t, r, err));
     r->direct = r->n == 1 && !r->have_part && r->chunk[0] == 0 && t->layout_only;
+    return AMP_OK;
+}
+
+/* The uploads' progress: bytes of every GPU's part, summed over the
+ * GPUs that upload at once, passed on to the caller's callback. */
+typedef struct upload_progress {
+    const amp_gpu_opts *o;
+    uint64_t done, total;
+} upload_progress;
+
+static void upload_progressed(void *ctx, uint64_t bytes)
+{
+    upload_progress *u = ctx;
+    uint64_t done;
+#pragma omp atomic capture
+    done = u->done += bytes;
+    /* The caller's callback runs on one thread at a time. */
+#pragma omp critical(amp_gpu_upload_progress)
+    u->o->progress(u->o->progress_ctx, done, u->total);
+}
+
+/* Bytes of words and values an upload of part moves (as reported). */
+static uint64_t part_bytes(const amp_tensor *part)
+{
+    uint64_t bytes = 0;
+    for (unsigned m = 0; m < part->nmodes; m++)
+        bytes += part->copies[m].nnz * (8 + amp_value_size(part->value_type));
+    return bytes;
+}
+
+/* GPU k's resident upload found its memory taken (by another process
+ * since the plan, say), and freed what it had. Forced resident: the run
+ * stops, saying what it needs and what is free now. Under --memory auto
+ * the part is planned again from what is free now and streamed (from
+ * the file's compressed chunks where the plan would have chosen them:
+ * one GPU, nonzeros not yet in host memory, too many for it), and the
+ * note says so. why: the failed upload's error. */
+static amp_status stream_instead(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run *r,
+                                 unsigned k, const amp_error *why, amp_error *err)
+{
+    amp_cuda_device *d = &r->dev[k];
+    const size_t planned_free = device_budget(o, d), resident_need = r->need[k];
+    char nb[32], fb[32], pb[32];
+    AMP_CHECK(amp_cuda_describe_device(d->ordinal, d, err));
+    amp_format_bytes(nb, sizeof nb, resident_need);
+    amp_format_bytes(fb, sizeof fb, d->free_memory);
+    amp_format_bytes(pb, sizeof pb, planned_free);
+    if (o->memory != AMP_MEMORY_AUTO)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: GPU %d (%s) ran out of memory taking the "
+                        "tensor resident (%s): rank %u needs %s of GPU memory with the tensor "
+                        "resident, %s was %s when planned and %s is free now (another process "
+                        "may have taken it); --memory auto streams it instead", o->path,
+                        d->ordinal, d->name, amp_error_message(why), r->rank, nb, pb,
+                        o->device_memory ? "offered (--device-memory)" : "free", fb);
+    amp_gpu_opts so = *o;
+    so.memory = AMP_MEMORY_STREAM;
+    const amp_tensor *part = part_of(r, t, k);
+    AMP_CHECK(plan(&so, r, part, d, &r->chunk[k], &r->need[k], err));
+    if (r->direct) {
+        r->direct = 0;
+        if (want_compressed(&so, t))
+            AMP_CHECK(plan_compressed(&so, t, r, err));
+        else
+            AMP_CHECK(load_nonzeros(o, r, err));
+    }
+    /* Through a buffer of its own: d->name lies in r too. */
+    char note[sizeof r->note[k]];
+    snprintf(note, sizeof note, "GPU %d (%s) ran out of memory taking the tensor resident: %s "
+             "needed, %s free now (another process may have taken it); streamed %s instead",
+             d->ordinal, d->name, nb, fb,
+             r->compressed ? "from its compressed chunks" : "from host memory");
+    memcpy(r->note[k], note, sizeof note);
+    if (r->compressed)
+        return amp_gpu_tensor_upload_compressed(d->ordinal, o->file, t,
+                                                amp_thread_count(r->threads), o->progress,
+                                                o->progress_ctx, &r->g[k], err);
+    upload_progress up = {o, 0, part_bytes(part)};
+    amp_gpu_upload_opts uo = {0};
+    amp_error e = {0};
+    if (o->progress) {
+        announce(o, "uploading", "B", up.total);
+        uo.progress = upload_progressed;
+        uo.progress_ctx = &up;
+    }
+    if (amp_gpu_tensor_upload_with(d->ordinal, part, r->chunk[k], &uo, &r->g[k], &e) != AMP_OK)
+        return amp_error_set(err, e.status, e.src_file, e.src_line, "GPU %d: %s", d->ordinal,
+                             amp_error_message(&e));
     return AMP_OK;
 }
 
@@ -415,31 +526,54 @@ static amp_status upload(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run
                          amp_error *err)
 {
     int threads = amp_thread_count(r->threads);
+    amp_gpu_upload_opts uo[AMP_MAX_GPUS];
+    amp_status rcs[AMP_MAX_GPUS];
+    amp_error errs[AMP_MAX_GPUS];
+    memset(uo, 0, sizeof uo);
+    memset(errs, 0, sizeof errs);
+    for (unsigned k = 0; k < r->n; k++)
+        uo[k].fail_alloc = o->fail_resident == k + 1;
     if (r->compressed)
         return amp_gpu_tensor_upload_compressed(r->dev[0].ordinal, o->file, t, threads,
                                                 o->progress, o->progress_ctx, &r->g[0], err);
-    if (r->direct)
-        return amp_gpu_tensor_upload_file(r->dev[0].ordinal, o->file, t, threads, o->progress,
-                                          o->progress_ctx, &r->g[0], err);
+    if (r->direct) {
+        rcs[0] = amp_gpu_tensor_upload_file(r->dev[0].ordinal, o->file, t, threads, o->progress,
+                                            o->progress_ctx, &uo[0], &r->g[0], &errs[0]);
+        if (rcs[0] == AMP_OK)
+            return AMP_OK;
+        if (uo[0].device_full)
+            return stream_instead(o, t, r, 0, &errs[0], err);
+        *err = errs[0];
+        return rcs[0];
+    }
     /* Streamed: its host memory is the source. */
     AMP_CHECK(load_nonzeros(o, r, err));
+    upload_progress up = {o, 0, 0};
+    for (unsigned k = 0; k < r->n; k++) {
+        up.total += part_bytes(part_of(r, t, k));
+        if (o->progress) {
+            uo[k].progress = upload_progressed;
+            uo[k].progress_ctx = &up;
+        }
+    }
+    announce(o, "uploading", "B", up.total);
     /* Resident parts go to their GPUs at once (a copy from pageable
      * memory is bound by one CPU thread); streamed ones one after the
      * other, since packing them takes every thread already. */
     int all_resident = 1;
-    amp_status rcs[AMP_MAX_GPUS];
-    amp_error errs[AMP_MAX_GPUS];
-    memset(errs, 0, sizeof errs);
     for (unsigned k = 0; k < r->n; k++)
         all_resident &= r->chunk[k] == 0;
 #pragma omp parallel for num_threads(all_resident ? (int)r->n : 1) schedule(static, 1)
     for (int k = 0; k < (int)r->n; k++)
-        rcs[k] = amp_gpu_tensor_upload(r->dev[k].ordinal, part_of(r, t, (unsigned)k),
-                                       r->chunk[k], &r->g[k], &errs[k]);
-    for (unsigned k = 0; k < r->n; k++)
-        if (rcs[k] != AMP_OK)   /* the GPU's own failure, where it happened */
+        rcs[k] = amp_gpu_tensor_upload_with(r->dev[k].ordinal, part_of(r, t, (unsigned)k),
+                                            r->chunk[k], &uo[k], &r->g[k], &errs[k]);
+    for (unsigned k = 0; k < r->n; k++) {
+        if (rcs[k] != AMP_OK && uo[k].device_full && r->chunk[k] == 0)
+            AMP_CHECK(stream_instead(o, t, r, k, &errs[k], err));
+        else if (rcs[k] != AMP_OK)   /* the GPU's own failure, where it happened */
             return amp_error_set(err, errs[k].status, errs[k].src_file, errs[k].src_line,
                                  "GPU %d: %s", r->dev[k].ordinal, amp_error_message(&errs[k]));
+    }
     return AMP_OK;
 }
 
@@ -523,6 +657,7 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
         int ordinals[AMP_MAX_GPUS];
         for (unsigned k = 0; k < r->n; k++)
             ordinals[k] = r->dev[k].ordinal;
+        announce(o, "NCCL init", NULL, 0);
         AMP_CHECK_GOTO(amp_comm_init_all(r->n, ordinals, r->comm, err), rc, fail);
     }
     r->upload_seconds = amp_now() - t0 - r->load_seconds;
@@ -569,6 +704,11 @@ unsigned amp_gpu_visible(void)
 unsigned amp_gpu_run_count(const amp_gpu_run *r)
 {
     return r->n;
+}
+
+const char *amp_gpu_run_note(const amp_gpu_run *r, unsigned k)
+{
+    return k < r->n && r->note[k][0] ? r->note[k] : NULL;
 }
 
 unsigned amp_gpu_run_total(const amp_gpu_run *r)

@@ -20,6 +20,11 @@ extern "C" {
  * in host memory, decoded as they stream (one GPU). */
 enum { AMP_MEMORY_AUTO, AMP_MEMORY_RESIDENT, AMP_MEMORY_STREAM, AMP_MEMORY_COMPRESSED };
 
+/* A phase of amp_gpu_run_open beginning: its name, and the unit (NULL:
+ * none) and total (0: unknown) of the progress calls that follow. */
+typedef void (*amp_gpu_phase_fn)(void *ctx, const char *phase, const char *unit,
+                                 uint64_t total);
+
 /* Streaming: the largest chunk by default, and the smallest worth a copy. */
 #define AMP_STREAM_CHUNK_DEFAULT (UINT64_C(16) << 20)
 #define AMP_STREAM_CHUNK_MIN 1024
@@ -51,6 +56,13 @@ typedef struct amp_gpu_opts {
     const amp_file *file;
     amp_load_progress_fn progress;
     void *progress_ctx;
+    /* NULL, or called (with progress_ctx) as each phase after the first
+     * begins: "loading" (the nonzeros into host memory), "splitting" (the
+     * GPUs' parts built, in nonzeros), "uploading" (in bytes), "NCCL
+     * init" (no progress of its own); progress then reports on it. The
+     * first phase, reading the file, is the caller's to name. Both are
+     * called from one thread at a time. */
+    amp_gpu_phase_fn phase;
     /* NULL, or the processes of a run over several (MPI), each opening
      * its run with the same options: the shards are dealt over every GPU
      * of every process, this process taking `gpus` GPUs (AMP_GPUS_AUTO:
@@ -60,6 +72,12 @@ typedef struct amp_gpu_opts {
      * then joins the GPUs of all. */
     const amp_group *group;
     unsigned local_rank, local_size;
+    /* Tests: the resident upload to this process's GPU fail_resident - 1
+     * (0: none) finds its memory taken, as when another process took it
+     * after the plan (amp_gpu_upload_opts.fail_alloc), so that the
+     * fallback to streaming (or, forced resident, the failure) can be
+     * checked on a GPU that nothing else uses. */
+    unsigned fail_resident;
 } amp_gpu_opts;
 
 /* The GPU CP-ALS's own settings beyond amp_cpd_opts; zero: the default. */
@@ -85,7 +103,11 @@ typedef struct amp_gpu_run amp_gpu_run;
 
 /* Pick the GPUs, split t among them and put each part on its GPU. *run is
  * NULL (and the status AMP_OK) when the CPU should run instead: no GPU
- * found or a rank above the kernels', with opts->gpus AMP_GPUS_AUTO. */
+ * found or a rank above the kernels', with opts->gpus AMP_GPUS_AUTO.
+ * A resident part whose device allocation finds the GPU's memory taken
+ * (by another process since the plan) is streamed instead under
+ * AMP_MEMORY_AUTO (amp_gpu_run_note says so) and fails the open under
+ * AMP_MEMORY_RESIDENT, naming the GPU, what it needs and what is free. */
 amp_status amp_gpu_run_open(const amp_gpu_opts *opts, const amp_cpd_opts *cpd,
                             const amp_tensor *t, amp_gpu_run **run, amp_error *err);
 /* Under several processes (opts->group), once every process has opened
@@ -98,6 +120,10 @@ void amp_gpu_run_close(amp_gpu_run *run);
 
 /* The CUDA devices this process sees: 0 without CUDA or a driver. */
 unsigned amp_gpu_visible(void);
+
+/* NULL, or what the caller should tell the user of this process's GPU
+ * gpu: its part streamed where the plan said resident, and why. */
+const char *amp_gpu_run_note(const amp_gpu_run *run, unsigned gpu);
 
 /* This process's GPUs, and the run's over every process (the same alone). */
 unsigned amp_gpu_run_count(const amp_gpu_run *run);

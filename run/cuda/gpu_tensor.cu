@@ -245,18 +245,42 @@ fail:
     return rc;
 }
 
+/* cudaMalloc of one of the tensor's arrays. A GPU whose memory is taken
+ * (by another process since the plan, say) is told apart from one that
+ * fails: AMP_ERR_NOMEM and uo->device_full, so that the caller can free
+ * the rest and stream instead. inject: the tests' stand-in for that. */
+static amp_status tensor_alloc(void **p, size_t bytes, const char *what, unsigned m,
+                               amp_gpu_upload_opts *uo, int inject, amp_error *err)
+{
+    cudaError_t e = inject ? cudaErrorMemoryAllocation : cudaMalloc(p, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+        /* Not sticky: clear it so that the next check does not find it. */
+        (void)cudaGetLastError();
+        if (uo)
+            uo->device_full = 1;
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "cudaMalloc of %zu bytes for mode %u's %s: out of "
+                        "GPU memory%s", bytes, m + 1, what,
+                        inject ? " (amp_gpu_upload_opts.fail_alloc)" : "");
+    }
+    if (e != cudaSuccess)
+        return CUDA_FAIL(err, e, "cudaMalloc");
+    return AMP_OK;
+}
+
 /* Copy m's block tables (nblocks runs of one key) to the device through
  * up (NULL: plain copies). */
 static amp_status upload_blocks(amp_gpu_tensor *g, unsigned m, amp_gpu_uploader *up,
                                 const uint64_t *bstart, const uint64_t *bkey, size_t nblocks,
-                                amp_error *err)
+                                amp_gpu_upload_opts *uo, amp_error *err)
 {
     gpu_copy *d = &g->copies[m];
     if (nblocks >= UINT32_MAX)
         return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "mode %u has %zu blocks of one key, more "
                         "than the GPU kernels index", m + 1, nblocks);
-    CUDA_TRY(cudaMalloc((void **)&d->block_start, (nblocks + 1) * 8), err);
-    CUDA_TRY(cudaMalloc((void **)&d->block_key, nblocks * 8 + 8), err);
+    AMP_CHECK(tensor_alloc((void **)&d->block_start, (nblocks + 1) * 8, "block table", m, uo, 0,
+                           err));
+    AMP_CHECK(tensor_alloc((void **)&d->block_key, nblocks * 8 + 8, "block keys", m, uo, 0,
+                           err));
     AMP_CHECK(amp_gpu_upload(up, d->block_start, bstart, (nblocks + 1) * 8, err));
     AMP_CHECK(amp_gpu_upload(up, d->block_key, bkey, nblocks * 8, err));
     g->bytes += (nblocks * 2 + 1) * 8;
@@ -265,19 +289,24 @@ static amp_status upload_blocks(amp_gpu_tensor *g, unsigned m, amp_gpu_uploader 
 
 /* The same for copy m's block tables as t holds them. */
 static amp_status upload_tensor_blocks(amp_gpu_tensor *g, const amp_tensor *t, unsigned m,
-                                       amp_gpu_uploader *up, amp_error *err)
+                                       amp_gpu_uploader *up, amp_gpu_upload_opts *uo,
+                                       amp_error *err)
 {
     const amp_copy *c = &t->copies[m];
-    return upload_blocks(g, m, up, c->block_start, c->block_key, c->nblocks, err);
+    return upload_blocks(g, m, up, c->block_start, c->block_key, c->nblocks, uo, err);
 }
 
-/* Device memory for resident copy m's words and values. */
-static amp_status alloc_resident(amp_gpu_tensor *g, unsigned m, size_t vsize, amp_error *err)
+/* Device memory for resident copy m's words and values. uo->fail_alloc
+ * fails the last mode's values, the last allocation, so that everything
+ * before it has to be freed. */
+static amp_status alloc_resident(amp_gpu_tensor *g, unsigned m, size_t vsize,
+                                 amp_gpu_upload_opts *uo, amp_error *err)
 {
     gpu_copy *d = &g->copies[m];
     size_t nw = (size_t)d->nnz * 8 + 8, nv = (size_t)d->nnz * vsize + 8;
-    CUDA_TRY(cudaMalloc((void **)&d->words, nw), err);
-    CUDA_TRY(cudaMalloc(&d->vals, nv), err);
+    const int inject = uo && uo->fail_alloc && m + 1 == g->nmodes;
+    AMP_CHECK(tensor_alloc((void **)&d->words, nw, "words", m, uo, 0, err));
+    AMP_CHECK(tensor_alloc(&d->vals, nv, "values", m, uo, inject, err));
     g->bytes += nw + nv;
     return AMP_OK;
 }
@@ -332,9 +361,29 @@ static amp_status end_upload(amp_status rc, amp_gpu_tensor *g, amp_gpu_uploader 
     return AMP_OK;
 }
 
+/* Progress is reported a piece at a time: each amp_gpu_upload starts its
+ * staging threads anew, and 1 GiB pieces (some 50 ms on the link) keep
+ * that under 1% while the bar still moves several times a second. */
+#define REPORT_PIECE (size_t(1) << 30)
+
+/* bytes to the device through up, reported to uo piece by piece. */
+static amp_status upload_reported(amp_gpu_uploader *up, void *dst, const void *src,
+                                  size_t bytes, amp_gpu_upload_opts *uo, amp_error *err)
+{
+    const int report = uo && uo->progress;
+    const size_t piece = report ? REPORT_PIECE : std::max<size_t>(bytes, 1);
+    for (size_t at = 0; at < bytes; at += piece) {
+        size_t n = std::min(piece, bytes - at);
+        AMP_CHECK(amp_gpu_upload(up, (char *)dst + at, (const char *)src + at, n, err));
+        if (report)
+            uo->progress(uo->progress_ctx, n);
+    }
+    return AMP_OK;
+}
+
 /* Resident, from t's host memory. */
-static amp_status upload_resident(int device, const amp_tensor *t, amp_gpu_tensor **out,
-                                  amp_error *err)
+static amp_status upload_resident(int device, const amp_tensor *t, amp_gpu_upload_opts *uo,
+                                  amp_gpu_tensor **out, amp_error *err)
 {
     amp_status rc = AMP_OK;
     amp_gpu_uploader *up = NULL;
@@ -352,12 +401,12 @@ static amp_status upload_resident(int device, const amp_tensor *t, amp_gpu_tenso
     for (unsigned m = 0; m < t->nmodes; m++) {
         const amp_copy *c = &t->copies[m];
         gpu_copy *d = &g->copies[m];
-        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, up, err), rc, done);
-        AMP_CHECK_GOTO(alloc_resident(g, m, vsize, err), rc, done);
-        AMP_CHECK_GOTO(amp_gpu_upload(up, d->words, c->words, (size_t)c->nnz * 8, err), rc,
+        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, up, uo, err), rc, done);
+        AMP_CHECK_GOTO(alloc_resident(g, m, vsize, uo, err), rc, done);
+        AMP_CHECK_GOTO(upload_reported(up, d->words, c->words, (size_t)c->nnz * 8, uo, err), rc,
                        done);
-        AMP_CHECK_GOTO(amp_gpu_upload(up, d->vals, c->vals, (size_t)c->nnz * vsize, err), rc,
-                       done);
+        AMP_CHECK_GOTO(upload_reported(up, d->vals, c->vals, (size_t)c->nnz * vsize, uo, err),
+                       rc, done);
     }
 done:
     return end_upload(rc, g, up, out, err);
@@ -381,7 +430,7 @@ static amp_status stream_copy(amp_gpu_tensor *g, const amp_tensor *t, unsigned m
         packed = 0;
     }
     if (!packed) {
-        AMP_CHECK(upload_tensor_blocks(g, t, m, NULL, err));
+        AMP_CHECK(upload_tensor_blocks(g, t, m, NULL, NULL, err));
         d->host_words = c->words;
         d->host_vals = c->vals;
         AMP_CHECK(pin(g, c->words, (size_t)c->nnz * 8, err));
@@ -396,34 +445,47 @@ static amp_status stream_copy(amp_gpu_tensor *g, const amp_tensor *t, unsigned m
         d->width[k] = d->stream.width[k];
     }
     AMP_CHECK(upload_blocks(g, m, NULL, d->stream.run_start, d->stream.run_row,
-                            d->stream.nruns, err));
+                            d->stream.nruns, NULL, err));
     d->host_words = d->stream.words;
     AMP_CHECK(pin(g, d->stream.words, (size_t)c->nnz * 8, err));
     g->stream_bytes += (double)c->nnz * 8;
     return AMP_OK;
 }
 
-/* Streamed from t's host memory in chunks of chunk_nnz nonzeros. */
+/* Streamed from t's host memory in chunks of chunk_nnz nonzeros; a copy
+ * is reported to uo once packed and page-locked. */
 static amp_status upload_streamed(int device, const amp_tensor *t, uint64_t chunk_nnz,
-                                  amp_gpu_tensor **out, amp_error *err)
+                                  amp_gpu_upload_opts *uo, amp_gpu_tensor **out,
+                                  amp_error *err)
 {
     amp_status rc = AMP_OK;
     amp_gpu_tensor *g = NULL;
+    const size_t vsize = amp_value_size(t->value_type);
     AMP_CHECK(gpu_tensor_new(device, t, chunk_nnz, &g, err));
-    for (unsigned m = 0; m < t->nmodes; m++)
+    for (unsigned m = 0; m < t->nmodes; m++) {
         AMP_CHECK_GOTO(stream_copy(g, t, m, err), rc, done);
+        if (uo && uo->progress)
+            uo->progress(uo->progress_ctx, t->copies[m].nnz * (8 + vsize));
+    }
     AMP_CHECK_GOTO(make_ring(g, amp_value_size(t->value_type), err), rc, done);
 done:
     return end_upload(rc, g, NULL, out, err);
 }
 
-extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
-                                            amp_gpu_tensor **out, amp_error *err)
+extern "C" amp_status amp_gpu_tensor_upload_with(int device, const amp_tensor *t,
+                                                 uint64_t chunk_nnz, amp_gpu_upload_opts *uo,
+                                                 amp_gpu_tensor **out, amp_error *err)
 {
     if (t->layout_only)
         return AMP_FAIL(err, AMP_ERR_INTERNAL, "a tensor without its nonzeros to upload");
-    return chunk_nnz > 0 ? upload_streamed(device, t, chunk_nnz, out, err)
-                         : upload_resident(device, t, out, err);
+    return chunk_nnz > 0 ? upload_streamed(device, t, chunk_nnz, uo, out, err)
+                         : upload_resident(device, t, uo, out, err);
+}
+
+extern "C" amp_status amp_gpu_tensor_upload(int device, const amp_tensor *t, uint64_t chunk_nnz,
+                                            amp_gpu_tensor **out, amp_error *err)
+{
+    return amp_gpu_tensor_upload_with(device, t, chunk_nnz, NULL, out, err);
 }
 
 extern "C" uint64_t amp_gpu_file_chunk_nnz(const amp_file *f)
@@ -455,8 +517,8 @@ static amp_status reading_threads(int *threads, amp_error *err)
 extern "C" amp_status amp_gpu_tensor_upload_file(int device, const amp_file *f,
                                                  const amp_tensor *t, int threads,
                                                  amp_load_progress_fn progress,
-                                                 void *progress_ctx, amp_gpu_tensor **out,
-                                                 amp_error *err)
+                                                 void *progress_ctx, amp_gpu_upload_opts *uo,
+                                                 amp_gpu_tensor **out, amp_error *err)
 {
     amp_status rc = AMP_OK;
     amp_gpu_uploader *up = NULL;
@@ -468,8 +530,8 @@ extern "C" amp_status amp_gpu_tensor_upload_file(int device, const amp_file *f,
     /* No fallback to plain copies: every reader needs its buffers. */
     AMP_CHECK_GOTO(amp_gpu_uploader_new(device, threads, &up, err), rc, done);
     for (unsigned m = 0; m < t->nmodes; m++) {
-        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, up, err), rc, done);
-        AMP_CHECK_GOTO(alloc_resident(g, m, vsize, err), rc, done);
+        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, up, uo, err), rc, done);
+        AMP_CHECK_GOTO(alloc_resident(g, m, vsize, uo, err), rc, done);
     }
     sink.g = g;
     sink.up = up;
@@ -494,7 +556,7 @@ extern "C" amp_status amp_gpu_tensor_upload_compressed(int device, const amp_fil
     AMP_CHECK(reading_threads(&threads, err));
     AMP_CHECK(gpu_tensor_new(device, t, amp_gpu_file_chunk_nnz(f), &g, err));
     for (unsigned m = 0; m < t->nmodes; m++) {   /* decoded as they stream */
-        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, NULL, err), rc, done);
+        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, NULL, NULL, err), rc, done);
         g->stream_bytes += (double)t->copies[m].nnz * (8 + vsize);
     }
     AMP_CHECK_GOTO(make_ring(g, vsize, err), rc, done);
