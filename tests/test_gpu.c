@@ -718,7 +718,7 @@ static amp_status full_decompose(const amp_tensor *t, amp_gpu_run *run, amp_cpd 
  * the run's note and reaches the CPU's fit (1e-6); forced resident fails
  * with AMP_ERR_NOMEM naming the GPU, what it needs and what is free.
  * Without the hook the same open is resident with no note. */
-#define FULL_CHECKS 6
+#define FULL_CHECKS 7   /* from the file 3, from host memory 2, resident 1, no hook 1 */
 static void test_resident_full(void)
 {
     static const shape sh = {"4 modes", 4, {60, 50, 40, 30}, 9000, 0};
