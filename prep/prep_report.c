@@ -155,18 +155,9 @@ amp_status amp_prep_report_write(const amp_prep_report *r, amp_outfile *of, amp_
         amp_strbuf_printf(&b, "<p class=\"note\">No .amp file was written, so there are no "
                           "shards to show.</p>\n");
     }
-    amp_strbuf_printf(&b, "<p class=\"note\">Written by %s %s.</p>\n", PACKAGE_NAME,
-                      PACKAGE_VERSION);
-    amp_html_end(&b);
-    if (b.failed)
-        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for the HTML report");
-    rc = amp_outfile_write(of, b.p, b.n, err);
-    if (rc == AMP_OK)
-        rc = amp_outfile_commit(of, err);
-    if (rc != AMP_OK)
-        goto fail;
+    rc = amp_html_write(&b, of, err);
     amp_strbuf_free(&b);
-    return AMP_OK;
+    return rc;
 fail:
     amp_outfile_abort(of);
     amp_strbuf_free(&b);

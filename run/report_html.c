@@ -279,18 +279,9 @@ amp_status amp_report_write_html(const amp_run_report *r, amp_outfile *of, amp_e
         AMP_CHECK_GOTO(gpu_charts(&b, r, err), rc, fail);
     if (r->nprocesses > 0)
         AMP_CHECK_GOTO(process_table(&b, r, err), rc, fail);
-    amp_strbuf_printf(&b, "<p class=\"note\">Written by %s %s.</p>\n", PACKAGE_NAME,
-                      PACKAGE_VERSION);
-    amp_html_end(&b);
-    if (b.failed)
-        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for the HTML report");
-    rc = amp_outfile_write(of, b.p, b.n, err);
-    if (rc == AMP_OK)
-        rc = amp_outfile_commit(of, err);
-    if (rc != AMP_OK)
-        goto fail;
+    rc = amp_html_write(&b, of, err);
     amp_strbuf_free(&b);
-    return AMP_OK;
+    return rc;
 fail:
     amp_outfile_abort(of);
     amp_strbuf_free(&b);

@@ -80,28 +80,6 @@ mpi() {
     timeout 120 mpirun --oversubscribe --bind-to none $_x -np "$_np" "$@"
 }
 
-fits() {
-    sed -n 's/.*{"iter": [0-9]*, "fit": \([^,]*\),.*/\1/p' "$1"
-}
-
-# max_diff A B: the largest |a - b| / (1 + |b|) over two files of numbers
-# of the same shape, or "shape".
-max_diff() {
-    awk 'NR == FNR { for (i = 1; i <= NF; i++) a[FNR, i] = $i; n[FNR] = NF; rows = FNR; next }
-         { if (n[FNR] != NF) bad = 1
-           for (i = 1; i <= NF; i++) { d = $i - a[FNR, i]; d = d < 0 ? -d : d
-               s = $i < 0 ? -$i : $i; d /= 1 + s; if (d > m) m = d } seen = FNR }
-         END { if (bad || seen != rows || rows == 0) print "shape"; else printf "%.3g\n", m + 0 }' "$1" "$2"
-}
-
-within() {
-    if test "$2" != shape && awk -v v="$2" -v t="$3" 'BEGIN { exit !(v + 0 <= t + 0) }'; then
-        pass "$1 ($2)"
-    else
-        fail "$1: $2, more than $3"
-    fi
-}
-
 # factors_diff A B: the largest max_diff over the factor files of prefixes A, B.
 factors_diff() {
     _w=0

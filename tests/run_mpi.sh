@@ -35,31 +35,6 @@ mpi() {
     timeout 120 "$MPIRUN" $MPI_FLAGS -np "$_np" "$@"
 }
 
-# The fits of a JSON report, one a line, 17 digits.
-fits() {
-    sed -n 's/.*{"iter": [0-9]*, "fit": \([^,]*\),.*/\1/p' "$1"
-}
-
-# max_diff A B: the largest |a - b| / (1 + |b|) over the numbers of two
-# files of the same shape (fits, or factor files), or "shape" when the
-# shapes differ.
-max_diff() {
-    awk 'NR == FNR { for (i = 1; i <= NF; i++) a[FNR, i] = $i; n[FNR] = NF; rows = FNR; next }
-         { if (n[FNR] != NF) bad = 1
-           for (i = 1; i <= NF; i++) { d = $i - a[FNR, i]; d = d < 0 ? -d : d
-               s = $i < 0 ? -$i : $i; d /= 1 + s; if (d > m) m = d } seen = FNR }
-         END { if (bad || seen != rows) print "shape"; else printf "%.3g\n", m + 0 }' "$1" "$2"
-}
-
-# within LABEL VALUE TOL: VALUE is a number no larger than TOL.
-within() {
-    if test "$2" != shape && awk -v v="$2" -v t="$3" 'BEGIN { exit !(v + 0 <= t + 0) }'; then
-        pass "$1 ($2)"
-    else
-        fail "$1: $2, more than $3"
-    fi
-}
-
 # compare NAME FILE NPS METHOD OPTIONS...: the one-process run, then one
 # under mpirun for each process count in NPS, from the same seed. The
 # processes add their sums in another order than one process's threads:
