@@ -181,6 +181,24 @@ static AMP_HOST_DEVICE_INLINE uint64_t amp_blco_field(uint64_t key, uint64_t wor
     return v & mask;
 }
 
+/* The inverse of amp_blco_field: index v (below 2^width) or'ed into the
+ * field at bit shift of key:word. Re-encoding a nonzero for another
+ * copy's layout is amp_blco_field per mode, then this; the GPU's remap
+ * writes do the same. */
+static AMP_HOST_DEVICE_INLINE void amp_blco_put(uint64_t v, unsigned shift, unsigned width,
+                                                uint64_t *key, uint64_t *word)
+{
+    if (width == 0)
+        return;
+    if (shift >= 64) {
+        *key |= v << (shift - 64);
+        return;
+    }
+    *word |= v << shift;
+    if (shift + width > 64)
+        *key |= v >> (64 - shift);
+}
+
 /* Bytes one nonzero takes in a chunk's raw form: the word and the value. */
 static inline size_t amp_value_size(amp_value_type t)
 {

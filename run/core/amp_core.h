@@ -100,6 +100,46 @@ amp_status amp_tensor_read_chunks(const amp_file *f, const amp_tensor *t, int th
                                   amp_load_progress_fn progress, void *progress_ctx,
                                   amp_error *err);
 
+/* ---- remapping a mode copy into the next (FLYCOO) ----------------------- */
+
+/* pos[k] (t->nnz entries): the position in copy (d + 1) % nmodes of copy
+ * d's nonzero k, for a whole loaded tensor t (not a part).
+ *
+ * amp_remap_positions_read takes them from f's REMAP sections of mode d
+ * and checks them (each below nnz, none twice); AMP_ERR_FORMAT when f has
+ * none for mode d (amp_remap_in_file says beforehand). t needs only f's
+ * layout (amp_tensor_load_layout).
+ *
+ * amp_remap_positions_compute finds them from the copies themselves
+ * (t's nonzeros loaded): it matches each row of mode d + 1 of copy d to
+ * that row of copy d + 1 by index and value, so it assumes nothing about
+ * how amped-prep ordered a row. Nonzeros with equal indices and values
+ * are interchangeable, so it may pair them otherwise than the file's
+ * streams do; the copy remapped with either is the same, word for word.
+ * AMP_ERR_CORRUPT when the two copies do not hold the same nonzeros.
+ *
+ * amp_remap_positions: the file's when it has them (*from_file 1), else
+ * computed (*from_file 0); f may be NULL. */
+int amp_remap_in_file(const amp_file *f, unsigned d);
+amp_status amp_remap_positions_read(const amp_file *f, const amp_tensor *t, unsigned d,
+                                    int threads, uint64_t *pos, amp_error *err);
+amp_status amp_remap_positions_compute(const amp_tensor *t, unsigned d, int threads,
+                                       uint64_t *pos, amp_error *err);
+amp_status amp_remap_positions(const amp_file *f, const amp_tensor *t, unsigned d, int threads,
+                               uint64_t *pos, int *from_file, amp_error *err);
+
+/* The remap step itself, the reference the GPU's fused kernel is checked
+ * against: every nonzero k of `from` (words and values as stored, in
+ * from's layout and block table) re-encoded for to's layout and written
+ * to to->words[pos[k]] and to->vals[pos[k]]. to's layout, nnz and block
+ * table say where it goes (a copy of the file's next mode, or its
+ * layout_only twin with words and vals allocated); the key bits of each
+ * re-encoded index must equal the block key at pos[k], else
+ * AMP_ERR_CORRUPT. pos must be a permutation (as amp_remap_positions
+ * gives); from and to must not overlap. */
+amp_status amp_remap_copy(const amp_copy *from, const uint64_t *pos, amp_value_type vt,
+                          amp_copy *to, amp_error *err);
+
 /* ---- the decomposition rank --------------------------------------------- */
 
 /* The largest rank each backend takes: the CPU's is what its per-thread
