@@ -35,6 +35,12 @@ amp_status amp_error_vset(amp_error *err, amp_status status, const char *src_fil
 /* Forget a recorded failure (for callers that retry or fall back). */
 void amp_error_clear(amp_error *err);
 
+/* A thread's failure (its status, and mine where it recorded one) into err
+ * unless another thread's came first (*failed says so, and is set here):
+ * the threads of a parallel loop report the first failure whole, file and
+ * line included. */
+void amp_error_first(amp_error *err, int *failed, amp_status status, const amp_error *mine);
+
 /* "s" unless n is 1: "1 byte", "2 bytes" in messages. */
 static inline const char *amp_plural(unsigned long long n)
 {

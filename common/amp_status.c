@@ -61,6 +61,17 @@ void amp_error_clear(amp_error *err)
         memset(err, 0, sizeof *err);
 }
 
+void amp_error_first(amp_error *err, int *failed, amp_status status, const amp_error *mine)
+{
+#pragma omp critical(amp_error_first)
+    {
+        if (!*failed)
+            amp_error_set(err, status, mine->src_file, mine->src_line, "%s",
+                          mine->msg[0] ? mine->msg : amp_strerror(status));
+        *failed = 1;
+    }
+}
+
 const char *amp_error_message(const amp_error *err)
 {
     if (err == NULL)

@@ -202,15 +202,8 @@ amp_status amp_remap_positions_read(const amp_file *f, const amp_tensor *t, unsi
         for (size_t i = 0; i < n; i++)
             if (mrc == AMP_OK)
                 mrc = read_stream(r, &jobs[i], &buf, &cap, t->nnz, seen, pos, &my);
-        if (mrc != AMP_OK) {
-#pragma omp critical(amp_remap_error)
-            {
-                if (!failed)
-                    amp_error_set(err, mrc, my.src_file, my.src_line, "%s",
-                                  amp_error_message(&my));
-                failed = 1;
-            }
-        }
+        if (mrc != AMP_OK)
+            amp_error_first(err, &failed, mrc, &my);
         amp_free(buf);
         amp_section_reader_free(r);
     }

@@ -261,15 +261,8 @@ static amp_status read_chunks(const amp_file *f, const amp_tensor *t, const amp_
             if (progress != NULL && me == 0)
                 progress(progress_ctx, now, total);
         }
-        if (mrc != AMP_OK) {
-#pragma omp critical(amp_tensor_read_error)
-            {
-                if (!failed)
-                    amp_error_set(err, mrc, my.src_file, my.src_line, "%s",
-                                  amp_error_message(&my));
-                failed = 1;
-            }
-        }
+        if (mrc != AMP_OK)
+            amp_error_first(err, &failed, mrc, &my);
         amp_free(buf);
         amp_section_reader_free(r);
     }
