@@ -271,6 +271,25 @@ static inline int compare_with_ref(const cp_ref_tensor *x, const amp_tensor *t, 
     return compare_from_start(x, t, R, iters, log, end, A, fit_gap, factor_gap);
 }
 
+/* After a run from A (init: a start with a value in every row) or from
+ * amp_cpd_init_random(t, R, seed) (A unused): compare_from_start or
+ * compare_with_ref; where the run failed (okay 0), A is only freed. */
+static inline int compare_after_run(const cp_ref_tensor *x, const amp_tensor *t, unsigned R,
+                                    uint64_t seed, unsigned iters, int okay, int init,
+                                    const fit_log *log, const amp_cpd *end, double **A,
+                                    double *fit_gap, double *factor_gap)
+{
+    if (okay && init)
+        return compare_from_start(x, t, R, iters, log, end, A, fit_gap, factor_gap);
+    if (okay)
+        return compare_with_ref(x, t, R, seed, iters, log, end, fit_gap, factor_gap);
+    for (unsigned m = 0; m < CP_REF_MAX_MODES; m++) {
+        free(A[m]);
+        A[m] = NULL;
+    }
+    return 0;
+}
+
 /* A start as a user brings one from another program (--init): a value in
  * every row of every mode, those of slices the file dropped as empty
  * included, uniform in [0, 1) from seed, and lambda 1 + r / R; written to

@@ -661,13 +661,8 @@ static void test_als_init_reference(void)
             uint64_t dropped = 0;
             int started = full_start(&t, R, 17, "init_start", &c, A, &dropped);
             int okay = started && amp_cpu_als(&t, &o, &c, &err) == AMP_OK;
-            int compared = 0;
-            if (okay)
-                compared = compare_from_start(&rx, &t, R, REF_ITERS, &log, &c, A, &fit_gap,
-                                              &factor_gap);
-            else
-                for (unsigned m = 0; m < CP_REF_MAX_MODES; m++)
-                    free(A[m]);
+            int compared = compare_after_run(&rx, &t, R, 17, REF_ITERS, okay, 1, &log, &c, A,
+                                             &fit_gap, &factor_gap);
             ok(compared && dropped > 0 && fit_gap <= 1e-10, "%s, rank %u, %s thread%s, --init "
                "start in every row (%" PRIu64 " rows of dropped slices): %u fits within %.1e "
                "of the textbook CP-ALS's from the same start", cases[i].s.name, R,

@@ -519,16 +519,8 @@ static void check_gpu_ref(const char *name, const amp_coo *x, const amp_tensor *
                    amp_gpu_cpd_als(g, t, &o, &c, &err) == AMP_OK;
         if (started && !okay)
             diag("%s", amp_error_message(&err));
-        int compared = 0;
-        if (init && okay)
-            compared = compare_from_start(&rx, t, REF_RANK, REF_ITERS, &log, &c, A, &fit_gap,
-                                          &factor_gap);
-        else if (okay)
-            compared = compare_with_ref(&rx, t, REF_RANK, 11, REF_ITERS, &log, &c, &fit_gap,
-                                        &factor_gap);
-        else
-            for (unsigned m = 0; m < CP_REF_MAX_MODES; m++)
-                free(A[m]);
+        int compared = compare_after_run(&rx, t, REF_RANK, 11, REF_ITERS, okay, init, &log, &c,
+                                         A, &fit_gap, &factor_gap);
         char how[96];
         snprintf(how, sizeof how, "%s, %s", streamed ? "streamed" : "resident",
                  init ? "--init start in every row" : "random start");
