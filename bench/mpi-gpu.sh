@@ -61,22 +61,12 @@ esac
 
 build=${2:?"usage: bench/mpi-gpu.sh run BUILD [DIR]"}
 build=$(cd "$build" && pwd) || exit 1
-dir=$(cd "${3:-$here/mpi-carry}" && pwd) || exit 1
-root=$dir/root
-multi=x86_64-linux-gnu
-PATH=$root/usr/bin:$PATH
-LD_LIBRARY_PATH=$root/usr/lib/$multi:$root/usr/lib/$multi/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-# OpenMPI finds its components, help texts and orted under its prefix:
-# the unpacked tree's, not /usr.
-OPAL_PREFIX=$root/usr
-# PMIx looks for its plugins under the path it was built with, where a host
-# may hold another PMIx's (undefined symbols): the carried ones.
-PMIX_MCA_mca_base_component_path=$root/usr/lib/$multi/pmix2/lib/pmix
-PMIX_MCA_pcompress_base_silence_warning=1
+mpi_carry=$(cd "${3:-$here/mpi-carry}" && pwd) || exit 1
+. "$here/bench/mpi-carry.sh"
 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export PATH LD_LIBRARY_PATH OPAL_PREFIX OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM \
-    PMIX_MCA_mca_base_component_path PMIX_MCA_pcompress_base_silence_warning
-MPIRUN="mpirun --oversubscribe --bind-to none -x LD_LIBRARY_PATH -x OPAL_PREFIX -x PMIX_MCA_mca_base_component_path -x PMIX_MCA_pcompress_base_silence_warning"
+export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+MPIRUN="mpirun --oversubscribe --bind-to none"
+for v in $MPI_CARRY_VARS; do MPIRUN="$MPIRUN -x $v"; done
 RUN=$build/amped-run
 failed=0
 
@@ -101,7 +91,8 @@ say "$RUN" -q --gpus 0 -r 16 --iters 10 --tol 0 --json "$build/mpi-one.json" "$a
     bad "one process"
 say $MPIRUN -np 2 "$RUN" --gpus 0 -r 16 --iters 10 --tol 0 --json "$build/mpi-two.json" "$amp" ||
     bad "two processes"
-fits() { sed -n 's/.*"fit": \([^,]*\),.*/\1/p' "$1"; }
+# Each iteration's fit, not the fit phase's seconds later on its line.
+fits() { sed -n 's/.*{"iter": [0-9]*, "fit": \([^,]*\),.*/\1/p' "$1"; }
 fits "$build/mpi-one.json" >"$build/mpi-one.fits"
 fits "$build/mpi-two.json" >"$build/mpi-two.fits"
 gap=$(paste "$build/mpi-one.fits" "$build/mpi-two.fits" |
@@ -131,7 +122,7 @@ say "$RUN" -r 32 --iters 10 --tol 0 --gpus 2 "$amp" | grep -E '^(final fit|time|
     bad "two GPUs"
 
 step "5. amped-run on GPUs under MPI (tests/mpi_gpu.sh)"
-sh "$here/tests/mpi_gpu.sh" "$build" "$dir" || bad "tests/mpi_gpu.sh"
+sh "$here/tests/mpi_gpu.sh" "$build" "$mpi_carry" || bad "tests/mpi_gpu.sh"
 
 echo
 test "$failed" -eq 0 && echo "mpi-gpu: every step passed" || echo "mpi-gpu: some step FAILED"

@@ -44,18 +44,8 @@ start_all=$(date +%s)
 
 # ---- OpenMPI: the carried tree (bench/mpi-gpu.sh), else the system's ----
 if test -d "$carry/root/usr/bin"; then
-    root=$(cd "$carry/root" && pwd)
-    multi=x86_64-linux-gnu
-    PATH=$root/usr/bin:$PATH
-    LD_LIBRARY_PATH=$root/usr/lib/$multi:$root/usr/lib/$multi/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    OPAL_PREFIX=$root/usr
-    # PMIx looks for its plugins under the path it was built with, where a
-    # host may hold another PMIx's: the carried ones, and no warning when
-    # the compression plugin is missing.
-    PMIX_MCA_mca_base_component_path=$root/usr/lib/$multi/pmix2/lib/pmix
-    PMIX_MCA_pcompress_base_silence_warning=1
-    export PATH LD_LIBRARY_PATH OPAL_PREFIX PMIX_MCA_mca_base_component_path \
-        PMIX_MCA_pcompress_base_silence_warning
+    mpi_carry=$carry
+    . "$here/bench/mpi-carry.sh"
 fi
 command -v mpirun >/dev/null 2>&1 || skip_all "no mpirun (bench/mpi-gpu.sh carry makes one)"
 "$AMPED_RUN" -V | grep -q '^MPI: yes' || skip_all "amped-run is built without MPI"
