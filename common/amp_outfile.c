@@ -20,7 +20,9 @@
  * slots whose flag is set, and only calls unlink (async-signal-safe). */
 /* amped-run opens every output before it computes: a factor file per mode,
  * lambda and the reports. */
-#define LIVE_SLOTS (AMP_MAX_MODES + 8)
+/* every output of a run: 2 N + 1 factor, lambda and index files, --json,
+ * --report, and room */
+#define LIVE_SLOTS (2 * AMP_MAX_MODES + 8)
 static char live_path[LIVE_SLOTS][PATH_MAX];
 static volatile sig_atomic_t live_used[LIVE_SLOTS];
 

@@ -475,6 +475,9 @@ static int check_operands(int argc, char **argv, prep_args *a)
         !amp_has_suffix(a->output, ".amp"))
         return amp_usage_error(PROGRAM, "cannot tell the output format of '%s': name it .amp, "
                                ".tns or .bin", a->output);
+    if (a->report && a->output && strcmp(a->report, a->output) == 0)
+        return amp_usage_error(PROGRAM, "--report %s: the same file as -o; name the page "
+                               "apart (for example %s.html)", a->report, a->output);
     if (a->report && stat(a->report, &st) == 0 && S_ISDIR(st.st_mode))
         return amp_usage_error(PROGRAM, "--report %s: is a directory; name the file (in it, "
                                "for example %s/prep.html)", a->report, a->report);
@@ -604,9 +607,13 @@ static int prep(prep_args *a)
     memset(&pr, 0, sizeof pr);
     /* Created before the input is read, so that a path it cannot write
      * fails before any work. */
-    amp_outfile html = {.fd = -1, .no_clobber = !a->force};
-    if (a->report)
+    amp_outfile html = {.fd = -1};
+    if (a->report) {
         AMP_CHECK_GOTO(amp_outfile_open(&html, a->report, &err), rc, fail);
+        /* after the open, which starts the struct afresh: a page that
+         * appears while the input is read is not replaced either */
+        html.no_clobber = !a->force;
+    }
     AMP_CHECK_GOTO(read_input(a, amp_out, &digest, &t, &info, &err), rc, fail);
     have_t = 1;
     if (a->cli.level >= AMP_LOG_INFO)

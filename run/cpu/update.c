@@ -50,17 +50,19 @@ amp_status amp_cpu_admm_prepare(amp_update_args *a, double *P, amp_error *err)
 }
 
 /* max(x, 0), exact for finite x below DBL_MAX / 2 (x + x and the halving
- * are exact); a comparison here kept GCC 12 at -O2 from vectorizing the
- * loops over a block (0.03-0.05 s of an update, a third of it). */
+ * are exact; NaN and -inf give NaN, where a comparison gave 0: only
+ * factors already broken meet them); a comparison here kept GCC 12 at -O2
+ * from vectorizing the loops over a block (0.03-0.05 s of an update, a
+ * third of it). */
 static inline double relu(double x)
 {
     return (x + fabs(x)) * 0.5;
 }
 
 /* prox of the mode's rule for a step 1 / rho: shrink by t = l1 / rho,
- * project, scale by s = rho / (rho + l2). For finite z, the same values
- * as z > t ? (z - t) s : z < -t ? (z + t) s : 0 (and 0 below t when
- * non-negative). */
+ * project, scale by s = rho / (rho + l2). For finite z below DBL_MAX / 2,
+ * the same values as z > t ? (z - t) s : z < -t ? (z + t) s : 0 (and 0
+ * below t when non-negative). */
 static inline double prox(double z, double t, double s, int nonneg)
 {
     const double up = relu(z - t);

@@ -90,6 +90,15 @@ static amp_status group_allgatherv(void *ctx, double *buf, const uint64_t *offse
         unit = gcd(gcd(unit, offset[k]), count[k]);
     if (unit == 0)
         return AMP_OK;   /* nothing to send */
+    /* The unit is a datatype's int count too: where one process owns
+     * every row, the gcd is the whole factor. A smaller divisor keeps
+     * every offset and count whole. */
+    while (unit > INT_MAX) {
+        uint64_t d = 2;
+        while (unit % d != 0 && d * d <= unit)
+            d++;
+        unit = unit % d == 0 ? unit / d : 1;
+    }
     int *counts = malloc(2 * (size_t)P * sizeof *counts);
     if (counts == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
