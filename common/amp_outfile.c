@@ -96,7 +96,7 @@ static char *dir_of(const char *path)
 static int open_unnamed(const char *path)
 {
     const char *force = getenv("AMPED_OUTFILE_NAMED");
-    if (force != NULL && strcmp(force, "1") == 0) {
+    if (force != NULL && (strcmp(force, "1") == 0 || strcmp(force, "2") == 0)) {
         errno = EOPNOTSUPP;
         return -1;
     }
@@ -265,11 +265,54 @@ static int link_unnamed_temp(int fd, const char *final, char *tmp, size_t n)
 
 /* The complete file under its final name: linked (no_clobber) or
  * renamed over whatever is there. */
+/* A hard link, or (AMPED_OUTFILE_NAMED=2, for tests) EPERM as a file
+ * system without hard links gives. */
+static int hard_link(const char *from, const char *to)
+{
+    const char *force = getenv("AMPED_OUTFILE_NAMED");
+    if (force != NULL && strcmp(force, "2") == 0) {
+        errno = EPERM;
+        return -1;
+    }
+    return link(from, to);
+}
+
+/* The named temporary file to the final name unless that exists, where
+ * the file system has no hard links (vfat, exFAT, some FUSE and SMB
+ * mounts, which also refuse O_TMPFILE): renameat2's RENAME_NOREPLACE, and
+ * where that is refused too, a look then a rename (a file that appears
+ * between the two is replaced: the one window left). */
+static int move_no_clobber(const char *from, const char *to)
+{
+#ifdef RENAME_NOREPLACE
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+        return -1;
+#endif
+    struct stat st;
+    if (lstat(to, &st) == 0) {
+        errno = EEXIST;
+        return -1;
+    }
+    return rename(from, to);
+}
+
 static amp_status put_in_place(amp_outfile *of, amp_error *err)
 {
     const char *final = of->final_path;
     if (of->no_clobber) {
-        int r = of->tmp_path ? link(of->tmp_path, final) : link_unnamed(of->fd, final);
+        int r = of->tmp_path ? hard_link(of->tmp_path, final) : link_unnamed(of->fd, final);
+        if (r != 0 && of->tmp_path &&
+            (errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS)) {
+            if (move_no_clobber(of->tmp_path, final) == 0) {
+                live_remove(of->tmp_path);
+                free(of->tmp_path);
+                of->tmp_path = NULL;
+                return AMP_OK;
+            }
+            r = -1;
+        }
         if (r != 0) {
             if (errno == EEXIST)
                 return AMP_FAIL(err, AMP_ERR_IO, "%s: already exists", final);

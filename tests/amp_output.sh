@@ -57,6 +57,18 @@ for named in 0 1; do
     no_file_left "$how: amped-run: nothing left in the directory" "$T/full$named" ""
 done
 
+# ---- a file system without hard links (vfat, exFAT; AMPED_OUTFILE_NAMED=2) --
+# amped-prep does not replace what is there without --force: where no
+# hard link can put the file in place, a rename that refuses to replace.
+mkdir "$T/nolink"
+run env AMPED_OUTFILE_NAMED=2 "$AMPED_PREP" -q -o "$T/nolink/x.amp" "$T/mid.tns"
+check_status "no hard links: amped-prep writes a new .amp" 0
+no_file_left "no hard links: no temporary file left" "$T/nolink" "x.amp.tmp"
+run env AMPED_OUTFILE_NAMED=2 "$AMPED_RUN" --info "$T/nolink/x.amp"
+check_status "no hard links: ... which amped-run reads" 0
+run env AMPED_OUTFILE_NAMED=2 "$AMPED_PREP" -q -o "$T/nolink/x.amp" "$T/mid.tns"
+check_status "no hard links: a second amped-prep without --force exits 1" 1
+
 # ---- a failed conversion leaves an existing output as it was ----------------
 printf 'previous contents\n' >"$T/keep.amp"
 printf '1 2 3 1.0\n1 2 x\n' >"$T/bad.tns"

@@ -98,13 +98,14 @@ static void slurp(const char *path, char *buf, size_t n)
 
 /* Output files: nothing under the final name until commit, nothing at all
  * in the directory while writing on the unnamed (O_TMPFILE) path, the
- * named temporary file on the other (named: AMPED_OUTFILE_NAMED=1). */
+ * named temporary file on the other (named: AMPED_OUTFILE_NAMED=1; 2: and
+ * no hard links, as on vfat, so no_clobber renames without replacing). */
 static void outfile_tests(int named)
 {
-    const char *how = named ? "named temporary" : "unnamed";
+    const char *how = named == 2 ? "named, no hard links" : named ? "named temporary" : "unnamed";
     amp_error err = {0};
     if (named)
-        setenv("AMPED_OUTFILE_NAMED", "1", 1);
+        setenv("AMPED_OUTFILE_NAMED", named == 2 ? "2" : "1", 1);
     else
         unsetenv("AMPED_OUTFILE_NAMED");
     char dir[] = "/tmp/amped-common-XXXXXX";
@@ -115,7 +116,7 @@ static void outfile_tests(int named)
     is_int(amp_outfile_open(&of, path, &err), AMP_OK, "%s: outfile opens", how);
     if (!named && !amp_outfile_unnamed(&of)) {
         amp_outfile_abort(&of);
-        skip(15, "the file system of /tmp refuses O_TMPFILE");
+        skip(17, "the file system of /tmp refuses O_TMPFILE");
         rmdir(dir);
         return;
     }
@@ -147,6 +148,15 @@ static void outfile_tests(int named)
     slurp(path, buf, sizeof buf);
     ok(strcmp(buf, "world!") == 0 && dir_entries(dir) == 1, "%s: the file is untouched, no "
        "other left", how);
+    remove(path);
+    amp_outfile_open(&of, path, &err);
+    of.no_clobber = 1;
+    amp_outfile_write(&of, "fresh", 5, &err);
+    is_int(amp_outfile_commit(&of, &err), AMP_OK, "%s: no_clobber: commit makes a new file",
+           how);
+    slurp(path, buf, sizeof buf);
+    ok(strcmp(buf, "fresh") == 0 && dir_entries(dir) == 1, "%s: with the data, no other "
+       "file left", how);
     remove(path);
     is_int(amp_outfile_open(&of, dir, &err), AMP_ERR_IO, "%s: a directory as output fails", how);
     like(err.msg, "is a directory", "%s: and says it is a directory", how);
@@ -263,6 +273,7 @@ int main(void)
 
     outfile_tests(0);
     outfile_tests(1);
+    outfile_tests(2);
 
     double t0 = amp_now(), t1 = amp_now();
     ok(t1 >= t0 && t0 > 0, "timer is monotonic");
