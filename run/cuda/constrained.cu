@@ -145,6 +145,26 @@ __device__ __forceinline__ double warp_sum(double x)
 
 /* ---- the fused kernel: a warp a row, a lane a column (R <= 32) ---------- */
 
+/* out[r] = sum_k row_r[k] x[k] on each lane (x: its column of the R x R
+ * matrix), the warp's ROWS staged rows read whole as broadcasts, two
+ * entries at a time; the sums in k's order. */
+template <int ROWS>
+__device__ __forceinline__ void fused_product(const double2 (*rows)[16], const double *x,
+                                              double *out)
+{
+#pragma unroll
+    for (int r = 0; r < ROWS; r++)
+        out[r] = 0;
+#pragma unroll
+    for (int k = 0; k < 16; k++)
+#pragma unroll
+        for (int r = 0; r < ROWS; r++) {
+            const double2 v = rows[r][k];
+            out[r] = fma(v.x, x[2 * k], out[r]);
+            out[r] = fma(v.y, x[2 * k + 1], out[r]);
+        }
+}
+
 /* Rows a warp takes at a time: independent sums the warp interleaves.
  * AO-ADMM keeps P's column (64 registers) and four values a row in
  * registers through the inner iterations; 4 rows spill past the 128
@@ -203,17 +223,7 @@ __global__ void __launch_bounds__(UPD_WARPS * 32, 2)
                     srow[r * 32 + lane] = m[r] + rho * (a[r] + u[r]);
                 __syncwarp();
                 double at[ROWS];
-#pragma unroll
-                for (int r = 0; r < ROWS; r++)
-                    at[r] = 0;
-#pragma unroll
-                for (int k = 0; k < 16; k++)
-#pragma unroll
-                    for (int r = 0; r < ROWS; r++) {
-                        const double2 tt = s_row[warp][r][k];
-                        at[r] = fma(tt.x, x[2 * k], at[r]);
-                        at[r] = fma(tt.y, x[2 * k + 1], at[r]);
-                    }
+                fused_product<ROWS>(s_row[warp], x, at);
                 __syncwarp();   /* read before the next iteration's t lands */
 #pragma unroll
                 for (int r = 0; r < ROWS; r++) {
@@ -239,17 +249,7 @@ __global__ void __launch_bounds__(UPD_WARPS * 32, 2)
                 srow[r * 32 + lane] = a[r];
             __syncwarp();
             double av[ROWS];
-#pragma unroll
-            for (int r = 0; r < ROWS; r++)
-                av[r] = 0;
-#pragma unroll
-            for (int k = 0; k < 16; k++)
-#pragma unroll
-                for (int r = 0; r < ROWS; r++) {
-                    const double2 aa = s_row[warp][r][k];
-                    av[r] = fma(aa.x, x[2 * k], av[r]);
-                    av[r] = fma(aa.y, x[2 * k + 1], av[r]);
-                }
+            fused_product<ROWS>(s_row[warp], x, av);
             __syncwarp();   /* read before the next rows land */
 #pragma unroll
             for (int r = 0; r < ROWS; r++)
@@ -300,6 +300,36 @@ __device__ __forceinline__ void block_sums(double (*v)[NS], double (*red)[GEN_RO
                 s += red[w][r][q];
             v[r][q] = s;
         }
+}
+
+/* out[r][c] = sum_k s_row[r][k] X[k][j], j = tid + c GEN_THREADS (0 past
+ * R), for the GEN_ROWS rows staged in s_row; X's row k read once for all
+ * of them (from the cache), the sums in k's order. */
+template <int COLS>
+__device__ __forceinline__ void generic_product(const double (*s_row)[AMP_GPU_MAX_RANK],
+                                                const double *X, unsigned R, unsigned tid,
+                                                double (*out)[COLS])
+{
+#pragma unroll
+    for (int r = 0; r < GEN_ROWS; r++)
+#pragma unroll
+        for (int c = 0; c < COLS; c++)
+            out[r][c] = 0;
+    for (unsigned k = 0; k < R; k++) {
+        double xk[COLS];
+#pragma unroll
+        for (int c = 0; c < COLS; c++) {
+            const unsigned j = tid + c * GEN_THREADS;
+            xk[c] = j < R ? __ldg(X + (size_t)k * R + j) : 0.0;
+        }
+#pragma unroll
+        for (int r = 0; r < GEN_ROWS; r++) {
+            const double sk = s_row[r][k];
+#pragma unroll
+            for (int c = 0; c < COLS; c++)
+                out[r][c] = fma(sk, xk[c], out[r][c]);
+        }
+    }
 }
 
 template <int METHOD, int COLS>
@@ -358,26 +388,7 @@ __global__ void __launch_bounds__(GEN_THREADS)
                     }
                 __syncthreads();
                 double at[GEN_ROWS][COLS];
-#pragma unroll
-                for (int r = 0; r < GEN_ROWS; r++)
-#pragma unroll
-                    for (int c = 0; c < COLS; c++)
-                        at[r][c] = 0;
-                for (unsigned k = 0; k < R; k++) {
-                    double xk[COLS];
-#pragma unroll
-                    for (int c = 0; c < COLS; c++) {
-                        const unsigned j = tid + c * GEN_THREADS;
-                        xk[c] = j < R ? __ldg(X + (size_t)k * R + j) : 0.0;
-                    }
-#pragma unroll
-                    for (int r = 0; r < GEN_ROWS; r++) {
-                        const double tk = s_row[r][k];
-#pragma unroll
-                        for (int c = 0; c < COLS; c++)
-                            at[r][c] = fma(tk, xk[c], at[r][c]);
-                    }
-                }
+                generic_product<COLS>(s_row, X, R, tid, at);
                 __syncthreads();   /* read before the next iteration's t lands */
                 /* This thread's part of each row's |A - At|^2,
                  * |A - A_before|^2, |A|^2 and |U|^2. */
@@ -428,26 +439,7 @@ __global__ void __launch_bounds__(GEN_THREADS)
                 }
             __syncthreads();
             double av[GEN_ROWS][COLS];
-#pragma unroll
-            for (int r = 0; r < GEN_ROWS; r++)
-#pragma unroll
-                for (int c = 0; c < COLS; c++)
-                    av[r][c] = 0;
-            for (unsigned k = 0; k < R; k++) {
-                double xk[COLS];
-#pragma unroll
-                for (int c = 0; c < COLS; c++) {
-                    const unsigned j = tid + c * GEN_THREADS;
-                    xk[c] = j < R ? __ldg(X + (size_t)k * R + j) : 0.0;
-                }
-#pragma unroll
-                for (int r = 0; r < GEN_ROWS; r++) {
-                    const double ak = s_row[r][k];
-#pragma unroll
-                    for (int c = 0; c < COLS; c++)
-                        av[r][c] = fma(ak, xk[c], av[r][c]);
-                }
-            }
+            generic_product<COLS>(s_row, X, R, tid, av);
             __syncthreads();   /* read before the next rows land */
 #pragma unroll
             for (int r = 0; r < GEN_ROWS; r++)
