@@ -343,6 +343,17 @@ static amp_status put_in_place(amp_outfile *of, amp_error *err)
     return AMP_OK;
 }
 
+/* The file's descriptor closed (and forgotten, so abort closes nothing). */
+static amp_status close_out(amp_outfile *of, amp_error *err)
+{
+    int fd = of->fd;
+    of->fd = -1;
+    if (close(fd) != 0)
+        return AMP_FAIL(err, AMP_ERR_IO, "%s: close failed: %s", of->final_path,
+                        strerror(errno));
+    return AMP_OK;
+}
+
 amp_status amp_outfile_commit(amp_outfile *of, amp_error *err)
 {
     amp_status rc = AMP_OK;
@@ -355,25 +366,11 @@ amp_status amp_outfile_commit(amp_outfile *of, amp_error *err)
      * late write error (NFS reports some at close) leaves no file there;
      * an unnamed one can only be linked while open, and is gone once
      * closed. */
-    if (of->tmp_path != NULL) {
-        int fd = of->fd;
-        of->fd = -1;
-        if (close(fd) != 0) {
-            rc = AMP_FAIL(err, AMP_ERR_IO, "%s: close failed: %s", of->final_path,
-                          strerror(errno));
-            goto fail;
-        }
-    }
+    if (of->tmp_path != NULL)
+        AMP_CHECK_GOTO(close_out(of, err), rc, fail);
     AMP_CHECK_GOTO(put_in_place(of, err), rc, fail);
-    if (of->fd >= 0) {
-        int fd = of->fd;
-        of->fd = -1;
-        if (close(fd) != 0) {
-            rc = AMP_FAIL(err, AMP_ERR_IO, "%s: close failed: %s", of->final_path,
-                          strerror(errno));
-            goto fail;
-        }
-    }
+    if (of->fd >= 0)
+        AMP_CHECK_GOTO(close_out(of, err), rc, fail);
     /* The new name is durable only once the directory entry is on disk. */
     char *dir = of->no_sync ? NULL : dir_of(of->final_path);
     if (dir != NULL) {
