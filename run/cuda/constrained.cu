@@ -527,21 +527,16 @@ extern "C" cudaError_t amp_gpu_admm_shift(const double *V, unsigned R, double *r
     return cudaGetLastError();
 }
 
-/* One wave of blocks, as many as fit on the device at once (the
- * occupancy the kernel's registers and shared memory allow), each a
- * contiguous range of rows; no more blocks than groups of rows. */
+/* The kernel over one wave of blocks (amp_gpu_wave). */
 template <typename K>
 static cudaError_t launch_one(K kernel, int threads, int sms, uint64_t rows, uint64_t per_block,
                               const upd_params &p, const double *M, double *A, double *U,
                               cudaStream_t s)
 {
-    int per_sm = 0;
-    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0);
+    unsigned blocks = 0;
+    cudaError_t e = amp_gpu_wave(kernel, threads, sms, rows, per_block, &blocks);
     if (e != cudaSuccess)
         return e;
-    const uint64_t want = (uint64_t)sms * (uint64_t)(per_sm > 0 ? per_sm : 1);
-    const uint64_t most = (rows + per_block - 1) / per_block;
-    const unsigned blocks = (unsigned)(want < most ? want : most);
     kernel<<<blocks, threads, 0, s>>>(p, M, A, U, rows);
     return cudaGetLastError();
 }

@@ -167,14 +167,11 @@ template <int RP>
 static cudaError_t launch(const hals_tile_params &p, const double *M, double *A, uint64_t rows,
                           int sms, cudaStream_t s)
 {
-    int per_sm = 0;
-    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, hals_tile_kernel<RP>,
-                                                                  HT_WARPS * 32, 0);
+    unsigned blocks = 0;
+    cudaError_t e = amp_gpu_wave(hals_tile_kernel<RP>, HT_WARPS * 32, sms, rows, HT_WARPS * 32,
+                                 &blocks);
     if (e != cudaSuccess)
         return e;
-    const uint64_t want = (uint64_t)sms * (uint64_t)(per_sm > 0 ? per_sm : 1);
-    const uint64_t most = (rows + HT_WARPS * 32 - 1) / (HT_WARPS * 32);
-    const unsigned blocks = (unsigned)(want < most ? want : most);
     hals_tile_kernel<RP><<<blocks, HT_WARPS * 32, 0, s>>>(p, M, A, rows);
     return cudaGetLastError();
 }
