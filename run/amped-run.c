@@ -808,6 +808,10 @@ static void print_summary(const run_args *a, const run_state *s)
 static amp_status start_dist(run_args *a, run_state *s, amp_error *err)
 {
     AMP_CHECK(amp_dist_start(&s->dist, err));
+    /* Before anything starts CUDA (amp_dist_gpus may): the GPUs this
+     * process drives, by default every one it sees alone, one of several. */
+    amp_gpu_prepare_process(a->gpus != AMP_GPUS_AUTO ? (unsigned)a->gpus
+                            : s->dist ? 1 : amp_gpu_count_unstarted());
     if (s->dist == NULL)
         return AMP_OK;
     if (a->mttkrp_only || a->check)

@@ -572,6 +572,7 @@ int main(void)
     amp_cuda_device dev[AMP_MAX_GPUS];
     int count = 0;
     amp_error err = {0};
+    amp_gpu_prepare_process(2);   /* before CUDA starts, as amped-run does */
     if (amp_cuda_list_devices(dev, AMP_MAX_GPUS, &count, &err) != AMP_OK || count < 2)
         plan_skip_all("needs two GPUs");
     if (!amp_comm_available())

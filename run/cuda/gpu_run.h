@@ -121,6 +121,20 @@ void amp_gpu_run_close(amp_gpu_run *run);
 /* The CUDA devices this process sees: 0 without CUDA or a driver. */
 unsigned amp_gpu_visible(void);
 
+/* The GPUs this process would see, counted without starting CUDA:
+ * CUDA_VISIBLE_DEVICES's entries where it is set, else the driver's
+ * /proc/driver/nvidia/gpus; 0 when neither says. */
+unsigned amp_gpu_count_unstarted(void);
+
+/* Call before anything starts CUDA in a process that will drive `gpus`
+ * GPUs at once. With two or more, CUDA's lazy loading of kernels (its
+ * default) can deadlock their threads: loading a kernel on one GPU may
+ * wait for that device, whose NCCL kernel waits for another GPU, whose
+ * thread waits for the loader's lock. So ask for every kernel at start-up
+ * (CUDA_MODULE_LOADING=EAGER: about 2 s on an H200 pair, bench/RESULTS.md)
+ * unless the environment already says. 1 when it asked. */
+int amp_gpu_prepare_process(unsigned gpus);
+
 /* NULL, or what the caller should tell the user of this process's GPU
  * gpu: its part streamed where the plan said resident, and why. */
 const char *amp_gpu_run_note(const amp_gpu_run *run, unsigned gpu);
