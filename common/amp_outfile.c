@@ -263,8 +263,6 @@ static int link_unnamed_temp(int fd, const char *final, char *tmp, size_t n)
     return -1;
 }
 
-/* The complete file under its final name: linked (no_clobber) or
- * renamed over whatever is there. */
 /* A hard link, or (AMPED_OUTFILE_NAMED=2, for tests) EPERM as a file
  * system without hard links gives. */
 static int hard_link(const char *from, const char *to)
@@ -298,41 +296,26 @@ static int move_no_clobber(const char *from, const char *to)
     return rename(from, to);
 }
 
+/* The complete file, closed, from its temporary name to the final one:
+ * linked (no_clobber) or renamed over whatever is there. */
 static amp_status put_in_place(amp_outfile *of, amp_error *err)
 {
     const char *final = of->final_path;
     if (of->no_clobber) {
-        int r = of->tmp_path ? hard_link(of->tmp_path, final) : link_unnamed(of->fd, final);
-        if (r != 0 && of->tmp_path &&
-            (errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS)) {
+        if (hard_link(of->tmp_path, final) == 0)
+            return AMP_OK;   /* abort removes the temporary name */
+        if (errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS) {
             if (move_no_clobber(of->tmp_path, final) == 0) {
                 live_remove(of->tmp_path);
                 free(of->tmp_path);
                 of->tmp_path = NULL;
                 return AMP_OK;
             }
-            r = -1;
         }
-        if (r != 0) {
-            if (errno == EEXIST)
-                return AMP_FAIL(err, AMP_ERR_IO, "%s: already exists", final);
-            return AMP_FAIL(err, AMP_ERR_IO, "%s: cannot link the output into place: %s",
-                            final, strerror(errno));
-        }
-        return AMP_OK;   /* abort removes the named temporary file */
-    }
-    if (of->tmp_path == NULL) {
-        size_t n = strlen(final) + 16;
-        of->tmp_path = malloc(n);
-        if (of->tmp_path == NULL)
-            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-        if (link_unnamed_temp(of->fd, final, of->tmp_path, n) != 0) {
-            int e = errno;
-            free(of->tmp_path);
-            of->tmp_path = NULL;
-            return AMP_FAIL(err, AMP_ERR_IO, "%s: cannot link the output into place: %s",
-                            final, strerror(e));
-        }
+        if (errno == EEXIST)
+            return AMP_FAIL(err, AMP_ERR_IO, "%s: already exists", final);
+        return AMP_FAIL(err, AMP_ERR_IO, "%s: cannot link the output into place: %s", final,
+                        strerror(errno));
     }
     if (rename(of->tmp_path, final) != 0)
         return AMP_FAIL(err, AMP_ERR_IO, "%s: cannot rename %s into place: %s", final,
@@ -340,6 +323,25 @@ static amp_status put_in_place(amp_outfile *of, amp_error *err)
     live_remove(of->tmp_path);
     free(of->tmp_path);
     of->tmp_path = NULL;
+    return AMP_OK;
+}
+
+/* An unnamed file (O_TMPFILE) under a temporary name beside the final
+ * one, so that it can be closed before it takes the final name, as a
+ * named one is: closed, an unnamed file is gone. */
+static amp_status name_unnamed(amp_outfile *of, amp_error *err)
+{
+    size_t n = strlen(of->final_path) + 16;
+    of->tmp_path = malloc(n);
+    if (of->tmp_path == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    if (link_unnamed_temp(of->fd, of->final_path, of->tmp_path, n) != 0) {
+        int e = errno;
+        free(of->tmp_path);
+        of->tmp_path = NULL;
+        return AMP_FAIL(err, AMP_ERR_IO, "%s: cannot link the output into place: %s",
+                        of->final_path, strerror(e));
+    }
     return AMP_OK;
 }
 
@@ -362,15 +364,12 @@ amp_status amp_outfile_commit(amp_outfile *of, amp_error *err)
                       strerror(errno));
         goto fail;
     }
-    /* A named file is closed before it takes the final name, so that a
-     * late write error (NFS reports some at close) leaves no file there;
-     * an unnamed one can only be linked while open, and is gone once
-     * closed. */
-    if (of->tmp_path != NULL)
-        AMP_CHECK_GOTO(close_out(of, err), rc, fail);
+    /* Closed before it takes the final name, so that a late write error
+     * (NFS reports some at close) leaves no file there. */
+    if (of->tmp_path == NULL)
+        AMP_CHECK_GOTO(name_unnamed(of, err), rc, fail);
+    AMP_CHECK_GOTO(close_out(of, err), rc, fail);
     AMP_CHECK_GOTO(put_in_place(of, err), rc, fail);
-    if (of->fd >= 0)
-        AMP_CHECK_GOTO(close_out(of, err), rc, fail);
     /* The new name is durable only once the directory entry is on disk. */
     char *dir = of->no_sync ? NULL : dir_of(of->final_path);
     if (dir != NULL) {
