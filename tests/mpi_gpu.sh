@@ -209,6 +209,25 @@ check_contains "and its GPU" "$RUN_ERR" "GPU 1 ("
 check_contains "process 0 names process 1" "$RUN_ERR" "process 1 (host "
 is "no output file" "$(leftovers "$T/small")" ""
 
+# Both processes shown the same one GPU (CUDA_VISIBLE_DEVICES=0 for each):
+# each takes all it sees, the same device; refused at the join, before
+# NCCL, naming both processes and the GPU's UUID.
+cat >"$T/same.sh" <<EOF
+#!/bin/sh
+CUDA_VISIBLE_DEVICES=0 exec "$AMPED_RUN" --gpus 1 -r 8 --iters 5 -o "$T/same" "$T/gen3.amp"
+EOF
+start=$(date +%s)
+run mpi 2 sh "$T/same.sh"
+took=$(($(date +%s) - start))
+if test "$RUN_RC" -ne 0 && test "$RUN_RC" -ne 124 && test "$took" -le 30; then
+    pass "two processes shown the same GPU: the job ends ($RUN_RC) in ${took} s"
+else
+    fail "two processes shown the same GPU: exit $RUN_RC after ${took} s"
+    diag_run
+fi
+check_contains "... naming both and the GPU" "$RUN_ERR" "process 0 and process 1 both take the GPU GPU-"
+is "... no output file" "$(leftovers "$T/same")" ""
+
 # Process 1 killed mid-run: the launcher must end the job within seconds.
 cat >"$T/long.sh" <<EOF
 #!/bin/sh

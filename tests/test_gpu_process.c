@@ -28,7 +28,7 @@ static int loading_is(const char *want)
 
 int main(void)
 {
-    plan(14);
+    plan(18);
     is_int(count_with("0,1"), 2, "CUDA_VISIBLE_DEVICES=0,1: 2 GPUs");
     is_int(count_with("3"), 1, "CUDA_VISIBLE_DEVICES=3: 1 GPU");
     is_int(count_with(""), 0, "CUDA_VISIBLE_DEVICES empty: none");
@@ -55,5 +55,23 @@ int main(void)
     setenv("CUDA_MODULE_LOADING", "LAZY", 1);
     is_int(amp_gpu_prepare_process(4), 0, "the user's CUDA_MODULE_LOADING=LAZY: kept");
     ok(loading_is("LAZY"), "... still LAZY");
+
+    unsigned char u[4][16];
+    memset(u, 0, sizeof u);
+    for (int k = 0; k < 4; k++)
+        u[k][15] = (unsigned char)k;   /* four devices, differing in the last byte */
+    unsigned i = 9, j = 9;
+    is_int(amp_gpu_same_device((const unsigned char(*)[16])u, 4, &i, &j), 0,
+           "four GPUs, four UUIDs: none taken twice");
+    u[3][15] = 1;   /* GPU 3 is GPU 1 again */
+    int same = amp_gpu_same_device((const unsigned char(*)[16])u, 4, &i, &j);
+    ok(same && i == 1 && j == 3, "GPU 3 the same device as GPU 1: found (%u, %u)", i, j);
+    u[0][0] = 0xff;
+    u[2][0] = 0xff;
+    u[2][15] = 0;   /* and GPU 2 is GPU 0: the first pair by the later GPU */
+    same = amp_gpu_same_device((const unsigned char(*)[16])u, 4, &i, &j);
+    ok(same && i == 0 && j == 2, "two pairs: the first found (%u, %u)", i, j);
+    is_int(amp_gpu_same_device((const unsigned char(*)[16])u, 1, &i, &j), 0,
+           "one GPU: nothing to compare");
     return done_testing();
 }

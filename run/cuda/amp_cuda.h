@@ -23,6 +23,7 @@ typedef struct amp_cuda_device {
     int sm_count;
     size_t total_memory, free_memory;
     int pci_bus, pci_device;
+    unsigned char uuid[16];      /* the same GPU whatever a process calls it */
 } amp_cuda_device;
 
 /* Up to max devices into out; *count gets how many there are. Fails with

@@ -61,6 +61,7 @@ extern "C" amp_status amp_cuda_describe_device(int i, amp_cuda_device *out, amp_
     out->free_memory = free_b;
     out->pci_bus = p.pciBusID;
     out->pci_device = p.pciDeviceID;
+    memcpy(out->uuid, p.uuid.bytes, sizeof out->uuid);
     return AMP_OK;
 }
 

@@ -37,3 +37,15 @@ int amp_gpu_prepare_process(unsigned gpus)
         return 0;
     return setenv("CUDA_MODULE_LOADING", "EAGER", 0) == 0;
 }
+
+int amp_gpu_same_device(const unsigned char (*uuid)[16], unsigned n, unsigned *i, unsigned *j)
+{
+    for (unsigned b = 1; b < n; b++)
+        for (unsigned a = 0; a < b; a++)
+            if (memcmp(uuid[a], uuid[b], 16) == 0) {
+                *i = a;
+                *j = b;
+                return 1;
+            }
+    return 0;
+}

@@ -668,6 +668,55 @@ fail:
     return rc;
 }
 
+/* No GPU taken by two processes (or twice by one): every process's GPUs'
+ * UUIDs to every process, 32 bits a double, and the same verdict on each.
+ * NCCL would stop such a run too, later and naming neither process. */
+static amp_status check_own_gpus(const amp_gpu_run *r, amp_error *err)
+{
+    const amp_group *g = r->group;
+    const unsigned words = 4;   /* a UUID's 16 bytes as 4 x 32 bits */
+    double *buf = calloc((size_t)r->total * words, sizeof *buf);
+    unsigned char(*uuid)[16] = calloc(r->total, sizeof *uuid);
+    uint64_t *offset = calloc(2 * (size_t)g->size, sizeof *offset);
+    amp_status rc = AMP_OK;
+    if (buf == NULL || uuid == NULL || offset == NULL) {
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (unsigned k = 0; k < r->n; k++)
+        for (unsigned w = 0; w < words; w++) {
+            uint32_t v;
+            memcpy(&v, r->dev[k].uuid + 4 * w, 4);
+            buf[(size_t)(r->first + k) * words + w] = (double)v;
+        }
+    for (unsigned q = 0; q < g->size; q++) {
+        offset[q] = (uint64_t)q * r->n * words;
+        offset[g->size + q] = (uint64_t)r->n * words;
+    }
+    AMP_CHECK_GOTO(g->ops->allgatherv(g->ctx, buf, offset, offset + g->size, err), rc, done);
+    for (unsigned k = 0; k < r->total; k++)
+        for (unsigned w = 0; w < words; w++) {
+            uint32_t v = (uint32_t)buf[(size_t)k * words + w];
+            memcpy(uuid[k] + 4 * w, &v, 4);
+        }
+    unsigned a, b;
+    if (amp_gpu_same_device((const unsigned char(*)[16])uuid, r->total, &a, &b)) {
+        const unsigned char *u = uuid[a];
+        rc = AMP_FAIL(err, AMP_ERR_USAGE, "process %u and process %u both take the GPU "
+                      "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x"
+                      ": give each process GPUs of its own (by default one a process, by its "
+                      "number on its host; or CUDA_VISIBLE_DEVICES, --devices or srun "
+                      "--gpus-per-task per process)", a / r->n, b / r->n, u[0], u[1], u[2], u[3],
+                      u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+                      u[15]);
+    }
+done:
+    free(buf);
+    free(uuid);
+    free(offset);
+    return rc;
+}
+
 amp_status amp_gpu_run_join(amp_gpu_run *r, amp_error *err)
 {
     const amp_group *g = r->group;
@@ -680,6 +729,7 @@ amp_status amp_gpu_run_join(amp_gpu_run *r, amp_error *err)
     if (n[0] != -n[1])
         return AMP_FAIL(err, AMP_ERR_USAGE, "the processes take from %.0f to %.0f GPUs each: "
                         "give every one the same --gpus or --devices", -n[1], n[0]);
+    AMP_CHECK(check_own_gpus(r, err));
     unsigned char id[AMP_COMM_ID_BYTES];
     int ordinals[AMP_MAX_GPUS];
     memset(id, 0, sizeof id);

@@ -135,6 +135,12 @@ unsigned amp_gpu_count_unstarted(void);
  * unless the environment already says. 1 when it asked. */
 int amp_gpu_prepare_process(unsigned gpus);
 
+/* GPUs i < j of a run's uuid[0 .. n) (16 bytes each) that are the same
+ * device, the first such pair: 1 and *i, *j set, or 0 when all differ.
+ * Two processes that each see one GPU under the same CUDA_VISIBLE_DEVICES
+ * both take it; the run must say so before NCCL meets it. */
+int amp_gpu_same_device(const unsigned char (*uuid)[16], unsigned n, unsigned *i, unsigned *j);
+
 /* NULL, or what the caller should tell the user of this process's GPU
  * gpu: its part streamed where the plan said resident, and why. */
 const char *amp_gpu_run_note(const amp_gpu_run *run, unsigned gpu);
