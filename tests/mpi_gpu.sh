@@ -187,6 +187,20 @@ leftovers() {
     ls -d "$1"* "$T"/.*tmp* 2>/dev/null
 }
 
+# job_fails LABEL SCRIPT: two processes of SCRIPT end the job, non-zero,
+# within 30 s (not by the test's own time limit).
+job_fails() {
+    _start=$(date +%s)
+    run mpi 2 sh "$2"
+    _took=$(($(date +%s) - _start))
+    if test "$RUN_RC" -ne 0 && test "$RUN_RC" -ne 124 && test "$_took" -le 30; then
+        pass "$1: the job ends ($RUN_RC) in ${_took} s"
+    else
+        fail "$1: exit $RUN_RC after ${_took} s"
+        diag_run
+    fi
+}
+
 # Process 1's GPU too small for its part: refused before any collective,
 # every process stops, process 1 names itself, its host and its GPU.
 cat >"$T/cap.sh" <<EOF
@@ -195,15 +209,7 @@ rank=\${OMPI_COMM_WORLD_RANK:-\${PMI_RANK:-0}}
 if test "\$rank" = 1; then cap="--device-memory 1M"; else cap=; fi
 exec "$AMPED_RUN" --gpus 1 \$cap -r 8 --iters 5 -o "$T/small" --json "$T/small.json" "$T/gen3.amp"
 EOF
-start=$(date +%s)
-run mpi 2 sh "$T/cap.sh"
-took=$(($(date +%s) - start))
-if test "$RUN_RC" -ne 0 && test "$RUN_RC" -ne 124 && test "$took" -le 30; then
-    pass "process 1 short of GPU memory: the job ends ($RUN_RC) in ${took} s"
-else
-    fail "process 1 short of GPU memory: exit $RUN_RC after ${took} s"
-    diag_run
-fi
+job_fails "process 1 short of GPU memory" "$T/cap.sh"
 check_contains "process 1 names itself and its host" "$RUN_ERR" "process 1 of 2 (host "
 check_contains "and its GPU" "$RUN_ERR" "GPU 1 ("
 check_contains "process 0 names process 1" "$RUN_ERR" "process 1 (host "
@@ -216,15 +222,7 @@ cat >"$T/same.sh" <<EOF
 #!/bin/sh
 CUDA_VISIBLE_DEVICES=0 exec "$AMPED_RUN" --gpus 1 -r 8 --iters 5 -o "$T/same" "$T/gen3.amp"
 EOF
-start=$(date +%s)
-run mpi 2 sh "$T/same.sh"
-took=$(($(date +%s) - start))
-if test "$RUN_RC" -ne 0 && test "$RUN_RC" -ne 124 && test "$took" -le 30; then
-    pass "two processes shown the same GPU: the job ends ($RUN_RC) in ${took} s"
-else
-    fail "two processes shown the same GPU: exit $RUN_RC after ${took} s"
-    diag_run
-fi
+job_fails "two processes shown the same GPU" "$T/same.sh"
 check_contains "... naming both and the GPU" "$RUN_ERR" "process 0 and process 1 both take the GPU GPU-"
 is "... no output file" "$(leftovers "$T/same")" ""
 
