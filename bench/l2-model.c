@@ -149,6 +149,20 @@ static int touch(lru *c, uint64_t line)
     return 1;
 }
 
+/* Nonzero k's block key (the last block starting at or before k). */
+static uint64_t key_of(const amp_copy *c, uint64_t k)
+{
+    size_t lo = 0, hi = c->nblocks > 0 ? c->nblocks - 1 : 0;
+    while (lo < hi) {
+        size_t mid = (lo + hi + 1) / 2;
+        if (c->block_start[mid] <= k)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return c->block_key[lo];
+}
+
 /* Line ids of distinct arrays never meet: the array in the top bits. */
 static uint64_t line_of(unsigned array, uint64_t byte)
 {
@@ -193,19 +207,7 @@ int main(int argc, char **argv)
             if (seen == NULL)
                 return 1;
             for (uint64_t k = 0; k < n; k++) {
-                size_t b = 0;
-                if (c->nblocks > 1) {
-                    size_t lo = 0, hi = c->nblocks - 1;
-                    while (lo < hi) {
-                        size_t mid = (lo + hi + 1) / 2;
-                        if (c->block_start[mid] <= k)
-                            lo = mid;
-                        else
-                            hi = mid - 1;
-                    }
-                    b = lo;
-                }
-                uint64_t ix = amp_blco_field(c->block_key[b], c->words[k],
+                uint64_t ix = amp_blco_field(key_of(c, k), c->words[k],
                                              c->layout.shift[m], c->layout.width[m]);
                 least += seen[ix] ? 0 : row_bytes;
                 seen[ix] = 1;
@@ -223,19 +225,7 @@ int main(int argc, char **argv)
                     uint64_t k = C ? (i / C * T + q) * C + i % C : q * len + i;
                     if (k >= n || (!C && k >= (q + 1) * len))
                         continue;
-                    size_t b = 0;
-                    if (c->nblocks > 1) {
-                        size_t lo = 0, hi = c->nblocks - 1;
-                        while (lo < hi) {
-                            size_t mid = (lo + hi + 1) / 2;
-                            if (c->block_start[mid] <= k)
-                                lo = mid;
-                            else
-                                hi = mid - 1;
-                        }
-                        b = lo;
-                    }
-                    uint64_t key = c->block_key[b], w = c->words[k];
+                    uint64_t key = key_of(c, k), w = c->words[k];
                     /* The copy: a new line every LINE / 8 nonzeros. */
                     if (evict_first) {
                         dram[1] += (k * 8 % LINE == 0 || i == 0) ? LINE : 0;
