@@ -70,17 +70,6 @@ mpi() {
     timeout 120 mpirun --oversubscribe --bind-to none $_x -np "$_np" "$@"
 }
 
-# factors_diff A B: the largest max_diff over the factor files of prefixes A, B.
-factors_diff() {
-    _w=0
-    for _f in "$1".mode*.mat "$1.lambda.mat"; do
-        _d=$(max_diff "$_f" "$2${_f#"$1"}")
-        test "$_d" = shape && { echo shape; return; }
-        _w=$(awk -v a="$_w" -v b="$_d" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
-    done
-    echo "$_w"
-}
-
 # compare NAME FILE METHOD MEMORY OPTIONS...: 2 processes of 1 GPU against
 # 1 process of 2 GPUs and the CPU (the CPU's fits kept per tensor and
 # method: the memory does not change them).
