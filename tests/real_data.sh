@@ -73,9 +73,12 @@ field() {
 
 # norm_close DESCRIPTION PRINTED SUMSQ: PRINTED (amped-prep's %.6g norm)
 # equals sqrt(SUMSQ) within relative 1e-9 plus half a unit in the 6th
-# significant digit, the most that %.6g can lose.
+# significant digit, the most that %.6g can lose; PRINTED or SUMSQ empty
+# or not a number fails.
 norm_close() {
-    if awk -v p="$2" -v s="$3" 'BEGIN {
+    # Numbers first: a norm printed as nan passed (mawk: nan <= tol), and
+    # an empty one compared as 0.
+    if is_number "$2" && is_number "$3" && awk -v p="$2" -v s="$3" 'BEGIN {
             r = sqrt(s); a = r < 0 ? -r : r
             e = 0; while (a >= 10) { a /= 10; e++ } ; while (a > 0 && a < 1) { a *= 10; e-- }
             tol = 1e-9 * (r < 0 ? -r : r) + 0.5 * 10 ^ (e - 5)
