@@ -128,6 +128,19 @@ static inline double rel_diff(const double *a, const double *b, uint64_t n)
     return scale > 0 ? diff / scale : diff;
 }
 
+/* The larger (smaller) of a and b, NaN when either is: fmax and fmin
+ * return the other argument for a NaN, so a running fmax or fmin skips
+ * NaN entries, and a check of the result passes on them. */
+static inline double max_or_nan(double a, double b)
+{
+    return isnan(a) || isnan(b) ? NAN : fmax(a, b);
+}
+
+static inline double min_or_nan(double a, double b)
+{
+    return isnan(a) || isnan(b) ? NAN : fmin(a, b);
+}
+
 static inline double *random_matrix(uint64_t rows, unsigned R, uint64_t seed)
 {
     double *A = malloc((rows * R + 1) * sizeof *A);

@@ -1062,7 +1062,9 @@ static double update_diff(const update_case *k, unsigned R, const double *V, dou
          * and no penalty U = U + (At - U) - At is rounding noise. */
         double du = 0, scale_u = 0;
         for (size_t i = 0; i < n; i++) {
-            du = isnan(U2[i]) || fabs(U2[i] - U[i]) > du ? fabs(U2[i] - U[i]) : du;
+            /* A NaN on either side counts (the CPU's too: it would drop
+             * out of fabs(U2 - U) > du and of scale_u's fmax). */
+            du = isnan(U2[i] - U[i]) || fabs(U2[i] - U[i]) > du ? fabs(U2[i] - U[i]) : du;
             scale_u = fmax(scale_u, fmax(fabs(U[i]), fabs(A[i])));
         }
         e = worse(e, scale_u > 0 ? du / scale_u : du);
