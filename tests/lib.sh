@@ -202,6 +202,19 @@ check_contains() {
     fi
 }
 
+# check_line DESCRIPTION FILE LINE: FILE has a line that is exactly LINE
+# ("nonzeros:   6" is in "nonzeros:   61", not a line of it).
+check_line() {
+    if grep -F -x -e "$3" "$2" >/dev/null 2>&1; then
+        pass "$1"
+    else
+        fail "$1"
+        diag "expected the line: $3"
+        diag "in: $2"
+        diag_run
+    fi
+}
+
 # check_not_contains DESCRIPTION FILE TEXT
 check_not_contains() {
     if grep -F -e "$3" "$2" >/dev/null 2>&1; then
