@@ -9,6 +9,7 @@
 #include "amp_build.h"
 #include "amp_cpu.h"
 #include "cp_ref.h"
+#include "tap.h"
 #include "test_util.h"
 
 typedef struct shape {
@@ -126,6 +127,39 @@ static inline double rel_diff(const double *a, const double *b, uint64_t n)
         scale = fabs(b[i]) > scale ? fabs(b[i]) : scale;
     }
     return scale > 0 ? diff / scale : diff;
+}
+
+/* The larger (smaller) of a and b, NaN when either is: fmax and fmin
+ * return the other argument for a NaN, so a running fmax or fmin skips
+ * NaN entries, and a check of the result passes on them. */
+static inline double max_or_nan(double a, double b)
+{
+    return isnan(a) || isnan(b) ? NAN : fmax(a, b);
+}
+
+static inline double min_or_nan(double a, double b)
+{
+    return isnan(a) || isnan(b) ? NAN : fmin(a, b);
+}
+
+/* path gets $AMP_TEST_DATA/name. 0 where no such file is there, after the
+ * n tests of it said SKIP with the reason, or, under CI (CI=true, where the
+ * data always is), one of them failed and the rest said SKIP. A file that
+ * is there but does not read is the caller's failure, never a skip. */
+static inline int shared_tensor(const char *name, char *path, size_t size, int n)
+{
+    const char *dir = getenv("AMP_TEST_DATA"), *ci = getenv("CI");
+    snprintf(path, size, "%s/%s", dir ? dir : ".", name);
+    if (access(path, F_OK) == 0)
+        return 1;
+    char why[600];
+    snprintf(why, sizeof why, "no %s in AMP_TEST_DATA=%s", name, dir ? dir : "(unset)");
+    if (ci != NULL && strcmp(ci, "true") == 0) {
+        tap_ok(0, __FILE__, __LINE__, "%s (CI=true needs ../shared/data)", why);
+        n--;
+    }
+    skip(n, why);
+    return 0;
 }
 
 static inline double *random_matrix(uint64_t rows, unsigned R, uint64_t seed)

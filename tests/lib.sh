@@ -167,10 +167,16 @@ check() {
 }
 
 # check_close DESCRIPTION A B: the numbers A and B (fits) within 1e-6 of
-# each other; an empty A (no fit printed) fails.
+# each other. Either one empty or not a number (no fit printed, "nan")
+# fails: awk takes "" for 0, and mawk's nan compares equal to anything.
 check_close() {
-    check "$1" awk -v a="$2" -v b="$3" \
-        'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6) }'
+    if is_number "$2" && is_number "$3"; then
+        check "$1" awk -v a="$2" -v b="$3" \
+            'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-6) }'
+    else
+        fail "$1"
+        diag "not two numbers: '$2' and '$3'"
+    fi
 }
 
 # check_status DESCRIPTION EXPECTED: the last run's exit status.
@@ -191,6 +197,19 @@ check_contains() {
     else
         fail "$1"
         diag "expected to find: $3"
+        diag "in: $2"
+        diag_run
+    fi
+}
+
+# check_line DESCRIPTION FILE LINE: FILE has a line that is exactly LINE
+# ("nonzeros:   6" is in "nonzeros:   61", not a line of it).
+check_line() {
+    if grep -F -x -e "$3" "$2" >/dev/null 2>&1; then
+        pass "$1"
+    else
+        fail "$1"
+        diag "expected the line: $3"
         diag "in: $2"
         diag_run
     fi
@@ -309,28 +328,78 @@ read_expect() {
     opts=$(sed -n 3p "$exp")
 }
 
-# The fits of a JSON report (amped-run --json), one a line, 17 digits.
+# is_number VALUE: VALUE is a finite number in decimal (as %.17g, %g or
+# %e print one). Not "", "nan", "-nan", "inf" nor JSON's null: awk reads
+# "" and "null" as 0, and mawk (Debian's awk) compares nan as equal to
+# anything, so that a check fed one of those would pass.
+is_number() {
+    awk -v x="$1" "$AWK_NUM"' BEGIN { exit !num(x) }'
+}
+
+# AWK_NUM: awk's num(x), is_number for a field, to put before a program:
+#   awk "$AWK_NUM"' { if (!num($1)) bad++ } ...'
+AWK_NUM='function num(x) { return x ~ /^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$/ }'
+
+# The fits of a JSON report (amped-run --json), one a line, 17 digits (null
+# where a fit was not finite, which max_diff refuses).
 fits() {
     sed -n 's/.*{"iter": [0-9]*, "fit": \([^,]*\),.*/\1/p' "$1"
 }
 
 # max_diff A B: the largest |a - b| / (1 + |b|) over the numbers of two
-# files of the same shape (fits, or factor files), or "shape" when the
-# shapes differ or A is empty.
+# files of the same shape (fits, or factor files); else a word, which
+# `within` fails: "missing" (A or B is not there), "shape" (the shapes
+# differ, or A is empty), "nonnumeric" (a field of either that is not a
+# finite number: nan, inf, null, which would otherwise compare as 0 or,
+# in mawk, as equal to anything).
 max_diff() {
-    awk 'NR == FNR { for (i = 1; i <= NF; i++) a[FNR, i] = $i; n[FNR] = NF; rows = FNR; next }
+    if ! test -f "$1" || ! test -f "$2"; then
+        echo missing
+        return
+    fi
+    awk "$AWK_NUM"'
+         FILENAME == ARGV[1] { for (i = 1; i <= NF; i++) { a[FNR, i] = $i; if (!num($i)) nan = 1 }
+                               n[FNR] = NF; rows = FNR; next }
          { if (n[FNR] != NF) bad = 1
-           for (i = 1; i <= NF; i++) { d = $i - a[FNR, i]; d = d < 0 ? -d : d
+           for (i = 1; i <= NF; i++) { if (!num($i)) { nan = 1; continue }
+               d = $i - a[FNR, i]; d = d < 0 ? -d : d
                s = $i < 0 ? -$i : $i; d /= 1 + s; if (d > m) m = d } seen = FNR }
-         END { if (bad || seen != rows || rows == 0) print "shape"; else printf "%.3g\n", m + 0 }' "$1" "$2"
+         END { if (bad || seen != rows || rows == 0) print "shape"
+               else if (nan) print "nonnumeric"
+               else printf "%.3g\n", m + 0 }' "$1" "$2"
 }
 
-# within LABEL VALUE TOL: VALUE (a max_diff) is a number no larger than TOL.
+# factors_diff A B: the largest max_diff over the factor files of the
+# prefixes A and B (A.mode*.mat and A.lambda.mat against B's), or the first
+# of max_diff's words met: "missing" also where A has no mode files, "shape"
+# where B has another number of them.
+factors_diff() {
+    _fd_w=0 _fd_na=0 _fd_nb=0
+    for _fd_f in "$2".mode*.mat; do
+        test -f "$_fd_f" && _fd_nb=$((_fd_nb + 1))
+    done
+    for _fd_f in "$1".mode*.mat "$1.lambda.mat"; do
+        _fd_d=$(max_diff "$_fd_f" "$2${_fd_f#"$1"}")
+        is_number "$_fd_d" || { echo "$_fd_d"; return; }
+        case $_fd_f in *.mode*.mat) _fd_na=$((_fd_na + 1)) ;; esac
+        _fd_w=$(awk -v a="$_fd_w" -v b="$_fd_d" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
+    done
+    if test "$_fd_na" != "$_fd_nb"; then
+        echo shape
+        return
+    fi
+    echo "$_fd_w"
+}
+
+# within LABEL VALUE TOL: VALUE (a max_diff) is a number no larger than TOL;
+# a word (shape, missing, nonnumeric) or nothing fails.
 within() {
-    if test "$2" != shape && awk -v v="$2" -v t="$3" 'BEGIN { exit !(v + 0 <= t + 0) }'; then
+    if is_number "$2" && awk -v v="$2" -v t="$3" 'BEGIN { exit !(v + 0 <= t + 0) }'; then
         pass "$1 ($2)"
-    else
+    elif is_number "$2"; then
         fail "$1: $2, more than $3"
+    else
+        fail "$1: not compared (${2:-no value}), tolerance $3"
     fi
 }
 

@@ -91,12 +91,20 @@ done
 # Its second command, as printed, run twice in a copy of the tree's layout.
 qs=$(sed -n '/^## Quick start/,/^## /p' "$top_srcdir/README.md" | grep '^\./amped-prep ')
 mkdir "$T/qs" && ln -s "$AMPED_PREP" "$AMPED_RUN" "$T/qs/" && ln -s "$top_srcdir/data" "$T/qs/data"
-(cd "$T/qs" && sh -c "$qs") >"$T/qs1.out" 2>&1
-is "the quick start's second command runs" "$?" 0
-(cd "$T/qs" && sh -c "$qs") >"$T/qs2.out" 2>&1
-rc=$?
-is "and runs again" "$rc" 0
-test "$rc" = 0 || diag_file "second run" "$T/qs2.out"
+# No command found (the README's layout changed) is a failure: sh -c ""
+# exits 0, and would pass both runs with nothing run.
+if test -n "$qs"; then
+    (cd "$T/qs" && sh -c "$qs") >"$T/qs1.out" 2>&1
+    is "the quick start's second command runs" "$?" 0
+    (cd "$T/qs" && sh -c "$qs") >"$T/qs2.out" 2>&1
+    rc=$?
+    is "and runs again" "$rc" 0
+    test "$rc" = 0 || diag_file "second run" "$T/qs2.out"
+else
+    fail "the quick start's second command runs"
+    diag "no line starting './amped-prep ' under '## Quick start' in README.md"
+    fail "and runs again"
+fi
 # The note about sudo sits in the paragraph about the command it concerns.
 para=$(sed -n '/^The first command installs/,/^$/p' "$top_srcdir/README.md" | tr '\n' ' ')
 case $para in
@@ -104,7 +112,9 @@ case $para in
 *) fail "README: the note on sudo is with the first command"; diag "paragraph: $para" ;;
 esac
 if git -C "$top_srcdir" rev-parse --git-dir >/dev/null 2>&1; then
-    for f in $(ls "$T/qs" | grep '^sample\.'); do
+    written=$(ls "$T/qs" | grep '^sample\.')
+    test -n "$written" || fail "git ignores the quick start's files: it wrote none"
+    for f in $written; do
         check "git ignores the quick start's $f" git -C "$top_srcdir" check-ignore -q "$f"
     done
 else

@@ -70,17 +70,6 @@ mpi() {
     timeout 120 mpirun --oversubscribe --bind-to none $_x -np "$_np" "$@"
 }
 
-# factors_diff A B: the largest max_diff over the factor files of prefixes A, B.
-factors_diff() {
-    _w=0
-    for _f in "$1".mode*.mat "$1.lambda.mat"; do
-        _d=$(max_diff "$_f" "$2${_f#"$1"}")
-        test "$_d" = shape && { echo shape; return; }
-        _w=$(awk -v a="$_w" -v b="$_d" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
-    done
-    echo "$_w"
-}
-
 # compare NAME FILE METHOD MEMORY OPTIONS...: 2 processes of 1 GPU against
 # 1 process of 2 GPUs and the CPU (the CPU's fits kept per tensor and
 # method: the memory does not change them).
@@ -262,16 +251,20 @@ else
 fi
 
 # ---- time -------------------------------------------------------------------
-# mean seconds an iteration, the first left out (it connects NCCL's peers)
+# mean seconds an iteration, the first left out (it connects NCCL's
+# peers); "nan" where there is none, or one that is not a number (null, or
+# a layout the pattern does not match), which would count as 0 s.
 per_iter() {
-    sed -n 's/.*{"iter": \([0-9]*\), .*"seconds": \([0-9.eE+-]*\).*/\1 \2/p' "$1" |
-        awk '$1 > 1 { s += $2; n++ } END { if (n) printf "%.4f", s / n; else print "nan" }'
+    sed -n 's/.*{"iter": \([0-9]*\), .*"seconds": \([^,}]*\).*/\1 \2/p' "$1" |
+        awk "$AWK_NUM"' $1 > 1 { if (!num($2)) bad = 1; s += $2; n++ }
+            END { if (n && !bad) printf "%.4f", s / n; else print "nan" }'
 }
 
 # timed LABEL CMD...: the run's time an iteration, and its rows of times
 timed() {
     _l=$1
     shift
+    rm -f "$T/time.json"   # a failed run must not leave the last one's to read
     run "$@"
     if test "$RUN_RC" -ne 0; then
         fail "$_l: exit 0"
@@ -306,9 +299,10 @@ case ${AMP_TENSOR:-} in
     one=$(per_iter "$T/time.json")
     timed "2 processes x 1 GPU" mpi 2 "$AMPED_RUN" --gpus 1 "$@"
     two=$(per_iter "$T/time.json")
-    # A time that could not be read is "nan", which must fail, not compare.
-    if test "$one" != nan && test "$two" != nan &&
-        awk -v a="$one" -v b="$two" 'BEGIN { exit !(a > 0 && b <= 1.05 * a) }'; then
+    # A time that could not be read is "nan", which must fail, not compare
+    # (so must 0 s: a run whose times are not kept).
+    if is_number "$one" && is_number "$two" &&
+        awk -v a="$one" -v b="$two" 'BEGIN { exit !(a > 0 && b > 0 && b <= 1.05 * a) }'; then
         pass "2 processes x 1 GPU within 5% of 1 process x 2 GPUs a iteration ($two, $one s)"
     else
         fail "2 processes x 1 GPU: $two s an iteration, 1 process x 2 GPUs $one s (5% allowed)"

@@ -10,10 +10,13 @@
 # it once (CPU only unless AMP_MUTANTS_CUDA=1), then for each mutant:
 # replaces one exact piece of text in one file (it must occur exactly
 # once), rebuilds, runs the tests named for it, and restores the file. A
-# mutant is "caught" when a named test fails, "MISSED" when all pass,
-# "unbuildable" when the mutant does not compile, and "stale" when its text
-# is no longer in the file (the table needs updating). Prints one line per
-# mutant and the counts; exits 1 unless every mutant run is caught.
+# mutant is "caught" when a named test fails that the unmutated tree passes
+# (each test is run unmutated once, before its first mutant: a failure it
+# has already, from a bug or from the machine, catches nothing), "MISSED"
+# when no new one fails, "unbuildable" when the mutant does not compile,
+# and "stale" when its text is no longer in the file (the table needs
+# updating). Prints one line per mutant and the counts; exits 1 unless
+# every mutant run is caught.
 #
 # GPU mutants (every test they name is tests/test_gpu or
 # tests/test_multi_gpu) run only with AMP_MUTANTS_CUDA=1 on a machine with
@@ -174,6 +177,31 @@ if [ -n "$export_dir" ]; then
     cp tests/test_gpu tests/test_multi_gpu "$export_dir/base/" || exit 1
 fi
 
+# A log's failures, one a line: FAIL lines by test and number (the text may
+# hold timings), ERROR lines whole (the exit status, the plan).
+failures() {
+    sed -n -e 's/^\(FAIL: [^ ]* [0-9]*\).*/\1/p' -e '/^ERROR: /p' "$1" | LC_ALL=C sort -u
+}
+# baseline TESTS: what the unmutated tree fails, for each of TESTS not run
+# unmutated yet, into base.fails (the tree is unmutated between mutants:
+# each restores its file, and make check rebuilds).
+: >"$work/base.fails"
+base_done=" "
+baseline() {
+    local t
+    for t in $1; do
+        case $base_done in *" $t "*) continue ;; esac
+        base_done="$base_done$t "
+        make check TESTS="$t" >"$work/base.log" 2>&1
+        failures "$work/base.log" >"$work/base.new"
+        if [ -s "$work/base.new" ]; then
+            echo "mutants: $t fails unmutated ($(grep -c . "$work/base.new")); those failures catch nothing:"
+            sed 's/^/    /' "$work/base.new"
+        fi
+        LC_ALL=C sort -u -o "$work/base.fails" "$work/base.fails" "$work/base.new"
+    done
+}
+
 caught=0 missed=0 other=0 skipped=0 exported=0
 while IFS= read -r line; do
     [ -n "$line" ] || continue
@@ -200,6 +228,7 @@ while IFS= read -r line; do
         other=$((other + 1))
         continue
     fi
+    [ -n "$export_dir" ] || baseline "$tests"
     FROM=$from TO=$to python3 -c 'import os,sys; f=sys.argv[1]; s=open(f).read(); open(f,"w").write(s.replace(os.environ["FROM"], os.environ["TO"], 1))' "../$file"
     if ! make -j"$(nproc)" >"$work/mutant.log" 2>&1 || ! make -j"$(nproc)" check TESTS= >>"$work/mutant.log" 2>&1; then
         printf '%-20s unbuildable (%s)\n' "$id" "$file"
@@ -216,7 +245,7 @@ while IFS= read -r line; do
         fi
         # shellcheck disable=SC2086
         make check TESTS="$tests" >"$work/mutant.log" 2>&1
-        fails=$(grep -cE '^(FAIL|ERROR):' "$work/mutant.log")
+        fails=$(failures "$work/mutant.log" | LC_ALL=C comm -23 - "$work/base.fails" | grep -c .)
         if [ "$fails" -gt 0 ]; then
             printf '%-20s caught by %s failing result(s) (%s)\n' "$id" "$fails" "$tests"
             caught=$((caught + 1))

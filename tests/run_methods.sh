@@ -48,9 +48,11 @@ for m in ao-admm mu hals; do
     check_contains "--method $m: the report names it" "$RUN_OUT" "$m:"
     check_contains "--method $m: and the constraints" "$RUN_OUT" "constraints nonneg,nonneg,nonneg"
     check_contains "--method $m: the update's time" "$RUN_OUT" ", update "
-    neg=$(cat "$T/$m.mode1.mat" "$T/$m.mode2.mat" "$T/$m.mode3.mat" 2>/dev/null |
-        awk '{ for (i = 1; i <= NF; i++) if ($i + 0 < 0) n++ } END { print n + 0 }')
-    is "--method $m: no negative entry in the factor files" "$neg" 0
+    # Every entry a number: nan ("-nan" too) is no non-negative entry,
+    # and a missing file is awk's error, not 0.
+    neg=$(awk "$AWK_NUM"' { for (i = 1; i <= NF; i++) if (!num($i) || $i + 0 < 0) n++ }
+        END { print n + 0 }' "$T/$m.mode1.mat" "$T/$m.mode2.mat" "$T/$m.mode3.mat" 2>&1)
+    is "--method $m: no negative (nor NaN) entry in the factor files" "$neg" 0
     check "--method $m: the factor files are there" test -s "$T/$m.mode3.mat"
 done
 run "$AMPED_RUN" -r 4 --iters 6 --tol 0 -t 2 --method hals --constraint none,nonneg,nonneg \

@@ -67,13 +67,8 @@ compare() {
         fits "$T/many.json" >"$T/many.fits"
         within "$_l: every iteration's fit as one process's" \
             "$(max_diff "$T/one.fits" "$T/many.fits")" "$_tol_fit"
-        _worst=0
-        for _f in "$T"/one.mode*.mat "$T/one.lambda.mat"; do
-            _d=$(max_diff "$_f" "$T/many${_f#"$T"/one}")
-            test "$_d" = shape && { _worst=shape; break; }
-            _worst=$(awk -v a="$_worst" -v b="$_d" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
-        done
-        within "$_l: the factor files as one process's" "$_worst" "$_tol_factor"
+        within "$_l: the factor files as one process's" \
+            "$(factors_diff "$T/one" "$T/many")" "$_tol_factor"
         _rows=$(grep -c '"process": ' "$T/many.json")
         _finals=$(grep -c '^final fit:' "$RUN_OUT")
         if test "$_rows" -eq "$_np" && test "$_finals" -eq 1; then
