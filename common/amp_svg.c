@@ -48,17 +48,20 @@ void amp_html_end(amp_strbuf *b)
     amp_strbuf_printf(b, "</body>\n</html>\n");
 }
 
-amp_status amp_html_write(amp_strbuf *b, amp_outfile *of, amp_error *err)
+amp_status amp_html_finish(amp_strbuf *b, amp_status rc, amp_outfile *of, amp_error *err)
 {
-    amp_strbuf_printf(b, "<p class=\"note\">Written by %s %s.</p>\n", PACKAGE_NAME,
-                      PACKAGE_VERSION);
-    amp_html_end(b);
-    amp_status rc = b->failed ? AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the HTML report")
-                              : amp_outfile_write(of, b->p, b->n, err);
+    if (rc == AMP_OK) {
+        amp_strbuf_printf(b, "<p class=\"note\">Written by %s %s.</p>\n", PACKAGE_NAME,
+                          PACKAGE_VERSION);
+        amp_html_end(b);
+        rc = b->failed ? AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the HTML report")
+                       : amp_outfile_write(of, b->p, b->n, err);
+    }
     if (rc == AMP_OK)
         rc = amp_outfile_commit(of, err);
     if (rc != AMP_OK)
         amp_outfile_abort(of);
+    amp_strbuf_free(b);
     return rc;
 }
 

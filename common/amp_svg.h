@@ -19,10 +19,12 @@
 /* The document up to and including <body> and an <h1> of title. */
 void amp_html_begin(amp_strbuf *b, const char *title);
 void amp_html_end(amp_strbuf *b);
-/* The page's last line (which program wrote it), its end, and the whole
- * of b into of, committed; of aborted on any failure (AMP_ERR_NOMEM where
- * b ran out of memory on the way). b stays the caller's to free. */
-amp_status amp_html_write(amp_strbuf *b, amp_outfile *of, amp_error *err);
+/* The page's end: where rc (what drawing it came to) is AMP_OK, its last
+ * line (which program wrote it), its end, and the whole of b into of,
+ * committed; of aborted on any failure, rc's or the write's (AMP_ERR_NOMEM
+ * where b ran out of memory on the way). b freed either way; the first
+ * failure returned. */
+amp_status amp_html_finish(amp_strbuf *b, amp_status rc, amp_outfile *of, amp_error *err);
 
 typedef struct amp_chart {
     const char *id;        /* the <svg>'s id: unique in the page */

@@ -150,16 +150,11 @@ amp_status amp_prep_report_write(const amp_prep_report *r, amp_outfile *of, amp_
                           "one slice above the mean makes its shard that full whatever the "
                           "dealing.</p>\n");
         for (unsigned m = 0; m < r->nmodes; m++)
-            AMP_CHECK_GOTO(shard_chart(&b, r, m, err), rc, fail);
+            AMP_CHECK_GOTO(shard_chart(&b, r, m, err), rc, done);
     } else {
         amp_strbuf_printf(&b, "<p class=\"note\">No .amp file was written, so there are no "
                           "shards to show.</p>\n");
     }
-    rc = amp_html_write(&b, of, err);
-    amp_strbuf_free(&b);
-    return rc;
-fail:
-    amp_outfile_abort(of);
-    amp_strbuf_free(&b);
-    return rc;
+done:
+    return amp_html_finish(&b, rc, of, err);
 }

@@ -273,17 +273,12 @@ amp_status amp_report_write_html(const amp_run_report *r, amp_outfile *of, amp_e
              r->opts->method == AMP_METHOD_ALS ? "CP-ALS" : amp_method_name(r->opts->method));
     amp_html_begin(&b, title);
     summary(&b, r);
-    AMP_CHECK_GOTO(fit_charts(&b, r, err), rc, fail);
-    AMP_CHECK_GOTO(phase_chart(&b, r, err), rc, fail);
+    AMP_CHECK_GOTO(fit_charts(&b, r, err), rc, done);
+    AMP_CHECK_GOTO(phase_chart(&b, r, err), rc, done);
     if (r->ngpus > 1)
-        AMP_CHECK_GOTO(gpu_charts(&b, r, err), rc, fail);
+        AMP_CHECK_GOTO(gpu_charts(&b, r, err), rc, done);
     if (r->nprocesses > 0)
-        AMP_CHECK_GOTO(process_table(&b, r, err), rc, fail);
-    rc = amp_html_write(&b, of, err);
-    amp_strbuf_free(&b);
-    return rc;
-fail:
-    amp_outfile_abort(of);
-    amp_strbuf_free(&b);
-    return rc;
+        AMP_CHECK_GOTO(process_table(&b, r, err), rc, done);
+done:
+    return amp_html_finish(&b, rc, of, err);
 }
