@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "amp_svg.h"
@@ -63,6 +64,32 @@ amp_status amp_html_finish(amp_strbuf *b, amp_status rc, amp_outfile *of, amp_er
         amp_outfile_abort(of);
     amp_strbuf_free(b);
     return rc;
+}
+
+amp_status amp_bar_room_new(amp_bar_room *r, size_t ny, size_t ncat, size_t width,
+                            amp_error *err)
+{
+    r->width = width;
+    r->y = malloc(ny * sizeof *r->y + 1);
+    r->names = malloc(ncat * width + 1);
+    r->cat = malloc(ncat * sizeof *r->cat + 1);
+    if (r->y == NULL || r->names == NULL || r->cat == NULL) {
+        amp_bar_room_free(r);
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the HTML report");
+    }
+    for (size_t i = 0; i < ncat; i++)
+        r->cat[i] = r->names + width * i;
+    return AMP_OK;
+}
+
+void amp_bar_room_free(amp_bar_room *r)
+{
+    free(r->y);
+    free(r->names);
+    free(r->cat);
+    r->y = NULL;
+    r->names = NULL;
+    r->cat = NULL;
 }
 
 typedef struct axis {

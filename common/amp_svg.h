@@ -26,6 +26,21 @@ void amp_html_end(amp_strbuf *b);
  * failure returned. */
 amp_status amp_html_finish(amp_strbuf *b, amp_status rc, amp_outfile *of, amp_error *err);
 
+/* Room for a bar chart's numbers and category names: y of ny values and
+ * ncat names of up to width bytes each, name(i) at names + width i and
+ * cat[i] pointing at it. */
+typedef struct amp_bar_room {
+    double *y;
+    char *names;
+    const char **cat;
+    size_t width;
+} amp_bar_room;
+/* AMP_ERR_NOMEM, the room all NULL (for amp_bar_room_free), where memory
+ * runs out. */
+amp_status amp_bar_room_new(amp_bar_room *r, size_t ny, size_t ncat, size_t width,
+                            amp_error *err);
+void amp_bar_room_free(amp_bar_room *r);
+
 typedef struct amp_chart {
     const char *id;        /* the <svg>'s id: unique in the page */
     const char *title;

@@ -98,15 +98,14 @@ static amp_status shard_chart(amp_strbuf *b, const amp_prep_report *r, unsigned 
     const uint32_t S = r->build->modes[m].nshards;
     const uint64_t *nnz = r->shard_nnz + (size_t)m * r->shards;
     const uint32_t n = S < MAX_SHARD_BARS ? S : MAX_SHARD_BARS;
+    amp_bar_room br;
+    AMP_CHECK(amp_bar_room_new(&br, n, n, 12, err));
     uint32_t *order = malloc((size_t)S * sizeof *order);
-    double *y = malloc((size_t)n * sizeof *y);
-    char *names = malloc((size_t)n * 12);
-    const char **cat = malloc((size_t)n * sizeof *cat);
-    amp_status rc = AMP_OK;
-    if (order == NULL || y == NULL || names == NULL || cat == NULL) {
-        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the HTML report");
-        goto done;
+    if (order == NULL) {
+        amp_bar_room_free(&br);
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the HTML report");
     }
+    double *y = br.y;
     for (uint32_t s = 0; s < S; s++)
         order[s] = s;
     if (S > n) {
@@ -115,8 +114,7 @@ static amp_status shard_chart(amp_strbuf *b, const amp_prep_report *r, unsigned 
     }
     for (uint32_t i = 0; i < n; i++) {
         y[i] = (double)nnz[order[i]];
-        snprintf(names + 12 * i, 12, "%" PRIu32, order[i]);
-        cat[i] = names + 12 * i;
+        snprintf(br.names + br.width * i, br.width, "%" PRIu32, order[i]);
     }
     char id[32], title[96];
     snprintf(id, sizeof id, "shards-mode%u", m + 1);
@@ -127,13 +125,10 @@ static amp_status shard_chart(amp_strbuf *b, const amp_prep_report *r, unsigned 
         snprintf(title, sizeof title, "Mode %u: nonzeros per shard", m + 1);
     amp_series s = {"nonzeros", NULL, y, n};
     amp_chart c = {id, title, "shard", "nonzeros", 0, 0, 1};
-    amp_svg_bars(b, &c, cat, n, &s, 1, 0, (double)r->nnz / S, "mean");
-done:
+    amp_svg_bars(b, &c, br.cat, n, &s, 1, 0, (double)r->nnz / S, "mean");
     free(order);
-    free(y);
-    free(names);
-    free(cat);
-    return rc;
+    amp_bar_room_free(&br);
+    return AMP_OK;
 }
 
 amp_status amp_prep_report_write(const amp_prep_report *r, amp_outfile *of, amp_error *err)

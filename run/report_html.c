@@ -112,14 +112,9 @@ static amp_status fit_charts(amp_strbuf *b, const amp_run_report *r, amp_error *
 static amp_status phase_chart(amp_strbuf *b, const amp_run_report *r, amp_error *err)
 {
     const size_t n = r->niters;
-    double *y = malloc((size_t)AMP_NPHASES * n * sizeof *y + 1);
-    char *names = malloc(n * 12 + 1);
-    const char **cat = malloc(n * sizeof *cat + 1);
-    amp_status rc = AMP_OK;
-    if (y == NULL || names == NULL || cat == NULL) {
-        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the HTML report");
-        goto done;
-    }
+    amp_bar_room br;
+    AMP_CHECK(amp_bar_room_new(&br, (size_t)AMP_NPHASES * n, n, 12, err));
+    double *y = br.y;
     amp_series s[AMP_NPHASES];
     unsigned ns = 0;
     for (int p = 0; p < AMP_NPHASES; p++) {
@@ -131,22 +126,17 @@ static amp_status phase_chart(amp_strbuf *b, const amp_run_report *r, amp_error 
         if (any)
             s[ns] = (amp_series){amp_report_phase_names[p], NULL, y + ns * n, n}, ns++;
     }
-    for (size_t i = 0; i < n; i++) {
-        snprintf(names + 12 * i, 12, "%u", r->iters[i].iter);
-        cat[i] = names + 12 * i;
-    }
+    for (size_t i = 0; i < n; i++)
+        snprintf(br.names + br.width * i, br.width, "%u", r->iters[i].iter);
     amp_strbuf_printf(b, "<h2>Time per phase</h2>\n");
     amp_chart c = {"phases", "Time per phase per iteration", "iteration", "seconds", 0, 0, 1};
-    amp_svg_bars(b, &c, cat, n, s, ns, 1, NAN, NULL);
+    amp_svg_bars(b, &c, br.cat, n, s, ns, 1, NAN, NULL);
     amp_strbuf_printf(b, "<p class=\"note\">%s</p>\n", r->ngpus > 1
                       ? "GPU 0's phases in each iteration (GPU time from CUDA events)."
                       : r->ngpus == 1 ? "GPU time from CUDA events."
                                       : "Wall-clock time of each phase.");
-done:
-    free(y);
-    free(names);
-    free(cat);
-    return rc;
+    amp_bar_room_free(&br);
+    return AMP_OK;
 }
 
 /* Per mode and GPU: where the time went, and each GPU's nonzeros against
@@ -155,14 +145,9 @@ static amp_status gpu_charts(amp_strbuf *b, const amp_run_report *r, amp_error *
 {
     const unsigned N = r->t->nmodes, G = r->ngpus;
     const size_t n = (size_t)N * G;
-    double *y = malloc(5 * n * sizeof *y);
-    char *names = malloc(n * 32);
-    const char **cat = malloc(n * sizeof *cat);
-    amp_status rc = AMP_OK;
-    if (y == NULL || names == NULL || cat == NULL) {
-        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the HTML report");
-        goto done;
-    }
+    amp_bar_room br;
+    AMP_CHECK(amp_bar_room_new(&br, 5 * n, n, 32, err));
+    double *y = br.y;
     for (unsigned m = 0; m < N; m++) {
         double mean = 0;
         for (unsigned k = 0; k < G; k++)
@@ -170,8 +155,7 @@ static amp_status gpu_charts(amp_strbuf *b, const amp_run_report *r, amp_error *
         for (unsigned k = 0; k < G; k++) {
             const amp_report_gpu *g = &r->gpus[k];
             size_t i = (size_t)m * G + k;
-            snprintf(names + 32 * i, 32, "m%u g%d", m + 1, g->device);
-            cat[i] = names + 32 * i;
+            snprintf(br.names + br.width * i, br.width, "m%u g%d", m + 1, g->device);
             y[i] = g->mttkrp[m];
             y[n + i] = g->comm[m];
             y[2 * n + i] = g->exchange[m];
@@ -184,11 +168,11 @@ static amp_status gpu_charts(amp_strbuf *b, const amp_run_report *r, amp_error *
     amp_strbuf_printf(b, "<h2>GPUs</h2>\n");
     amp_chart c = {"gpu-times", "Per mode (m) and GPU (g): seconds over the iterations",
                    "mode and GPU", "seconds", 0, 0, 1};
-    amp_svg_bars(b, &c, cat, n, s, 4, 0, NAN, NULL);
+    amp_svg_bars(b, &c, br.cat, n, s, 4, 0, NAN, NULL);
     amp_series bal = {"nonzeros / mean", NULL, y + 4 * n, n};
     amp_chart cb = {"gpu-balance", "Nonzeros of each GPU over the mode's mean", "mode and GPU",
                     "nonzeros / mean", 0, 0, 1};
-    amp_svg_bars(b, &cb, cat, n, &bal, 1, 0, 1.0, "mean");
+    amp_svg_bars(b, &cb, br.cat, n, &bal, 1, 0, 1.0, "mean");
     amp_strbuf_printf(b, "<p class=\"note\">nccl: in collectives or waiting for rows; "
                       "exchange: sending the mode's rows behind the next MTTKRP; idle: waiting "
                       "for the slowest GPU. Partition %s.</p>\n<table id=\"gpus\">\n<tr><th>"
@@ -205,25 +189,17 @@ static amp_status gpu_charts(amp_strbuf *b, const amp_run_report *r, amp_error *
                               g->idle[m]);
         }
     amp_strbuf_printf(b, "</table>\n");
-done:
-    free(y);
-    free(names);
-    free(cat);
-    return rc;
+    amp_bar_room_free(&br);
+    return AMP_OK;
 }
 
 /* A run over several processes: a row each, and where its time went. */
 static amp_status process_table(amp_strbuf *b, const amp_run_report *r, amp_error *err)
 {
     const unsigned P = r->nprocesses, N = r->t->nmodes;
-    double *y = malloc(3 * (size_t)P * sizeof *y);
-    char *names = malloc((size_t)P * 16);
-    const char **cat = malloc((size_t)P * sizeof *cat);
-    amp_status rc = AMP_OK;
-    if (y == NULL || names == NULL || cat == NULL) {
-        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the HTML report");
-        goto done;
-    }
+    amp_bar_room br;
+    AMP_CHECK(amp_bar_room_new(&br, 3 * (size_t)P, P, 16, err));
+    double *y = br.y;
     amp_strbuf_printf(b, "<h2>Processes</h2>\n<table id=\"processes\">\n<tr><th>process</th>"
                       "<th class=\"l\">host</th><th>shards</th><th>nonzeros</th><th>rows</th>"
                       "<th>mttkrp</th><th>exchange</th><th>wait</th></tr>\n");
@@ -243,8 +219,7 @@ static amp_status process_table(amp_strbuf *b, const amp_run_report *r, amp_erro
         amp_strbuf_printf(b, "</td><td data-value=\"%.17g\">%.4f</td><td data-value=\"%.17g\">"
                           "%.4f</td><td data-value=\"%.17g\">%.4f</td></tr>\n", q->mttkrp,
                           q->mttkrp, q->exchange, q->exchange, q->wait, q->wait);
-        snprintf(names + 16 * k, 16, "%u", k);
-        cat[k] = names + 16 * k;
+        snprintf(br.names + br.width * k, br.width, "%u", k);
         y[k] = q->mttkrp;
         y[P + k] = q->exchange;
         y[2 * P + k] = q->wait;
@@ -256,12 +231,9 @@ static amp_status process_table(amp_strbuf *b, const amp_run_report *r, amp_erro
                        {"wait", NULL, y + 2 * P, P}};
     amp_chart c = {"process-times", "Per process: seconds over the iterations", "process",
                    "seconds", 0, 0, 1};
-    amp_svg_bars(b, &c, cat, P, s, 3, 0, NAN, NULL);
-done:
-    free(y);
-    free(names);
-    free(cat);
-    return rc;
+    amp_svg_bars(b, &c, br.cat, P, s, 3, 0, NAN, NULL);
+    amp_bar_room_free(&br);
+    return AMP_OK;
 }
 
 amp_status amp_report_write_html(const amp_run_report *r, amp_outfile *of, amp_error *err)
