@@ -689,11 +689,12 @@ static amp_status check_own_gpus(const amp_gpu_run *r, amp_error *err)
             memcpy(&v, r->dev[k].uuid + 4 * w, 4);
             buf[(size_t)(r->first + k) * words + w] = (double)v;
         }
+    uint64_t *count = offset + g->size;   /* one allocation for both */
     for (unsigned q = 0; q < g->size; q++) {
         offset[q] = (uint64_t)q * r->n * words;
-        offset[g->size + q] = (uint64_t)r->n * words;
+        count[q] = (uint64_t)r->n * words;
     }
-    AMP_CHECK_GOTO(g->ops->allgatherv(g->ctx, buf, offset, offset + g->size, err), rc, done);
+    AMP_CHECK_GOTO(g->ops->allgatherv(g->ctx, buf, offset, count, err), rc, done);
     for (unsigned k = 0; k < r->total; k++)
         for (unsigned w = 0; w < words; w++) {
             uint32_t v = (uint32_t)buf[(size_t)k * words + w];
