@@ -53,6 +53,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -83,6 +84,9 @@ struct als_run {
     amp_gpu_als_opts go;   /* the GPU settings, defaults filled in */
     amp_cpd *c;
     std::atomic<int> failed{0};
+    /* This process's GPUs past their last collective (or failed and
+     * their communicator aborted): settle()'s count. */
+    std::atomic<unsigned> quiet{0};
     std::mutex lock;
     int first_failed = -1;
     amp_status rc[AMP_MAX_GPUS];
@@ -1162,8 +1166,11 @@ done:
 }
 
 /* This GPU failed: say so first (so the report names it, not a peer that
- * stopped because of it), then cancel its collectives so that no peer
- * waits for it forever. */
+ * stopped because of it), then stop every collective of this process's
+ * GPUs. A peer's thread polls for the failure only between launches; it
+ * may be held inside one whose queue is full behind a collective that
+ * waits for this GPU, and would never see it: so its communicator is
+ * revoked from here, and aborted by its own thread once that returns. */
 static void fail_gpu(als_run *run, unsigned local)
 {
     {
@@ -1173,8 +1180,22 @@ static void fail_gpu(als_run *run, unsigned local)
     }
     if (run->ngpus > 1) {
         run->failed.store(1);
+        for (unsigned i = 0; i < run->nlocal; i++)
+            if (i != local)
+                amp_comm_revoke(run->comms[i]);
         amp_comm_abort(run->comms[local]);
     }
+}
+
+/* This GPU is past its collectives. One that failed waits for the rest of
+ * the process's GPUs before it frees anything: cudaFree and cudaFreeHost
+ * wait for devices whose queues may still hold collectives, and a thread
+ * inside them holds locks that a peer's thread needs to get out. */
+static void settle(als_run *run, int failed)
+{
+    run->quiet.fetch_add(1);
+    while (failed && run->quiet.load() < run->nlocal)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
 }
 
 /* The starting factors c->A onto the device and their Grams. */
@@ -1333,6 +1354,7 @@ static amp_status als_one_gpu(als_run *run, unsigned local, amp_error *err)
     rc = gpu_als_new(g, run->o, run, local, &w, err);   /* frees what it made on failure */
     if (rc != AMP_OK) {
         fail_gpu(run, local);
+        settle(run, 0);
         return rc;
     }
     AMP_CHECK_GOTO(load_factors(g, &w, run->c, err), rc, done);
@@ -1343,6 +1365,7 @@ static amp_status als_one_gpu(als_run *run, unsigned local, amp_error *err)
 done:
     if (rc != AMP_OK)   /* before freeing: cudaFree waits for the device */
         fail_gpu(run, local);
+    settle(run, rc != AMP_OK);
     gpu_als_free(&w);
     return rc;
 }
