@@ -211,11 +211,11 @@ EOF
     # Both processes shown the same one GPU (CUDA_VISIBLE_DEVICES=0 for each):
     # each takes all it sees, the same device; refused at the join, before
     # NCCL, naming both processes and the GPU's UUID.
-    cat >"$T/same.sh" <<EOF
+    cat >"$T/one-gpu.sh" <<EOF
 #!/bin/sh
 CUDA_VISIBLE_DEVICES=0 exec "$AMPED_RUN" --gpus 1 -r 8 --iters 5 -o "$T/same" "$T/gen3.amp"
 EOF
-    job_fails "two processes shown the same GPU" "$T/same.sh"
+    job_fails "two processes shown the same GPU" "$T/one-gpu.sh"
     check_contains "... naming both and the GPU" "$RUN_ERR" "process 0 and process 1 both take the GPU GPU-"
     is "... no output file" "$(leftovers "$T/same")" ""
 
