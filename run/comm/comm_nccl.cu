@@ -292,8 +292,22 @@ extern "C" void amp_comm_abort(amp_comm *c)
         if (c->state.compare_exchange_weak(s, ABORTED))
             break;
     }
+    /* Both at once: an abort frees host memory, which waits for the device
+     * to go idle, and it would not while a kernel of the other
+     * communicator still waits for a peer that has stopped (seen on 2
+     * H200s: the collectives' abort held in cuMemFreeHost, the rows'
+     * kernel never told). One after the other only where no thread can
+     * be started. */
+    std::thread rows;
+    try {
+        rows = std::thread(ncclCommAbort, c->rows);
+    } catch (...) {
+    }
     ncclCommAbort(c->nccl);
-    ncclCommAbort(c->rows);
+    if (rows.joinable())
+        rows.join();
+    else
+        ncclCommAbort(c->rows);
 #else
     (void)c;
 #endif
