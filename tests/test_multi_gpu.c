@@ -433,11 +433,17 @@ static void test_random(void)
     amp_coo_free(&x);
 }
 
-/* Rank 7 over a mode of 3 rows: mode 1's system is singular, so its
- * update in parts, its MTTKRP already run range by range, falls back to
- * the whole pseudo-inverse solve, and must still send in the pieces the
- * other GPU's parts expect (else the sends do not pair, and hang). Against
- * the same run with the rows sent whole: the same fit (f64, 1e-6). */
+/* Rank 7 over a mode of 3 rows: both modes' systems are singular (mode
+ * 1's is the Gram of a 3-row factor, rank 3; mode 2's the Gram of mode
+ * 1's factor, solved through that pseudo-inverse, rank 3 too: condition
+ * numbers of 1e15-1e16 in every iteration, numpy's Cholesky failing on
+ * each), so each update in parts, its MTTKRP already run range by range,
+ * falls back to the whole pseudo-inverse solve and sends its rows whole,
+ * on every GPU alike (they share the Gram), so the sends pair. Against
+ * the same run with the rows sent whole: the same fit (f64, 1e-6), mode 1
+ * sent in one piece. Mode 2's Cholesky failing is round-off's call on a
+ * condition number of 1e16 (it failed on two H200s, where this test once
+ * expected 3 parts): whole or in its 3 parts, both pair. */
 static void check_parts_pinv(void)
 {
     static const shape thin = {"thin", 2, {3000, 3}, 5000, 0};
@@ -466,12 +472,12 @@ static void check_parts_pinv(void)
     }
     if (rc != AMP_OK)
         diag("%s", amp_error_message(&err));
-    /* mode 1 fell back (sent whole), mode 2 went in 3 parts */
     ok(rc == AMP_OK && whole.pinv_used && parts.pinv_used && isfinite(parts.fit) &&
-           fabs(parts.fit - whole.fit) <= 1e-6 && sent[0] == 11 && sent[1] == 13,
+           fabs(parts.fit - whole.fit) <= 1e-6 && sent[0] == 11 &&
+           (sent[1] == 11 || sent[1] == 13),
        "thin, rank 7, rows in 3 parts: pseudo-inverse fallback, fit %.10f (whole %.10f), "
-       "sent as %u and %u (11 and 13 expected)", rc == AMP_OK ? parts.fit : NAN, whole.fit,
-       sent[0], sent[1]);
+       "sent as %u and %u (11, and 11 or 13 expected)", rc == AMP_OK ? parts.fit : NAN,
+       whole.fit, sent[0], sent[1]);
     amp_cpd_free(&whole);
     amp_cpd_free(&parts);
     amp_tensor_free(&t);
