@@ -555,6 +555,10 @@ typedef struct run_state {
     amp_factor_files factors;   /* -o, created before the run */
     amp_dist *dist;            /* one process of several (MPI), or NULL */
     int threads;
+    /* Under MPI: this process's CPUs, the processes of its host that share
+     * them, and where its thread count came from (NULL: its share). */
+    unsigned cpus, cpu_sharers;
+    const char *threads_from;
     double t_start;
 } run_state;
 
@@ -673,6 +677,10 @@ static void print_loaded(const run_args *a, const run_state *s)
                amp_dist_size(s->dist), amp_format_bytes(mem, sizeof mem,
                                                          amp_dist_bytes(s->dist)));
     }
+    if (s->dist)
+        printf("threads:   %d in process 0 (%s; its %u CPU%s, shared by %u process%s of its "
+               "host)\n", s->threads, s->threads_from ? s->threads_from : "its share", s->cpus,
+               amp_plural(s->cpus), s->cpu_sharers, s->cpu_sharers == 1 ? "" : "es");
     printf("loaded:    %.3f s", a->report.seconds_load);
     if (s->gr && a->report.direct_upload)
         printf(" (the tables), the nonzeros from the file straight to the GPU %.3f s",
@@ -817,6 +825,18 @@ static amp_status start_dist(run_args *a, run_state *s, amp_error *err)
     if (a->mttkrp_only || a->check)
         return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--mttkrp-only and --check run in one "
                         "process, not under mpirun");
+    /* Collective: every process asks, whether or not it keeps the answer. */
+    int fair;
+    AMP_CHECK(amp_dist_threads(s->dist, &fair, &s->cpus, &s->cpu_sharers, err));
+    s->threads_from = a->opts.threads > 0                 ? "-t"
+                      : getenv("OMP_NUM_THREADS") != NULL ? "OMP_NUM_THREADS"
+                                                          : NULL;
+    if (s->threads_from == NULL) {
+        amp_set_threads(fair);
+        a->opts.threads = fair;
+    }
+    s->threads = amp_thread_count(a->opts.threads);
+    amp_dist_set_threads(s->dist, s->threads);
     AMP_CHECK(amp_dist_gpus(s->dist, a->opts.rank, &a->gpus, &a->gpu, err));
     if (amp_dist_rank(s->dist) != 0) {
         a->quiet = 1;

@@ -23,6 +23,7 @@ struct amp_dist {
     amp_tensor part;
     amp_cpu_share share;
     double mttkrp;
+    int threads;
     amp_report_process *rows;
 };
 
@@ -67,6 +68,26 @@ void amp_dist_end(amp_dist *d)
     amp_mpi_end(d->mpi);
 #endif
     free(d);
+}
+
+amp_status amp_dist_threads(amp_dist *d, int *threads, unsigned *cpus, unsigned *sharers,
+                            amp_error *err)
+{
+    unsigned c = 1, n = 1;
+#ifdef AMP_HAVE_MPI
+    AMP_CHECK(amp_mpi_cpu_share(d->mpi, &c, &n, err));
+#else
+    (void)d, (void)err;
+#endif
+    *threads = c / n > 0 ? (int)(c / n) : 1;
+    *cpus = c;
+    *sharers = n;
+    return AMP_OK;
+}
+
+void amp_dist_set_threads(amp_dist *d, int threads)
+{
+    d->threads = threads;
 }
 
 unsigned amp_dist_rank(const amp_dist *d)
@@ -197,7 +218,7 @@ amp_status amp_dist_als(amp_dist *d, const amp_cpd_opts *o, amp_cpd *c, amp_erro
 
 /* A row as doubles: shards, nonzeros and rows per mode (exact below
  * 2^53), its three times and its GPU. */
-#define ROW_VALUES(N) (3 * (size_t)(N) + 4)
+#define ROW_VALUES(N) (3 * (size_t)(N) + 5)
 
 /* This process's rows (one, or one a GPU) into mine. */
 static void own_rows(const amp_dist *d, unsigned nmodes, const amp_gpu_run *gr, double *mine)
@@ -214,6 +235,7 @@ static void own_rows(const amp_dist *d, unsigned nmodes, const amp_gpu_run *gr, 
         mine[3 * nmodes + 1] = d->share.exchange;
         mine[3 * nmodes + 2] = d->share.wait;
         mine[3 * nmodes + 3] = -1;
+        mine[3 * nmodes + 4] = d->threads;
         return;
     }
     for (unsigned k = 0; k < amp_gpu_run_count(gr); k++) {
@@ -234,6 +256,7 @@ static void own_rows(const amp_dist *d, unsigned nmodes, const amp_gpu_run *gr, 
             v[3 * nmodes + 2] += idle[m];
         }
         v[3 * nmodes + 3] = in.device;
+        v[3 * nmodes + 4] = d->threads;
     }
 }
 
@@ -268,6 +291,7 @@ amp_status amp_dist_report(amp_dist *d, unsigned nmodes, const amp_gpu_run *gr,
         q->exchange = v[3 * nmodes + 1];
         q->wait = v[3 * nmodes + 2];
         q->gpu = (int)v[3 * nmodes + 3];
+        q->threads = (int)v[3 * nmodes + 4];
     }
     free(all);
     *rows = d->rows;

@@ -41,6 +41,18 @@ amp_status amp_dist_agree(amp_dist *d, amp_status mine, amp_error *err);
  * may be inside a collective). Does not return. */
 void amp_dist_abort(amp_dist *d, int status) __attribute__((noreturn));
 
+/* The threads this process should start where the user chose none
+ * (collective over the processes of each host): the CPUs it may run on
+ * divided among the processes of its host that may run on the same ones
+ * (amp_mpi_cpu_share), at least 1; *cpus gets the CPUs and *sharers
+ * the processes. Without
+ * this, N processes of a host that the launcher left unbound would each
+ * start a thread a CPU, N times too many. */
+amp_status amp_dist_threads(amp_dist *d, int *threads, unsigned *cpus, unsigned *sharers,
+                            amp_error *err);
+/* The thread count this process runs with, for its row of the report. */
+void amp_dist_set_threads(amp_dist *d, int threads);
+
 /* The backend of every process, before any loads (collective): *gpus
  * AMP_GPUS_AUTO (without --devices) becomes one GPU a process where every
  * process sees a GPU and the rank is within the GPU kernels', else 0, the

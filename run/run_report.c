@@ -241,6 +241,7 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
             put_string(&b, q->host);
             if (q->gpu >= 0)
                 put(&b, ", \"gpu\": %d", q->gpu);
+            put(&b, ", \"threads\": %d", q->threads);
             put(&b, ", \"shards\": ");
             put_u64_array(&b, shards, t->nmodes);
             put(&b, ", \"nnz\": ");

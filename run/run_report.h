@@ -31,6 +31,7 @@ typedef struct amp_report_process {
     unsigned process;
     const char *host;
     int gpu;                           /* its CUDA device; -1: the CPU backend */
+    int threads;                       /* the process's CPU threads */
     uint32_t shards[AMP_MAX_MODES];    /* the shards dealt to it, per mode */
     uint64_t nnz[AMP_MAX_MODES], rows[AMP_MAX_MODES];   /* it computes, it owns */
     double mttkrp, exchange, wait;     /* seconds */

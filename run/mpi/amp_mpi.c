@@ -5,6 +5,7 @@
 #include <config.h>
 
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,38 @@ unsigned amp_mpi_local_rank(const amp_mpi *m)
 unsigned amp_mpi_local_size(const amp_mpi *m)
 {
     return m->local_size;
+}
+
+amp_status amp_mpi_cpu_share(const amp_mpi *m, unsigned *cpus, unsigned *sharers,
+                             amp_error *err)
+{
+    cpu_set_t mine, *all;
+    CPU_ZERO(&mine);
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0) {
+        /* No mask to read: every CPU of the host, shared by all. */
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long c = 0; c < n && c < CPU_SETSIZE; c++)
+            CPU_SET((int)c, &mine);
+    }
+    all = malloc((size_t)m->local_size * sizeof *all);
+    if (all == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    int rc = MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
+                           m->local);
+    if (rc != MPI_SUCCESS) {
+        free(all);
+        return mpi_fail(err, rc, "MPI_Allgather", __FILE__, __LINE__);
+    }
+    unsigned n = 0;
+    for (unsigned q = 0; q < m->local_size; q++) {
+        cpu_set_t both;
+        CPU_AND(&both, &mine, &all[q]);
+        n += CPU_COUNT(&both) > 0;
+    }
+    free(all);
+    *cpus = (unsigned)CPU_COUNT(&mine);
+    *sharers = n > 0 ? n : 1;
+    return AMP_OK;
 }
 
 void amp_mpi_abort(amp_mpi *m, int status)

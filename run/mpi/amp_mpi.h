@@ -34,6 +34,14 @@ const char *amp_mpi_host(const amp_mpi *m, unsigned rank);
 unsigned amp_mpi_local_rank(const amp_mpi *m);
 unsigned amp_mpi_local_size(const amp_mpi *m);
 
+/* The CPUs this process may run on (its affinity mask), into *cpus, and
+ * how many processes of its host may run on some of the same CPUs, itself
+ * included, into *sharers (collective over the host's processes): 1 where
+ * the launcher bound each process to CPUs of its own, the host's process
+ * count where it bound none (mpirun --bind-to none). */
+amp_status amp_mpi_cpu_share(const amp_mpi *m, unsigned *cpus, unsigned *sharers,
+                             amp_error *err);
+
 /* Stop every process of the job at once with exit status status (after a
  * failure on this one that the others cannot learn of any other way: they
  * may be waiting in a collective). Does not return. */
