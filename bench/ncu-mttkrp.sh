@@ -25,7 +25,7 @@ for p in f64 f32; do
     out="$data/ncu-mttkrp-$p.csv"
     # Two rounds: the first warms caches and loads the kernels; the
     # kernels of the second are the ones reported.
-    "$ncu" --csv --metrics "$metrics" -k regex:mttkrp --launch-skip 0 \
+    "$ncu" --csv --print-units base --metrics "$metrics" -k regex:mttkrp --launch-skip 0 \
         "$run" --gpus 1 -q --mttkrp-only --iters 2 -r "$rank" --precision "$p" "$amp" \
         >"$out" 2>"$data/ncu-mttkrp-$p.err" || { cat "$data/ncu-mttkrp-$p.err" >&2; exit 1; }
     python3 - "$out" "$p" "$bw" <<'PY'
@@ -37,10 +37,22 @@ ix = {k: head.index(k) for k in ("ID", "Kernel Name", "Metric Name", "Metric Uni
 launches = {}
 for r in body:
     k = int(r[ix["ID"]])
-    v = float(r[ix["Metric Value"]].replace(",", ""))
+    text = r[ix["Metric Value"]].replace(",", "")
+    try:
+        v = float(text)
+    except ValueError:
+        sys.exit("ncu-mttkrp: launch %d, %s: value %r is not a number" % (
+            k, r[ix["Metric Name"]], text))
     unit = r[ix["Metric Unit"]]
-    scale = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1e-9,
-             "usecond": 1e-6, "msecond": 1e-3, "second": 1}.get(unit, 1)
+    # Nsight Compute has spelled units both ways ("Kbyte", "KB"; "nsecond", "ns").
+    scales = {"byte": 1, "B": 1, "Kbyte": 1e3, "KB": 1e3, "Mbyte": 1e6, "MB": 1e6,
+              "Gbyte": 1e9, "GB": 1e9, "nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6,
+              "us": 1e-6, "msecond": 1e-3, "ms": 1e-3, "second": 1, "s": 1,
+              "%": 1, "sector": 1, "": 1}
+    if unit not in scales:
+        sys.exit("ncu-mttkrp: launch %d, %s: unit %r not known here" % (
+            k, r[ix["Metric Name"]], unit))
+    scale = scales[unit]
     launches.setdefault(k, {"name": r[ix["Kernel Name"]]})[r[ix["Metric Name"]]] = v * scale
 ids = sorted(launches)
 # The MTTKRP launches of a mode, in order: the last round's are the second half.
