@@ -828,9 +828,11 @@ static amp_status start_dist(run_args *a, run_state *s, amp_error *err)
     /* Collective: every process asks, whether or not it keeps the answer. */
     int fair;
     AMP_CHECK(amp_dist_threads(s->dist, &fair, &s->cpus, &s->cpu_sharers, err));
-    s->threads_from = a->opts.threads > 0                 ? "-t"
-                      : getenv("OMP_NUM_THREADS") != NULL ? "OMP_NUM_THREADS"
-                                                          : NULL;
+    /* OpenMP ignores an empty OMP_NUM_THREADS, and so does this. */
+    const char *omp = getenv("OMP_NUM_THREADS");
+    s->threads_from = a->opts.threads > 0     ? "-t"
+                      : omp != NULL && *omp ? "OMP_NUM_THREADS"
+                                            : NULL;
     if (s->threads_from == NULL) {
         amp_set_threads(fair);
         a->opts.threads = fair;

@@ -260,6 +260,8 @@ EOF
 if test -z "${AMP_TIME_ONLY:-}"; then
     check_fits
     check_failures
+elif test -z "${AMP_TENSOR:-}"; then
+    fail "AMP_TIME_ONLY=1 without AMP_TENSOR: nothing to time, nothing checked"
 fi
 
 # ---- time -------------------------------------------------------------------

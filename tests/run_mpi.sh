@@ -128,30 +128,40 @@ if test "$n_real" -eq 0; then
 fi
 
 # ---- threads ------------------------------------------------------------
-# Processes the launcher leaves unbound (--bind-to none here) share the
-# host's CPUs: without -t each starts its share of them, not a thread a
-# CPU; -t and OMP_NUM_THREADS are kept as given.
+# Processes the launcher leaves unbound (Open MPI's --bind-to none here)
+# share the host's CPUs: without -t each starts its share of them, not a
+# thread a CPU; -t and OMP_NUM_THREADS are kept as given. The user's own
+# OMP_NUM_THREADS and OMP_THREAD_LIMIT (which nproc reads too) are set
+# aside for the section.
 threads_of() {   # FILE: every process's "threads" in the report, in order
     sed -n 's/.*"process": [0-9]*,.*"threads": \([0-9]*\).*/\1/p' "$1" | tr '\n' ' ' |
         sed 's/ $//'
 }
-ncpu=$(nproc)
-share=$((ncpu / 2))
-test "$share" -ge 1 || share=1
-run mpi 2 "$AMPED_RUN" --gpus 0 -r 4 --iters 2 --json "$T/thr.json" "$T/gen3.amp"
-check_status "2 processes, no -t: exit 0" 0
-is "2 processes sharing $ncpu CPUs, no -t: $share thread(s) each" "$(threads_of "$T/thr.json")" \
-    "$share $share"
-check_contains "... the report says it is their share" "$RUN_OUT" \
-    "threads:   $share in process 0 (its share; its $ncpu CPU"
-run mpi 3 "$AMPED_RUN" --gpus 0 -t 2 -r 4 --iters 2 --json "$T/thr.json" "$T/gen3.amp"
-is "3 processes, -t 2: 2 threads each" "$(threads_of "$T/thr.json")" "2 2 2"
-OMP_NUM_THREADS=3
-export OMP_NUM_THREADS
-run mpi 2 "$AMPED_RUN" --gpus 0 -r 4 --iters 2 --json "$T/thr.json" "$T/gen3.amp"
-unset OMP_NUM_THREADS
-is "2 processes, OMP_NUM_THREADS=3: 3 threads each" "$(threads_of "$T/thr.json")" "3 3"
-check_contains "... the report says where from" "$RUN_OUT" "(OMP_NUM_THREADS;"
+if test -z "$MPI_FLAGS"; then
+    skip "processes sharing CPUs" "only Open MPI's mpirun is told here not to bind them"
+else
+    saved_omp=${OMP_NUM_THREADS-unset} saved_limit=${OMP_THREAD_LIMIT-unset}
+    unset OMP_NUM_THREADS OMP_THREAD_LIMIT
+    ncpu=$(nproc)
+    share=$((ncpu / 2))
+    test "$share" -ge 1 || share=1
+    run mpi 2 "$AMPED_RUN" --gpus 0 -r 4 --iters 2 --json "$T/thr.json" "$T/gen3.amp"
+    check_status "2 processes, no -t: exit 0" 0
+    is "2 processes sharing $ncpu CPUs, no -t: $share thread(s) each" \
+        "$(threads_of "$T/thr.json")" "$share $share"
+    check_contains "... the report says it is their share" "$RUN_OUT" \
+        "threads:   $share in process 0 (its share; its $ncpu CPU"
+    run mpi 3 "$AMPED_RUN" --gpus 0 -t 2 -r 4 --iters 2 --json "$T/thr.json" "$T/gen3.amp"
+    is "3 processes, -t 2: 2 threads each" "$(threads_of "$T/thr.json")" "2 2 2"
+    OMP_NUM_THREADS=3
+    export OMP_NUM_THREADS
+    run mpi 2 "$AMPED_RUN" --gpus 0 -r 4 --iters 2 --json "$T/thr.json" "$T/gen3.amp"
+    unset OMP_NUM_THREADS
+    is "2 processes, OMP_NUM_THREADS=3: 3 threads each" "$(threads_of "$T/thr.json")" "3 3"
+    check_contains "... the report says where from" "$RUN_OUT" "(OMP_NUM_THREADS;"
+    test "$saved_omp" = unset || export OMP_NUM_THREADS="$saved_omp"
+    test "$saved_limit" = unset || export OMP_THREAD_LIMIT="$saved_limit"
+fi
 
 # ---- failures -----------------------------------------------------------
 # leftovers PREFIX: the files a run would have written, done or not.

@@ -43,12 +43,6 @@ void amp_comm_free(amp_comm *c);
  * GPU waits forever on a collective a peer will never join. Only the
  * thread that drives c's GPU may call it. */
 void amp_comm_abort(amp_comm *c);
-/* From any thread of the process: stop c's collectives in flight
- * (NCCL's revoke), where the thread that drives c may be held in a
- * CUDA call behind them and cannot abort c itself; its later
- * collectives fail at once. 1 when c is stopped, 0 where the NCCL the
- * program runs with cannot do it (before 2.28) or c has no peers. */
-int amp_comm_revoke(amp_comm *c);
 
 /* buf[0..n) summed (or, with max, the largest) over every GPU. */
 amp_status amp_comm_allreduce(amp_comm *c, double *buf, size_t n, int max, void *stream,

@@ -11,12 +11,9 @@
 #include <config.h>
 
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <atomic>
-#include <new>
 #include <thread>
 
 #include "amp_comm.h"
@@ -24,18 +21,13 @@
 #include <nccl.h>
 #endif
 
-enum { LIVE, REVOKING, REVOKED, ABORTED };
-
 struct amp_comm {
     unsigned gpu, ngpus;   /* this GPU's index in the run (its NCCL rank), the run's GPUs */
     int device;
 #ifdef AMP_HAVE_NCCL
     ncclComm_t nccl;   /* NULL for a run of one GPU */
     ncclComm_t rows;   /* amp_comm_allgatherv's */
-    /* LIVE until amp_comm_revoke (any thread) or amp_comm_abort (the
-     * owner's) moves it on; the two never overlap, so a revoke never
-     * touches a communicator the owner has freed. */
-    std::atomic<int> state{LIVE};
+    int aborted;
 #endif
 };
 
@@ -119,10 +111,10 @@ static amp_status comms_new(amp_comm **comms, unsigned nlocal, unsigned first, u
                             const int *devices, amp_error *err)
 {
     for (unsigned i = 0; i < nlocal; i++) {
-        comms[i] = new (std::nothrow) amp_comm();
+        comms[i] = (amp_comm *)calloc(1, sizeof **comms);
         if (comms[i] == NULL) {
             for (unsigned q = 0; q < i; q++) {
-                delete comms[q];
+                free(comms[q]);
                 comms[q] = NULL;   /* the caller may free what it holds */
             }
             return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
@@ -147,7 +139,7 @@ static amp_status comms_attach(amp_comm **comms, unsigned nlocal, ncclComm_t *nc
                  ncclGetErrorString(r));
         free(nc);
         for (unsigned q = 0; q < nlocal; q++) {
-            delete comms[q];
+            free(comms[q]);
             comms[q] = NULL;
         }
         return err ? err->status : AMP_ERR_CUDA;
@@ -267,31 +259,21 @@ extern "C" void amp_comm_free(amp_comm *c)
     if (c == NULL)
         return;
 #ifdef AMP_HAVE_NCCL
-    if (c->nccl && c->state.load() != ABORTED) {
+    if (c->nccl && !c->aborted) {
         cudaSetDevice(c->device);
         ncclCommDestroy(c->nccl);
         ncclCommDestroy(c->rows);
     }
 #endif
-    delete c;
+    free(c);
 }
 
 extern "C" void amp_comm_abort(amp_comm *c)
 {
 #ifdef AMP_HAVE_NCCL
-    if (c == NULL || c->nccl == NULL)
+    if (c == NULL || c->nccl == NULL || c->aborted)
         return;
-    for (;;) {
-        int s = c->state.load();
-        if (s == ABORTED)
-            return;
-        if (s == REVOKING) {   /* another thread is inside ncclCommRevoke */
-            std::this_thread::yield();
-            continue;
-        }
-        if (c->state.compare_exchange_weak(s, ABORTED))
-            break;
-    }
+    c->aborted = 1;
     /* Both at once: an abort frees host memory, which waits for the device
      * to go idle, and it would not while a kernel of the other
      * communicator still waits for a peer that has stopped (seen on 2
@@ -313,60 +295,11 @@ extern "C" void amp_comm_abort(amp_comm *c)
 #endif
 }
 
-#ifdef AMP_HAVE_NCCL
-typedef ncclResult_t (*revoke_fn)(ncclComm_t, int);
-
-/* ncclCommRevoke came with NCCL 2.28: looked up where the program runs,
- * so that a build against 2.28's header still starts on an older
- * library (which has no way to stop another thread's communicator). */
-static revoke_fn find_revoke(void)
-{
-    static std::atomic<revoke_fn> fn{NULL};
-    static std::atomic<int> looked{0};
-    if (!looked.load()) {
-        fn.store((revoke_fn)dlsym(RTLD_DEFAULT, "ncclCommRevoke"));
-        looked.store(1);
-    }
-    return fn.load();
-}
-#endif
-
-extern "C" int amp_comm_revoke(amp_comm *c)
-{
-#ifdef AMP_HAVE_NCCL
-    int live = LIVE;
-    if (c == NULL || c->nccl == NULL)
-        return 0;
-    revoke_fn revoke = find_revoke();
-    if (revoke == NULL)
-        return 0;
-    if (!c->state.compare_exchange_strong(live, REVOKING))
-        return c->state.load() != LIVE;
-    revoke(c->nccl, 0);   /* NCCL_REVOKE_DEFAULT */
-    revoke(c->rows, 0);
-    c->state.store(REVOKED);
-    return 1;
-#else
-    (void)c;
-    return 0;
-#endif
-}
-
 /* A run of one GPU (or no communicator): its collectives do nothing. */
 static inline int one_gpu(const amp_comm *c)
 {
     return c == NULL || c->ngpus == 1;
 }
-
-#ifdef AMP_HAVE_NCCL
-/* Nothing new goes to a communicator that was revoked or aborted. */
-#define LIVE_OR_FAIL(c, err)                                                                \
-    do {                                                                                    \
-        if ((c)->state.load() != LIVE)                                                      \
-            return AMP_FAIL((err), AMP_ERR_CUDA, "GPU %u of %u: stopped because another "   \
-                            "GPU failed", (c)->gpu, (c)->ngpus);                            \
-    } while (0)
-#endif
 
 extern "C" amp_status amp_comm_allreduce(amp_comm *c, double *buf, size_t n, int max,
                                          void *stream, amp_error *err)
@@ -374,7 +307,6 @@ extern "C" amp_status amp_comm_allreduce(amp_comm *c, double *buf, size_t n, int
     if (one_gpu(c) || n == 0)
         return AMP_OK;
 #ifdef AMP_HAVE_NCCL
-    LIVE_OR_FAIL(c, err);
     NCCL_TRY(ncclAllReduce(buf, buf, n, ncclDouble, max ? ncclMax : ncclSum, c->nccl,
                            (cudaStream_t)stream), err);
     return AMP_OK;
@@ -391,7 +323,6 @@ extern "C" amp_status amp_comm_allgatherv(amp_comm *c, void *buf, int f32,
     if (one_gpu(c))
         return AMP_OK;
 #ifdef AMP_HAVE_NCCL
-    LIVE_OR_FAIL(c, err);
     cudaStream_t s = (cudaStream_t)stream;
     const ncclDataType_t type = f32 ? ncclFloat : ncclDouble;
     const size_t es = f32 ? 4 : 8;
@@ -427,7 +358,6 @@ extern "C" amp_status amp_comm_reduce_scatter(amp_comm *c, void *buf, size_t blo
     if (one_gpu(c) || block == 0)
         return AMP_OK;
 #ifdef AMP_HAVE_NCCL
-    LIVE_OR_FAIL(c, err);
     size_t es = f32 ? 4 : 8;
     NCCL_TRY(ncclReduceScatter(buf, (char *)buf + (size_t)c->gpu * block * es, block,
                                f32 ? ncclFloat : ncclDouble, ncclSum, c->nccl,
@@ -442,9 +372,8 @@ extern "C" amp_status amp_comm_reduce_scatter(amp_comm *c, void *buf, size_t blo
 extern "C" amp_status amp_comm_check(amp_comm *c, amp_error *err)
 {
 #ifdef AMP_HAVE_NCCL
-    if (c == NULL || c->nccl == NULL || c->state.load() == ABORTED)
+    if (c == NULL || c->nccl == NULL || c->aborted)
         return AMP_OK;
-    LIVE_OR_FAIL(c, err);
     ncclResult_t async = ncclSuccess;
     NCCL_TRY(ncclCommGetAsyncError(c->nccl, &async), err);
     if (async == ncclSuccess || async == ncclInProgress)

@@ -511,8 +511,9 @@ done:
     return rc;
 }
 
-/* The state of this process's GPU local for a run, all of it on g's device; on failure, what was
- * made is freed (gpu_als_free). */
+/* The state of this process's GPU local for a run, all of it on g's
+ * device; on failure what was made stays in w for gpu_als_free, which
+ * the caller runs once the peers know of the failure. */
 static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, als_run *run,
                               unsigned local, gpu_als *w, amp_error *err)
 {
@@ -524,7 +525,7 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     w->R = o->rank;
     w->f32 = o->precision == AMP_PRECISION_F32;
     w->method = o->method;
-    AMP_CHECK_GOTO(amp_rules_resolve(o, w->N, w->rule, err), rc, fail);
+    AMP_CHECK_GOTO(amp_rules_resolve(o, w->N, w->rule, err), rc, done);
     w->run = run;
     w->local = local;
     w->gpu = run->first + local;
@@ -532,22 +533,20 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     w->comm = run->comms ? run->comms[local] : NULL;
     w->reduce = p && p->kind == AMP_PARTITION_EQUAL_NNZ && run->ngpus > 1;
     w->overlap = p && p->overlap && run->ngpus > 1;
-    AMP_CHECK_GOTO(plan_rows(g, run, w, &m_rows, err), rc, fail);
-    CUDA_TRY_GOTO(cudaSetDevice(g->device), err, rc, fail);
-    AMP_CHECK_GOTO(create_handles(w, err), rc, fail);
-    AMP_CHECK_GOTO(alloc_modes(g, w, err), rc, fail);
-    AMP_CHECK_GOTO(create_exchange(w, err), rc, fail);
+    AMP_CHECK_GOTO(plan_rows(g, run, w, &m_rows, err), rc, done);
+    CUDA_TRY_GOTO(cudaSetDevice(g->device), err, rc, done);
+    AMP_CHECK_GOTO(create_handles(w, err), rc, done);
+    AMP_CHECK_GOTO(alloc_modes(g, w, err), rc, done);
+    AMP_CHECK_GOTO(create_exchange(w, err), rc, done);
     w->waves = PART_WAVES;
     w->cuts = run->cuts;
     memcpy(w->parts, run->parts, sizeof w->parts);
-    CUDA_TRY_GOTO(cudaEventCreate(&w->fit0), err, rc, fail);
-    CUDA_TRY_GOTO(cudaEventCreate(&w->fit1), err, rc, fail);
-    CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->factored, cudaEventDisableTiming), err, rc, fail);
-    AMP_CHECK_GOTO(alloc_scratch(g, w, m_rows, err), rc, fail);
-    AMP_CHECK_GOTO(alloc_solver_work(w, err), rc, fail);
-    return AMP_OK;
-fail:
-    gpu_als_free(w);
+    CUDA_TRY_GOTO(cudaEventCreate(&w->fit0), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventCreate(&w->fit1), err, rc, done);
+    CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->factored, cudaEventDisableTiming), err, rc, done);
+    AMP_CHECK_GOTO(alloc_scratch(g, w, m_rows, err), rc, done);
+    AMP_CHECK_GOTO(alloc_solver_work(w, err), rc, done);
+done:   /* on failure the caller frees what was made (gpu_als_free) */
     return rc;
 }
 
@@ -1166,11 +1165,9 @@ done:
 }
 
 /* This GPU failed: say so first (so the report names it, not a peer that
- * stopped because of it), then stop every collective of this process's
- * GPUs. A peer's thread polls for the failure only between launches; it
- * may be held inside one whose queue is full behind a collective that
- * waits for this GPU, and would never see it: so its communicator is
- * revoked from here, and aborted by its own thread once that returns. */
+ * stopped because of it), then cancel its collectives so that no peer
+ * waits for it forever; the peers' threads see `failed` as they wait and
+ * cancel theirs. */
 static void fail_gpu(als_run *run, unsigned local)
 {
     {
@@ -1180,17 +1177,15 @@ static void fail_gpu(als_run *run, unsigned local)
     }
     if (run->ngpus > 1) {
         run->failed.store(1);
-        for (unsigned i = 0; i < run->nlocal; i++)
-            if (i != local)
-                amp_comm_revoke(run->comms[i]);
         amp_comm_abort(run->comms[local]);
     }
 }
 
 /* This GPU is past its collectives. One that failed waits for the rest of
  * the process's GPUs before it frees anything: cudaFree and cudaFreeHost
- * wait for devices whose queues may still hold collectives, and a thread
- * inside them holds locks that a peer's thread needs to get out. */
+ * wait for devices whose queues may still hold collectives that wait for
+ * this one, and the peers' threads cancel them only once they have seen
+ * the failure. */
 static void settle(als_run *run, int failed)
 {
     run->quiet.fetch_add(1);
@@ -1349,20 +1344,18 @@ static amp_status write_output(const amp_gpu_tensor *g, gpu_als *w, amp_cpd *c, 
 static amp_status als_one_gpu(als_run *run, unsigned local, amp_error *err)
 {
     gpu_als w;
-    amp_status rc = AMP_OK;
     const amp_gpu_tensor *g = run->g[local];
-    rc = gpu_als_new(g, run->o, run, local, &w, err);   /* frees what it made on failure */
-    if (rc != AMP_OK) {
-        fail_gpu(run, local);
-        settle(run, 0);
-        return rc;
-    }
-    AMP_CHECK_GOTO(load_factors(g, &w, run->c, err), rc, done);
-    AMP_CHECK_GOTO(iterate(g, run, &w, err), rc, done);
-    AMP_CHECK_GOTO(finish_exchange(&w, err), rc, done);
-    if (local == 0)
-        AMP_CHECK_GOTO(write_output(g, &w, run->c, err), rc, done);
-done:
+    /* On failure w holds what gpu_als_new made, freed below like the rest:
+     * only after the peers have been told. */
+    amp_status rc = gpu_als_new(g, run->o, run, local, &w, err);
+    if (rc == AMP_OK)
+        rc = load_factors(g, &w, run->c, err);
+    if (rc == AMP_OK)
+        rc = iterate(g, run, &w, err);
+    if (rc == AMP_OK)
+        rc = finish_exchange(&w, err);
+    if (rc == AMP_OK && local == 0)
+        rc = write_output(g, &w, run->c, err);
     if (rc != AMP_OK)   /* before freeing: cudaFree waits for the device */
         fail_gpu(run, local);
     settle(run, rc != AMP_OK);
@@ -1448,8 +1441,13 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
     }
     if (rc == AMP_OK)
         gpu_main(run, 0);
-    else if (comms)
-        amp_comm_abort(comms[0]);
+    else {
+        if (comms)
+            amp_comm_abort(comms[0]);
+        /* GPU 0 and those whose threads did not start are past their
+         * collectives too: the started ones' settle must not wait for them. */
+        run->quiet.fetch_add(run->nlocal - (unsigned)threads.size());
+    }
     for (auto &th : threads)
         th.join();
     if (rc == AMP_OK && run->first_failed >= 0) {
