@@ -217,7 +217,7 @@ amp_status amp_dist_als(amp_dist *d, const amp_cpd_opts *o, amp_cpd *c, amp_erro
 }
 
 /* A row as doubles: shards, nonzeros and rows per mode (exact below
- * 2^53), its three times and its GPU. */
+ * 2^53), its three times, its GPU and its process's threads. */
 #define ROW_VALUES(N) (3 * (size_t)(N) + 5)
 
 /* This process's rows (one, or one a GPU) into mine. */

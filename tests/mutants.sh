@@ -105,7 +105,7 @@ ref-mttkrp-assign @@ run/core/mttkrp_ref.c @@                 M[out * rank + r] 
 relabel-reversed @@ run/core/factor_io.c @@ inv[t->new_to_orig[m][k]] = k; @@ inv[t->new_to_orig[m][k]] = t->rows[m] - 1 - k; @@ tests/run_cp.sh tests/test_cpd
 cpu-slot-merge @@ run/cpu/mttkrp_cpu_impl.h @@                     dst[r] += src[r]; @@                     dst[r] = src[r]; @@ tests/test_cpd
 cpu-one-factor @@ run/cpu/mttkrp_cpu_impl.h @@ acc[r] += v * r0[r] * r1[r]; @@ acc[r] += v * r0[r]; @@ tests/test_cpd
-pinv-multiply @@ run/cpu/als.c @@ sum += Q[i * R + k] * Q[j * R + k] / w[k]; @@ sum += Q[i * R + k] * Q[j * R + k] * w[k]; @@ tests/test_cpd
+pinv-multiply @@ run/cpu/als.c @@ w[k] = w[k] > cut ? 1 / sqrt(w[k]) : 0; @@ w[k] = w[k] > cut ? sqrt(w[k]) : 0; @@ tests/test_cpd
 pinv-cutoff @@ run/cpu/als.c @@     double cut = (double)R * DBL_EPSILON * wmax; @@     double cut = 0.5 * wmax; @@ tests/test_cpd
 gram-sum @@ run/cpu/als.c @@ w.V[k] *= w.G[m][k]; @@ w.V[k] += w.G[m][k]; @@ tests/test_cpd
 lambda-one @@ run/cpu/als.c @@ lambda[r] = first ? sqrt(sq) : (mx > 1 ? mx : 1); @@ lambda[r] = first ? sqrt(sq) : 1; @@ tests/test_cpd
@@ -134,7 +134,7 @@ admm-dual-sign @@ run/cpu/update.c @@ * sc, u = U[k] + (v - At[k]); @@ * sc, u =
 admm-tol-dual-sign @@ run/cpu/update.c @@ u[r] += v - xt[r]; @@ u[r] -= v - xt[r]; @@ tests/test_constrained
 hals-no-floor @@ run/cpu/update.c @@         return y > AMP_UPDATE_EPS ? y : AMP_UPDATE_EPS; @@         return y; @@ tests/test_constrained
 mu-no-l2 @@ run/cpu/update.c @@ (AV[k] + l2 * A[k] + AMP_UPDATE_EPS) @@ (AV[k] + AMP_UPDATE_EPS) @@ tests/test_constrained
-warm-start-off @@ run/cpu/als.c @@                 warm_start(c, d, w.U[d], w.T); @@                 (void)0; @@ tests/test_constrained
+warm-start-off @@ run/cpu/als.c @@                 warm_start(c, d, own, nown, w.U[d], w.T); @@                 (void)0; @@ tests/test_constrained
 gpu-admm-dual-sign @@ run/cuda/constrained.cu @@ u[r] += v - at[r]; @@ u[r] -= v - at[r]; @@ tests/test_gpu
 gpu-admm-stop-primal @@ run/cuda/constrained.cu @@ sums[r][1] += (v - old) * (v - old); @@ sums[r][1] += 0 * old; @@ tests/test_gpu
 gpu-mu-no-l2 @@ run/cuda/constrained.cu @@ (av + l2 * a + AMP_UPDATE_EPS) @@ (av + 0 * l2 * a + AMP_UPDATE_EPS) @@ tests/test_gpu
