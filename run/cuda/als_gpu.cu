@@ -8,6 +8,9 @@
  *       reads potrf's status while the MTTKRP runs, and the GPU does not
  *       wait for the host
  *   M = MTTKRP(d)                          mttkrp.cu (f32 or f64 factors)
+ *   two copies remapped: copy d + 1 written from copy d    remap.cu
+ *       on a stream of its own, behind the steps below; the next
+ *       MTTKRP waits for it (that wait counts as MTTKRP time)
  *     (equal-nnz ablation: partial M over every row, reduce-scattered)
  *   P = V^-1 (potri); if V is not positive definite, the pseudo-inverse
  *       from syevd (eigenvalues under R eps max|w| dropped)
@@ -1109,6 +1112,8 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     AMP_CHECK(factor_mode(w, &u, err));
     AMP_CHECK(inputs_ready(g, w, &u, err));
     AMP_CHECK(mode_mttkrp(g, w, &u, err));
+    if (g->remap)
+        AMP_CHECK(gpu_remap_ahead(g, d, w->s, err));
     if (w->method != AMP_METHOD_ALS)
         AMP_CHECK(update_constrained(g, w, &u, err));
     else if (u.in_parts)

@@ -96,6 +96,34 @@ amp_status amp_gpu_tensor_upload_compressed(int device, const amp_file *f, const
                                             int threads, amp_load_progress_fn progress,
                                             void *progress_ctx, amp_gpu_tensor **g,
                                             amp_error *err);
+/* Two copies remapped (FLYCOO, remap.cu; run/core/remap.c has the
+ * design): of a whole tensor t (not a part of several GPUs, at most
+ * 2^32 - 1 nonzeros), copy 0 and one spare buffer as large on the device,
+ * every copy's block table, and every mode's positions pos[d] (t->nnz
+ * entries each: amp_remap_positions, narrowed; copied, so the caller may
+ * free them). Every MTTKRP of mode d makes copy d from the last one made
+ * where no buffer holds it; amp_gpu_remap_next makes the next one ahead.
+ * t may be freed after. uo: as amp_gpu_tensor_upload_with's. */
+amp_status amp_gpu_tensor_upload_remap(int device, const amp_tensor *t,
+                                       const uint32_t *const *pos, amp_gpu_upload_opts *uo,
+                                       amp_gpu_tensor **g, amp_error *err);
+int amp_gpu_tensor_remapped(const amp_gpu_tensor *g);
+/* Two copies remapped: once the work queued on stream (NULL: the default
+ * stream) is done with copy d, which a buffer must hold, copy (d + 1) mod
+ * N written from it into the other buffer (nothing where a buffer holds
+ * it already), on the tensor's remap stream: the kernel runs while the
+ * caller goes on. */
+amp_status amp_gpu_remap_next(const amp_gpu_tensor *g, unsigned d, void *stream,
+                              amp_error *err);
+/* GPU time of the remaps so far, and how many (0 and 0 unless two copies
+ * remapped); waits for any still running. */
+amp_status amp_gpu_remap_seconds(const amp_gpu_tensor *g, double *seconds, unsigned *count,
+                                 amp_error *err);
+/* Resident copy d into host arrays (nnz words, nnz values of the tensor's
+ * type) as the device holds it; two copies remapped: only a copy a buffer
+ * holds now (AMP_ERR_USAGE otherwise), once its remap is done. */
+amp_status amp_gpu_copy_download(const amp_gpu_tensor *g, unsigned d, uint64_t *words,
+                                 void *vals, amp_error *err);
 uint64_t amp_gpu_file_chunk_nnz(const amp_file *f);
 int amp_gpu_tensor_compressed(const amp_gpu_tensor *g);
 /* Host bytes the tensor holds for its device: the compressed chunks and

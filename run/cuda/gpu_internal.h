@@ -85,6 +85,48 @@ struct gpu_copy {
 };
 
 struct gpu_zstream;
+struct gpu_remap;
+
+/* Two copies remapped (FLYCOO, remap.cu): two buffers of the largest
+ * copy's nonzeros, each holding one mode's copy at a time, and every
+ * mode's remap positions, all on the device. After mode d's MTTKRP has
+ * read copy d, copy d + 1 is written into the other buffer through pos[d]
+ * on a stream of its own, while the mode's update runs; the next MTTKRP
+ * waits for it. The copies' own words and vals stay NULL: gpu_remap_arrays
+ * says where a copy is. The tensor is const to the MTTKRP and CP-ALS,
+ * which move copies through this state, hence a pointer from it. */
+struct gpu_remap {
+    uint64_t nnz;                    /* of every copy (a whole tensor) */
+    uint64_t *words[2];
+    void *vals[2];
+    int holds[2];                    /* the copy in each buffer; -1: none */
+    int latest;                      /* the buffer written last */
+    uint32_t *pos[AMP_MAX_MODES];    /* copy d's nonzero k goes to pos[d][k] of copy d + 1 */
+    cudaStream_t stream;
+    cudaEvent_t queued;              /* the caller's work so far, for the stream to wait on */
+    cudaEvent_t written[2];          /* buffer b's copy is complete */
+    /* Each mode's last remap, timed; added to seconds once read. */
+    cudaEvent_t t0[AMP_MAX_MODES], t1[AMP_MAX_MODES];
+    int timed[AMP_MAX_MODES];
+    double seconds;
+    unsigned count;
+};
+
+/* A remap state for nmodes modes on device (current): its stream and
+ * events, buffers and positions left for the caller to allocate. */
+amp_status gpu_remap_new(int device, unsigned nmodes, gpu_remap **out, amp_error *err);
+void gpu_remap_free(gpu_remap *r, unsigned nmodes);
+/* Copy d's arrays, when a buffer holds it (1), else 0. */
+int gpu_remap_arrays(const gpu_remap *r, unsigned d, const uint64_t **words, const void **vals);
+/* After the work queued on s (an MTTKRP) is done with copy d: copy
+ * (d + 1) mod N written from it on the remap stream, unless a buffer
+ * holds that copy already. Copy d must be held. */
+amp_status gpu_remap_ahead(const amp_gpu_tensor *g, unsigned d, cudaStream_t s, amp_error *err);
+/* Copy d ready for the work queued on s next: remapped forward from the
+ * last copy made as often as it takes (at most N - 1 times), and s made
+ * to wait for the remap that wrote it. Every reader of a remapped tensor
+ * must call it on its own stream first. */
+amp_status gpu_remap_bring(const amp_gpu_tensor *g, unsigned d, cudaStream_t s, amp_error *err);
 
 /* Every mode copy of a tensor, resident on one device. */
 struct amp_gpu_tensor {
@@ -118,6 +160,7 @@ struct amp_gpu_tensor {
     int pf_copy;
     unsigned pf_count;
     uint64_t pf_end;
+    gpu_remap *remap;   /* NULL unless two copies remapped */
 };
 
 /* Streaming from compressed chunks (zstream.cu). gpu_zstream_new reads

@@ -1,7 +1,8 @@
 /* A tensor on one GPU: its mode copies uploaded and kept resident, or
- * set up to stream (from page-locked host memory, or from the file's
- * compressed chunks through zstream.cu), and what a resident copy is
- * checked for once at load. The MTTKRP over it is mttkrp.cu's. */
+ * two of them remapped mode by mode (remap.cu), or set up to stream (from
+ * page-locked host memory, or from the file's compressed chunks through
+ * zstream.cu), and what a resident copy is checked for once at load. The
+ * MTTKRP over it is mttkrp.cu's. */
 #include <config.h>
 
 #include <cuda_runtime.h>
@@ -91,6 +92,8 @@ extern "C" void amp_gpu_tensor_free(amp_gpu_tensor *g)
     for (unsigned k = 0; k < g->nregistered; k++)
         cudaHostUnregister(g->registered[k]);
     g->nregistered = 0;
+    gpu_remap_free(g->remap, g->nmodes);
+    g->remap = NULL;
     for (unsigned m = 0; m < g->nmodes; m++)
         gpu_copy_free(&g->copies[m]);
     for (int b = 0; b < AMP_GPU_RING; b++) {
@@ -138,47 +141,44 @@ static amp_status to_device(void *ctx, int thread, const amp_chunk_data *c, amp_
                                 (size_t)c->count * k->vsize, err);
 }
 
-/* Sets each resident copy's gapless flag (rows_gapless): one read of its
- * words, once, at load. */
-static amp_status find_gapless(amp_gpu_tensor *g, amp_error *err)
+/* Sets copy m's gapless flag (rows_gapless) from its words on the
+ * device: one read of them, once, at load. */
+static amp_status find_gapless(amp_gpu_tensor *g, unsigned m, const uint64_t *words,
+                               amp_error *err)
 {
     amp_status rc = AMP_OK;
-    unsigned *gaps = NULL, host[AMP_MAX_MODES];
+    gpu_copy *c = &g->copies[m];
+    unsigned *gaps = NULL, host = 1;
+    c->gapless = 0;
+    if (c->nnz == 0)
+        return AMP_OK;
     CUDA_TRY(cudaMalloc((void **)&gaps, sizeof host), err);
     CUDA_TRY_GOTO(cudaMemset(gaps, 0, sizeof host), err, rc, done);
-    for (unsigned m = 0; m < g->nmodes; m++) {
-        const gpu_copy *c = &g->copies[m];
-        if (c->nnz == 0)
-            continue;
-        rows_gapless<<<(unsigned)std::min<uint64_t>((c->nnz + 255) / 256, 8u * g->sm_count),
-                       256>>>(c->words, c->block_start, c->block_key, c->nblocks, c->nnz,
-                              c->shift[m], c->width[m], c->row_begin,
-                              c->row_begin + c->row_count - 1, gaps + m);
-        CUDA_TRY_GOTO(cudaGetLastError(), err, rc, done);
-    }
-    CUDA_TRY_GOTO(cudaMemcpy(host, gaps, sizeof host, cudaMemcpyDeviceToHost), err, rc, done);
-    for (unsigned m = 0; m < g->nmodes; m++)
-        g->copies[m].gapless = g->copies[m].nnz > 0 && host[m] == 0;
+    rows_gapless<<<(unsigned)std::min<uint64_t>((c->nnz + 255) / 256, 8u * g->sm_count), 256>>>(
+        words, c->block_start, c->block_key, c->nblocks, c->nnz, c->shift[m], c->width[m],
+        c->row_begin, c->row_begin + c->row_count - 1, gaps);
+    CUDA_TRY_GOTO(cudaGetLastError(), err, rc, done);
+    CUDA_TRY_GOTO(cudaMemcpy(&host, gaps, sizeof host, cudaMemcpyDeviceToHost), err, rc, done);
+    c->gapless = host == 0;
 done:
     cudaFree(gaps);
     return rc;
 }
 
-/* Each resident copy in one group with a nonzero, cut (gpu_copy.cut_nnz). */
-static amp_status find_cuts(amp_gpu_tensor *g, amp_error *err)
+/* Copy m, in one group with a nonzero, cut (gpu_copy.cut_nnz). */
+static amp_status find_cuts(amp_gpu_tensor *g, unsigned m, const uint64_t *words, amp_error *err)
 {
     amp_status rc = AMP_OK;
+    gpu_copy *c = &g->copies[m];
     uint64_t *dev = NULL, host[2 * (AMP_GPU_CUTS + 1)];
+    if (c->nnz == 0 || c->early_nnz != c->nnz || c->row_count == 0)
+        return AMP_OK;
     CUDA_TRY(cudaMalloc((void **)&dev, sizeof host), err);
-    for (unsigned m = 0; m < g->nmodes; m++) {
-        gpu_copy *c = &g->copies[m];
-        if (c->nnz == 0 || c->early_nnz != c->nnz || c->row_count == 0)
-            continue;
-        cut_kernel<<<1, AMP_GPU_CUTS>>>(c->words, c->block_start, c->block_key, c->nblocks,
-                                        c->nnz, c->shift[m], c->width[m], dev,
-                                        dev + AMP_GPU_CUTS + 1);
-        CUDA_TRY_GOTO(cudaGetLastError(), err, rc, done);
-        CUDA_TRY_GOTO(cudaMemcpy(host, dev, sizeof host, cudaMemcpyDeviceToHost), err, rc, done);
+    cut_kernel<<<1, AMP_GPU_CUTS>>>(words, c->block_start, c->block_key, c->nblocks, c->nnz,
+                                    c->shift[m], c->width[m], dev, dev + AMP_GPU_CUTS + 1);
+    CUDA_TRY_GOTO(cudaGetLastError(), err, rc, done);
+    CUDA_TRY_GOTO(cudaMemcpy(host, dev, sizeof host, cudaMemcpyDeviceToHost), err, rc, done);
+    {
         const uint64_t *cn = host, *cr = host + AMP_GPU_CUTS + 1;
         c->cut_nnz[0] = 0;
         c->cut_row[0] = c->row_begin;
@@ -198,6 +198,26 @@ static amp_status find_cuts(amp_gpu_tensor *g, amp_error *err)
 done:
     cudaFree(dev);
     return rc;
+}
+
+/* Every resident copy checked once (find_gapless, find_cuts). Two copies
+ * remapped: each copy made in turn for its checks, N remaps in all,
+ * which ends with copy 0 in a buffer again for the first MTTKRP. */
+static amp_status check_resident(amp_gpu_tensor *g, amp_error *err)
+{
+    for (unsigned m = 0; m < g->nmodes; m++) {
+        const uint64_t *words = g->copies[m].words;
+        const void *vals = NULL;
+        if (g->remap) {
+            AMP_CHECK(gpu_remap_bring(g, m, 0, err));
+            gpu_remap_arrays(g->remap, m, &words, &vals);
+        }
+        AMP_CHECK(find_gapless(g, m, words, err));
+        AMP_CHECK(find_cuts(g, m, words, err));
+    }
+    if (g->remap)
+        AMP_CHECK(gpu_remap_bring(g, 0, 0, err));
+    return AMP_OK;
 }
 
 /* ---- uploading: one function per source, and the steps they share ---- */
@@ -333,14 +353,12 @@ static amp_status make_ring(amp_gpu_tensor *g, size_t vsize, amp_error *err)
 
 /* The copies to the device were from pageable memory: make them complete
  * before kernels on any (non-blocking) stream read the tensor. Then a
- * resident tensor's copies are checked once (find_gapless, find_cuts). */
+ * resident tensor's copies are checked once (check_resident). */
 static amp_status make_ready(amp_gpu_tensor *g, amp_error *err)
 {
     CUDA_TRY(cudaDeviceSynchronize(), err);
-    if (!g->streamed) {
-        AMP_CHECK(find_gapless(g, err));
-        AMP_CHECK(find_cuts(g, err));
-    }
+    if (!g->streamed)
+        AMP_CHECK(check_resident(g, err));
     return AMP_OK;
 }
 
@@ -381,6 +399,19 @@ static amp_status upload_reported(amp_gpu_uploader *up, void *dst, const void *s
     return AMP_OK;
 }
 
+/* Staging through page-locked memory; without it to be had, NULL (plain
+ * copies), and the failed call's error is not left for the next check to
+ * find. */
+static amp_gpu_uploader *staging(int device, amp_error *err)
+{
+    amp_gpu_uploader *up = NULL;
+    if (amp_gpu_uploader_new(device, 0, &up, err) == AMP_OK)
+        return up;
+    amp_error_clear(err);
+    (void)cudaGetLastError();
+    return NULL;
+}
+
 /* Resident, from t's host memory. */
 static amp_status upload_resident(int device, const amp_tensor *t, amp_gpu_upload_opts *uo,
                                   amp_gpu_tensor **out, amp_error *err)
@@ -390,14 +421,7 @@ static amp_status upload_resident(int device, const amp_tensor *t, amp_gpu_uploa
     amp_gpu_tensor *g = NULL;
     const size_t vsize = amp_value_size(t->value_type);
     AMP_CHECK(gpu_tensor_new(device, t, 0, &g, err));
-    /* Staging through page-locked memory; without it to be had, plain
-     * copies, and the failed call's error is not left for the next check
-     * to find. */
-    if (amp_gpu_uploader_new(device, 0, &up, err) != AMP_OK) {
-        up = NULL;
-        amp_error_clear(err);
-        (void)cudaGetLastError();
-    }
+    up = staging(device, err);
     for (unsigned m = 0; m < t->nmodes; m++) {
         const amp_copy *c = &t->copies[m];
         gpu_copy *d = &g->copies[m];
@@ -470,6 +494,65 @@ static amp_status upload_streamed(int device, const amp_tensor *t, uint64_t chun
     AMP_CHECK_GOTO(make_ring(g, amp_value_size(t->value_type), err), rc, done);
 done:
     return end_upload(rc, g, NULL, out, err);
+}
+
+/* Two copies remapped (remap.cu), from t's host memory: every copy's
+ * block table, copy 0 into the first buffer, a spare buffer as large, and
+ * every mode's positions. make_ready then makes each copy once, in turn,
+ * for the checks a resident copy gets (check_resident). uo->fail_alloc
+ * fails the spare buffer's values. */
+extern "C" amp_status amp_gpu_tensor_upload_remap(int device, const amp_tensor *t,
+                                                  const uint32_t *const *pos,
+                                                  amp_gpu_upload_opts *uo, amp_gpu_tensor **out,
+                                                  amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    amp_gpu_uploader *up = NULL;
+    amp_gpu_tensor *g = NULL;
+    gpu_remap *r = NULL;
+    const size_t vsize = amp_value_size(t->value_type);
+    const uint64_t nnz = t->nnz;
+    const size_t nw = (size_t)nnz * 8 + 8, nv = (size_t)nnz * vsize + 8, np = (size_t)nnz * 4 + 8;
+    if (t->layout_only)
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "a tensor without its nonzeros to upload");
+    if (nnz > UINT32_MAX)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "two copies remapped hold their positions in "
+                        "32 bits: at most %lu nonzeros, not %llu", (unsigned long)UINT32_MAX,
+                        (unsigned long long)nnz);
+    for (unsigned m = 0; m < t->nmodes; m++)
+        if (t->copies[m].nnz != nnz || t->copies[m].row_begin != 0)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "two copies remapped take a whole "
+                            "tensor's copies, not a GPU's part of several");
+    AMP_CHECK(gpu_tensor_new(device, t, 0, &g, err));
+    AMP_CHECK_GOTO(gpu_remap_new(device, t->nmodes, &g->remap, err), rc, done);
+    r = g->remap;
+    r->nnz = nnz;
+    up = staging(device, err);
+    for (unsigned m = 0; m < t->nmodes; m++)
+        AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, up, uo, err), rc, done);
+    for (int b = 0; b < 2; b++) {
+        const int inject = uo && uo->fail_alloc && b == 1;
+        AMP_CHECK_GOTO(tensor_alloc((void **)&r->words[b], nw, b ? "spare words" : "words", 0,
+                                    uo, 0, err), rc, done);
+        AMP_CHECK_GOTO(tensor_alloc(&r->vals[b], nv, b ? "spare values" : "values", 0, uo,
+                                    inject, err), rc, done);
+        g->bytes += nw + nv;
+    }
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        AMP_CHECK_GOTO(tensor_alloc((void **)&r->pos[m], np, "remap positions", m, uo, 0, err),
+                       rc, done);
+        g->bytes += np;
+        AMP_CHECK_GOTO(upload_reported(up, r->pos[m], pos[m], (size_t)nnz * 4, uo, err), rc,
+                       done);
+    }
+    AMP_CHECK_GOTO(upload_reported(up, r->words[0], t->copies[0].words, (size_t)nnz * 8, uo,
+                                   err), rc, done);
+    AMP_CHECK_GOTO(upload_reported(up, r->vals[0], t->copies[0].vals, (size_t)nnz * vsize, uo,
+                                   err), rc, done);
+    r->holds[0] = 0;
+    r->latest = 0;
+done:
+    return end_upload(rc, g, up, out, err);
 }
 
 extern "C" amp_status amp_gpu_tensor_upload_with(int device, const amp_tensor *t,

@@ -724,8 +724,13 @@ static amp_status run_range(const amp_gpu_tensor *g, const gpu_copy *c, mttkrp_a
         return gpu_zstream_run(g, (unsigned)(c - g->copies), launch_zchunk, &z, s, err);
     }
     if (!g->streamed) {
-        a.words = c->words + begin;
-        a.vals = c->vals ? (const char *)c->vals + begin * vsize : NULL;
+        const uint64_t *words = c->words;
+        const void *vals = c->vals;
+        if (g->remap && !gpu_remap_arrays(g->remap, (unsigned)(c - g->copies), &words, &vals))
+            return AMP_FAIL(err, AMP_ERR_INTERNAL, "mode %u's copy is in neither remap buffer",
+                            (unsigned)(c - g->copies) + 1);
+        a.words = words + begin;
+        a.vals = vals ? (const char *)vals + begin * vsize : NULL;
         a.offset = begin;
         a.nnz = end - begin;
         /* A gapless range, M not zeroed: the rows teams share. */
@@ -762,16 +767,19 @@ static amp_status run_range(const amp_gpu_tensor *g, const gpu_copy *c, mttkrp_a
     return AMP_OK;
 }
 
-/* What every launch over copy d shares: the arguments, the kernel, its
- * blocks per SM and lanes per nonzero. */
+/* What every launch over copy d on stream s shares: the arguments, the
+ * kernel, its blocks per SM and lanes per nonzero; two copies remapped,
+ * copy d in a buffer and s waiting for it. */
 static amp_status setup(const amp_gpu_tensor *g, unsigned d, void *const *A, unsigned R,
-                        int f32, void *M, mttkrp_args *a, mttkrp_fn *fn, int *per_sm,
-                        unsigned *lanes, amp_error *err)
+                        int f32, void *M, cudaStream_t s, mttkrp_args *a, mttkrp_fn *fn,
+                        int *per_sm, unsigned *lanes, amp_error *err)
 {
     const gpu_copy *c = &g->copies[d];
     if (R == 0 || R > AMP_GPU_MAX_RANK)
         return AMP_FAIL(err, AMP_ERR_USAGE, "the GPU MTTKRP takes rank 1 to %u, not %u",
                         AMP_GPU_MAX_RANK, R);
+    if (g->remap)
+        AMP_CHECK(gpu_remap_bring(g, d, s, err));
     memset(a, 0, sizeof *a);
     a->block_start = c->block_start;
     a->block_key = c->block_key;
@@ -812,7 +820,7 @@ extern "C" amp_status amp_gpu_mttkrp_group(const amp_gpu_tensor *g, unsigned d, 
     mttkrp_fn fn = NULL;
     int per_sm = 0;
     unsigned lanes = 32;
-    AMP_CHECK(setup(g, d, A, R, f32, M, &a, &fn, &per_sm, &lanes, err));
+    AMP_CHECK(setup(g, d, A, R, f32, M, s, &a, &fn, &per_sm, &lanes, err));
     size_t real_size = f32 ? 4 : 8;
     /* A resident gapless copy in one group writes every row of its range
      * (rows_gapless, gpu_tensor.cu); else the range is zeroed first: only
@@ -848,7 +856,7 @@ extern "C" amp_status amp_gpu_mttkrp_cuts(const amp_gpu_tensor *g, unsigned d, v
     mttkrp_fn fn = NULL;
     int per_sm = 0;
     unsigned lanes = 32;
-    AMP_CHECK(setup(g, d, A, R, f32, M, &a, &fn, &per_sm, &lanes, err));
+    AMP_CHECK(setup(g, d, A, R, f32, M, s, &a, &fn, &per_sm, &lanes, err));
     const size_t real_size = f32 ? 4 : 8;
     if (first == 0 && !c->gapless)   /* the empty rows too, once */
         CUDA_TRY(cudaMemsetAsync((char *)M + (size_t)c->row_begin * R * real_size, 0,

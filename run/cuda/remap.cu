@@ -1,0 +1,274 @@
+/* FLYCOO's dynamic remapping on one GPU (flycoo-gpu-cf24, sections 3.1
+ * and 4.2; issue 30): two buffers hold two mode copies, and after mode d's
+ * MTTKRP has read copy d, copy d + 1 is written into the other buffer
+ * through the positions pos_d (run/core/remap.c has the design, the CPU
+ * reference amp_remap_copy and the memory per nonzero). The buffers swap
+ * roles each mode; gpu_remap (gpu_internal.h) keeps which copy each holds.
+ *
+ * Thread mapping: a grid-stride loop, one thread a nonzero k of copy d
+ * (consecutive threads, consecutive k: the reads are coalesced). A thread
+ * finds k's block key (a binary search over the block starts where the
+ * copy has several blocks), takes each mode's index out of the word with
+ * copy d's shifts and widths and puts it in with copy d + 1's
+ * (amp_blco_field, amp_blco_put), and writes the low 64 bits and the
+ * value, unchanged, at pos_d[k]. The key bits are not written: copy
+ * d + 1's block table, on the device for good, says the key of every
+ * position. Positions are a permutation, so no write needs an atomic; the
+ * writes coalesce only as far as neighbouring nonzeros of copy d land
+ * near each other in copy d + 1 (to be measured: bench/bench-gpu.sh).
+ *
+ * Bytes per nonzero, c = 8 + value size (12 f32, 16 f64): read c (word
+ * and value) + 4 (its position), write c (scattered). No flops.
+ *
+ * Variants: the value's width (4 or 8 bytes, copied as bits). The MTTKRP
+ * kernels are not changed: the remap is a kernel of its own on a stream
+ * of its own, overlapping the mode's solve, normalization and Gram. A
+ * variant fused into the MTTKRP (one read of copy d instead of two) is
+ * for after this one is measured. */
+#include <config.h>
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+
+#include "amp_cuda.h"
+#include "blco_decode.cuh"
+#include "gpu_internal.h"
+
+/* One remap, passed by value (kernel parameter space). */
+struct remap_args {
+    const uint64_t *words;
+    const void *vals;
+    const uint64_t *block_start, *block_key;
+    uint32_t nblocks;
+    const uint32_t *pos;
+    uint64_t nnz;
+    uint64_t *out_words;
+    void *out_vals;
+    unsigned nmodes;
+    uint8_t from_shift[AMP_MAX_MODES], from_width[AMP_MAX_MODES];
+    uint8_t to_shift[AMP_MAX_MODES], to_width[AMP_MAX_MODES];
+};
+
+/* V: the value's bits (uint32_t for f32, uint64_t for f64). */
+template <typename V>
+__global__ void __launch_bounds__(256) remap_copy(const remap_args a)
+{
+    const V *vals = (const V *)a.vals;
+    V *out_vals = (V *)a.out_vals;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < a.nnz; k += stride) {
+        const uint64_t w = a.words[k];
+        const uint64_t key = a.block_key[a.nblocks > 1 ? block_of(a.block_start, a.nblocks, k) : 0];
+        uint64_t to_key = 0, to_word = 0;
+        for (unsigned m = 0; m < a.nmodes; m++)
+            amp_blco_put(amp_blco_field(key, w, a.from_shift[m], a.from_width[m]), a.to_shift[m],
+                         a.to_width[m], &to_key, &to_word);
+        const uint32_t p = a.pos[k];
+        a.out_words[p] = to_word;
+        out_vals[p] = vals[k];
+    }
+}
+
+amp_status gpu_remap_new(int device, unsigned nmodes, gpu_remap **out, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    gpu_remap *r = (gpu_remap *)calloc(1, sizeof *r);
+    if (r == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    r->holds[0] = r->holds[1] = -1;
+    CUDA_TRY_GOTO(cudaSetDevice(device), err, rc, fail);
+    CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking), err, rc, fail);
+    CUDA_TRY_GOTO(cudaEventCreateWithFlags(&r->queued, cudaEventDisableTiming), err, rc, fail);
+    for (int b = 0; b < 2; b++)
+        CUDA_TRY_GOTO(cudaEventCreateWithFlags(&r->written[b], cudaEventDisableTiming), err, rc,
+                      fail);
+    for (unsigned m = 0; m < nmodes; m++) {
+        CUDA_TRY_GOTO(cudaEventCreate(&r->t0[m]), err, rc, fail);
+        CUDA_TRY_GOTO(cudaEventCreate(&r->t1[m]), err, rc, fail);
+    }
+    *out = r;
+    return AMP_OK;
+fail:
+    gpu_remap_free(r, nmodes);
+    return rc;
+}
+
+void gpu_remap_free(gpu_remap *r, unsigned nmodes)
+{
+    if (r == NULL)
+        return;
+    if (r->stream)
+        cudaStreamSynchronize(r->stream);
+    for (int b = 0; b < 2; b++) {
+        cudaFree(r->words[b]);
+        cudaFree(r->vals[b]);
+        destroy_event(r->written[b]);
+    }
+    for (unsigned m = 0; m < nmodes; m++) {
+        cudaFree(r->pos[m]);
+        destroy_event(r->t0[m]);
+        destroy_event(r->t1[m]);
+    }
+    destroy_event(r->queued);
+    destroy_stream(r->stream);
+    free(r);
+}
+
+/* The buffer holding copy d, or -1. */
+static int held(const gpu_remap *r, unsigned d)
+{
+    return r->holds[0] == (int)d ? 0 : r->holds[1] == (int)d ? 1 : -1;
+}
+
+int gpu_remap_arrays(const gpu_remap *r, unsigned d, const uint64_t **words, const void **vals)
+{
+    const int b = held(r, d);
+    if (b < 0)
+        return 0;
+    *words = r->words[b];
+    *vals = r->vals[b];
+    return 1;
+}
+
+/* Mode d's last remap into the total, once done. It was queued a whole
+ * iteration ago or more, and the MTTKRP of the copy it wrote waited for
+ * it, so the wait costs nothing in a run. */
+static amp_status settle(gpu_remap *r, unsigned d, amp_error *err)
+{
+    if (!r->timed[d])
+        return AMP_OK;
+    float ms = 0;
+    CUDA_TRY(cudaEventSynchronize(r->t1[d]), err);
+    CUDA_TRY(cudaEventElapsedTime(&ms, r->t0[d], r->t1[d]), err);
+    r->seconds += ms / 1e3;
+    r->count++;
+    r->timed[d] = 0;
+    return AMP_OK;
+}
+
+amp_status gpu_remap_ahead(const amp_gpu_tensor *g, unsigned d, cudaStream_t s, amp_error *err)
+{
+    gpu_remap *r = g->remap;
+    const unsigned next = (d + 1) % g->nmodes;
+    const int from = held(r, d);
+    if (held(r, next) >= 0)
+        return AMP_OK;
+    if (from < 0)
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "mode %u's copy is not on the device to remap "
+                        "from (the buffers hold copies %d and %d, from 0)", d + 1, r->holds[0],
+                        r->holds[1]);
+    const int to = 1 - from;
+    const gpu_copy *a = &g->copies[d], *b = &g->copies[next];
+    remap_args x;
+    memset(&x, 0, sizeof x);
+    x.words = r->words[from];
+    x.vals = r->vals[from];
+    x.block_start = a->block_start;
+    x.block_key = a->block_key;
+    x.nblocks = a->nblocks;
+    x.pos = r->pos[d];
+    x.nnz = r->nnz;
+    x.out_words = r->words[to];
+    x.out_vals = r->vals[to];
+    x.nmodes = g->nmodes;
+    for (unsigned m = 0; m < g->nmodes; m++) {
+        x.from_shift[m] = a->shift[m];
+        x.from_width[m] = a->width[m];
+        x.to_shift[m] = b->shift[m];
+        x.to_width[m] = b->width[m];
+    }
+    /* Buffer `to` was last read by work on s (the MTTKRP before), and
+     * copy d is still being read there: the remap starts after both. */
+    CUDA_TRY(cudaEventRecord(r->queued, s), err);
+    CUDA_TRY(cudaStreamWaitEvent(r->stream, r->queued, 0), err);
+    AMP_CHECK(settle(r, d, err));
+    CUDA_TRY(cudaEventRecord(r->t0[d], r->stream), err);
+    if (r->nnz > 0) {
+        const unsigned grid =
+            (unsigned)std::min<uint64_t>((r->nnz + 255) / 256, 8u * (unsigned)g->sm_count);
+        if (g->vals_f32)
+            remap_copy<uint32_t><<<grid, 256, 0, r->stream>>>(x);
+        else
+            remap_copy<uint64_t><<<grid, 256, 0, r->stream>>>(x);
+        CUDA_TRY(cudaGetLastError(), err);
+    }
+    CUDA_TRY(cudaEventRecord(r->t1[d], r->stream), err);
+    CUDA_TRY(cudaEventRecord(r->written[to], r->stream), err);
+    r->timed[d] = 1;
+    r->holds[to] = (int)next;
+    r->latest = to;
+    return AMP_OK;
+}
+
+amp_status gpu_remap_bring(const amp_gpu_tensor *g, unsigned d, cudaStream_t s, amp_error *err)
+{
+    gpu_remap *r = g->remap;
+    if (d >= g->nmodes)
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "no mode %u of %u", d + 1, g->nmodes);
+    /* The other buffer holds the copy before the latest one (each remap
+     * writes the copy after its source), so each step makes progress. */
+    for (unsigned step = 0; held(r, d) < 0; step++) {
+        if (step >= g->nmodes || r->holds[r->latest] < 0)
+            return AMP_FAIL(err, AMP_ERR_INTERNAL, "mode %u's copy not reached by remapping "
+                            "(the buffers hold copies %d and %d, from 0)", d + 1, r->holds[0],
+                            r->holds[1]);
+        AMP_CHECK(gpu_remap_ahead(g, (unsigned)r->holds[r->latest], s, err));
+    }
+    CUDA_TRY(cudaStreamWaitEvent(s, r->written[held(r, d)], 0), err);
+    return AMP_OK;
+}
+
+extern "C" int amp_gpu_tensor_remapped(const amp_gpu_tensor *g)
+{
+    return g->remap != NULL;
+}
+
+extern "C" amp_status amp_gpu_remap_next(const amp_gpu_tensor *g, unsigned d, void *stream,
+                                         amp_error *err)
+{
+    if (g->remap == NULL || d >= g->nmodes)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "a remap of mode %u: the tensor %s", d + 1,
+                        g->remap ? "has fewer modes" : "holds every copy, not two remapped");
+    CUDA_TRY(cudaSetDevice(g->device), err);
+    return gpu_remap_ahead(g, d, (cudaStream_t)stream, err);
+}
+
+extern "C" amp_status amp_gpu_remap_seconds(const amp_gpu_tensor *g, double *seconds,
+                                            unsigned *count, amp_error *err)
+{
+    *seconds = 0;
+    *count = 0;
+    if (g->remap == NULL)
+        return AMP_OK;
+    CUDA_TRY(cudaSetDevice(g->device), err);
+    for (unsigned m = 0; m < g->nmodes; m++)
+        AMP_CHECK(settle(g->remap, m, err));
+    *seconds = g->remap->seconds;
+    *count = g->remap->count;
+    return AMP_OK;
+}
+
+extern "C" amp_status amp_gpu_copy_download(const amp_gpu_tensor *g, unsigned d, uint64_t *words,
+                                            void *vals, amp_error *err)
+{
+    if (d >= g->nmodes || g->streamed)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "mode %u's copy is not resident", d + 1);
+    const gpu_copy *c = &g->copies[d];
+    const uint64_t *dw = c->words;
+    const void *dv = c->vals;
+    if (g->remap && !gpu_remap_arrays(g->remap, d, &dw, &dv))
+        return AMP_FAIL(err, AMP_ERR_USAGE, "mode %u's copy is not in either buffer (they hold "
+                        "copies %d and %d, from 0)", d + 1, g->remap->holds[0],
+                        g->remap->holds[1]);
+    CUDA_TRY(cudaSetDevice(g->device), err);
+    if (g->remap)
+        CUDA_TRY(cudaStreamSynchronize(g->remap->stream), err);
+    CUDA_TRY(cudaMemcpy(words, dw, (size_t)c->nnz * 8, cudaMemcpyDeviceToHost), err);
+    CUDA_TRY(cudaMemcpy(vals, dv, (size_t)c->nnz * (g->vals_f32 ? 4 : 8),
+                        cudaMemcpyDeviceToHost), err);
+    return AMP_OK;
+}
