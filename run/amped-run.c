@@ -159,10 +159,11 @@ static void usage(void)
            "                       parts (1 to %d), each as soon as the MTTKRP has\n"
            "                       written it (default 1: whole; see amped-run(1))\n"
            "      --memory=MODE    auto: keep each GPU's part of the tensor in its memory\n"
-           "                       when it fits, else stream it from host memory every\n"
-           "                       iteration (on one GPU from the file's compressed\n"
-           "                       chunks when host memory is short too); resident;\n"
-           "                       stream; compressed (default auto)\n"
+           "                       when it fits, else (one GPU) two mode copies remapped\n"
+           "                       each mode when they fit, else stream it from host\n"
+           "                       memory every iteration (on one GPU from the file's\n"
+           "                       compressed chunks when host memory is short too);\n"
+           "                       resident; remap; stream; compressed (default auto)\n"
            "      --device-memory=BYTES  use at most BYTES of each GPU's memory (K, M, G\n"
            "                       suffixes; default: all that is free)\n"
            "      --host-memory=BYTES  host memory a streamed tensor may take before one\n"
@@ -401,6 +402,40 @@ static const char *partition_name(amp_partition_kind k)
     return k == AMP_PARTITION_EQUAL_NNZ ? "equal-nnz" : "shards";
 }
 
+/* One GPU holding two copies remapped: the backend line, with the
+ * tensor's device bytes as they came and as planned. */
+static void print_remap(const amp_gpu_info *in, const amp_tensor *t, const char *prec)
+{
+    char tb[32], pb[32], nb[32];
+    const char *from = in->remap_from_file == t->nmodes ? "read from the file's REMAP sections"
+                       : in->remap_from_file == 0   ? "computed at load (the file has no "
+                                                      "REMAP sections)"
+                                                    : "read from REMAP sections where the "
+                                                      "file has them, else computed";
+    printf("backend:   gpu %d (%s, %d SMs), tensor as two mode copies remapped each mode (%s "
+           "on the device, %s planned: two copies, %u modes' remap positions, block tables), "
+           "positions %s in %.3f s, %s of device memory in all, precision %s\n", in->device,
+           in->name, in->sm_count, amp_format_bytes(tb, sizeof tb, in->tensor_bytes),
+           amp_format_bytes(pb, sizeof pb, in->tensor_plan_bytes), t->nmodes, from,
+           in->remap_positions_seconds, amp_format_bytes(nb, sizeof nb, in->need_bytes), prec);
+}
+
+/* One GPU, --memory auto or remap: the sizes the plan compared and what
+ * it chose. */
+static void print_memory_plan(const amp_gpu_info *in)
+{
+    char ab[32], rb[32], mb[32];
+    if (in->asked != AMP_MEMORY_AUTO && in->asked != AMP_MEMORY_REMAP)
+        return;
+    amp_format_bytes(ab, sizeof ab, in->sizes.avail);
+    amp_format_bytes(rb, sizeof rb, in->sizes.resident);
+    amp_format_bytes(mb, sizeof mb, in->sizes.remap);
+    printf("memory:    --memory %s: every copy resident needs %s, two copies remapped %s, "
+           "GPU %d offers %s: %s\n", amp_memory_name(in->asked), rb,
+           in->sizes.remap ? mb : "(not possible here)", in->device, ab,
+           amp_memory_name(in->memory));
+}
+
 /* The backend line, and one line per GPU when there are several. */
 static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run *gr)
 {
@@ -433,10 +468,13 @@ static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run
                        "nonzero on the link, %s of device memory in all, precision %s\n",
                        in.device, in.name, in.sm_count, in.chunk_nnz, cb,
                        in.stream_bytes_per_nnz, nb, prec);
+            else if (in.memory == AMP_MEMORY_REMAP)
+                print_remap(&in, t, prec);
             else
                 printf("backend:   gpu %d (%s, %d SMs), tensor resident (%s), %s of device "
                        "memory in all, precision %s\n", in.device, in.name, in.sm_count, tb, nb,
                        prec);
+            print_memory_plan(&in);
             return;
         }
         if (k == 0)
@@ -497,6 +535,17 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
         rg[k].streamed = in.streamed;
         rg[k].compressed = in.compressed;
         rg[k].memory_bytes = (double)in.need_bytes;
+        rg[k].memory = amp_memory_name(in.memory);
+        rg[k].asked = amp_memory_name(in.asked);
+        rg[k].avail_bytes = (double)in.sizes.avail;
+        rg[k].resident_bytes = (double)in.sizes.resident;
+        rg[k].remap_bytes = (double)in.sizes.remap;
+        rg[k].tensor_bytes = (double)in.tensor_bytes;
+        rg[k].tensor_plan_bytes = (double)in.tensor_plan_bytes;
+        rg[k].remap_from_file = in.remap_from_file;
+        rg[k].remaps = in.remaps;
+        rg[k].remap_positions_seconds = in.remap_positions_seconds;
+        rg[k].remap_seconds = in.remap_seconds;
         for (unsigned m = 0; m < t->nmodes; m++) {
             rg[k].nnz[m] = in.nnz[m];
             rg[k].rows[m] = in.rows[m];
@@ -789,6 +838,10 @@ static void print_summary(const run_args *a, const run_state *s)
     if (s->gr && amp_gpu_run_total(s->gr) > 1)
         printf("           nccl %.3f (the slowest GPU's time of each phase)\n",
                c->seconds[AMP_PHASE_COMM]);
+    if (s->rg && a->report.ngpus == 1 && strcmp(s->rg[0].memory, "remap") == 0)
+        printf("remap:     %u copies written, %.3f s of GPU time on a stream of their own, "
+               "behind each mode's update (an MTTKRP that waited for its copy counts the "
+               "wait)\n", s->rg[0].remaps, s->rg[0].remap_seconds);
     if (s->dist)
         amp_dist_print(stdout, a->report.processes, a->report.nprocesses, s->t.nmodes);
     /* A GPU a process: no table of this process's GPUs said it above. */
@@ -1029,7 +1082,9 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
     static const char *const precisions[] = {"f64", "f32", NULL};
     static const char *const formats[] = {"text", "npy", "ktensor", NULL};
     static const char *const row_sets[] = {"all", "nonempty", NULL};
-    static const char *const memories[] = {"auto", "resident", "stream", "compressed", NULL};
+    /* In AMP_MEMORY_* order (amp_memory_name). */
+    static const char *const memories[] = {"auto", "resident", "stream", "compressed", "remap",
+                                           NULL};
     static const char *const partitions[] = {"shards", "equal-nnz", NULL};
     static const char *const methods[] = {"als", "ao-admm", "mu", "hals", NULL};
     uint64_t u;
@@ -1229,6 +1284,10 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
     if (a->gpus == 0 && a->gpu_only)
         return amp_usage_error(PROGRAM, "%s applies to the GPU backend, and --gpus 0 asks for "
                                "the CPU: give one", a->gpu_only);
+    if (a->gpu.memory == AMP_MEMORY_REMAP && a->gpus > 1)
+        return amp_usage_error(PROGRAM, "--memory remap runs on one GPU for now, and --%s asks "
+                               "for %d: give --gpus 1, or --memory resident or stream for "
+                               "several", a->gpu.ndevices > 0 ? "devices" : "gpus", a->gpus);
     if (a->gpu.overlap && a->gpu_als.send_parts > 1)
         return amp_usage_error(PROGRAM, "--overlap sends a mode's rows during the next MTTKRP, "
                                "--send-parts=%u during its own: give one", a->gpu_als.send_parts);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "amp_alloc.h"
 #include "amp_outfile.h"
 #include "amp_strbuf.h"
 #include "amp_svg.h"
@@ -26,6 +27,21 @@ static void row_dims(amp_strbuf *b, const char *key, const uint64_t *v, unsigned
     for (unsigned m = 0; m < n; m++)
         amp_strbuf_printf(b, "%s%" PRIu64, m ? " &#215; " : "", v[m]);
     amp_strbuf_printf(b, "</td></tr>\n");
+}
+
+/* One GPU: how it held the tensor, and the sizes the plan compared. */
+static void row_memory(amp_strbuf *b, const amp_report_gpu *g)
+{
+    char s[320], tb[32], pb[32], rb[32], mb[32], ab[32];
+    amp_format_bytes(tb, sizeof tb, (uint64_t)g->tensor_bytes);
+    amp_format_bytes(pb, sizeof pb, (uint64_t)g->tensor_plan_bytes);
+    amp_format_bytes(rb, sizeof rb, (uint64_t)g->resident_bytes);
+    amp_format_bytes(mb, sizeof mb, (uint64_t)g->remap_bytes);
+    amp_format_bytes(ab, sizeof ab, (uint64_t)g->avail_bytes);
+    snprintf(s, sizeof s, "%s (--memory %s): tensor %s on the device, %s planned; every copy "
+             "resident needs %s, two copies remapped %s, %s offered", g->memory, g->asked, tb,
+             pb, rb, g->remap_bytes > 0 ? mb : "(not possible)", ab);
+    row_text(b, "memory", s);
 }
 
 static void summary(amp_strbuf *b, const amp_run_report *r)
@@ -48,6 +64,8 @@ static void summary(amp_strbuf *b, const amp_run_report *r)
     snprintf(s, sizeof s, "%s%s%s", r->backend, r->device ? ", " : "",
              r->device ? r->device : "");
     row_text(b, "backend", s);
+    if (r->ngpus == 1 && r->gpus[0].memory)
+        row_memory(b, &r->gpus[0]);
     if (r->ngpus > 1 || r->nprocesses > 0) {
         snprintf(s, sizeof s, "%u GPU%s, %u process%s", r->ngpus, r->ngpus == 1 ? "" : "s",
                  r->nprocesses ? r->nprocesses : 1, r->nprocesses > 1 ? "es" : "");

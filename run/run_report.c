@@ -204,9 +204,29 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
             const amp_report_gpu *g = &r->gpus[k];
             put(&b, "%s\n    {\"device\": %d, \"name\": ", k ? "," : "", g->device);
             put_string(&b, g->name);
-            put(&b, ", \"memory\": \"%s\", \"device_bytes\": ",
-                g->compressed ? "compressed" : g->streamed ? "stream" : "resident");
+            put(&b, ", \"memory\": \"%s\", \"device_bytes\": ", g->memory);
             put_number(&b, g->memory_bytes);
+            put(&b, ",\n     \"plan\": {\"asked\": \"%s\", \"available\": ", g->asked);
+            put_number(&b, g->avail_bytes);
+            put(&b, ", \"resident\": ");
+            put_number(&b, g->resident_bytes);
+            put(&b, ", \"remap\": ");
+            if (g->remap_bytes > 0)
+                put_number(&b, g->remap_bytes);
+            else
+                put(&b, "null");
+            put(&b, ", \"tensor_planned\": ");
+            put_number(&b, g->tensor_plan_bytes);
+            put(&b, "}, \"tensor_bytes\": ");
+            put_number(&b, g->tensor_bytes);
+            if (strcmp(g->memory, "remap") == 0) {
+                put(&b, ",\n     \"remap\": {\"positions_from_file\": %u, "
+                    "\"positions_seconds\": ", g->remap_from_file);
+                put_number(&b, g->remap_positions_seconds);
+                put(&b, ", \"kernel_seconds\": ");
+                put_number(&b, g->remap_seconds);
+                put(&b, ", \"kernels\": %u}", g->remaps);
+            }
             put(&b, ",\n     \"nnz\": ");
             put_u64_array(&b, g->nnz, t->nmodes);
             put(&b, ", \"rows\": ");

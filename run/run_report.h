@@ -19,6 +19,15 @@ typedef struct amp_report_gpu {
     const char *name;
     int streamed, compressed;
     double memory_bytes;
+    /* How it held its part and what was asked (--memory's words), the
+     * sizes the plan compared (remap_bytes 0: not possible there), and
+     * the tensor's device bytes as they came and as planned. */
+    const char *memory, *asked;
+    double avail_bytes, resident_bytes, remap_bytes, tensor_bytes, tensor_plan_bytes;
+    /* Two copies remapped: modes whose positions came from the file, the
+     * seconds they took at load, the remap kernels' GPU time and count. */
+    unsigned remap_from_file, remaps;
+    double remap_positions_seconds, remap_seconds;
     uint64_t nnz[AMP_MAX_MODES], rows[AMP_MAX_MODES];
     double mttkrp[AMP_MAX_MODES], busy[AMP_MAX_MODES], comm[AMP_MAX_MODES], idle[AMP_MAX_MODES];
     double exchange[AMP_MAX_MODES];

@@ -217,6 +217,11 @@ run "$AMPED_RUN" --gpus 0 --host-memory 12Q "$T/sample.amp"
 check_status "--host-memory with a bad suffix is a usage error" 2
 run "$AMPED_RUN" --gpus 0 --memory disk "$T/sample.amp"
 check_status "an unknown --memory is a usage error" 2
+run "$AMPED_RUN" --gpus 2 --memory remap "$T/sample.amp"
+check_status "--memory remap on 2 GPUs is a usage error (one GPU for now)" 2
+check_contains "... that says so and what to give" "$RUN_ERR" "--memory remap runs on one GPU for now, and --gpus asks for 2: give --gpus 1"
+run "$AMPED_RUN" --devices 0,1 --memory remap "$T/sample.amp"
+check_status "--memory remap on --devices 0,1: the same" 2
 run "$AMPED_RUN" --gpus 0 --stream-chunk 10 "$T/sample.amp"
 check_status "--stream-chunk below 1024 is a usage error" 2
 if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
@@ -268,6 +273,33 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
         "$z_fit" "$cpu_fit"
     run "$AMPED_RUN" --gpus 1 --memory compressed --check -r 32 "$T/sample.amp"
     check_status "--memory compressed --check: the MTTKRP matches the reference" 0
+    # Two copies remapped: positions computed at load (no REMAP sections),
+    # then read from them; the fits of every copy resident, --check, the
+    # MTTKRP timed, and the report saying which and the sizes compared.
+    run "$AMPED_PREP" -q --remap-streams -o "$T/sample-remap.amp" "$SAMPLE"
+    check_status "the sample prepares with --remap-streams" 0
+    for f in sample sample-remap; do
+        run "$AMPED_RUN" --gpus 1 --memory remap -r 4 --iters 8 --tol 0 --json "$T/$f-m.json" \
+            --report "$T/$f-m.html" "$T/$f.amp"
+        check_status "--memory remap on $f.amp: exit 0" 0
+        check_contains "--memory remap on $f.amp: the header says so" "$RUN_OUT" "tensor as two mode copies remapped each mode"
+        check_contains "... and the sizes compared" "$RUN_OUT" "memory:    --memory remap: every copy resident needs"
+        check_contains "... the remaps after the run" "$RUN_OUT" "copies written"
+        check_contains "... the JSON" "$T/$f-m.json" '"memory": "remap"'
+        check_contains "... the page" "$T/$f-m.html" "remap (--memory remap): tensor"
+        r_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
+        check_close "--memory remap on $f.amp: fit $r_fit equals CPU fit $cpu_fit within 1e-6" \
+            "$r_fit" "$cpu_fit"
+    done
+    check_contains "no REMAP sections: positions computed" "$T/sample-m.json" '"positions_from_file": 0'
+    check_contains "REMAP sections: positions read, every mode" "$T/sample-remap-m.json" '"positions_from_file": 3'
+    run "$AMPED_RUN" --gpus 1 --memory remap --check -r 32 "$T/sample.amp"
+    check_status "--memory remap --check: the remapped copies' MTTKRP matches the reference" 0
+    run "$AMPED_RUN" --gpus 1 --memory remap --mttkrp-only --iters 3 -r 16 "$T/sample.amp"
+    check_status "--memory remap --mttkrp-only: exit 0" 0
+    run "$AMPED_RUN" --gpus 1 --memory remap --device-memory 1K -r 4 "$T/sample.amp"
+    check_status "--memory remap that does not fit exits 1" 1
+    check_contains "... saying what it needs" "$RUN_ERR" "with two copies of the tensor remapped"
     run "$AMPED_RUN" --gpus 1 --memory stream --host-memory 1M -r 4 --iters 2 "$T/sample.amp"
     check_status "--memory stream with --host-memory too small: exit 0" 0
     check_contains "--memory stream with --host-memory too small: compressed chunks" "$RUN_OUT" "streamed from its compressed chunks"

@@ -164,8 +164,17 @@ struct amp_gpu_run {
     int threads;                      /* CPU threads for the host's work */
     unsigned nmodes;
     uint64_t nnz[AMP_MAX_GPUS][AMP_MAX_MODES], rows[AMP_MAX_GPUS][AMP_MAX_MODES];
-    uint64_t chunk[AMP_MAX_GPUS];     /* 0: resident */
+    uint64_t chunk[AMP_MAX_GPUS];     /* 0: resident (every copy, or two remapped) */
     size_t need[AMP_MAX_GPUS];
+    int asked;                        /* --memory, AMP_MEMORY_* */
+    int memory[AMP_MAX_GPUS];         /* how each holds its part: AMP_MEMORY_*, not AUTO */
+    amp_memory_sizes sizes[AMP_MAX_GPUS];   /* what the plan compared */
+    size_t tensor_plan[AMP_MAX_GPUS];  /* the part's device bytes as planned; 0: streamed */
+    /* Two copies remapped (one GPU): modes whose positions came from the
+     * file's REMAP sections, and the seconds they took, read or computed
+     * (in load_seconds too). */
+    unsigned remap_from_file;
+    double remap_positions_seconds;
     double upload_seconds, load_seconds;
     int direct;                       /* from the file straight to the GPU */
     uint32_t nshards[AMP_MAX_MODES];  /* the file's shards per mode */
@@ -236,21 +245,52 @@ static size_t device_budget(const amp_gpu_opts *o, const amp_cuda_device *d)
     return avail;
 }
 
-/* Resident when it fits (or forced), else streamed in chunks of what the
- * memory left allows: the decision for one GPU and its part. */
+/* NULL where a GPU's part can be held as two copies remapped (a whole
+ * tensor on one GPU of one process, positions in 32 bits), else why not. */
+static const char *no_remap(const amp_gpu_run *r, const amp_tensor *part)
+{
+    if (r->n > 1 || r->group || r->have_part)
+        return "several GPUs";
+    if (part->nnz > UINT32_MAX)
+        return "2^32 nonzeros or more (its positions are 32-bit)";
+    return NULL;
+}
+
+/* The run's device bytes for part: with every copy resident, and with two
+ * remapped where that is possible (else 0). */
+static amp_memory_sizes sizes_of(const amp_gpu_run *r, const amp_tensor *part, size_t avail)
+{
+    amp_memory_sizes s = {avail, amp_gpu_als_bytes(part, r->rank, r->f32, r->method, 0), 0};
+    const size_t vsize = amp_value_size(part->value_type);
+    /* One GPU's whole tensor: every copy part->nnz long, so the copies in
+     * amp_gpu_als_bytes are amp_memory_tensor_bytes' to the byte. */
+    if (no_remap(r, part) == NULL)
+        s.remap = s.resident -
+                  amp_memory_tensor_bytes(AMP_MEMORY_RESIDENT, part->nmodes, part->nnz, vsize) +
+                  amp_memory_tensor_bytes(AMP_MEMORY_REMAP, part->nmodes, part->nnz, vsize);
+    return s;
+}
+
+/* Every copy resident when it fits, else two remapped when that fits
+ * (amp_memory_choose), else streamed in chunks of what the memory left
+ * allows, or as forced: the decision for one GPU and its part, with the
+ * sizes it compared. */
 static amp_status plan(const amp_gpu_opts *o, const amp_gpu_run *r, const amp_tensor *part,
                        const amp_cuda_device *d, uint64_t *chunk_out, size_t *need_out,
-                       amp_error *err)
+                       int *memory_out, amp_memory_sizes *sizes_out, amp_error *err)
 {
     size_t avail = device_budget(o, d);
-    size_t need = amp_gpu_als_bytes(part, r->rank, r->f32, r->method, 0);
+    const amp_memory_sizes sizes = sizes_of(r, part, avail);
+    const int memory = amp_memory_choose(o->memory, &sizes);
+    size_t need = sizes.resident;
     uint64_t chunk = 0, max_nnz = 1;
     char nb[32], ab[32];
     amp_format_bytes(ab, sizeof ab, avail);
     for (unsigned m = 0; m < part->nmodes; m++)
         max_nnz = part->copies[m].nnz > max_nnz ? part->copies[m].nnz : max_nnz;
-    if (o->memory == AMP_MEMORY_STREAM || o->memory == AMP_MEMORY_COMPRESSED ||
-        (o->memory == AMP_MEMORY_AUTO && need > avail)) {
+    *memory_out = memory;
+    *sizes_out = sizes;
+    if (memory == AMP_MEMORY_STREAM || memory == AMP_MEMORY_COMPRESSED) {
         /* What is left after the factors and work space goes to the ring
          * of chunk buffers. */
         size_t base = amp_gpu_als_bytes(part, r->rank, r->f32, r->method, 1) -
@@ -273,6 +313,18 @@ static amp_status plan(const amp_gpu_opts *o, const amp_gpu_run *r, const amp_te
                             d->name, ab, o->device_memory ? " (--device-memory)" : " free");
         if (chunk == 0)   /* an empty part: a ring of one nonzero */
             chunk = 1;
+    } else if (memory == AMP_MEMORY_REMAP) {
+        if (no_remap(r, part))
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "%s: --memory remap: not with %s; "
+                            "--memory resident or stream", o->path, no_remap(r, part));
+        need = sizes.remap;
+        amp_format_bytes(nb, sizeof nb, need);
+        if (need > avail)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: rank %u needs %s of GPU memory with two "
+                            "copies of the tensor remapped, and GPU %d (%s) offers %s%s; "
+                            "--memory auto streams it instead", o->path, r->rank, nb,
+                            d->ordinal, d->name, ab,
+                            o->device_memory ? " (--device-memory)" : " free");
     } else {
         amp_format_bytes(nb, sizeof nb, need);
         if (need > avail)
@@ -395,6 +447,7 @@ static amp_status plan_compressed(const amp_gpu_opts *o, const amp_tensor *t, am
                                   amp_error *err)
 {
     r->compressed = 1;
+    r->memory[0] = AMP_MEMORY_COMPRESSED;
     r->chunk[0] = amp_gpu_file_chunk_nnz(o->file);
     r->need[0] = amp_gpu_als_bytes(t, r->rank, r->f32, r->method, r->chunk[0]);
     size_t avail = device_budget(o, &r->dev[0]);
@@ -410,7 +463,26 @@ static amp_status plan_compressed(const amp_gpu_opts *o, const amp_tensor *t, am
     return AMP_OK;
 }
 
-/* Per GPU, resident or streamed and in what chunks (plan); then whether
+/* The device bytes of part's tensor as `memory` holds it: the copies (or
+ * two and the positions) and every block table, as the upload allocates
+ * them; 0 when streamed. */
+static size_t tensor_plan_bytes(const amp_tensor *part, int memory)
+{
+    const size_t vsize = amp_value_size(part->value_type);
+    size_t bytes = 0;
+    if (memory != AMP_MEMORY_RESIDENT && memory != AMP_MEMORY_REMAP)
+        return 0;
+    for (unsigned m = 0; m < part->nmodes; m++) {
+        bytes += (part->copies[m].nblocks * 2 + 1) * 8;
+        if (memory == AMP_MEMORY_RESIDENT)
+            bytes += amp_memory_tensor_bytes(memory, 1, part->copies[m].nnz, vsize);
+    }
+    if (memory == AMP_MEMORY_REMAP)
+        bytes += amp_memory_tensor_bytes(memory, part->nmodes, part->nnz, vsize);
+    return bytes;
+}
+
+/* Per GPU, how it holds its part and in what chunks (plan); then whether
  * one GPU streams the file's compressed chunks instead. */
 static amp_status plan_all(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run *r,
                            amp_error *err)
@@ -424,11 +496,15 @@ static amp_status plan_all(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_r
             r->nnz[k][m] = pt->copies[m].nnz;
             r->rows[k][m] = pt->copies[m].row_count;
         }
-        AMP_CHECK(plan(o, r, pt, &r->dev[k], &r->chunk[k], &r->need[k], err));
+        AMP_CHECK(plan(o, r, pt, &r->dev[k], &r->chunk[k], &r->need[k], &r->memory[k],
+                       &r->sizes[k], err));
     }
     if (r->n == 1 && !r->have_part && r->chunk[0] != 0 && want_compressed(o, t))
         AMP_CHECK(plan_compressed(o, t, r, err));
-    r->direct = r->n == 1 && !r->have_part && r->chunk[0] == 0 && t->layout_only;
+    for (unsigned k = 0; k < r->n; k++)
+        r->tensor_plan[k] = tensor_plan_bytes(part_of(r, t, k), r->memory[k]);
+    r->direct = r->n == 1 && !r->have_part && r->memory[0] == AMP_MEMORY_RESIDENT &&
+                t->layout_only;
     return AMP_OK;
 }
 
@@ -471,6 +547,8 @@ static amp_status stream_instead(const amp_gpu_opts *o, const amp_tensor *t, amp
 {
     amp_cuda_device *d = &r->dev[k];
     const size_t planned_free = device_budget(o, d), resident_need = r->need[k];
+    /* How the plan meant to hold it, as the messages say it. */
+    const char *held = r->memory[k] == AMP_MEMORY_REMAP ? "as two remapped copies" : "resident";
     char nb[32], fb[32], pb[32];
     AMP_CHECK(amp_cuda_describe_device(d->ordinal, d, err));
     amp_format_bytes(nb, sizeof nb, resident_need);
@@ -478,15 +556,17 @@ static amp_status stream_instead(const amp_gpu_opts *o, const amp_tensor *t, amp
     amp_format_bytes(pb, sizeof pb, planned_free);
     if (o->memory != AMP_MEMORY_AUTO)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "%s: GPU %d (%s) ran out of memory taking the "
-                        "tensor resident (%s): rank %u needs %s of GPU memory with the tensor "
-                        "resident, %s was %s when planned and %s is free now (another process "
-                        "may have taken it); --memory auto streams it instead", o->path,
-                        d->ordinal, d->name, amp_error_message(why), r->rank, nb, pb,
+                        "tensor %s (%s): rank %u needs %s of GPU memory with the tensor %s, "
+                        "%s was %s when planned and %s is free now (another process may have "
+                        "taken it); --memory auto streams it instead", o->path, d->ordinal,
+                        d->name, held, amp_error_message(why), r->rank, nb, held, pb,
                         o->device_memory ? "offered (--device-memory)" : "free", fb);
     amp_gpu_opts so = *o;
     so.memory = AMP_MEMORY_STREAM;
     const amp_tensor *part = part_of(r, t, k);
-    AMP_CHECK(plan(&so, r, part, d, &r->chunk[k], &r->need[k], err));
+    amp_memory_sizes unused;
+    AMP_CHECK(plan(&so, r, part, d, &r->chunk[k], &r->need[k], &r->memory[k], &unused, err));
+    r->tensor_plan[k] = 0;
     if (r->direct) {
         r->direct = 0;
         if (want_compressed(&so, t))
@@ -496,9 +576,9 @@ static amp_status stream_instead(const amp_gpu_opts *o, const amp_tensor *t, amp
     }
     /* Through a buffer of its own: d->name lies in r too. */
     char note[sizeof r->note[k]];
-    snprintf(note, sizeof note, "GPU %d (%s) ran out of memory taking the tensor resident: %s "
+    snprintf(note, sizeof note, "GPU %d (%s) ran out of memory taking the tensor %s: %s "
              "needed, %s free now (another process may have taken it); streamed %s instead",
-             d->ordinal, d->name, nb, fb,
+             d->ordinal, d->name, held, nb, fb,
              r->compressed ? "from its compressed chunks" : "from host memory");
     memcpy(r->note[k], note, sizeof note);
     if (r->compressed)
@@ -517,6 +597,77 @@ static amp_status stream_instead(const amp_gpu_opts *o, const amp_tensor *t, amp
         return amp_error_set(err, e.status, e.src_file, e.src_line, "GPU %d: %s", d->ordinal,
                              amp_error_message(&e));
     return AMP_OK;
+}
+
+/* Every mode's remap positions for two copies remapped on one GPU, in 32
+ * bits (the plan checked the count): from the file's REMAP sections where
+ * it has them, else computed from the copies in host memory, which takes
+ * far longer (bench/RESULTS.md, "Remap positions"). Load time. */
+static amp_status remap_positions(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run *r,
+                                  uint32_t **pos, amp_error *err)
+{
+    const uint64_t nnz = t->nnz;
+    const size_t wide_bytes = (size_t)(nnz ? nnz : 1) * 8, bytes = (size_t)(nnz ? nnz : 1) * 4;
+    amp_status rc = AMP_OK;
+    const double t0 = amp_now();
+    announce(o, "remap positions", NULL, 0);
+    uint64_t *wide = amp_huge_alloc(wide_bytes, "remap positions", err);
+    if (wide == NULL)
+        return AMP_ERR_NOMEM;
+    for (unsigned d = 0; d < t->nmodes && rc == AMP_OK; d++) {
+        int from_file = 0;
+        if ((pos[d] = amp_huge_alloc(bytes, "remap positions", err)) == NULL) {
+            rc = AMP_ERR_NOMEM;
+            break;
+        }
+        rc = amp_remap_positions(o->file, t, d, r->threads, wide, &from_file, err);
+        if (rc != AMP_OK)
+            break;
+        uint32_t *p = pos[d];
+#pragma omp parallel for num_threads(amp_thread_count(r->threads)) schedule(static)
+        for (uint64_t k = 0; k < nnz; k++)
+            p[k] = (uint32_t)wide[k];
+        r->remap_from_file += (unsigned)from_file;
+    }
+    amp_huge_free(wide, wide_bytes);
+    r->remap_positions_seconds = amp_now() - t0;
+    r->load_seconds += r->remap_positions_seconds;
+    return rc;
+}
+
+/* One GPU, two copies remapped: the nonzeros into host memory, every
+ * mode's positions, then copy 0, the spare buffer and the positions onto
+ * the GPU. A GPU whose memory another process took meanwhile streams
+ * instead, as a resident one does (stream_instead). */
+static amp_status upload_remap(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run *r,
+                               amp_error *err)
+{
+    uint32_t *pos[AMP_MAX_MODES] = {0};
+    const size_t bytes = (size_t)(t->nnz ? t->nnz : 1) * 4;
+    amp_gpu_upload_opts uo = {0};
+    amp_error e = {0};
+    AMP_CHECK(load_nonzeros(o, r, err));
+    amp_status rc = remap_positions(o, t, r, pos, err);
+    /* What amp_gpu_tensor_upload_remap reports: copy 0 and the positions. */
+    upload_progress up = {o, 0, t->nnz * (8 + amp_value_size(t->value_type) + 4 * t->nmodes)};
+    uo.fail_alloc = o->fail_resident == 1;
+    if (o->progress) {
+        uo.progress = upload_progressed;
+        uo.progress_ctx = &up;
+    }
+    if (rc == AMP_OK) {
+        announce(o, "uploading", "B", up.total);
+        rc = amp_gpu_tensor_upload_remap(r->dev[0].ordinal, t, (const uint32_t *const *)pos,
+                                         &uo, &r->g[0], &e);
+    }
+    for (unsigned d = 0; d < t->nmodes; d++)
+        amp_huge_free(pos[d], bytes);
+    if (rc == AMP_OK || e.status == AMP_OK)   /* done, or failed before the upload */
+        return rc;
+    if (uo.device_full)
+        return stream_instead(o, t, r, 0, &e, err);
+    return amp_error_set(err, e.status, e.src_file, e.src_line, "GPU %d: %s",
+                         r->dev[0].ordinal, amp_error_message(&e));
 }
 
 /* Every GPU's part onto its GPU, from where the plan says: the file
@@ -546,6 +697,8 @@ static amp_status upload(const amp_gpu_opts *o, const amp_tensor *t, amp_gpu_run
         *err = errs[0];
         return rcs[0];
     }
+    if (r->memory[0] == AMP_MEMORY_REMAP)   /* one GPU (no_remap) */
+        return upload_remap(o, t, r, err);
     /* Streamed: its host memory is the source. */
     AMP_CHECK(load_nonzeros(o, r, err));
     upload_progress up = {o, 0, 0};
@@ -618,6 +771,7 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
     if (r == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     r->group = o->group;
+    r->asked = o->memory;
     AMP_CHECK_GOTO(pick_gpus(o, dev, count, r, err), rc, fail);
     r->total = r->n;
     r->f32 = cpd->precision == AMP_PRECISION_F32;
@@ -636,6 +790,12 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
     if (o->memory == AMP_MEMORY_COMPRESSED && (r->n > 1 || r->group || o->file == NULL))
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_USAGE, "--memory compressed streams to one GPU "
                        "of one process, not %u%s", r->n, r->group ? " of each process" : "");
+    if (o->memory == AMP_MEMORY_REMAP && (r->n > 1 || r->group))
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--memory remap runs on one GPU of "
+                       "one process for now, not %u%s (a GPU's nonzeros of the next mode are "
+                       "not all its own, and moving them between GPUs is not built yet); "
+                       "--gpus 1 runs it on one GPU, --memory resident or stream on several",
+                       r->n, r->group ? " GPUs of each of several processes" : " GPUs");
     /* Only whole shards can be read apart from the rest of the file. */
     if (r->group && o->partition == AMP_PARTITION_EQUAL_NNZ)
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--partition equal-nnz splits "
@@ -808,6 +968,19 @@ void amp_gpu_run_info(const amp_gpu_run *r, unsigned k, amp_gpu_info *info)
     info->chunk_nnz = r->chunk[k];
     info->tensor_bytes = amp_gpu_tensor_bytes(r->g[k]);
     info->need_bytes = r->need[k];
+    info->memory = r->memory[k];
+    info->asked = r->asked;
+    info->sizes = r->sizes[k];
+    info->tensor_plan_bytes = r->tensor_plan[k];
+    if (r->memory[k] == AMP_MEMORY_REMAP) {
+        amp_error e = {0};
+        info->remap_from_file = r->remap_from_file;
+        info->remap_positions_seconds = r->remap_positions_seconds;
+        /* A report's figure: a failure to read it leaves 0 and 0, and the
+         * next CUDA call of the run reports the device's trouble. */
+        if (amp_gpu_remap_seconds(r->g[k], &info->remap_seconds, &info->remaps, &e) != AMP_OK)
+            info->remap_seconds = 0, info->remaps = 0;
+    }
     info->index = r->first + k;
     for (unsigned m = 0; m < r->nmodes; m++) {
         info->nnz[m] = r->nnz[k][m];

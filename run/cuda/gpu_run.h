@@ -16,9 +16,43 @@ extern "C" {
 
 #define AMP_GPUS_AUTO (-1)   /* every visible GPU, or the CPU when there is none */
 
-/* AMP_MEMORY_COMPRESSED: streamed from the file's compressed chunks kept
- * in host memory, decoded as they stream (one GPU). */
-enum { AMP_MEMORY_AUTO, AMP_MEMORY_RESIDENT, AMP_MEMORY_STREAM, AMP_MEMORY_COMPRESSED };
+/* How a GPU holds its part (--memory). AMP_MEMORY_COMPRESSED: streamed
+ * from the file's compressed chunks kept in host memory, decoded as they
+ * stream (one GPU). AMP_MEMORY_REMAP: two mode copies resident, each
+ * mode's written from the one before through the remap positions (FLYCOO,
+ * run/core/remap.c; one GPU of one process for now). */
+enum {
+    AMP_MEMORY_AUTO, AMP_MEMORY_RESIDENT, AMP_MEMORY_STREAM, AMP_MEMORY_COMPRESSED,
+    AMP_MEMORY_REMAP
+};
+
+/* --memory's word for an AMP_MEMORY_*: "auto", "resident", "stream",
+ * "compressed", "remap". */
+const char *amp_memory_name(int memory);
+
+/* Device bytes of the nonzeros of nmodes copies of nnz each, values of
+ * value_size bytes (c = 8 + value_size a nonzero), as memory holds them:
+ * AMP_MEMORY_RESIDENT every copy, N (c nnz + 16); AMP_MEMORY_REMAP two
+ * copies and every mode's 32-bit positions, 2 (c nnz + 16) + N (4 nnz +
+ * 8). So 44 against 48 bytes a nonzero at 3 modes in f64, 52 against 80
+ * at 5; 36 against 36 at 3 modes in f32. The block tables, the same
+ * either way, are not counted; 0 for the other modes. */
+uint64_t amp_memory_tensor_bytes(int memory, unsigned nmodes, uint64_t nnz, size_t value_size);
+
+/* What --memory auto compares for one GPU, in device bytes: what the run
+ * may take of it (--device-memory, or what is free), and what the run
+ * needs there with every copy resident and with two copies remapped (0:
+ * not possible for this part: several GPUs, or 2^32 nonzeros or more). */
+typedef struct amp_memory_sizes {
+    uint64_t avail, resident, remap;
+} amp_memory_sizes;
+
+/* How a GPU holds its part when `asked` (AMP_MEMORY_*) was asked for:
+ * auto takes every copy resident where that fits, else two copies
+ * remapped where that fits, else streaming (whether even that fits, and
+ * whether from compressed chunks, the plan says next); any other stays as
+ * asked. */
+int amp_memory_choose(int asked, const amp_memory_sizes *s);
 
 /* A phase of amp_gpu_run_open beginning: its name, and the unit (NULL:
  * none) and total (0: unknown) of the progress calls that follow. */
@@ -170,6 +204,20 @@ typedef struct amp_gpu_info {
     uint64_t chunk_nnz;          /* streamed: nonzeros a copy */
     size_t tensor_bytes, ring_bytes, need_bytes;
     double stream_bytes_per_nnz;
+    /* How it holds its part (AMP_MEMORY_RESIDENT, _REMAP, _STREAM or
+     * _COMPRESSED), what was asked (AMP_MEMORY_*), and the sizes the plan
+     * compared; tensor_plan_bytes: the tensor's device bytes as planned
+     * for a part held on the device (copies, positions, block tables), to
+     * set beside tensor_bytes, as it came. */
+    int memory, asked;
+    amp_memory_sizes sizes;
+    size_t tensor_plan_bytes;
+    /* Two copies remapped: modes whose positions came from the file's
+     * REMAP sections (the rest computed at load), the seconds that took
+     * (load time), and the remap kernels' GPU time so far and count. */
+    unsigned remap_from_file;
+    double remap_positions_seconds, remap_seconds;
+    unsigned remaps;
     unsigned index;                  /* its number among every GPU of the run */
     uint32_t shards[AMP_MAX_MODES];  /* the shards dealt to it, per mode */
     uint64_t nnz[AMP_MAX_MODES], rows[AMP_MAX_MODES];
