@@ -57,21 +57,18 @@ static inline void copy_tensor(const amp_coo *a, amp_coo *b)
     b->nnz = a->nnz;
 }
 
-/* Write t (kept) as an .amp file and load it back; with keep, the file
- * stays open there (the copies' shard tables point into it). */
-static inline int prepare_open(const amp_coo *t, const char *name, uint32_t shards,
-                               uint64_t chunk_nnz, amp_tensor *out, amp_file **keep)
+/* Write t (kept) as an .amp file built with o and load it back; with
+ * keep, the file stays open there (the copies' shard tables point into
+ * it). */
+static inline int prepare_with(const amp_coo *t, const char *name, const amp_build_opts *o,
+                               amp_tensor *out, amp_file **keep)
 {
     amp_coo work;
-    amp_build_opts o;
     amp_error err = {0};
     amp_file *f = NULL;
     copy_tensor(t, &work);
-    amp_build_opts_init(&o);
-    o.shards = shards;
-    o.chunk_nnz = chunk_nnz;
     const char *path = test_path(name);
-    amp_status rc = amp_build_write(&work, path, &o, NULL, &err);
+    amp_status rc = amp_build_write(&work, path, o, NULL, &err);
     amp_coo_free(&work);
     if (rc == AMP_OK)
         rc = amp_file_open(path, &f, &err);
@@ -84,6 +81,17 @@ static inline int prepare_open(const amp_coo *t, const char *name, uint32_t shar
     if (rc != AMP_OK)
         diag("%s: %s", name, amp_error_message(&err));
     return rc == AMP_OK;
+}
+
+/* prepare_with the default options but for shards and chunk_nnz. */
+static inline int prepare_open(const amp_coo *t, const char *name, uint32_t shards,
+                               uint64_t chunk_nnz, amp_tensor *out, amp_file **keep)
+{
+    amp_build_opts o;
+    amp_build_opts_init(&o);
+    o.shards = shards;
+    o.chunk_nnz = chunk_nnz;
+    return prepare_with(t, name, &o, out, keep);
 }
 
 static inline int prepare(const amp_coo *t, const char *name, uint32_t shards, uint64_t chunk_nnz,

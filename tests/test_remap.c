@@ -102,31 +102,19 @@ static void check_tensor(const amp_coo *x, const char *name, uint32_t shards,
                          uint64_t chunk_nnz, int f32)
 {
     for (int streams = 0; streams < 2; streams++) {
-        amp_coo work;
         amp_build_opts o;
-        amp_error err = {0};
         amp_file *f = NULL;
         amp_tensor t;
         char label[256];
-        copy_tensor(x, &work);
         amp_build_opts_init(&o);
         o.shards = shards;
         o.chunk_nnz = chunk_nnz;
         o.remap_streams = streams;
         o.values = f32 ? AMP_VALUE_F32 : AMP_VALUE_F64;
-        const char *path = test_path("remap.amp");
-        amp_status rc = amp_build_write(&work, path, &o, NULL, &err);
-        amp_coo_free(&work);
-        if (rc == AMP_OK)
-            rc = amp_file_open(path, &f, &err);
-        if (rc == AMP_OK)
-            rc = amp_tensor_load(f, 0, NULL, NULL, &t, &err);
         snprintf(label, sizeof label, "%s%s, %s", name, f32 ? " (f32)" : "",
                  streams ? "with REMAP" : "without REMAP");
-        if (!ok(rc == AMP_OK, "%s: prepared and loaded", label)) {
-            diag("%s", amp_error_message(&err));
+        if (!ok(prepare_with(x, "remap.amp", &o, &t, &f), "%s: prepared and loaded", label)) {
             skip(3, "no file");
-            amp_file_close(f);
             continue;
         }
         unsigned keyed = 0;

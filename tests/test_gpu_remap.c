@@ -1,0 +1,456 @@
+/* Two copies remapped on one GPU (run/cuda/remap.cu, issue 30), against
+ * the copies the file holds, the f64 reference MTTKRP and the run with
+ * every copy resident; skipped without CUDA or a device.
+ *
+ * On random 3- to 6-mode tensors (a keyed 6-mode one, in f64 and f32
+ * values) and $AMP_TEST_DATA, each written with and without REMAP
+ * sections, per file:
+ *   - copy 0 uploaded with every mode's positions; after the load's own
+ *     round of remaps (check_resident), copy 0 as the device holds it
+ *     equals the file's, word for word and value bit for value bit;
+ *   - the remap of mode d for d = 0 .. N-1 in turn: each copy it makes
+ *     equals the file's copy of mode d + 1 the same way;
+ *   - the positions came from the REMAP sections, or were computed;
+ *   - the MTTKRP of every mode over the remapped copies (each call
+ *     remapping as far as it needs: modes in order, then backwards)
+ *     against the reference: f64 within 1e-12, f32 within 1e-4 (the
+ *     kernels' own tolerances, test_gpu);
+ *   - CP-ALS (f64, rank 5, tol 1e-6, at most 25 iterations) and AO-ADMM
+ *     (f64, 6 iterations) on a fresh upload, from the same start as a run
+ *     with every copy resident: every fit within 1e-12, the same
+ *     iterations (the copies are the same bits and the kernels the same;
+ *     only the order of the atomic adds between warps differs, as between
+ *     two resident runs), and N remaps an iteration.
+ * Then amp_gpu_run_open: --memory remap held as planned (the tensor's
+ * device bytes equal to the plan's), the positions' phase announced, the
+ * fits of every copy resident; --memory auto choosing two copies remapped
+ * where --device-memory holds them but not every copy, streaming where it
+ * holds neither; and a remapped upload that finds the GPU's memory taken
+ * streaming instead under auto, saying so. */
+#include <config.h>
+
+#include <inttypes.h>
+
+#include "tap.h"
+#include "cpd_util.h"
+#ifdef AMP_HAVE_CUDA
+#include "amp_cuda.h"
+#endif
+
+#ifdef AMP_HAVE_CUDA
+#define FILE_CHECKS 7
+
+/* Every mode's positions in 32 bits (freed by the caller); *from_file:
+ * the modes read from REMAP sections. */
+static int positions32(const amp_file *f, const amp_tensor *t, uint32_t **pos,
+                       unsigned *from_file)
+{
+    amp_error err = {0};
+    uint64_t *wide = malloc((t->nnz + 1) * 8);
+    int good = wide != NULL;
+    *from_file = 0;
+    for (unsigned d = 0; d < t->nmodes && good; d++) {
+        int ff = 0;
+        pos[d] = malloc((t->nnz + 1) * 4);
+        good = pos[d] && amp_remap_positions(f, t, d, 0, wide, &ff, &err) == AMP_OK;
+        for (uint64_t k = 0; good && k < t->nnz; k++)
+            pos[d][k] = (uint32_t)wide[k];
+        *from_file += (unsigned)ff;
+    }
+    if (!good)
+        diag("positions: %s", amp_error_message(&err));
+    free(wide);
+    return good;
+}
+
+/* Copy d as g holds it now equals t's, word for word and value bit for
+ * value bit. */
+static int same_copy(const amp_gpu_tensor *g, const amp_tensor *t, unsigned d)
+{
+    amp_error err = {0};
+    const size_t vsize = amp_value_size(t->value_type);
+    uint64_t *w = malloc((t->nnz + 1) * 8);
+    void *v = malloc((t->nnz + 1) * vsize);
+    int same = w && v && amp_gpu_copy_download(g, d, w, v, &err) == AMP_OK &&
+               memcmp(w, t->copies[d].words, t->nnz * 8) == 0 &&
+               memcmp(v, t->copies[d].vals, t->nnz * vsize) == 0;
+    if (!same && err.status != AMP_OK)
+        diag("mode %u's copy: %s", d + 1, amp_error_message(&err));
+    free(w);
+    free(v);
+    return same;
+}
+
+/* The MTTKRP of every mode, f64 then f32 (the f32 pass backwards, so that
+ * a call remaps several modes ahead), against the reference. */
+static void check_mttkrp(const char *name, const amp_tensor *t, const amp_gpu_tensor *g)
+{
+    const unsigned R = 16;
+    amp_error err = {0};
+    uint64_t maxr = 1;
+    for (unsigned m = 0; m < t->nmodes; m++)
+        maxr = t->rows[m] > maxr ? t->rows[m] : maxr;
+    double *A[AMP_MAX_MODES];
+    for (unsigned m = 0; m < t->nmodes; m++)
+        A[m] = random_matrix(t->rows[m], R, 17 + m);
+    double *ref = malloc(maxr * R * sizeof *ref), *M = malloc(maxr * R * sizeof *M);
+    for (int f32 = 0; f32 < 2; f32++) {
+        double worst = 0;
+        int fails = 0;
+        for (unsigned i = 0; i < t->nmodes; i++) {
+            const unsigned d = f32 ? t->nmodes - 1 - i : i;
+            if (amp_mttkrp_reference(t, d, d, (const double *const *)A, R, ref, &err) !=
+                    AMP_OK ||
+                amp_gpu_mttkrp_host(g, (const double *const *)A, R, f32, d, M, 0, NULL, &err) !=
+                    AMP_OK) {
+                diag("%s", amp_error_message(&err));
+                fails++;
+                continue;
+            }
+            double e = rel_diff(M, ref, t->rows[d] * R);
+            worst = e > worst || isnan(e) ? e : worst;
+        }
+        ok(!fails && worst <= (f32 ? 1e-4 : 1e-12), "%s: MTTKRP of every mode over the "
+           "remapped copies, %s, modes %s (%.2e)", name, f32 ? "f32" : "f64",
+           f32 ? "backwards" : "in order", worst);
+    }
+    for (unsigned m = 0; m < t->nmodes; m++)
+        free(A[m]);
+    free(ref);
+    free(M);
+}
+
+/* o from seed 3 on t remapped afresh (positions pos) and on the resident
+ * h: every fit within 1e-12, the same iterations, and N remaps an
+ * iteration (after the load, copy 0 is the copy made last, so the first
+ * iteration makes all N too), timed. */
+static void check_same_run(const char *name, const char *what, const amp_tensor *t,
+                           uint32_t *const *pos, const amp_gpu_tensor *h, amp_cpd_opts o)
+{
+    amp_error err = {0};
+    amp_gpu_tensor *g = NULL;
+    amp_cpd c[2];
+    fit_log log[2];
+    double sec = 0;
+    unsigned remaps = 0;
+    int fails = amp_gpu_tensor_upload_remap(0, t, (const uint32_t *const *)pos, NULL, &g,
+                                            &err) != AMP_OK;
+    memset(c, 0, sizeof c);
+    memset(log, 0, sizeof log);
+    for (int k = 0; k < 2 && !fails; k++) {
+        o.on_iter = fit_log_add;
+        o.ctx = &log[k];
+        fails += amp_cpd_init_random(t, o.rank, 3, &c[k], &err) != AMP_OK ||
+                 amp_gpu_cpd_als(k ? h : g, t, &o, &c[k], &err) != AMP_OK;
+    }
+    fails += !fails && amp_gpu_remap_seconds(g, &sec, &remaps, &err) != AMP_OK;
+    if (fails)
+        diag("%s", amp_error_message(&err));
+    const double gap = fails ? NAN : fits_gap(&log[0], &log[1], log[0].n);
+    ok(!fails && c[0].iters == c[1].iters && log[0].n == c[0].iters && gap <= 1e-12 &&
+           remaps == c[0].iters * t->nmodes && sec > 0,
+       "%s: %s remapped against every copy resident: %u and %u iterations, fits within %.1e "
+       "(last %.12f), %u remaps in %.2e s of GPU time", name, what, c[0].iters, c[1].iters,
+       gap, c[0].fit, remaps, sec);
+    amp_cpd_free(&c[0]);
+    amp_cpd_free(&c[1]);
+    amp_gpu_tensor_free(g);
+}
+
+/* One file: FILE_CHECKS tests. */
+static void check_file(const char *name, const amp_file *f, const amp_tensor *t,
+                       int with_streams)
+{
+    amp_error err = {0};
+    uint32_t *pos[AMP_MAX_MODES] = {0};
+    unsigned from_file = 0;
+    amp_gpu_tensor *g = NULL, *h = NULL;
+    int up = positions32(f, t, pos, &from_file) &&
+             amp_gpu_tensor_upload_remap(0, t, (const uint32_t *const *)pos, NULL, &g, &err) ==
+                 AMP_OK;
+    if (!ok(up && amp_gpu_tensor_remapped(g) && same_copy(g, t, 0), "%s: uploaded as two "
+            "copies; after the load's remaps copy 0 equals the file's", name)) {
+        diag("%s", amp_error_message(&err));
+        skip(FILE_CHECKS - 1, "no remapped tensor");
+        amp_gpu_tensor_free(g);
+        for (unsigned d = 0; d < t->nmodes; d++)
+            free(pos[d]);
+        return;
+    }
+    unsigned equal = 0;
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        const unsigned next = (d + 1) % t->nmodes;
+        if (amp_gpu_remap_next(g, d, NULL, &err) != AMP_OK) {
+            diag("mode %u: %s", d + 1, amp_error_message(&err));
+            break;
+        }
+        if (!same_copy(g, t, next)) {
+            diag("mode %u remapped into mode %u's copy differs from the file's", d + 1,
+                 next + 1);
+            break;
+        }
+        equal++;
+    }
+    ok(equal == t->nmodes, "%s: the remap of mode d makes the file's copy of d + 1, word for "
+       "word and value bit for value bit, for %u of %u modes", name, equal, t->nmodes);
+    ok(from_file == (with_streams ? t->nmodes : 0), "%s: %u modes' positions from REMAP "
+       "sections", name, from_file);
+    check_mttkrp(name, t, g);
+    amp_cpd_opts o;
+    amp_cpd_opts_init(&o);
+    o.rank = 5;
+    o.max_iters = 25;
+    o.tol = 1e-6;
+    if (amp_gpu_tensor_upload(0, t, 0, &h, &err) != AMP_OK) {
+        diag("%s", amp_error_message(&err));
+        ok(0, "%s: CP-ALS: the resident upload", name);
+        ok(0, "%s: AO-ADMM: the resident upload", name);
+    } else {
+        check_same_run(name, "CP-ALS f64", t, pos, h, o);
+        check_same_run(name, "AO-ADMM f64", t, pos, h,
+                       constrained_opts(AMP_METHOD_ADMM, t->nmodes, 5, 6, 0));
+    }
+    amp_gpu_tensor_free(h);
+    amp_gpu_tensor_free(g);
+    for (unsigned d = 0; d < t->nmodes; d++)
+        free(pos[d]);
+}
+
+/* x written with and without REMAP sections (small shards and chunks:
+ * rows cross chunks, keyed copies get many blocks): 2 FILE_CHECKS. */
+static void check_tensor(const amp_coo *x, const char *name, uint32_t shards,
+                         uint64_t chunk_nnz, int f32)
+{
+    for (int streams = 0; streams < 2; streams++) {
+        amp_build_opts o;
+        amp_file *f = NULL;
+        amp_tensor t;
+        char label[256];
+        amp_build_opts_init(&o);
+        o.shards = shards;
+        o.chunk_nnz = chunk_nnz;
+        o.remap_streams = streams;
+        o.values = f32 ? AMP_VALUE_F32 : AMP_VALUE_F64;
+        snprintf(label, sizeof label, "%s%s, %s", name, f32 ? " (f32 values)" : "",
+                 streams ? "with REMAP" : "without REMAP");
+        if (!prepare_with(x, "gpu_remap.amp", &o, &t, &f)) {
+            ok(0, "%s: prepared and loaded", label);
+            skip(FILE_CHECKS - 1, "no file");
+            continue;
+        }
+        check_file(label, f, &t, streams);
+        amp_tensor_free(&t);
+        amp_file_close(f);
+    }
+}
+
+/* The inputs have each coordinate once, as in test_remap. */
+static void unique(amp_coo *x, const char *name)
+{
+    amp_error err = {0};
+    uint64_t dup;
+    if (amp_coo_dedup(x, AMP_DUP_SUM, name, 1, &dup, &err) != AMP_OK)
+        exit(99);
+}
+
+static void real_one(const char *path, const char *name, void *ctx)
+{
+    amp_read_opts ro;
+    amp_read_opts_init(&ro);
+    amp_error err = {0};
+    amp_coo x;
+    (void)ctx;
+    if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK) {
+        ok(0, "%s: read (%s)", name, amp_error_message(&err));
+        skip(2 * FILE_CHECKS - 1, "not read");
+        return;
+    }
+    unique(&x, name);
+    check_tensor(&x, name, 16, 4096, 0);
+    amp_coo_free(&x);
+}
+
+/* ---- through amp_gpu_run_open ------------------------------------------ */
+
+typedef struct phase_log {
+    char phases[256];
+} phase_log;
+
+static void log_phase(void *ctx, const char *phase, const char *unit, uint64_t total)
+{
+    phase_log *l = ctx;
+    (void)unit, (void)total;
+    size_t at = strlen(l->phases);
+    snprintf(l->phases + at, sizeof l->phases - at, "%s%s", at ? "," : "", phase);
+}
+
+static void no_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    (void)ctx, (void)done, (void)total;
+}
+
+/* A run of t (from f) on GPU 0 held as memory asks, within cap bytes (0:
+ * what is free); *in its GPU's description. */
+static amp_gpu_run *open_run(const amp_tensor *t, const amp_file *f, int memory, uint64_t cap,
+                             int fail, phase_log *log, amp_gpu_info *in, amp_error *err)
+{
+    amp_cpd_opts cpd;
+    amp_cpd_opts_init(&cpd);
+    cpd.rank = 8;
+    amp_gpu_opts o;
+    memset(&o, 0, sizeof o);
+    o.path = "run_remap.amp";
+    o.gpus = 1;
+    o.memory = memory;
+    o.device_memory = cap;
+    o.file = f;
+    o.fail_resident = fail;
+    o.phase = log_phase;
+    o.progress = no_progress;
+    o.progress_ctx = log;
+    amp_gpu_run *run = NULL;
+    memset(in, 0, sizeof *in);
+    if (amp_gpu_run_open(&o, &cpd, t, &run, err) == AMP_OK && run)
+        amp_gpu_run_info(run, 0, in);
+    return run;
+}
+
+/* CP-ALS of 12 iterations from seed 5 on run: its fit log. */
+static int run_als(const amp_tensor *t, amp_gpu_run *run, fit_log *log, amp_error *err)
+{
+    amp_cpd_opts o;
+    amp_cpd_opts_init(&o);
+    o.rank = 8;
+    o.max_iters = 12;
+    o.tol = 0;
+    o.on_iter = fit_log_add;
+    o.ctx = log;
+    amp_gpu_als_opts go = {0};
+    amp_cpd c = {0};
+    int good = run && amp_cpd_init_random(t, o.rank, 5, &c, err) == AMP_OK &&
+               amp_gpu_run_als(run, t, &o, &go, &c, err) == AMP_OK && log->n == 12;
+    amp_cpd_free(&c);
+    return good;
+}
+
+#define RUN_CHECKS 5
+static void check_runs(const char *name, const amp_tensor *t, const amp_file *f,
+                       int with_streams)
+{
+    amp_error err = {0};
+    phase_log log = {""};
+    amp_gpu_info in, res;
+    fit_log fits[2];
+    memset(fits, 0, sizeof fits);
+    amp_gpu_run *run = open_run(t, f, AMP_MEMORY_RESIDENT, 0, 0, &log, &res, &err);
+    int base = run_als(t, run, &fits[1], &err);
+    amp_gpu_run_close(run);
+    memset(&log, 0, sizeof log);
+    run = open_run(t, f, AMP_MEMORY_REMAP, 0, 0, &log, &in, &err);
+    ok(run && in.memory == AMP_MEMORY_REMAP && in.tensor_bytes == in.tensor_plan_bytes &&
+           in.remap_from_file == (with_streams ? t->nmodes : 0) &&
+           strcmp(log.phases, "remap positions,uploading") == 0 && in.sizes.remap > 0 &&
+           in.need_bytes == in.sizes.remap,
+       "%s: --memory remap: held so, %zu device bytes for the tensor as planned (%zu), %u "
+       "modes' positions from the file, phases %s (%s)", name, in.tensor_bytes,
+       in.tensor_plan_bytes, in.remap_from_file, log.phases,
+       run ? "opened" : amp_error_message(&err));
+    int same = base && run_als(t, run, &fits[0], &err);
+    if (!same)
+        diag("%s", amp_error_message(&err));
+    double gap = same ? fits_gap(&fits[0], &fits[1], 12) : NAN;
+    ok(same && gap <= 1e-12, "%s: --memory remap: 12 fits within %.1e of every copy "
+       "resident's", name, gap);
+    amp_gpu_run_close(run);
+    /* Between the two sizes, auto takes two copies remapped; below both,
+     * it streams. */
+    const uint64_t between = (res.sizes.resident + res.sizes.remap) / 2;
+    run = open_run(t, f, AMP_MEMORY_AUTO, between, 0, &log, &in, &err);
+    ok(run && res.sizes.remap < res.sizes.resident && in.memory == AMP_MEMORY_REMAP,
+       "%s: --memory auto in %" PRIu64 " bytes (every copy %" PRIu64 ", two remapped %" PRIu64
+       "): %s", name, between, res.sizes.resident, res.sizes.remap,
+       run ? amp_memory_name(in.memory) : amp_error_message(&err));
+    amp_gpu_run_close(run);
+    run = open_run(t, f, AMP_MEMORY_AUTO, res.sizes.remap - 1, 0, &log, &in, &err);
+    ok(run && in.memory == AMP_MEMORY_STREAM, "%s: --memory auto a byte short of two copies "
+       "remapped: %s", name, run ? amp_memory_name(in.memory) : amp_error_message(&err));
+    amp_gpu_run_close(run);
+    run = open_run(t, f, AMP_MEMORY_AUTO, between, 1, &log, &in, &err);
+    const char *note = run ? amp_gpu_run_note(run, 0) : NULL;
+    ok(run && in.memory == AMP_MEMORY_STREAM && note &&
+           strstr(note, "ran out of memory taking the tensor as two remapped copies") &&
+           strstr(note, "streamed from host memory instead"),
+       "%s: remapped, the GPU's memory taken (fail_resident): streamed instead, saying so "
+       "('%s')", name, note ? note : amp_error_message(&err));
+    amp_gpu_run_close(run);
+}
+
+/* 5 modes in f64: every copy resident (80 bytes a nonzero) is well above
+ * two remapped (52), so auto has room to choose. */
+static void test_runs(void)
+{
+    static const shape sh = {"5 modes", 5, {90, 80, 70, 60, 50}, 30000, 1};
+    amp_coo x;
+    random_tensor(&sh, 41, &x);
+    unique(&x, sh.name);
+    for (int streams = 0; streams < 2; streams++) {
+        amp_build_opts o;
+        amp_file *f = NULL;
+        amp_tensor t;
+        char label[128];
+        amp_build_opts_init(&o);
+        o.shards = 6;
+        o.chunk_nnz = 1001;
+        o.remap_streams = streams;
+        snprintf(label, sizeof label, "run, %s, %s", sh.name,
+                 streams ? "with REMAP" : "without REMAP");
+        if (!prepare_with(&x, "run_remap.amp", &o, &t, &f)) {
+            skip(RUN_CHECKS, "no file");
+            continue;
+        }
+        check_runs(label, &t, f, streams);
+        amp_tensor_free(&t);
+        amp_file_close(f);
+    }
+    amp_coo_free(&x);
+}
+#endif
+
+int main(void)
+{
+#ifndef AMP_HAVE_CUDA
+    plan_skip_all("built without CUDA");
+#else
+    static const shape shapes[] = {
+        {"3 modes", 3, {300, 200, 100}, 5000, 0},
+        {"3 modes, skewed", 3, {2000, 500, 40}, 8000, 1},
+        {"4 modes", 4, {60, 50, 40, 30}, 6000, 0},
+        {"5 modes, skewed", 5, {500, 400, 300, 200, 100}, 7000, 1},
+        /* 6 fields of up to 20 bits: keyed copies (over 64 index bits). */
+        {"6 modes, keyed", 6, {1000000, 1000000, 1000000, 1000000, 1000000, 1000000}, 5000, 0},
+        {"6 modes, skewed", 6, {90, 80, 70, 60, 50, 40}, 9000, 1},
+    };
+    const size_t nshapes = sizeof shapes / sizeof shapes[0];
+    amp_cuda_device dev[16];
+    int count = 0;
+    amp_error err = {0};
+    if (amp_cuda_list_devices(dev, 16, &count, &err) == AMP_ERR_NO_DEVICE || count == 0)
+        plan_skip_all("no CUDA device");
+    const int nreal = for_each_shared_tensor(NULL, NULL);
+    plan((int)(nshapes + 1) * 2 * FILE_CHECKS + nreal * 2 * FILE_CHECKS + 2 * RUN_CHECKS +
+         (nreal == 0));
+    tap_real_data(nreal, getenv("AMP_TEST_DATA"));
+    for (size_t i = 0; i < nshapes; i++) {
+        amp_coo x;
+        random_tensor(&shapes[i], 300 + i, &x);
+        unique(&x, shapes[i].name);
+        check_tensor(&x, shapes[i].name, 5, 97, 0);
+        if (i == 4)
+            check_tensor(&x, shapes[i].name, 7, 500, 1);
+        amp_coo_free(&x);
+    }
+    for_each_shared_tensor(real_one, NULL);
+    test_runs();
+    return done_testing();
+#endif
+}
