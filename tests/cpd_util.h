@@ -100,6 +100,69 @@ static inline int prepare(const amp_coo *t, const char *name, uint32_t shards, u
     return prepare_open(t, name, shards, chunk_nnz, out, NULL);
 }
 
+/* ---- files with and without REMAP sections (the remap tests) ---------- */
+
+/* x with each coordinate once (repeats summed): computed positions then
+ * pair nonzeros as the file's REMAP sections do. */
+static inline void coo_unique(amp_coo *x, const char *name)
+{
+    amp_error err = {0};
+    uint64_t dup;
+    if (amp_coo_dedup(x, AMP_DUP_SUM, name, 1, &dup, &err) != AMP_OK)
+        exit(99);
+}
+
+/* The tensor of $AMP_TEST_DATA at path read, each coordinate once; where
+ * it does not read, a failed test and skip(skips), and 0. */
+static inline int read_unique(const char *path, const char *name, amp_coo *x, int skips)
+{
+    amp_read_opts ro;
+    amp_read_opts_init(&ro);
+    amp_error err = {0};
+    if (amp_read_tensor(path, &ro, x, NULL, &err) != AMP_OK) {
+        ok(0, "%s: read (%s)", name, amp_error_message(&err));
+        skip(skips, "not read");
+        return 0;
+    }
+    coo_unique(x, name);
+    return 1;
+}
+
+/* Called on one file of each_remap_file: label names it, with_streams
+ * says whether it has REMAP sections. */
+typedef void (*remap_file_fn)(const char *label, const amp_file *f, const amp_tensor *t,
+                              int with_streams);
+
+/* x (kept) written in `shards` shards and chunks of chunk_nnz, values f64
+ * or f32, without REMAP sections and then with them (--remap-streams),
+ * each loaded back and given to fn, which runs `checks` tests; a file
+ * that does not prepare is a failed test and skip(checks - 1). */
+static inline void each_remap_file(const amp_coo *x, const char *name, uint32_t shards,
+                                   uint64_t chunk_nnz, int f32, int checks, remap_file_fn fn)
+{
+    for (int streams = 0; streams < 2; streams++) {
+        amp_build_opts o;
+        amp_file *f = NULL;
+        amp_tensor t;
+        char label[256];
+        amp_build_opts_init(&o);
+        o.shards = shards;
+        o.chunk_nnz = chunk_nnz;
+        o.remap_streams = streams;
+        o.values = f32 ? AMP_VALUE_F32 : AMP_VALUE_F64;
+        snprintf(label, sizeof label, "%s%s, %s", name, f32 ? " (f32 values)" : "",
+                 streams ? "with REMAP" : "without REMAP");
+        if (!prepare_with(x, "remap.amp", &o, &t, &f)) {
+            ok(0, "%s: prepared and loaded", label);
+            skip(checks - 1, "no file");
+            continue;
+        }
+        fn(label, f, &t, streams);
+        amp_tensor_free(&t);
+        amp_file_close(f);
+    }
+}
+
 /* A tensor of $AMP_TEST_DATA read from path and prepared as amp_name in
  * 16 shards and chunks of 4096 (rows cross chunk boundaries); with keep,
  * the file stays open there. x and t are the caller's to free on success;

@@ -216,57 +216,13 @@ static void check_file(const char *name, const amp_file *f, const amp_tensor *t,
         free(pos[d]);
 }
 
-/* x written with and without REMAP sections (small shards and chunks:
- * rows cross chunks, keyed copies get many blocks): 2 FILE_CHECKS. */
-static void check_tensor(const amp_coo *x, const char *name, uint32_t shards,
-                         uint64_t chunk_nnz, int f32)
-{
-    for (int streams = 0; streams < 2; streams++) {
-        amp_build_opts o;
-        amp_file *f = NULL;
-        amp_tensor t;
-        char label[256];
-        amp_build_opts_init(&o);
-        o.shards = shards;
-        o.chunk_nnz = chunk_nnz;
-        o.remap_streams = streams;
-        o.values = f32 ? AMP_VALUE_F32 : AMP_VALUE_F64;
-        snprintf(label, sizeof label, "%s%s, %s", name, f32 ? " (f32 values)" : "",
-                 streams ? "with REMAP" : "without REMAP");
-        if (!prepare_with(x, "gpu_remap.amp", &o, &t, &f)) {
-            ok(0, "%s: prepared and loaded", label);
-            skip(FILE_CHECKS - 1, "no file");
-            continue;
-        }
-        check_file(label, f, &t, streams);
-        amp_tensor_free(&t);
-        amp_file_close(f);
-    }
-}
-
-/* The inputs have each coordinate once, as in test_remap. */
-static void unique(amp_coo *x, const char *name)
-{
-    amp_error err = {0};
-    uint64_t dup;
-    if (amp_coo_dedup(x, AMP_DUP_SUM, name, 1, &dup, &err) != AMP_OK)
-        exit(99);
-}
-
 static void real_one(const char *path, const char *name, void *ctx)
 {
-    amp_read_opts ro;
-    amp_read_opts_init(&ro);
-    amp_error err = {0};
     amp_coo x;
     (void)ctx;
-    if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK) {
-        ok(0, "%s: read (%s)", name, amp_error_message(&err));
-        skip(2 * FILE_CHECKS - 1, "not read");
+    if (!read_unique(path, name, &x, 2 * FILE_CHECKS - 1))
         return;
-    }
-    unique(&x, name);
-    check_tensor(&x, name, 16, 4096, 0);
+    each_remap_file(&x, name, 16, 4096, 0, FILE_CHECKS, check_file);
     amp_coo_free(&x);
 }
 
@@ -334,7 +290,7 @@ static int run_als(const amp_tensor *t, amp_gpu_run *run, fit_log *log, amp_erro
 }
 
 #define RUN_CHECKS 5
-static void check_runs(const char *name, const amp_tensor *t, const amp_file *f,
+static void check_runs(const char *name, const amp_file *f, const amp_tensor *t,
                        int with_streams)
 {
     amp_error err = {0};
@@ -389,29 +345,11 @@ static void check_runs(const char *name, const amp_tensor *t, const amp_file *f,
  * two remapped (52), so auto has room to choose. */
 static void test_runs(void)
 {
-    static const shape sh = {"5 modes", 5, {90, 80, 70, 60, 50}, 30000, 1};
+    static const shape sh = {"run, 5 modes", 5, {90, 80, 70, 60, 50}, 30000, 1};
     amp_coo x;
     random_tensor(&sh, 41, &x);
-    unique(&x, sh.name);
-    for (int streams = 0; streams < 2; streams++) {
-        amp_build_opts o;
-        amp_file *f = NULL;
-        amp_tensor t;
-        char label[128];
-        amp_build_opts_init(&o);
-        o.shards = 6;
-        o.chunk_nnz = 1001;
-        o.remap_streams = streams;
-        snprintf(label, sizeof label, "run, %s, %s", sh.name,
-                 streams ? "with REMAP" : "without REMAP");
-        if (!prepare_with(&x, "run_remap.amp", &o, &t, &f)) {
-            skip(RUN_CHECKS, "no file");
-            continue;
-        }
-        check_runs(label, &t, f, streams);
-        amp_tensor_free(&t);
-        amp_file_close(f);
-    }
+    coo_unique(&x, sh.name);
+    each_remap_file(&x, sh.name, 6, 1001, 0, RUN_CHECKS, check_runs);
     amp_coo_free(&x);
 }
 #endif
@@ -431,10 +369,7 @@ int main(void)
         {"6 modes, skewed", 6, {90, 80, 70, 60, 50, 40}, 9000, 1},
     };
     const size_t nshapes = sizeof shapes / sizeof shapes[0];
-    amp_cuda_device dev[16];
-    int count = 0;
-    amp_error err = {0};
-    if (amp_cuda_list_devices(dev, 16, &count, &err) == AMP_ERR_NO_DEVICE || count == 0)
+    if (amp_gpu_visible() == 0)
         plan_skip_all("no CUDA device");
     const int nreal = for_each_shared_tensor(NULL, NULL);
     plan((int)(nshapes + 1) * 2 * FILE_CHECKS + nreal * 2 * FILE_CHECKS + 2 * RUN_CHECKS +
@@ -443,10 +378,10 @@ int main(void)
     for (size_t i = 0; i < nshapes; i++) {
         amp_coo x;
         random_tensor(&shapes[i], 300 + i, &x);
-        unique(&x, shapes[i].name);
-        check_tensor(&x, shapes[i].name, 5, 97, 0);
+        coo_unique(&x, shapes[i].name);
+        each_remap_file(&x, shapes[i].name, 5, 97, 0, FILE_CHECKS, check_file);
         if (i == 4)
-            check_tensor(&x, shapes[i].name, 7, 500, 1);
+            each_remap_file(&x, shapes[i].name, 7, 500, 1, FILE_CHECKS, check_file);
         amp_coo_free(&x);
     }
     for_each_shared_tensor(real_one, NULL);

@@ -57,6 +57,11 @@ static void check_file(const char *name, const amp_file *f, const amp_tensor *t,
                        int with_streams)
 {
     amp_error err = {0};
+    unsigned keyed = 0;
+    for (unsigned d = 0; d < t->nmodes; d++)
+        keyed += t->copies[d].layout.key_bits > 0;
+    if (keyed)
+        diag("%s: %u of %u copies keyed", name, keyed, t->nmodes);
     int equal = 1, mttkrp = 1, sources = 1;
     uint64_t *pos = malloc((size_t)(t->nnz + 1) * 8), *pos2 = malloc((size_t)(t->nnz + 1) * 8);
     for (unsigned d = 0; d < t->nmodes && equal; d++) {
@@ -96,61 +101,13 @@ static void check_file(const char *name, const amp_file *f, const amp_tensor *t,
     free(pos2);
 }
 
-/* x (kept) written with and without remap streams, and both checked:
- * 8 tests. */
-static void check_tensor(const amp_coo *x, const char *name, uint32_t shards,
-                         uint64_t chunk_nnz, int f32)
-{
-    for (int streams = 0; streams < 2; streams++) {
-        amp_build_opts o;
-        amp_file *f = NULL;
-        amp_tensor t;
-        char label[256];
-        amp_build_opts_init(&o);
-        o.shards = shards;
-        o.chunk_nnz = chunk_nnz;
-        o.remap_streams = streams;
-        o.values = f32 ? AMP_VALUE_F32 : AMP_VALUE_F64;
-        snprintf(label, sizeof label, "%s%s, %s", name, f32 ? " (f32)" : "",
-                 streams ? "with REMAP" : "without REMAP");
-        if (!ok(prepare_with(x, "remap.amp", &o, &t, &f), "%s: prepared and loaded", label)) {
-            skip(3, "no file");
-            continue;
-        }
-        unsigned keyed = 0;
-        for (unsigned d = 0; d < t.nmodes; d++)
-            keyed += t.copies[d].layout.key_bits > 0;
-        if (keyed)
-            diag("%s: %u of %u copies keyed", label, keyed, t.nmodes);
-        check_file(label, f, &t, streams);
-        amp_tensor_free(&t);
-        amp_file_close(f);
-    }
-}
-
-/* The inputs of these tests have each coordinate once. */
-static void unique(amp_coo *x, const char *name)
-{
-    amp_error err = {0};
-    uint64_t dup;
-    if (amp_coo_dedup(x, AMP_DUP_SUM, name, 1, &dup, &err) != AMP_OK)
-        exit(99);
-}
-
 static void real_one(const char *path, const char *name, void *ctx)
 {
-    amp_read_opts ro;
-    amp_read_opts_init(&ro);
-    amp_error err = {0};
     amp_coo x;
     (void)ctx;
-    if (amp_read_tensor(path, &ro, &x, NULL, &err) != AMP_OK) {
-        ok(0, "%s: read (%s)", name, amp_error_message(&err));
-        skip(7, "not read");
+    if (!read_unique(path, name, &x, 5))
         return;
-    }
-    unique(&x, name);
-    check_tensor(&x, name, 16, 4096, 0);
+    each_remap_file(&x, name, 16, 4096, 0, 3, check_file);
     amp_coo_free(&x);
 }
 
@@ -165,7 +122,7 @@ static void refusals(void)
     amp_file *f = NULL;
     amp_tensor t;
     random_tensor(&s, 91, &x);
-    unique(&x, s.name);
+    coo_unique(&x, s.name);
     copy_tensor(&x, &work);
     amp_build_opts_init(&o);
     o.shards = 3;
@@ -222,16 +179,16 @@ int main(void)
     };
     size_t nshapes = sizeof shapes / sizeof shapes[0];
     int nreal = for_each_shared_tensor(NULL, NULL);
-    plan((int)nshapes * 8 + 8 + 8 * nreal + 4);
+    plan((int)nshapes * 6 + 6 + 6 * nreal + 4);
     for (size_t i = 0; i < nshapes; i++) {
         amp_coo x;
         random_tensor(&shapes[i], 300 + i, &x);
-        unique(&x, shapes[i].name);
+        coo_unique(&x, shapes[i].name);
         /* Small shards and chunks: rows cross chunks, keyed copies get
          * many blocks. */
-        check_tensor(&x, shapes[i].name, 5, 97, 0);
+        each_remap_file(&x, shapes[i].name, 5, 97, 0, 3, check_file);
         if (i == 4)
-            check_tensor(&x, shapes[i].name, 7, 500, 1);
+            each_remap_file(&x, shapes[i].name, 7, 500, 1, 3, check_file);
         amp_coo_free(&x);
     }
     if (nreal == 0)
