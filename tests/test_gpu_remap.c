@@ -359,31 +359,13 @@ int main(void)
 #ifndef AMP_HAVE_CUDA
     plan_skip_all("built without CUDA");
 #else
-    static const shape shapes[] = {
-        {"3 modes", 3, {300, 200, 100}, 5000, 0},
-        {"3 modes, skewed", 3, {2000, 500, 40}, 8000, 1},
-        {"4 modes", 4, {60, 50, 40, 30}, 6000, 0},
-        {"5 modes, skewed", 5, {500, 400, 300, 200, 100}, 7000, 1},
-        /* 6 fields of up to 20 bits: keyed copies (over 64 index bits). */
-        {"6 modes, keyed", 6, {1000000, 1000000, 1000000, 1000000, 1000000, 1000000}, 5000, 0},
-        {"6 modes, skewed", 6, {90, 80, 70, 60, 50, 40}, 9000, 1},
-    };
-    const size_t nshapes = sizeof shapes / sizeof shapes[0];
     if (amp_gpu_visible() == 0)
         plan_skip_all("no CUDA device");
     const int nreal = for_each_shared_tensor(NULL, NULL);
-    plan((int)(nshapes + 1) * 2 * FILE_CHECKS + nreal * 2 * FILE_CHECKS + 2 * RUN_CHECKS +
+    plan(REMAP_RANDOM_FILES * FILE_CHECKS + nreal * 2 * FILE_CHECKS + 2 * RUN_CHECKS +
          (nreal == 0));
     tap_real_data(nreal, getenv("AMP_TEST_DATA"));
-    for (size_t i = 0; i < nshapes; i++) {
-        amp_coo x;
-        random_tensor(&shapes[i], 300 + i, &x);
-        coo_unique(&x, shapes[i].name);
-        each_remap_file(&x, shapes[i].name, 5, 97, 0, FILE_CHECKS, check_file);
-        if (i == 4)
-            each_remap_file(&x, shapes[i].name, 7, 500, 1, FILE_CHECKS, check_file);
-        amp_coo_free(&x);
-    }
+    each_remap_random(FILE_CHECKS, check_file);
     for_each_shared_tensor(real_one, NULL);
     test_runs();
     return done_testing();

@@ -167,30 +167,9 @@ static void refusals(void)
 
 int main(void)
 {
-    static const shape shapes[] = {
-        {"3 modes", 3, {300, 200, 100}, 5000, 0},
-        {"3 modes, skewed", 3, {2000, 500, 40}, 8000, 1},
-        {"4 modes", 4, {60, 50, 40, 30}, 6000, 0},
-        {"5 modes, skewed", 5, {500, 400, 300, 200, 100}, 7000, 1},
-        /* 6 fields of up to 13 bits: keyed copies (over 64 index bits). */
-        {"6 modes, keyed", 6, {1000000, 1000000, 1000000, 1000000, 1000000, 1000000}, 5000,
-         0},
-        {"6 modes, skewed", 6, {90, 80, 70, 60, 50, 40}, 9000, 1},
-    };
-    size_t nshapes = sizeof shapes / sizeof shapes[0];
     int nreal = for_each_shared_tensor(NULL, NULL);
-    plan((int)nshapes * 6 + 6 + 6 * nreal + 4);
-    for (size_t i = 0; i < nshapes; i++) {
-        amp_coo x;
-        random_tensor(&shapes[i], 300 + i, &x);
-        coo_unique(&x, shapes[i].name);
-        /* Small shards and chunks: rows cross chunks, keyed copies get
-         * many blocks. */
-        each_remap_file(&x, shapes[i].name, 5, 97, 0, 3, check_file);
-        if (i == 4)
-            each_remap_file(&x, shapes[i].name, 7, 500, 1, 3, check_file);
-        amp_coo_free(&x);
-    }
+    plan(REMAP_RANDOM_FILES * 3 + 6 * nreal + 4);
+    each_remap_random(3, check_file);
     if (nreal == 0)
         diag("no tensors in $AMP_TEST_DATA: only random ones");
     for_each_shared_tensor(real_one, NULL);
