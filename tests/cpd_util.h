@@ -100,6 +100,31 @@ static inline int prepare(const amp_coo *t, const char *name, uint32_t shards, u
     return prepare_open(t, name, shards, chunk_nnz, out, NULL);
 }
 
+/* What amp_gpu_run_open announced and reported (amp_gpu_opts.phase and
+ * .progress, ctx an open_log): the phases in order, and the last
+ * progress of the last one. */
+typedef struct open_log {
+    char phases[256];
+    uint64_t done, total;
+} open_log;
+
+static inline void open_log_phase(void *ctx, const char *phase, const char *unit, uint64_t total)
+{
+    open_log *l = ctx;
+    (void)unit;
+    size_t at = strlen(l->phases);
+    snprintf(l->phases + at, sizeof l->phases - at, "%s%s", at ? "," : "", phase);
+    l->done = 0;
+    l->total = total;
+}
+
+static inline void open_log_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    open_log *l = ctx;
+    l->done = done;
+    l->total = total ? total : l->total;
+}
+
 /* ---- files with and without REMAP sections (the remap tests) ---------- */
 
 /* x with each coordinate once (repeats summed): computed positions then

@@ -664,30 +664,6 @@ static void test_random(void)
     }
 }
 
-/* What amp_gpu_run_open announced and reported: the phases in order, and
- * the last progress of the last one. */
-typedef struct open_log {
-    char phases[256];
-    uint64_t done, total;
-} open_log;
-
-static void log_phase(void *ctx, const char *phase, const char *unit, uint64_t total)
-{
-    open_log *l = ctx;
-    (void)unit;
-    size_t at = strlen(l->phases);
-    snprintf(l->phases + at, sizeof l->phases - at, "%s%s", at ? "," : "", phase);
-    l->done = 0;
-    l->total = total;
-}
-
-static void log_progress(void *ctx, uint64_t done, uint64_t total)
-{
-    open_log *l = ctx;
-    l->done = done;
-    l->total = total ? total : l->total;
-}
-
 /* CP-ALS of 10 iterations from seed 5 on run (NULL: the CPU). */
 static amp_status full_decompose(const amp_tensor *t, amp_gpu_run *run, amp_cpd *c,
                                  amp_error *err)
@@ -740,8 +716,8 @@ static void test_resident_full(void)
         o.gpus = 1;
         o.memory = AMP_MEMORY_AUTO;
         o.fail_resident = 1;
-        o.progress = log_progress;
-        o.phase = log_phase;
+        o.progress = open_log_progress;
+        o.phase = open_log_phase;
         o.progress_ctx = &log;
         const amp_tensor *use = &t;
         int have_layout = 0;

@@ -22,8 +22,8 @@
  *     only the order of the atomic adds between warps differs, as between
  *     two resident runs), and N remaps an iteration.
  * Then amp_gpu_run_open: --memory remap held as planned (the tensor's
- * device bytes equal to the plan's), the positions' phase announced, the
- * fits of every copy resident; --memory auto choosing two copies remapped
+ * device bytes equal to the plan's), the positions' phase announced and
+ * the upload reported to its end, the fits of every copy resident; --memory auto choosing two copies remapped
  * where --device-memory holds them but not every copy, streaming where it
  * holds neither; and a remapped upload that finds the GPU's memory taken
  * streaming instead under auto, saying so. */
@@ -228,27 +228,10 @@ static void real_one(const char *path, const char *name, void *ctx)
 
 /* ---- through amp_gpu_run_open ------------------------------------------ */
 
-typedef struct phase_log {
-    char phases[256];
-} phase_log;
-
-static void log_phase(void *ctx, const char *phase, const char *unit, uint64_t total)
-{
-    phase_log *l = ctx;
-    (void)unit, (void)total;
-    size_t at = strlen(l->phases);
-    snprintf(l->phases + at, sizeof l->phases - at, "%s%s", at ? "," : "", phase);
-}
-
-static void no_progress(void *ctx, uint64_t done, uint64_t total)
-{
-    (void)ctx, (void)done, (void)total;
-}
-
 /* A run of t (from f) on GPU 0 held as memory asks, within cap bytes (0:
  * what is free); *in its GPU's description. */
 static amp_gpu_run *open_run(const amp_tensor *t, const amp_file *f, int memory, uint64_t cap,
-                             int fail, phase_log *log, amp_gpu_info *in, amp_error *err)
+                             int fail, open_log *log, amp_gpu_info *in, amp_error *err)
 {
     amp_cpd_opts cpd;
     amp_cpd_opts_init(&cpd);
@@ -261,8 +244,8 @@ static amp_gpu_run *open_run(const amp_tensor *t, const amp_file *f, int memory,
     o.device_memory = cap;
     o.file = f;
     o.fail_resident = fail;
-    o.phase = log_phase;
-    o.progress = no_progress;
+    o.phase = open_log_phase;
+    o.progress = open_log_progress;
     o.progress_ctx = log;
     amp_gpu_run *run = NULL;
     memset(in, 0, sizeof *in);
@@ -294,7 +277,7 @@ static void check_runs(const char *name, const amp_file *f, const amp_tensor *t,
                        int with_streams)
 {
     amp_error err = {0};
-    phase_log log = {""};
+    open_log log = {"", 0, 0};
     amp_gpu_info in, res;
     fit_log fits[2];
     memset(fits, 0, sizeof fits);
@@ -305,11 +288,12 @@ static void check_runs(const char *name, const amp_file *f, const amp_tensor *t,
     run = open_run(t, f, AMP_MEMORY_REMAP, 0, 0, &log, &in, &err);
     ok(run && in.memory == AMP_MEMORY_REMAP && in.tensor_bytes == in.tensor_plan_bytes &&
            in.remap_from_file == (with_streams ? t->nmodes : 0) &&
-           strcmp(log.phases, "remap positions,uploading") == 0 && in.sizes.remap > 0 &&
-           in.need_bytes == in.sizes.remap,
+           strcmp(log.phases, "remap positions,uploading") == 0 && log.total > 0 &&
+           log.done == log.total && in.sizes.remap > 0 && in.need_bytes == in.sizes.remap,
        "%s: --memory remap: held so, %zu device bytes for the tensor as planned (%zu), %u "
-       "modes' positions from the file, phases %s (%s)", name, in.tensor_bytes,
-       in.tensor_plan_bytes, in.remap_from_file, log.phases,
+       "modes' positions from the file, phases %s, the upload reported to its end (%" PRIu64
+       " of %" PRIu64 " bytes) (%s)", name, in.tensor_bytes, in.tensor_plan_bytes,
+       in.remap_from_file, log.phases, log.done, log.total,
        run ? "opened" : amp_error_message(&err));
     int same = base && run_als(t, run, &fits[0], &err);
     if (!same)

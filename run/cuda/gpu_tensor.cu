@@ -201,8 +201,8 @@ done:
 }
 
 /* Every resident copy checked once (find_gapless, find_cuts). Two copies
- * remapped: each copy made in turn for its checks, N remaps in all,
- * which ends with copy 0 in a buffer again for the first MTTKRP. */
+ * remapped: each copy made in turn for its checks, and copy 0 once more
+ * for the first MTTKRP (N remaps in all; one for two modes). */
 static amp_status check_resident(amp_gpu_tensor *g, amp_error *err)
 {
     for (unsigned m = 0; m < g->nmodes; m++) {
