@@ -24,13 +24,15 @@ __device__ __forceinline__ uint32_t block_of(const uint64_t *block_start, uint32
     return b0;
 }
 
-/* The output row of resident nonzero k. */
-__device__ __forceinline__ uint64_t row_at(const uint64_t *words, const uint64_t *block_start,
+/* The output row of resident nonzero k, whose word is words[k * stride]
+ * (stride 2: records of word and value, remap.cu). */
+__device__ __forceinline__ uint64_t row_at(const uint64_t *words, unsigned stride,
+                                           const uint64_t *block_start,
                                            const uint64_t *block_key, uint32_t nblocks,
                                            unsigned shift, unsigned width, uint64_t k)
 {
     uint64_t key = block_key[nblocks > 1 ? block_of(block_start, nblocks, k) : 0];
-    return amp_blco_field(key, words[k], shift, width);
+    return amp_blco_field(key, words[k * stride], shift, width);
 }
 
 #endif

@@ -97,8 +97,15 @@ struct gpu_remap;
  * which move copies through this state, hence a pointer from it. */
 struct gpu_remap {
     uint64_t nnz;                    /* of every copy (a whole tensor) */
+    /* Buffer b: words[b] and vals[b]. With f64 values (stride 2) one array
+     * of 16-byte records, word then value, so that the remap writes each
+     * nonzero with one store, not two at two scattered places (the stores
+     * are what a remap costs: bench/RESULTS.md); vals[b] is then
+     * words[b] + 1, and both advance 2 words a nonzero. f32 values (stride
+     * 1) stay two arrays: a 12-byte record would take 16. */
     uint64_t *words[2];
     void *vals[2];
+    unsigned stride;
     int holds[2];                    /* the copy in each buffer; -1: none */
     int latest;                      /* the buffer written last */
     uint32_t *pos[AMP_MAX_MODES];    /* copy d's nonzero k goes to pos[d][k] of copy d + 1 */
@@ -116,8 +123,14 @@ struct gpu_remap {
  * events, buffers and positions left for the caller to allocate. */
 amp_status gpu_remap_new(int device, unsigned nmodes, gpu_remap **out, amp_error *err);
 void gpu_remap_free(gpu_remap *r, unsigned nmodes);
-/* Copy d's arrays, when a buffer holds it (1), else 0. */
-int gpu_remap_arrays(const gpu_remap *r, unsigned d, const uint64_t **words, const void **vals);
+/* Buffer b's records (stride 2) from a copy's words and f64 values, both
+ * on the device (not in buffer b); waits for them. */
+amp_status gpu_remap_interleave(gpu_remap *r, int b, const uint64_t *words, const uint64_t *vals,
+                                int sm_count, amp_error *err);
+/* Copy d's arrays and their stride in 8-byte words (gpu_remap.stride),
+ * when a buffer holds it (1), else 0. */
+int gpu_remap_arrays(const gpu_remap *r, unsigned d, const uint64_t **words, const void **vals,
+                     unsigned *stride);
 /* After the work queued on s (an MTTKRP) is done with copy d: copy
  * (d + 1) mod N written from it on the remap stream, unless a buffer
  * holds that copy already. Copy d must be held. */

@@ -24,17 +24,18 @@
  * with its neighbours take atomic adds, and zero_team_rows clears those.
  * The format promises it (every row nonempty: amped(5)); a file that
  * breaks the promise gets the memset. */
-__global__ void rows_gapless(const uint64_t *words, const uint64_t *block_start,
+__global__ void rows_gapless(const uint64_t *words, unsigned wstride, const uint64_t *block_start,
                              const uint64_t *block_key, uint32_t nblocks, uint64_t nnz,
                              unsigned shift, unsigned width, uint64_t first, uint64_t last,
                              unsigned *gaps)
 {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < nnz; k += stride) {
-        uint64_t r = row_at(words, block_start, block_key, nblocks, shift, width, k);
+        uint64_t r = row_at(words, wstride, block_start, block_key, nblocks, shift, width, k);
         bool gap = k == 0 && r != first;
         if (k + 1 < nnz) {
-            uint64_t next = row_at(words, block_start, block_key, nblocks, shift, width, k + 1);
+            uint64_t next =
+                row_at(words, wstride, block_start, block_key, nblocks, shift, width, k + 1);
             gap |= next != r && next != r + 1;
         } else {
             gap |= r != last;
@@ -46,7 +47,7 @@ __global__ void rows_gapless(const uint64_t *words, const uint64_t *block_start,
 
 /* Cut j of AMP_GPU_CUTS for thread j - 1: the row of nonzero nnz j / CUTS,
  * and the first nonzero of that row (the copy is ordered by row). */
-__global__ void cut_kernel(const uint64_t *words, const uint64_t *block_start,
+__global__ void cut_kernel(const uint64_t *words, unsigned wstride, const uint64_t *block_start,
                           const uint64_t *block_key, uint32_t nblocks, uint64_t nnz,
                           unsigned shift, unsigned width, uint64_t *cut_nnz, uint64_t *cut_row)
 {
@@ -54,11 +55,12 @@ __global__ void cut_kernel(const uint64_t *words, const uint64_t *block_start,
     if (j >= AMP_GPU_CUTS)
         return;
     const uint64_t at = nnz * j / AMP_GPU_CUTS;
-    const uint64_t row = row_at(words, block_start, block_key, nblocks, shift, width, at);
+    const uint64_t row =
+        row_at(words, wstride, block_start, block_key, nblocks, shift, width, at);
     uint64_t lo = 0, hi = at;   /* the first position whose row is row lies in [lo, hi] */
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (row_at(words, block_start, block_key, nblocks, shift, width, mid) < row)
+        if (row_at(words, wstride, block_start, block_key, nblocks, shift, width, mid) < row)
             lo = mid + 1;
         else
             hi = mid;
@@ -144,7 +146,7 @@ static amp_status to_device(void *ctx, int thread, const amp_chunk_data *c, amp_
 /* Sets copy m's gapless flag (rows_gapless) from its words on the
  * device: one read of them, once, at load. */
 static amp_status find_gapless(amp_gpu_tensor *g, unsigned m, const uint64_t *words,
-                               amp_error *err)
+                               unsigned stride, amp_error *err)
 {
     amp_status rc = AMP_OK;
     gpu_copy *c = &g->copies[m];
@@ -155,8 +157,8 @@ static amp_status find_gapless(amp_gpu_tensor *g, unsigned m, const uint64_t *wo
     CUDA_TRY(cudaMalloc((void **)&gaps, sizeof host), err);
     CUDA_TRY_GOTO(cudaMemset(gaps, 0, sizeof host), err, rc, done);
     rows_gapless<<<(unsigned)std::min<uint64_t>((c->nnz + 255) / 256, 8u * g->sm_count), 256>>>(
-        words, c->block_start, c->block_key, c->nblocks, c->nnz, c->shift[m], c->width[m],
-        c->row_begin, c->row_begin + c->row_count - 1, gaps);
+        words, stride, c->block_start, c->block_key, c->nblocks, c->nnz, c->shift[m],
+        c->width[m], c->row_begin, c->row_begin + c->row_count - 1, gaps);
     CUDA_TRY_GOTO(cudaGetLastError(), err, rc, done);
     CUDA_TRY_GOTO(cudaMemcpy(&host, gaps, sizeof host, cudaMemcpyDeviceToHost), err, rc, done);
     c->gapless = host == 0;
@@ -166,7 +168,8 @@ done:
 }
 
 /* Copy m, in one group with a nonzero, cut (gpu_copy.cut_nnz). */
-static amp_status find_cuts(amp_gpu_tensor *g, unsigned m, const uint64_t *words, amp_error *err)
+static amp_status find_cuts(amp_gpu_tensor *g, unsigned m, const uint64_t *words,
+                            unsigned stride, amp_error *err)
 {
     amp_status rc = AMP_OK;
     gpu_copy *c = &g->copies[m];
@@ -174,8 +177,9 @@ static amp_status find_cuts(amp_gpu_tensor *g, unsigned m, const uint64_t *words
     if (c->nnz == 0 || c->early_nnz != c->nnz || c->row_count == 0)
         return AMP_OK;
     CUDA_TRY(cudaMalloc((void **)&dev, sizeof host), err);
-    cut_kernel<<<1, AMP_GPU_CUTS>>>(words, c->block_start, c->block_key, c->nblocks, c->nnz,
-                                    c->shift[m], c->width[m], dev, dev + AMP_GPU_CUTS + 1);
+    cut_kernel<<<1, AMP_GPU_CUTS>>>(words, stride, c->block_start, c->block_key, c->nblocks,
+                                    c->nnz, c->shift[m], c->width[m], dev,
+                                    dev + AMP_GPU_CUTS + 1);
     CUDA_TRY_GOTO(cudaGetLastError(), err, rc, done);
     CUDA_TRY_GOTO(cudaMemcpy(host, dev, sizeof host, cudaMemcpyDeviceToHost), err, rc, done);
     {
@@ -208,12 +212,13 @@ static amp_status check_resident(amp_gpu_tensor *g, amp_error *err)
     for (unsigned m = 0; m < g->nmodes; m++) {
         const uint64_t *words = g->copies[m].words;
         const void *vals = NULL;
+        unsigned stride = 1;
         if (g->remap) {
             AMP_CHECK(gpu_remap_bring(g, m, 0, err));
-            gpu_remap_arrays(g->remap, m, &words, &vals);
+            gpu_remap_arrays(g->remap, m, &words, &vals, &stride);
         }
-        AMP_CHECK(find_gapless(g, m, words, err));
-        AMP_CHECK(find_cuts(g, m, words, err));
+        AMP_CHECK(find_gapless(g, m, words, stride, err));
+        AMP_CHECK(find_cuts(g, m, words, stride, err));
     }
     if (g->remap) {
         /* The load's remaps are not the run's: their time is left out. */
@@ -507,7 +512,7 @@ done:
  * block table, copy 0 into the first buffer, a spare buffer as large, and
  * every mode's positions. make_ready then makes each copy once, in turn,
  * for the checks a resident copy gets (check_resident). uo->fail_alloc
- * fails the spare buffer's values. */
+ * fails the spare buffer (its values, or its records with f64 values). */
 extern "C" amp_status amp_gpu_tensor_upload_remap(int device, const amp_tensor *t,
                                                   const uint32_t *const *pos,
                                                   amp_gpu_upload_opts *uo, amp_gpu_tensor **out,
@@ -537,12 +542,20 @@ extern "C" amp_status amp_gpu_tensor_upload_remap(int device, const amp_tensor *
     up = staging(device, err);
     for (unsigned m = 0; m < t->nmodes; m++)
         AMP_CHECK_GOTO(upload_tensor_blocks(g, t, m, up, uo, err), rc, done);
+    /* f64 values: one array of records a buffer (gpu_remap.stride). */
+    r->stride = vsize == 8 ? 2 : 1;
     for (int b = 0; b < 2; b++) {
         const int inject = uo && uo->fail_alloc && b == 1;
-        AMP_CHECK_GOTO(tensor_alloc((void **)&r->words[b], nw, b ? "spare words" : "words", 0,
-                                    uo, 0, err), rc, done);
-        AMP_CHECK_GOTO(tensor_alloc(&r->vals[b], nv, b ? "spare values" : "values", 0, uo,
-                                    inject, err), rc, done);
+        if (r->stride == 2) {
+            AMP_CHECK_GOTO(tensor_alloc((void **)&r->words[b], nw + nv, b ? "spare records"
+                                        : "records", 0, uo, inject, err), rc, done);
+            r->vals[b] = r->words[b] + 1;
+        } else {
+            AMP_CHECK_GOTO(tensor_alloc((void **)&r->words[b], nw, b ? "spare words" : "words",
+                                        0, uo, 0, err), rc, done);
+            AMP_CHECK_GOTO(tensor_alloc(&r->vals[b], nv, b ? "spare values" : "values", 0, uo,
+                                        inject, err), rc, done);
+        }
         g->bytes += nw + nv;
     }
     for (unsigned m = 0; m < t->nmodes; m++) {
@@ -552,10 +565,21 @@ extern "C" amp_status amp_gpu_tensor_upload_remap(int device, const amp_tensor *
         AMP_CHECK_GOTO(upload_reported(up, r->pos[m], pos[m], (size_t)nnz * 4, uo, err), rc,
                        done);
     }
-    AMP_CHECK_GOTO(upload_reported(up, r->words[0], t->copies[0].words, (size_t)nnz * 8, uo,
-                                   err), rc, done);
-    AMP_CHECK_GOTO(upload_reported(up, r->vals[0], t->copies[0].vals, (size_t)nnz * vsize, uo,
-                                   err), rc, done);
+    if (r->stride == 2) {
+        /* Records: copy 0's two arrays into the spare buffer, one after the
+         * other, then made records in the first. */
+        uint64_t *w1 = r->words[1], *v1 = r->words[1] + nnz;
+        AMP_CHECK_GOTO(upload_reported(up, w1, t->copies[0].words, (size_t)nnz * 8, uo, err),
+                       rc, done);
+        AMP_CHECK_GOTO(upload_reported(up, v1, t->copies[0].vals, (size_t)nnz * 8, uo, err), rc,
+                       done);
+        AMP_CHECK_GOTO(gpu_remap_interleave(r, 0, w1, v1, g->sm_count, err), rc, done);
+    } else {
+        AMP_CHECK_GOTO(upload_reported(up, r->words[0], t->copies[0].words, (size_t)nnz * 8,
+                                       uo, err), rc, done);
+        AMP_CHECK_GOTO(upload_reported(up, r->vals[0], t->copies[0].vals, (size_t)nnz * vsize,
+                                       uo, err), rc, done);
+    }
     r->holds[0] = 0;
     r->latest = 0;
 done:

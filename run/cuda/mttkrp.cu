@@ -38,6 +38,9 @@ struct mttkrp_args {
     uint32_t nblocks;
     uint64_t nnz;
     uint64_t offset;   /* position of words[0] in the copy (streamed chunks) */
+    /* Nonzero k's word at words[k * stride] and value at vals[k * stride]:
+     * 1, or 2 where a remap buffer holds records (remap.cu). */
+    unsigned stride;
     int packed;        /* the value is inside the word: q / 10^decimals */
     /* A second launch into what the first wrote: every row is added
      * atomically, not only a team's first and last (kept off the store
@@ -82,7 +85,7 @@ __device__ __forceinline__ real value_of(const mttkrp_args &a, const vtype *vals
     if (!valid)
         return (real)0;
     if (!a.packed)
-        return (real)load_once(vals + k);
+        return (real)load_once(vals + k * a.stride);
     uint64_t raw = a.qshift < 64 ? w >> a.qshift : 0;
     int64_t q = a.qbits >= 64 || !a.qsigned
                     ? (int64_t)raw
@@ -200,7 +203,7 @@ __global__ void __launch_bounds__(256) mttkrp_lanes(const mttkrp_args a)
     for (uint64_t base = lo; base < hi; base += 32) {
         const uint64_t k = base + lane;
         const bool valid = k < hi;
-        uint64_t w = valid ? load_once(a.words + k) : 0;
+        uint64_t w = valid ? load_once(a.words + k * a.stride) : 0;
         real v = value_of<real, vtype>(a, vals, k, w, valid);
         uint32_t myblk = blk;
         if (a.nblocks > 1 && valid)
@@ -335,7 +338,7 @@ __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
     for (uint64_t base = lo; base < hi; base += L) {
         const uint64_t k = base + lane;
         const bool valid = k < hi;
-        uint64_t w = valid ? load_once(a.words + k) : 0;
+        uint64_t w = valid ? load_once(a.words + k * a.stride) : 0;
         real v = value_of<real, vtype>(a, vals, k, w, valid);
         uint32_t myblk = blk;
         if (a.nblocks > 1 && valid)
@@ -437,7 +440,7 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
 
     for (uint64_t base = lo; base < hi; base += 32) {
         uint64_t k = base + lane;
-        uint64_t myw = k < hi ? load_once(a.words + k) : 0;
+        uint64_t myw = k < hi ? load_once(a.words + k * a.stride) : 0;
         real myv = value_of<real, vtype>(a, vals, k, myw, k < hi);
         unsigned n = hi - base < 32 ? (unsigned)(hi - base) : 32;
         for (unsigned t = 0; t < n; t++) {
@@ -473,7 +476,8 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
  * rows of each team's first and last nonzero, the only rows it adds
  * atomically (one warp a team; a row is row_words 4-byte words). words[0]
  * is nonzero `offset` of the copy, whose block table this is. */
-__global__ void zero_team_rows(const uint64_t *words, const uint64_t *block_start,
+__global__ void zero_team_rows(const uint64_t *words, unsigned wstride,
+                               const uint64_t *block_start,
                                const uint64_t *block_key, uint32_t nblocks, uint64_t offset,
                                uint64_t nnz, unsigned shift, unsigned width, uint64_t nteams,
                                unsigned row_words, uint32_t *M)
@@ -490,8 +494,8 @@ __global__ void zero_team_rows(const uint64_t *words, const uint64_t *block_star
         const uint64_t k1 = block_key[nblocks > 1 ? block_of(block_start, nblocks,
                                                              hi - 1 + offset)
                                                   : 0];
-        uint64_t r0 = amp_blco_field(k0, words[lo], shift, width);
-        uint64_t r1 = amp_blco_field(k1, words[hi - 1], shift, width);
+        uint64_t r0 = amp_blco_field(k0, words[lo * wstride], shift, width);
+        uint64_t r1 = amp_blco_field(k1, words[(hi - 1) * wstride], shift, width);
         for (unsigned c = lane; c < row_words; c += 32) {
             M[r0 * row_words + c] = 0;
             M[r1 * row_words + c] = 0;
@@ -726,11 +730,14 @@ static amp_status run_range(const amp_gpu_tensor *g, const gpu_copy *c, mttkrp_a
     if (!g->streamed) {
         const uint64_t *words = c->words;
         const void *vals = c->vals;
-        if (g->remap && !gpu_remap_arrays(g->remap, (unsigned)(c - g->copies), &words, &vals))
+        unsigned stride = 1;
+        if (g->remap &&
+            !gpu_remap_arrays(g->remap, (unsigned)(c - g->copies), &words, &vals, &stride))
             return AMP_FAIL(err, AMP_ERR_INTERNAL, "mode %u's copy is in neither remap buffer",
                             (unsigned)(c - g->copies) + 1);
-        a.words = words + begin;
-        a.vals = vals ? (const char *)vals + begin * vsize : NULL;
+        a.stride = stride;
+        a.words = words + begin * stride;
+        a.vals = vals ? (const char *)vals + begin * vsize * stride : NULL;
         a.offset = begin;
         a.nnz = end - begin;
         /* A gapless range, M not zeroed: the rows teams share. */
@@ -738,8 +745,8 @@ static amp_status run_range(const amp_gpu_tensor *g, const gpu_copy *c, mttkrp_a
             const int grid = team_grid(a.nnz, g->sm_count, per_sm, lanes);
             const uint64_t nteams = (uint64_t)grid * 256 / lanes;
             zero_team_rows<<<(unsigned)std::min<uint64_t>((nteams + 7) / 8, 65535), 256, 0, s>>>(
-                a.words, a.block_start, a.block_key, a.nblocks, a.offset, a.nnz, a.out_shift,
-                a.out_width, nteams, zero_row_words, (uint32_t *)a.M);
+                a.words, a.stride, a.block_start, a.block_key, a.nblocks, a.offset, a.nnz,
+                a.out_shift, a.out_width, nteams, zero_row_words, (uint32_t *)a.M);
             CUDA_TRY(cudaGetLastError(), err);
         }
         return launch(fn, a, g->sm_count, per_sm, lanes, s, err);
@@ -781,6 +788,7 @@ static amp_status setup(const amp_gpu_tensor *g, unsigned d, void *const *A, uns
     if (g->remap)
         AMP_CHECK(gpu_remap_bring(g, d, s, err));
     memset(a, 0, sizeof *a);
+    a->stride = 1;
     a->block_start = c->block_start;
     a->block_key = c->block_key;
     a->nblocks = c->nblocks;

@@ -11,14 +11,19 @@
  * copy has several blocks), takes each mode's index out of the word with
  * copy d's shifts and widths and puts it in with copy d + 1's
  * (amp_blco_field, amp_blco_put), and writes the low 64 bits and the
- * value, unchanged, at pos_d[k]. The key bits are not written: copy
+ * value, unchanged, at pos_d[k]: with f64 values one 16-byte record (one
+ * store), with f32 values a word and a value in two arrays (two stores,
+ * at the same index of each). The key bits are not written: copy
  * d + 1's block table, on the device for good, says the key of every
  * position. Positions are a permutation, so no write needs an atomic; the
  * writes coalesce only as far as neighbouring nonzeros of copy d land
  * near each other in copy d + 1 (to be measured: bench/bench-gpu.sh).
  *
  * Bytes per nonzero, c = 8 + value size (12 f32, 16 f64): read c (word
- * and value) + 4 (its position), write c (scattered). No flops.
+ * and value) + 4 (its position), write c (scattered). No flops. What a
+ * remap costs is the scattered stores: each fills part of a 32-byte
+ * sector far from the others', and 2 stores a nonzero took as long with
+ * 4-byte values as with 8 (bench/RESULTS.md); records halve them.
  *
  * Variants: the value's width (4 or 8 bytes, copied as bits). The MTTKRP
  * kernels are not changed: the remap is a kernel of its own on a stream
@@ -48,6 +53,7 @@ struct remap_args {
     uint64_t nnz;
     uint64_t *out_words;
     void *out_vals;
+    unsigned stride;   /* 2: words and vals are one array of records (V 64-bit) */
     unsigned nmodes;
     uint8_t from_shift[AMP_MAX_MODES], from_width[AMP_MAX_MODES];
     uint8_t to_shift[AMP_MAX_MODES], to_width[AMP_MAX_MODES];
@@ -61,16 +67,48 @@ __global__ void __launch_bounds__(256) remap_copy(const remap_args a)
     V *out_vals = (V *)a.out_vals;
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < a.nnz; k += stride) {
-        const uint64_t w = a.words[k];
+        const uint64_t w = a.words[k * a.stride];
         const uint64_t key = a.block_key[a.nblocks > 1 ? block_of(a.block_start, a.nblocks, k) : 0];
         uint64_t to_key = 0, to_word = 0;
         for (unsigned m = 0; m < a.nmodes; m++)
             amp_blco_put(amp_blco_field(key, w, a.from_shift[m], a.from_width[m]), a.to_shift[m],
                          a.to_width[m], &to_key, &to_word);
         const uint32_t p = a.pos[k];
-        a.out_words[p] = to_word;
-        out_vals[p] = vals[k];
+        if (sizeof(V) == 8 && a.stride == 2) {
+            const ulonglong2 rec = {to_word, (unsigned long long)vals[2 * k]};
+            ((ulonglong2 *)a.out_words)[p] = rec;
+        } else {
+            a.out_words[p] = to_word;
+            out_vals[p] = vals[k];
+        }
     }
+}
+
+/* Records {words[k], vals[k]} into out[k]: copy 0 made records at load. */
+__global__ void __launch_bounds__(256) interleave(const uint64_t *words, const uint64_t *vals,
+                                                  uint64_t nnz, ulonglong2 *out)
+{
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < nnz; k += stride) {
+        const ulonglong2 rec = {(unsigned long long)words[k], (unsigned long long)vals[k]};
+        out[k] = rec;
+    }
+}
+
+amp_status gpu_remap_interleave(gpu_remap *r, int b, const uint64_t *words, const uint64_t *vals,
+                                int sm_count, amp_error *err)
+{
+    if (r->stride != 2)
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "records of a remap buffer of stride %u",
+                        r->stride);
+    if (r->nnz > 0) {
+        const unsigned grid =
+            (unsigned)std::min<uint64_t>((r->nnz + 255) / 256, 8u * (unsigned)sm_count);
+        interleave<<<grid, 256>>>(words, vals, r->nnz, (ulonglong2 *)r->words[b]);
+        CUDA_TRY(cudaGetLastError(), err);
+    }
+    CUDA_TRY(cudaDeviceSynchronize(), err);
+    return AMP_OK;
 }
 
 amp_status gpu_remap_new(int device, unsigned nmodes, gpu_remap **out, amp_error *err)
@@ -80,6 +118,7 @@ amp_status gpu_remap_new(int device, unsigned nmodes, gpu_remap **out, amp_error
     if (r == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     r->holds[0] = r->holds[1] = -1;
+    r->stride = 1;
     CUDA_TRY_GOTO(cudaSetDevice(device), err, rc, fail);
     CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreateWithFlags(&r->queued, cudaEventDisableTiming), err, rc, fail);
@@ -105,7 +144,8 @@ void gpu_remap_free(gpu_remap *r, unsigned nmodes)
         cudaStreamSynchronize(r->stream);
     for (int b = 0; b < 2; b++) {
         cudaFree(r->words[b]);
-        cudaFree(r->vals[b]);
+        if (r->stride == 1)   /* else inside words[b] */
+            cudaFree(r->vals[b]);
         destroy_event(r->written[b]);
     }
     for (unsigned m = 0; m < nmodes; m++) {
@@ -124,13 +164,15 @@ static int held(const gpu_remap *r, unsigned d)
     return r->holds[0] == (int)d ? 0 : r->holds[1] == (int)d ? 1 : -1;
 }
 
-int gpu_remap_arrays(const gpu_remap *r, unsigned d, const uint64_t **words, const void **vals)
+int gpu_remap_arrays(const gpu_remap *r, unsigned d, const uint64_t **words, const void **vals,
+                     unsigned *stride)
 {
     const int b = held(r, d);
     if (b < 0)
         return 0;
     *words = r->words[b];
     *vals = r->vals[b];
+    *stride = r->stride;
     return 1;
 }
 
@@ -174,6 +216,7 @@ amp_status gpu_remap_ahead(const amp_gpu_tensor *g, unsigned d, cudaStream_t s, 
     x.nnz = r->nnz;
     x.out_words = r->words[to];
     x.out_vals = r->vals[to];
+    x.stride = r->stride;
     x.nmodes = g->nmodes;
     for (unsigned m = 0; m < g->nmodes; m++) {
         x.from_shift[m] = a->shift[m];
@@ -260,15 +303,21 @@ extern "C" amp_status amp_gpu_copy_download(const amp_gpu_tensor *g, unsigned d,
     const gpu_copy *c = &g->copies[d];
     const uint64_t *dw = c->words;
     const void *dv = c->vals;
-    if (g->remap && !gpu_remap_arrays(g->remap, d, &dw, &dv))
+    unsigned stride = 1;
+    if (g->remap && !gpu_remap_arrays(g->remap, d, &dw, &dv, &stride))
         return AMP_FAIL(err, AMP_ERR_USAGE, "mode %u's copy is not in either buffer (they hold "
                         "copies %d and %d, from 0)", d + 1, g->remap->holds[0],
                         g->remap->holds[1]);
     CUDA_TRY(cudaSetDevice(g->device), err);
     if (g->remap)
         CUDA_TRY(cudaStreamSynchronize(g->remap->stream), err);
-    CUDA_TRY(cudaMemcpy(words, dw, (size_t)c->nnz * 8, cudaMemcpyDeviceToHost), err);
-    CUDA_TRY(cudaMemcpy(vals, dv, (size_t)c->nnz * (g->vals_f32 ? 4 : 8),
-                        cudaMemcpyDeviceToHost), err);
+    if (c->nnz == 0)
+        return AMP_OK;
+    const size_t vsize = g->vals_f32 ? 4 : 8;
+    /* Records: every other word is a value; the 2-D copies take them apart. */
+    CUDA_TRY(cudaMemcpy2D(words, 8, dw, 8 * stride, 8, (size_t)c->nnz, cudaMemcpyDeviceToHost),
+             err);
+    CUDA_TRY(cudaMemcpy2D(vals, vsize, dv, vsize * stride, vsize, (size_t)c->nnz,
+                          cudaMemcpyDeviceToHost), err);
     return AMP_OK;
 }
