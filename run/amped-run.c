@@ -43,7 +43,7 @@ enum {
     OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK, OPT_GPUS, OPT_DEVICE_MEMORY,
     OPT_MEMORY, OPT_STREAM_CHUNK, OPT_DEVICES, OPT_PARTITION, OPT_OVERLAP, OPT_HOST_MEMORY,
     OPT_SEND_PARTS, OPT_METHOD, OPT_CONSTRAINT, OPT_L1, OPT_L2, OPT_ADMM_INNER, OPT_ADMM_TOL,
-    OPT_ROWS, OPT_REPORT
+    OPT_ROWS, OPT_REPORT, OPT_REMAP_KERNEL
 };
 
 static const struct option long_options[] = {
@@ -82,6 +82,7 @@ static const struct option long_options[] = {
     {"device-memory", required_argument, NULL, OPT_DEVICE_MEMORY},
     {"host-memory", required_argument, NULL, OPT_HOST_MEMORY},
     {"stream-chunk", required_argument, NULL, OPT_STREAM_CHUNK},
+    {"remap-kernel", no_argument, NULL, OPT_REMAP_KERNEL},
     {"list-devices", no_argument, NULL, OPT_LIST_DEVICES},
     /* threads and reporting: -t, -q, -v, -h, -V */
     AMP_CLI_COMMON_LONG_OPTIONS,
@@ -171,6 +172,9 @@ static void usage(void)
            "                       the system reports available)\n"
            "      --stream-chunk=N nonzeros per host-to-device copy when streaming\n"
            "                       (default: what fits, at most %" PRIu64 ")\n"
+           "      --remap-kernel   two copies remapped: write the next copy with a kernel\n"
+           "                       of its own after each MTTKRP, not inside it (default:\n"
+           "                       inside, where the kernel allows; for comparing)\n"
            "      --list-devices   list the CUDA devices this build can use, run a\n"
            "                       self-test kernel on each, and exit\n"
            "  -t, --threads=N      CPU threads (default: all available)\n"
@@ -544,6 +548,7 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
         rg[k].tensor_plan_bytes = (double)in.tensor_plan_bytes;
         rg[k].remap_from_file = in.remap_from_file;
         rg[k].remaps = in.remaps;
+        rg[k].remaps_fused = in.remaps_fused;
         rg[k].remap_positions_seconds = in.remap_positions_seconds;
         rg[k].remap_seconds = in.remap_seconds;
         for (unsigned m = 0; m < t->nmodes; m++) {
@@ -839,9 +844,10 @@ static void print_summary(const run_args *a, const run_state *s)
         printf("           nccl %.3f (the slowest GPU's time of each phase)\n",
                c->seconds[AMP_PHASE_COMM]);
     if (s->rg && a->report.ngpus == 1 && strcmp(s->rg[0].memory, "remap") == 0)
-        printf("remap:     %u copies written, %.3f s of GPU time on a stream of their own, "
-               "behind each mode's update (an MTTKRP that waited for its copy counts the "
-               "wait)\n", s->rg[0].remaps, s->rg[0].remap_seconds);
+        printf("remap:     %u copies written by the MTTKRPs as they read the one before; %u "
+               "by a remap kernel, %.3f s of GPU time on a stream of its own, behind each "
+               "mode's update (an MTTKRP that waited for its copy counts the wait)\n",
+               s->rg[0].remaps_fused, s->rg[0].remaps, s->rg[0].remap_seconds);
     if (s->dist)
         amp_dist_print(stdout, a->report.processes, a->report.nprocesses, s->t.nmodes);
     /* A GPU a process: no table of this process's GPUs said it above. */
@@ -1170,6 +1176,10 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
     case OPT_OVERLAP:
         a->gpu_only = a->gpu_only ? a->gpu_only : "--overlap";
         a->gpu.overlap = 1;
+        return -1;
+    case OPT_REMAP_KERNEL:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--remap-kernel";
+        a->gpu.remap_kernel = 1;
         return -1;
     case OPT_SEND_PARTS:
         a->gpu_only = a->gpu_only ? a->gpu_only : "--send-parts";

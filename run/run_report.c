@@ -225,7 +225,7 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
                 put_number(&b, g->remap_positions_seconds);
                 put(&b, ", \"kernel_seconds\": ");
                 put_number(&b, g->remap_seconds);
-                put(&b, ", \"kernels\": %u}", g->remaps);
+                put(&b, ", \"kernels\": %u, \"fused\": %u}", g->remaps, g->remaps_fused);
             }
             put(&b, ",\n     \"nnz\": ");
             put_u64_array(&b, g->nnz, t->nmodes);

@@ -26,7 +26,7 @@ typedef struct amp_report_gpu {
     double avail_bytes, resident_bytes, remap_bytes, tensor_bytes, tensor_plan_bytes;
     /* Two copies remapped: modes whose positions came from the file, the
      * seconds they took at load, the remap kernels' GPU time and count. */
-    unsigned remap_from_file, remaps;
+    unsigned remap_from_file, remaps, remaps_fused;
     double remap_positions_seconds, remap_seconds;
     uint64_t nnz[AMP_MAX_MODES], rows[AMP_MAX_MODES];
     double mttkrp[AMP_MAX_MODES], busy[AMP_MAX_MODES], comm[AMP_MAX_MODES], idle[AMP_MAX_MODES];

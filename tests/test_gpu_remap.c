@@ -38,7 +38,7 @@
 #endif
 
 #ifdef AMP_HAVE_CUDA
-#define FILE_CHECKS 7
+#define FILE_CHECKS 9
 
 /* Every mode's positions in 32 bits (freed by the caller); *from_file:
  * the modes read from REMAP sections. */
@@ -125,7 +125,8 @@ static void check_mttkrp(const char *name, const amp_tensor *t, const amp_gpu_te
  * iteration (after the load, copy 0 is the copy made last, so the first
  * iteration makes all N too), timed. */
 static void check_same_run(const char *name, const char *what, const amp_tensor *t,
-                           uint32_t *const *pos, const amp_gpu_tensor *h, amp_cpd_opts o)
+                           uint32_t *const *pos, const amp_gpu_tensor *h, amp_cpd_opts o,
+                           int fuse)
 {
     amp_error err = {0};
     amp_gpu_tensor *g = NULL;
@@ -135,6 +136,8 @@ static void check_same_run(const char *name, const char *what, const amp_tensor 
     unsigned remaps = 0;
     int fails = amp_gpu_tensor_upload_remap(0, t, (const uint32_t *const *)pos, NULL, &g,
                                             &err) != AMP_OK;
+    if (!fails)
+        amp_gpu_remap_set_fuse(g, fuse);
     memset(c, 0, sizeof c);
     memset(log, 0, sizeof log);
     for (int k = 0; k < 2 && !fails; k++) {
@@ -146,12 +149,20 @@ static void check_same_run(const char *name, const char *what, const amp_tensor 
     fails += !fails && amp_gpu_remap_seconds(g, &sec, &remaps, &err) != AMP_OK;
     if (fails)
         diag("%s", amp_error_message(&err));
+    /* Fused wherever the team kernel has a fused variant: f64 values (in
+     * records), an even rank, 2 to 5 modes; else, or with fuse off, every
+     * copy by the remap kernel. */
+    const unsigned all = fails ? 0 : c[0].iters * t->nmodes;
+    const unsigned fused = fails ? 0 : amp_gpu_remap_fused(g);
+    const int can = fuse && t->value_type == AMP_VALUES_F64 && o.rank % 2 == 0 &&
+                    t->nmodes >= 2 && t->nmodes <= 5;
     const double gap = fails ? NAN : fits_gap(&log[0], &log[1], log[0].n);
     ok(!fails && c[0].iters == c[1].iters && log[0].n == c[0].iters && gap <= 1e-12 &&
-           remaps == c[0].iters * t->nmodes && sec > 0,
+           fused == (can ? all : 0) && remaps == all - fused && (remaps == 0 || sec > 0),
        "%s: %s remapped against every copy resident: %u and %u iterations, fits within %.1e "
-       "(last %.12f), %u remaps in %.2e s of GPU time", name, what, c[0].iters, c[1].iters,
-       gap, c[0].fit, remaps, sec);
+       "(last %.12f), %u copies written by the MTTKRPs (%s), %u remaps in %.2e s of GPU "
+       "time", name, what, c[0].iters, c[1].iters, gap, c[0].fit, fused,
+       can ? "all expected" : "none expected", remaps, sec);
     amp_cpd_free(&c[0]);
     amp_cpd_free(&c[1]);
     amp_gpu_tensor_free(g);
@@ -206,9 +217,14 @@ static void check_file(const char *name, const amp_file *f, const amp_tensor *t,
         ok(0, "%s: CP-ALS: the resident upload", name);
         ok(0, "%s: AO-ADMM: the resident upload", name);
     } else {
-        check_same_run(name, "CP-ALS f64", t, pos, h, o);
+        check_same_run(name, "CP-ALS f64", t, pos, h, o, 1);
         check_same_run(name, "AO-ADMM f64", t, pos, h,
-                       constrained_opts(AMP_METHOD_ADMM, t->nmodes, 5, 6, 0));
+                       constrained_opts(AMP_METHOD_ADMM, t->nmodes, 5, 6, 0), 1);
+        /* Rank 8: the fused MTTKRP where the values are f64, and the remap
+         * kernel instead when asked. */
+        o.rank = 8;
+        check_same_run(name, "CP-ALS f64 rank 8", t, pos, h, o, 1);
+        check_same_run(name, "CP-ALS f64 rank 8, remap kernel", t, pos, h, o, 0);
     }
     amp_gpu_tensor_free(h);
     amp_gpu_tensor_free(g);

@@ -1111,6 +1111,8 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     plan_update(g, w, d, first, &u);
     AMP_CHECK(factor_mode(w, &u, err));
     AMP_CHECK(inputs_ready(g, w, &u, err));
+    if (g->remap)   /* the MTTKRP writes the next copy, where it can */
+        gpu_remap_fuse_next(g, d);
     AMP_CHECK(mode_mttkrp(g, w, &u, err));
     if (g->remap)
         AMP_CHECK(gpu_remap_ahead(g, d, w->s, err));

@@ -115,8 +115,15 @@ int amp_gpu_tensor_remapped(const amp_gpu_tensor *g);
  * caller goes on. */
 amp_status amp_gpu_remap_next(const amp_gpu_tensor *g, unsigned d, void *stream,
                               amp_error *err);
-/* GPU time of the remaps so far, and how many (0 and 0 unless two copies
- * remapped); waits for any still running. */
+/* Two copies remapped: whether CP-ALS's MTTKRPs write the next copy
+ * themselves (fused, the default; f64 values and the team kernel only)
+ * or leave it to a remap kernel after them (for comparing the two), and
+ * how many copies they wrote so. */
+void amp_gpu_remap_set_fuse(amp_gpu_tensor *g, int on);
+unsigned amp_gpu_remap_fused(const amp_gpu_tensor *g);
+/* GPU time of the remap kernels so far, and how many (0 and 0 unless two
+ * copies remapped; fused remaps are the MTTKRP's time, not counted here);
+ * waits for any still running. */
 amp_status amp_gpu_remap_seconds(const amp_gpu_tensor *g, double *seconds, unsigned *count,
                                  amp_error *err);
 /* Resident copy d into host arrays (nnz words, nnz values of the tensor's

@@ -108,6 +108,14 @@ struct gpu_remap {
     unsigned stride;
     int holds[2];                    /* the copy in each buffer; -1: none */
     int latest;                      /* the buffer written last */
+    /* Fused (FLYCOO's own design): mode d's MTTKRP writes copy d + 1
+     * itself as it reads copy d, its stores issued while it waits for the
+     * rows it gathers, instead of a remap kernel after it. fuse: allowed
+     * (records only, stride 2); fusing: the mode whose MTTKRP writes the
+     * next copy now (-1: none), into buffer fuse_to, and whether a fused
+     * kernel has been queued for it (launched); fused: how many. */
+    int fuse, fusing, fuse_to, launched;
+    unsigned fused;
     uint32_t *pos[AMP_MAX_MODES];    /* copy d's nonzero k goes to pos[d][k] of copy d + 1 */
     cudaStream_t stream;
     cudaEvent_t queued;              /* the caller's work so far, for the stream to wait on */
@@ -135,6 +143,12 @@ int gpu_remap_arrays(const gpu_remap *r, unsigned d, const uint64_t **words, con
  * (d + 1) mod N written from it on the remap stream, unless a buffer
  * holds that copy already. Copy d must be held. */
 amp_status gpu_remap_ahead(const amp_gpu_tensor *g, unsigned d, cudaStream_t s, amp_error *err);
+/* Before mode d's MTTKRP in CP-ALS: where copy d + 1 is not held and
+ * fusing is allowed, that MTTKRP (amp_gpu_mttkrp_group, mttkrp.cu) will
+ * write it into the other buffer; gpu_remap_ahead after it then only
+ * books it. Where its kernel has no fused variant the MTTKRP says so
+ * (fusing back to -1) and gpu_remap_ahead remaps as without. */
+void gpu_remap_fuse_next(const amp_gpu_tensor *g, unsigned d);
 /* Copy d ready for the work queued on s next: remapped forward from the
  * last copy made as often as it takes (at most N - 1 times), and s made
  * to wait for the remap that wrote it. Every reader of a remapped tensor

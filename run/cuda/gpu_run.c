@@ -659,6 +659,8 @@ static amp_status upload_remap(const amp_gpu_opts *o, const amp_tensor *t, amp_g
         announce(o, "uploading", "B", up.total);
         rc = amp_gpu_tensor_upload_remap(r->dev[0].ordinal, t, (const uint32_t *const *)pos,
                                          &uo, &r->g[0], &e);
+        if (rc == AMP_OK && o->remap_kernel)
+            amp_gpu_remap_set_fuse(r->g[0], 0);
     }
     for (unsigned d = 0; d < t->nmodes; d++)
         amp_huge_free(pos[d], bytes);
@@ -980,6 +982,7 @@ void amp_gpu_run_info(const amp_gpu_run *r, unsigned k, amp_gpu_info *info)
          * next CUDA call of the run reports the device's trouble. */
         if (amp_gpu_remap_seconds(r->g[k], &info->remap_seconds, &info->remaps, &e) != AMP_OK)
             info->remap_seconds = 0, info->remaps = 0;
+        info->remaps_fused = amp_gpu_remap_fused(r->g[k]);
     }
     info->index = r->first + k;
     for (unsigned m = 0; m < r->nmodes; m++) {

@@ -76,6 +76,9 @@ typedef struct amp_gpu_opts {
      * from compressed chunks. 0: what the system reports available. */
     uint64_t host_memory;
     uint64_t stream_chunk;       /* 0: chosen from the memory left */
+    /* Two copies remapped: a remap kernel after each MTTKRP, not the
+     * MTTKRP writing the next copy itself (amp_gpu_remap_set_fuse). */
+    int remap_kernel;
     /* NULL, or the tensor given to amp_gpu_run_open itself: then, on
      * several GPUs, each mode copy's nonzeros are freed once every GPU's
      * part of it is built (amp_partition_tensors), so the host holds the
@@ -217,7 +220,7 @@ typedef struct amp_gpu_info {
      * (load time), and the remap kernels' GPU time so far and count. */
     unsigned remap_from_file;
     double remap_positions_seconds, remap_seconds;
-    unsigned remaps;
+    unsigned remaps, remaps_fused;   /* copies a remap kernel wrote; an MTTKRP wrote */
     unsigned index;                  /* its number among every GPU of the run */
     uint32_t shards[AMP_MAX_MODES];  /* the shards dealt to it, per mode */
     uint64_t nnz[AMP_MAX_MODES], rows[AMP_MAX_MODES];

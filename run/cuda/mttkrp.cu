@@ -41,6 +41,14 @@ struct mttkrp_args {
     /* Nonzero k's word at words[k * stride] and value at vals[k * stride]:
      * 1, or 2 where a remap buffer holds records (remap.cu). */
     unsigned stride;
+    /* Fused remap (remap.cu, gpu_remap.fusing): nonzero k of the launch
+     * also goes to rout[rpos[k]], its word re-encoded from the layout rf
+     * (this copy's, every mode) to rt (the next copy's), its value as it
+     * is; rpos NULL: none. */
+    const uint32_t *rpos;
+    ulonglong2 *rout;
+    uint8_t rf_shift[AMP_MAX_MODES], rf_width[AMP_MAX_MODES];
+    uint8_t rt_shift[AMP_MAX_MODES], rt_width[AMP_MAX_MODES];
     int packed;        /* the value is inside the word: q / 10^decimals */
     /* A second launch into what the first wrote: every row is added
      * atomically, not only a team's first and last (kept off the store
@@ -307,7 +315,8 @@ __device__ __forceinline__ void vatomic(float *p, float4 v)
  * kernel was issue-bound, far from the memory's bandwidth (Nsight Compute:
  * bench/RESULTS.md, "amped-run on one GPU"), so the instructions per
  * nonzero are what this divides. */
-template <typename real, typename vtype, int L, int RPT, int U, int NOC, int MINB>
+template <typename real, typename vtype, int L, int RPT, int U, int NOC, int MINB,
+          bool FUSE = false>
 __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
 {
     typedef typename vec16<real>::type vec;
@@ -346,6 +355,18 @@ __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
                 myblk++;
         uint64_t key = a.block_key[myblk];
         blk = __shfl_sync(tmask, myblk, L - 1, L);
+        if (FUSE && valid) {
+            /* The next copy's record of this nonzero, stored while the
+             * team waits on its gathers (records: vtype is 64-bit). */
+            uint64_t to_key = 0, to_word = 0;
+#pragma unroll
+            for (int m = 0; m <= NOC; m++)
+                amp_blco_put(amp_blco_field(key, w, a.rf_shift[m], a.rf_width[m]), a.rt_shift[m],
+                             a.rt_width[m], &to_key, &to_word);
+            const ulonglong2 rec = {to_word,
+                                    ((const unsigned long long *)a.vals)[k * a.stride]};
+            a.rout[a.rpos[k]] = rec;
+        }
         uint32_t row =
             valid ? (uint32_t)amp_blco_field(key, w, a.out_shift, a.out_width) : 0xffffffffu;
         uint32_t ix[NOC];
@@ -550,7 +571,7 @@ static mttkrp_fn pick_rpl(unsigned R, unsigned nother, int narrow)
 /* U: nonzeros whose rows are loaded together, 2 in f64 and 4 in f32,
  * the faster of the two in each on rd100m (bench/RESULTS.md, "amped-run
  * on one GPU"). */
-template <typename real, typename vtype, int L, int RPT>
+template <typename real, typename vtype, int L, int RPT, bool FUSE = false>
 static mttkrp_fn pick_team_noc(unsigned nother)
 {
     const int U2 = sizeof(real) == 8 || RPT > 1 ? 2 : 4;
@@ -564,33 +585,33 @@ static mttkrp_fn pick_team_noc(unsigned nother)
      * made them spill far more, so they keep 2 blocks. */
     switch (nother) {
     case 1:
-        return mttkrp_teams<real, vtype, L, RPT, 4, 1, MB>;
+        return mttkrp_teams<real, vtype, L, RPT, 4, 1, MB, FUSE>;
     case 2:
-        return mttkrp_teams<real, vtype, L, RPT, U2, 2, MB>;
+        return mttkrp_teams<real, vtype, L, RPT, U2, 2, MB, FUSE>;
     case 3:
-        return mttkrp_teams<real, vtype, L, RPT, 2, 3, 2>;
+        return mttkrp_teams<real, vtype, L, RPT, 2, 3, 2, FUSE>;
     default:
-        return mttkrp_teams<real, vtype, L, RPT, 2, 4, 2>;
+        return mttkrp_teams<real, vtype, L, RPT, 2, 4, 2, FUSE>;
     }
 }
 
-template <typename real, typename vtype, int RPT>
+template <typename real, typename vtype, int RPT, bool FUSE = false>
 static mttkrp_fn pick_team_lanes(unsigned L, unsigned nother)
 {
     switch (L) {
     case 4:
-        return pick_team_noc<real, vtype, 4, RPT>(nother);
+        return pick_team_noc<real, vtype, 4, RPT, FUSE>(nother);
     case 8:
-        return pick_team_noc<real, vtype, 8, RPT>(nother);
+        return pick_team_noc<real, vtype, 8, RPT, FUSE>(nother);
     case 16:
-        return pick_team_noc<real, vtype, 16, RPT>(nother);
+        return pick_team_noc<real, vtype, 16, RPT, FUSE>(nother);
     default:
-        return pick_team_noc<real, vtype, 32, RPT>(nother);
+        return pick_team_noc<real, vtype, 32, RPT, FUSE>(nother);
     }
 }
 
 /* The team kernel when it applies (else NULL); *lanes gets L. */
-template <typename real, typename vtype>
+template <typename real, typename vtype, bool FUSE = false>
 static mttkrp_fn pick_team(unsigned R, unsigned nother, int narrow, unsigned *lanes)
 {
     const unsigned vn = 16 / sizeof(real);
@@ -605,16 +626,22 @@ static mttkrp_fn pick_team(unsigned R, unsigned nother, int narrow, unsigned *la
     while (L * (two ? 2 : 1) < need)
         L *= 2;
     *lanes = L;
-    return two ? pick_team_lanes<real, vtype, 2>(L, nother)
-               : pick_team_lanes<real, vtype, 1>(L, nother);
+    return two ? pick_team_lanes<real, vtype, 2, FUSE>(L, nother)
+               : pick_team_lanes<real, vtype, 1, FUSE>(L, nother);
 }
 
-/* The kernel for this launch; *lanes: the lanes that share one nonzero. */
+/* The kernel for this launch; *lanes: the lanes that share one nonzero.
+ * fuse: the team kernel that also writes the next copy (f64 values, in
+ * records), or NULL where it does not apply. */
 static mttkrp_fn pick_kernel(int f32, int vals_f32, unsigned R, unsigned nother, int narrow,
-                             unsigned *lanes)
+                             int fuse, unsigned *lanes)
 {
     mttkrp_fn fn;
     *lanes = 32;
+    if (fuse)
+        return vals_f32 ? NULL
+               : f32    ? pick_team<float, double, true>(R, nother, narrow, lanes)
+                        : pick_team<double, double, true>(R, nother, narrow, lanes);
     if (f32) {
         fn = vals_f32 ? pick_team<float, float>(R, nother, narrow, lanes)
                       : pick_team<float, double>(R, nother, narrow, lanes);
@@ -736,6 +763,8 @@ static amp_status run_range(const amp_gpu_tensor *g, const gpu_copy *c, mttkrp_a
             return AMP_FAIL(err, AMP_ERR_INTERNAL, "mode %u's copy is in neither remap buffer",
                             (unsigned)(c - g->copies) + 1);
         a.stride = stride;
+        if (a.rpos)
+            a.rpos += begin;
         a.words = words + begin * stride;
         a.vals = vals ? (const char *)vals + begin * vsize * stride : NULL;
         a.offset = begin;
@@ -812,7 +841,30 @@ static amp_status setup(const amp_gpu_tensor *g, unsigned d, void *const *A, uns
         a->width[a->nother] = c->width[m];
         a->F[a->nother++] = A[m];
     }
-    *fn = pick_kernel(f32, g->vals_f32, R, a->nother, g->narrow_rows, lanes);
+    /* CP-ALS asked this MTTKRP to write the next copy (gpu_remap_fuse_next):
+     * the fused kernel where there is one, else gpu_remap_ahead remaps
+     * after it as without. */
+    gpu_remap *r = g->remap;
+    *fn = NULL;
+    if (r && r->fusing == (int)d) {
+        *fn = pick_kernel(f32, g->vals_f32, R, a->nother, g->narrow_rows, 1, lanes);
+        if (*fn == NULL) {
+            r->fusing = -1;
+        } else {
+            const gpu_copy *n = &g->copies[(d + 1) % g->nmodes];
+            r->launched = 1;
+            a->rpos = r->pos[d];
+            a->rout = (ulonglong2 *)r->words[r->fuse_to];
+            for (unsigned m = 0; m < g->nmodes; m++) {
+                a->rf_shift[m] = (uint8_t)c->shift[m];
+                a->rf_width[m] = (uint8_t)c->width[m];
+                a->rt_shift[m] = (uint8_t)n->shift[m];
+                a->rt_width[m] = (uint8_t)n->width[m];
+            }
+        }
+    }
+    if (*fn == NULL)
+        *fn = pick_kernel(f32, g->vals_f32, R, a->nother, g->narrow_rows, 0, lanes);
     *per_sm = 0;
     CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, *fn, 256, 0), err);
     return AMP_OK;

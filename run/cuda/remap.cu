@@ -119,6 +119,8 @@ amp_status gpu_remap_new(int device, unsigned nmodes, gpu_remap **out, amp_error
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     r->holds[0] = r->holds[1] = -1;
     r->stride = 1;
+    r->fuse = 1;
+    r->fusing = -1;
     CUDA_TRY_GOTO(cudaSetDevice(device), err, rc, fail);
     CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking), err, rc, fail);
     CUDA_TRY_GOTO(cudaEventCreateWithFlags(&r->queued, cudaEventDisableTiming), err, rc, fail);
@@ -192,11 +194,37 @@ static amp_status settle(gpu_remap *r, unsigned d, amp_error *err)
     return AMP_OK;
 }
 
+void gpu_remap_fuse_next(const amp_gpu_tensor *g, unsigned d)
+{
+    gpu_remap *r = g->remap;
+    const unsigned next = (d + 1) % g->nmodes;
+    const int from = held(r, d);
+    r->fusing = -1;
+    r->launched = 0;
+    if (r->fuse && r->stride == 2 && from >= 0 && held(r, next) < 0 && next != d) {
+        r->fusing = (int)d;
+        r->fuse_to = 1 - from;
+    }
+}
+
 amp_status gpu_remap_ahead(const amp_gpu_tensor *g, unsigned d, cudaStream_t s, amp_error *err)
 {
     gpu_remap *r = g->remap;
     const unsigned next = (d + 1) % g->nmodes;
     const int from = held(r, d);
+    if (r->fusing == (int)d && !r->launched)   /* asked, but no MTTKRP wrote it */
+        r->fusing = -1;
+    if (r->fusing == (int)d) {
+        /* The MTTKRP queued on s wrote copy next into fuse_to: booked. */
+        const int to = r->fuse_to;
+        r->fusing = -1;
+        r->launched = 0;
+        CUDA_TRY(cudaEventRecord(r->written[to], s), err);
+        r->holds[to] = (int)next;
+        r->latest = to;
+        r->fused++;
+        return AMP_OK;
+    }
     if (held(r, next) >= 0)
         return AMP_OK;
     if (from < 0)
@@ -278,6 +306,17 @@ extern "C" amp_status amp_gpu_remap_next(const amp_gpu_tensor *g, unsigned d, vo
                         g->remap ? "has fewer modes" : "holds every copy, not two remapped");
     CUDA_TRY(cudaSetDevice(g->device), err);
     return gpu_remap_ahead(g, d, (cudaStream_t)stream, err);
+}
+
+extern "C" void amp_gpu_remap_set_fuse(amp_gpu_tensor *g, int on)
+{
+    if (g->remap)
+        g->remap->fuse = on != 0;
+}
+
+extern "C" unsigned amp_gpu_remap_fused(const amp_gpu_tensor *g)
+{
+    return g->remap ? g->remap->fused : 0;
 }
 
 extern "C" amp_status amp_gpu_remap_seconds(const amp_gpu_tensor *g, double *seconds,
