@@ -191,10 +191,11 @@ static inline void each_remap_file(const amp_coo *x, const char *name, uint32_t 
 /* The remap tests' random tensors, each with and without REMAP sections
  * (each_remap_file; fn runs `checks` tests a file): 3 to 6 modes, skewed
  * and not, in small shards and chunks (rows cross chunks, keyed copies
- * get many blocks); the 6 fields of up to 13 bits (their nonempty
- * indices) of one make keyed copies, over 64 index bits, and it is
- * written again with f32 values. REMAP_RANDOM_FILES files in all. */
-#define REMAP_RANDOM_FILES 14
+ * get many blocks); the 5 and 6 fields of up to 13 bits (their
+ * nonempty indices) of two make keyed copies, over 64 index bits, and the
+ * 6-mode one is written again with f32 values. REMAP_RANDOM_FILES files
+ * in all. */
+#define REMAP_RANDOM_FILES 16
 static inline void each_remap_random(int checks, remap_file_fn fn)
 {
     static const shape shapes[] = {
@@ -202,6 +203,9 @@ static inline void each_remap_random(int checks, remap_file_fn fn)
         {"3 modes, skewed", 3, {2000, 500, 40}, 8000, 1},
         {"4 modes", 4, {60, 50, 40, 30}, 6000, 0},
         {"5 modes, skewed", 5, {500, 400, 300, 200, 100}, 7000, 1},
+        /* 5 x 13 bits of compact indices: keyed, and within the fused
+         * MTTKRP's modes (test_gpu_remap). */
+        {"5 modes, keyed", 5, {1000000, 1000000, 1000000, 1000000, 1000000}, 5000, 0},
         {"6 modes, keyed", 6, {1000000, 1000000, 1000000, 1000000, 1000000, 1000000}, 5000,
          0},
         {"6 modes, skewed", 6, {90, 80, 70, 60, 50, 40}, 9000, 1},
@@ -211,7 +215,7 @@ static inline void each_remap_random(int checks, remap_file_fn fn)
         random_tensor(&shapes[i], 300 + i, &x);
         coo_unique(&x, shapes[i].name);
         each_remap_file(&x, shapes[i].name, 5, 97, 0, checks, fn);
-        if (i == 4)
+        if (i == 5)   /* the 6-mode keyed one, f32 values too */
             each_remap_file(&x, shapes[i].name, 7, 500, 1, checks, fn);
         amp_coo_free(&x);
     }

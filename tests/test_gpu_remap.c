@@ -2,8 +2,8 @@
  * the copies the file holds, the f64 reference MTTKRP and the run with
  * every copy resident; skipped without CUDA or a device.
  *
- * On random 3- to 6-mode tensors (a keyed 6-mode one, in f64 and f32
- * values) and $AMP_TEST_DATA, each written with and without REMAP
+ * On random 3- to 6-mode tensors (keyed 5- and 6-mode ones, the 6-mode
+ * one in f64 and f32 values) and $AMP_TEST_DATA, each written with and without REMAP
  * sections, per file:
  *   - copy 0 uploaded with every mode's positions; after the load's own
  *     round of remaps (check_resident), copy 0 as the device holds it
@@ -15,12 +15,16 @@
  *     remapping as far as it needs: modes in order, then backwards)
  *     against the reference: f64 within 1e-12, f32 within 1e-4 (the
  *     kernels' own tolerances, test_gpu);
- *   - CP-ALS (f64, rank 5, tol 1e-6, at most 25 iterations) and AO-ADMM
- *     (f64, 6 iterations) on a fresh upload, from the same start as a run
- *     with every copy resident: every fit within 1e-12, the same
- *     iterations (the copies are the same bits and the kernels the same;
- *     only the order of the atomic adds between warps differs, as between
- *     two resident runs), and N remaps an iteration.
+ *   - CP-ALS (f64, rank 5, tol 1e-6, at most 25 iterations), AO-ADMM
+ *     (f64, 6 iterations) and CP-ALS at rank 8, with the MTTKRP writing
+ *     the next copy itself (fused) and with the remap kernel, each on a
+ *     fresh upload, from the same start as a run with every copy
+ *     resident: every fit within 1e-12, the same iterations (the copies
+ *     are the same bits and the kernels the same; only the order of the
+ *     atomic adds between warps differs, as between two resident runs),
+ *     and N copies made an iteration (none with 2 modes, whose two
+ *     buffers hold both), all of them fused where the fused kernel
+ *     applies (f64 values, 3 to 5 modes, rank 8), else by the kernel.
  * Then amp_gpu_run_open: --memory remap held as planned (the tensor's
  * device bytes equal to the plan's), the positions' phase announced and
  * the upload reported to its end, the fits of every copy resident; --memory auto choosing two copies remapped
@@ -120,10 +124,11 @@ static void check_mttkrp(const char *name, const amp_tensor *t, const amp_gpu_te
     free(M);
 }
 
-/* o from seed 3 on t remapped afresh (positions pos) and on the resident
- * h: every fit within 1e-12, the same iterations, and N remaps an
- * iteration (after the load, copy 0 is the copy made last, so the first
- * iteration makes all N too), timed. */
+/* o from seed 3 on t remapped afresh (positions pos; fuse: the MTTKRPs
+ * may write the next copy themselves) and on the resident h: every fit
+ * within 1e-12, the same iterations, and N copies made an iteration
+ * (after the load, copy 0 is the copy made last, so the first iteration
+ * makes all N too), fused or by the remap kernel (timed) as expected. */
 static void check_same_run(const char *name, const char *what, const amp_tensor *t,
                            uint32_t *const *pos, const amp_gpu_tensor *h, amp_cpd_opts o,
                            int fuse)
@@ -150,12 +155,13 @@ static void check_same_run(const char *name, const char *what, const amp_tensor 
     if (fails)
         diag("%s", amp_error_message(&err));
     /* Fused wherever the team kernel has a fused variant: f64 values (in
-     * records), an even rank, 2 to 5 modes; else, or with fuse off, every
-     * copy by the remap kernel. */
-    const unsigned all = fails ? 0 : c[0].iters * t->nmodes;
+     * records), 3 to 5 modes, a rank it takes (even, f64 factors); else,
+     * or with fuse off, every copy by the remap kernel. Two modes: both
+     * copies stay in the two buffers, and none is made. */
+    const unsigned all = fails || t->nmodes < 3 ? 0 : c[0].iters * t->nmodes;
     const unsigned fused = fails ? 0 : amp_gpu_remap_fused(g);
     const int can = fuse && t->value_type == AMP_VALUES_F64 && o.rank % 2 == 0 &&
-                    t->nmodes >= 2 && t->nmodes <= 5;
+                    o.rank <= 128 && t->nmodes >= 3 && t->nmodes <= 5;
     const double gap = fails ? NAN : fits_gap(&log[0], &log[1], log[0].n);
     ok(!fails && c[0].iters == c[1].iters && log[0].n == c[0].iters && gap <= 1e-12 &&
            fused == (can ? all : 0) && remaps == all - fused && (remaps == 0 || sec > 0),
@@ -216,6 +222,8 @@ static void check_file(const char *name, const amp_file *f, const amp_tensor *t,
         diag("%s", amp_error_message(&err));
         ok(0, "%s: CP-ALS: the resident upload", name);
         ok(0, "%s: AO-ADMM: the resident upload", name);
+        ok(0, "%s: CP-ALS rank 8: the resident upload", name);
+        ok(0, "%s: CP-ALS rank 8, remap kernel: the resident upload", name);
     } else {
         check_same_run(name, "CP-ALS f64", t, pos, h, o, 1);
         check_same_run(name, "AO-ADMM f64", t, pos, h,

@@ -1113,7 +1113,12 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     AMP_CHECK(inputs_ready(g, w, &u, err));
     if (g->remap)   /* the MTTKRP writes the next copy, where it can */
         gpu_remap_fuse_next(g, d);
-    AMP_CHECK(mode_mttkrp(g, w, &u, err));
+    amp_status rc = mode_mttkrp(g, w, &u, err);
+    if (rc != AMP_OK) {
+        if (g->remap)
+            gpu_remap_fuse_abort(g);
+        return rc;
+    }
     if (g->remap)
         AMP_CHECK(gpu_remap_ahead(g, d, w->s, err));
     if (w->method != AMP_METHOD_ALS)

@@ -149,6 +149,9 @@ amp_status gpu_remap_ahead(const amp_gpu_tensor *g, unsigned d, cudaStream_t s, 
  * books it. Where its kernel has no fused variant the MTTKRP says so
  * (fusing back to -1) and gpu_remap_ahead remaps as without. */
 void gpu_remap_fuse_next(const amp_gpu_tensor *g, unsigned d);
+/* The MTTKRP asked to write the next copy failed: its buffer holds no
+ * copy, and nothing is being fused. */
+void gpu_remap_fuse_abort(const amp_gpu_tensor *g);
 /* Copy d ready for the work queued on s next: remapped forward from the
  * last copy made as often as it takes (at most N - 1 times), and s made
  * to wait for the remap that wrote it. Every reader of a remapped tensor

@@ -27,9 +27,10 @@
  *
  * Variants: the value's width (4 or 8 bytes, copied as bits). The MTTKRP
  * kernels are not changed: the remap is a kernel of its own on a stream
- * of its own, overlapping the mode's solve, normalization and Gram. A
- * variant fused into the MTTKRP (one read of copy d instead of two) is
- * for after this one is measured. */
+ * of its own, overlapping the mode's solve, normalization and Gram; or,
+ * with f64 values, fused into the MTTKRP instead (mttkrp.cu's team
+ * kernel, gpu_remap_fuse_next), whose stores go out while it waits for
+ * the rows it gathers, and copy d is read once, not twice. */
 #include <config.h>
 
 #include <cuda_runtime.h>
@@ -207,6 +208,15 @@ void gpu_remap_fuse_next(const amp_gpu_tensor *g, unsigned d)
     }
 }
 
+void gpu_remap_fuse_abort(const amp_gpu_tensor *g)
+{
+    gpu_remap *r = g->remap;
+    if (r->fusing >= 0 && r->launched)   /* fuse_to was being written: it holds no copy */
+        r->holds[r->fuse_to] = -1;
+    r->fusing = -1;
+    r->launched = 0;
+}
+
 amp_status gpu_remap_ahead(const amp_gpu_tensor *g, unsigned d, cudaStream_t s, amp_error *err)
 {
     gpu_remap *r = g->remap;
@@ -253,9 +263,12 @@ amp_status gpu_remap_ahead(const amp_gpu_tensor *g, unsigned d, cudaStream_t s, 
         x.to_width[m] = b->width[m];
     }
     /* Buffer `to` was last read by work on s (the MTTKRP before), and
-     * copy d is still being read there: the remap starts after both. */
+     * copy d is still being read there: the remap starts after both, and
+     * after copy d was written, on whichever stream that was (a fused
+     * MTTKRP's, maybe not s). */
     CUDA_TRY(cudaEventRecord(r->queued, s), err);
     CUDA_TRY(cudaStreamWaitEvent(r->stream, r->queued, 0), err);
+    CUDA_TRY(cudaStreamWaitEvent(r->stream, r->written[from], 0), err);
     AMP_CHECK(settle(r, d, err));
     CUDA_TRY(cudaEventRecord(r->t0[d], r->stream), err);
     if (r->nnz > 0) {
@@ -348,8 +361,10 @@ extern "C" amp_status amp_gpu_copy_download(const amp_gpu_tensor *g, unsigned d,
                         "copies %d and %d, from 0)", d + 1, g->remap->holds[0],
                         g->remap->holds[1]);
     CUDA_TRY(cudaSetDevice(g->device), err);
-    if (g->remap)
+    if (g->remap) {   /* whichever stream wrote it: a remap's, or a fused MTTKRP's */
         CUDA_TRY(cudaStreamSynchronize(g->remap->stream), err);
+        CUDA_TRY(cudaEventSynchronize(g->remap->written[held(g->remap, d)]), err);
+    }
     if (c->nnz == 0)
         return AMP_OK;
     const size_t vsize = g->vals_f32 ? 4 : 8;
