@@ -281,7 +281,8 @@ if [ "${AMP_REMAP_5MODE:-0}" = 1 ]; then
     a5="$data/gen5-f64.amp"
     [ -f "$t5" ] || "$build/bench/amped-gen" -o "$t5" --nnz 200000000 \
         --dims 4000000,2000000,1000000,200000,5000 --seed 5
-    [ -f "$a5" ] || "$prep" -q --values f64 -o "$a5" "$t5"
+    # With REMAP sections: auto remaps only a file that holds the positions.
+    [ -f "$a5" ] || "$prep" -q --values f64 --remap-streams -o "$a5" "$t5"
     "$run" --gpus 1 -q --memory resident -r "$rank" --iters "$iters" --tol 0 \
         --json "$data/gpu-5m-resident.json" "$a5"
     cap=$(json "$data/gpu-5m-resident.json" \

@@ -434,10 +434,13 @@ static void print_memory_plan(const amp_gpu_info *in)
     amp_format_bytes(ab, sizeof ab, in->sizes.avail);
     amp_format_bytes(rb, sizeof rb, in->sizes.resident);
     amp_format_bytes(mb, sizeof mb, in->sizes.remap);
-    printf("memory:    --memory %s: every copy resident needs %s, two copies remapped %s, "
+    printf("memory:    --memory %s: every copy resident needs %s, two copies remapped %s%s, "
            "GPU %d offers %s: %s\n", amp_memory_name(in->asked), rb,
-           in->sizes.remap ? mb : "(not possible here)", in->device, ab,
-           amp_memory_name(in->memory));
+           in->sizes.remap ? mb : "(not possible here)",
+           in->sizes.remap && !in->sizes.remap_in_file
+               ? " (not for auto: the file has no REMAP sections, amped-prep --remap-streams)"
+               : "",
+           in->device, ab, amp_memory_name(in->memory));
 }
 
 /* The backend line, and one line per GPU when there are several. */
@@ -544,6 +547,7 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
         rg[k].avail_bytes = (double)in.sizes.avail;
         rg[k].resident_bytes = (double)in.sizes.resident;
         rg[k].remap_bytes = (double)in.sizes.remap;
+        rg[k].remap_in_file = in.sizes.remap_in_file;
         rg[k].tensor_bytes = (double)in.tensor_bytes;
         rg[k].tensor_plan_bytes = (double)in.tensor_plan_bytes;
         rg[k].remap_from_file = in.remap_from_file;

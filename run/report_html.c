@@ -32,15 +32,17 @@ static void row_dims(amp_strbuf *b, const char *key, const uint64_t *v, unsigned
 /* One GPU: how it held the tensor, and the sizes the plan compared. */
 static void row_memory(amp_strbuf *b, const amp_report_gpu *g)
 {
-    char s[320], tb[32], pb[32], rb[32], mb[32], ab[32];
+    char s[400], tb[32], pb[32], rb[32], mb[32], ab[32];
     amp_format_bytes(tb, sizeof tb, (uint64_t)g->tensor_bytes);
     amp_format_bytes(pb, sizeof pb, (uint64_t)g->tensor_plan_bytes);
     amp_format_bytes(rb, sizeof rb, (uint64_t)g->resident_bytes);
     amp_format_bytes(mb, sizeof mb, (uint64_t)g->remap_bytes);
     amp_format_bytes(ab, sizeof ab, (uint64_t)g->avail_bytes);
     snprintf(s, sizeof s, "%s (--memory %s): tensor %s on the device, %s planned; every copy "
-             "resident needs %s, two copies remapped %s, %s offered", g->memory, g->asked, tb,
-             pb, rb, g->remap_bytes > 0 ? mb : "(not possible)", ab);
+             "resident needs %s, two copies remapped %s%s, %s offered", g->memory, g->asked, tb,
+             pb, rb, g->remap_bytes > 0 ? mb : "(not possible)",
+             g->remap_bytes > 0 && !g->remap_in_file ? " (the file has no REMAP sections)" : "",
+             ab);
     row_text(b, "memory", s);
 }
 

@@ -215,7 +215,8 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
                 put_number(&b, g->remap_bytes);
             else
                 put(&b, "null");
-            put(&b, ", \"tensor_planned\": ");
+            put(&b, ", \"remap_in_file\": %s, \"tensor_planned\": ",
+                g->remap_in_file ? "true" : "false");
             put_number(&b, g->tensor_plan_bytes);
             put(&b, "}, \"tensor_bytes\": ");
             put_number(&b, g->tensor_bytes);

@@ -20,10 +20,12 @@ typedef struct amp_report_gpu {
     int streamed, compressed;
     double memory_bytes;
     /* How it held its part and what was asked (--memory's words), the
-     * sizes the plan compared (remap_bytes 0: not possible there), and
-     * the tensor's device bytes as they came and as planned. */
+     * sizes the plan compared (remap_bytes 0: not possible there), whether
+     * the file holds every mode's remap positions (auto remaps only then),
+     * and the tensor's device bytes as they came and as planned. */
     const char *memory, *asked;
     double avail_bytes, resident_bytes, remap_bytes, tensor_bytes, tensor_plan_bytes;
+    int remap_in_file;
     /* Two copies remapped: modes whose positions came from the file, the
      * seconds they took at load, the remap kernels' GPU time and count. */
     unsigned remap_from_file, remaps, remaps_fused;

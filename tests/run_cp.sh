@@ -293,6 +293,29 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
     done
     check_contains "no REMAP sections: positions computed" "$T/sample-m.json" '"positions_from_file": 0'
     check_contains "REMAP sections: positions read, every mode" "$T/sample-remap-m.json" '"positions_from_file": 3'
+    # auto with room for two copies remapped but not for every copy (f64
+    # values: at 3 modes two remapped take 44 bytes a nonzero, every copy
+    # 48): it remaps only a file that holds the positions, else streams.
+    run "$AMPED_PREP" -q --values f64 -o "$T/s64.amp" "$SAMPLE"
+    run "$AMPED_PREP" -q --values f64 --remap-streams -o "$T/s64r.amp" "$SAMPLE"
+    run "$AMPED_RUN" --gpus 1 --memory remap -r 4 --iters 1 --json "$T/s64-plan.json" "$T/s64r.amp"
+    res=$(sed -n 's/.*"plan": {[^}]*"resident": \([0-9]*\).*/\1/p' "$T/s64-plan.json")
+    rem=$(sed -n 's/.*"plan": {[^}]*"remap": \([0-9]*\).*/\1/p' "$T/s64-plan.json")
+    if [ -n "$res" ] && [ -n "$rem" ] && [ "$rem" -lt "$res" ]; then
+        cap=$(( (res + rem) / 2 ))
+        for f in s64 s64r; do
+            run "$AMPED_RUN" --gpus 1 --device-memory "$cap" -r 4 --iters 2 --json "$T/$f-auto.json" "$T/$f.amp"
+            check_status "auto in $cap bytes (two remapped $rem, every copy $res) on $f.amp: exit 0" 0
+        done
+        check_contains "... with REMAP sections: two copies remapped" "$T/s64r-auto.json" '"memory": "remap"'
+        check_contains "... without: streamed" "$T/s64-auto.json" '"memory": "stream"'
+        check_contains "... and the report says why" "$RUN_OUT" "(not for auto: the file has no REMAP sections"
+        check_contains "... as the JSON does" "$T/s64-auto.json" '"remap_in_file": false'
+    else
+        for k in 1 2 3 4 5 6; do
+            fail "auto between two remapped and every copy: no plan sizes in $T/s64-plan.json ($res, $rem)"
+        done
+    fi
     run "$AMPED_RUN" --gpus 1 --memory remap --check -r 32 "$T/sample.amp"
     check_status "--memory remap --check: the remapped copies' MTTKRP matches the reference" 0
     run "$AMPED_RUN" --gpus 1 --memory remap --mttkrp-only --iters 3 -r 16 "$T/sample.amp"

@@ -57,30 +57,35 @@ static void choices(void)
         int want;
         const char *why;
     } cases[] = {
-        {AMP_MEMORY_AUTO, {100, 90, 80}, AMP_MEMORY_RESIDENT,
+        {AMP_MEMORY_AUTO, {100, 90, 80, 1}, AMP_MEMORY_RESIDENT,
          "every copy fits: resident, though two remapped are smaller"},
-        {AMP_MEMORY_AUTO, {100, 100, 80}, AMP_MEMORY_RESIDENT,
+        {AMP_MEMORY_AUTO, {100, 100, 80, 1}, AMP_MEMORY_RESIDENT,
          "every copy fits exactly: resident"},
-        {AMP_MEMORY_AUTO, {100, 101, 80}, AMP_MEMORY_REMAP,
+        {AMP_MEMORY_AUTO, {100, 101, 80, 1}, AMP_MEMORY_REMAP,
          "every copy does not fit, two remapped do: remap"},
-        {AMP_MEMORY_AUTO, {100, 150, 100}, AMP_MEMORY_REMAP, "two remapped fit exactly: remap"},
-        {AMP_MEMORY_AUTO, {100, 150, 101}, AMP_MEMORY_STREAM, "neither fits: stream"},
-        {AMP_MEMORY_AUTO, {100, 150, 0}, AMP_MEMORY_STREAM,
+        {AMP_MEMORY_AUTO, {100, 150, 100, 1}, AMP_MEMORY_REMAP, "two remapped fit exactly: remap"},
+        {AMP_MEMORY_AUTO, {100, 101, 80, 0}, AMP_MEMORY_STREAM,
+         "two remapped fit, but the file holds no positions: stream (computing them costs more)"},
+        {AMP_MEMORY_REMAP, {100, 101, 80, 0}, AMP_MEMORY_REMAP,
+         "remap asked for, no positions in the file: remap (computed at load)"},
+        {AMP_MEMORY_AUTO, {100, 150, 101, 1}, AMP_MEMORY_STREAM, "neither fits: stream"},
+        {AMP_MEMORY_AUTO, {100, 150, 0, 1}, AMP_MEMORY_STREAM,
          "no remap possible (several GPUs, 2^32 nonzeros): stream"},
-        {AMP_MEMORY_AUTO, {0, 1, 1}, AMP_MEMORY_STREAM, "nothing offered: stream (the plan fails)"},
-        {AMP_MEMORY_REMAP, {100, 50, 200}, AMP_MEMORY_REMAP,
+        {AMP_MEMORY_AUTO, {0, 1, 1, 1}, AMP_MEMORY_STREAM, "nothing offered: stream (the plan fails)"},
+        {AMP_MEMORY_REMAP, {100, 50, 200, 1}, AMP_MEMORY_REMAP,
          "remap asked for: remap, fitting or not (the plan says)"},
-        {AMP_MEMORY_RESIDENT, {100, 150, 80}, AMP_MEMORY_RESIDENT,
+        {AMP_MEMORY_RESIDENT, {100, 150, 80, 1}, AMP_MEMORY_RESIDENT,
          "resident asked for: resident, fitting or not"},
-        {AMP_MEMORY_STREAM, {100, 50, 40}, AMP_MEMORY_STREAM, "stream asked for: stream"},
-        {AMP_MEMORY_COMPRESSED, {100, 50, 40}, AMP_MEMORY_COMPRESSED,
+        {AMP_MEMORY_STREAM, {100, 50, 40, 1}, AMP_MEMORY_STREAM, "stream asked for: stream"},
+        {AMP_MEMORY_COMPRESSED, {100, 50, 40, 1}, AMP_MEMORY_COMPRESSED,
          "compressed asked for: compressed"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int got = amp_memory_choose(cases[i].asked, &cases[i].s);
         is_int(got, cases[i].want, "--memory %s, %" PRIu64 " offered, %" PRIu64 " resident, %"
-               PRIu64 " remapped: %s", amp_memory_name(cases[i].asked), cases[i].s.avail,
-               cases[i].s.resident, cases[i].s.remap, cases[i].why);
+               PRIu64 " remapped, positions %sin the file: %s", amp_memory_name(cases[i].asked),
+               cases[i].s.avail, cases[i].s.resident, cases[i].s.remap,
+               cases[i].s.remap_in_file ? "" : "not ", cases[i].why);
     }
     /* The bench's 5-mode case (bench/bench-gpu.sh): 200 M f64 nonzeros,
      * 14 GB offered with 1 GB of factors and scratch: every copy (16 GB)
@@ -88,7 +93,7 @@ static void choices(void)
     const uint64_t nnz = 200000000, other = UINT64_C(1) << 30;
     amp_memory_sizes s = {UINT64_C(14) << 30,
                           amp_memory_tensor_bytes(AMP_MEMORY_RESIDENT, 5, nnz, 8) + other,
-                          amp_memory_tensor_bytes(AMP_MEMORY_REMAP, 5, nnz, 8) + other};
+                          amp_memory_tensor_bytes(AMP_MEMORY_REMAP, 5, nnz, 8) + other, 1};
     is_int(amp_memory_choose(AMP_MEMORY_AUTO, &s), AMP_MEMORY_REMAP,
            "5 modes, 200 M f64 nonzeros in 14 GiB: remap (%.1f GB resident, %.1f remapped)",
            s.resident / 1e9, s.remap / 1e9);
@@ -96,7 +101,7 @@ static void choices(void)
 
 int main(void)
 {
-    plan(8 + 3 + 11 + 1 + 5);
+    plan(8 + 3 + 13 + 1 + 5);
     bytes_per_nonzero();
     choices();
     static const char *const names[] = {"auto", "resident", "stream", "compressed", "remap"};

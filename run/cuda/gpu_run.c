@@ -258,9 +258,13 @@ static const char *no_remap(const amp_gpu_run *r, const amp_tensor *part)
 
 /* The run's device bytes for part: with every copy resident, and with two
  * remapped where that is possible (else 0). */
-static amp_memory_sizes sizes_of(const amp_gpu_run *r, const amp_tensor *part, size_t avail)
+static amp_memory_sizes sizes_of(const amp_gpu_opts *o, const amp_gpu_run *r,
+                                 const amp_tensor *part, size_t avail)
 {
-    amp_memory_sizes s = {avail, amp_gpu_als_bytes(part, r->rank, r->f32, r->method, 0), 0};
+    amp_memory_sizes s = {avail, amp_gpu_als_bytes(part, r->rank, r->f32, r->method, 0), 0, 0};
+    s.remap_in_file = o->file != NULL;
+    for (unsigned d = 0; d < part->nmodes && s.remap_in_file; d++)
+        s.remap_in_file = amp_remap_in_file(o->file, d);
     const size_t vsize = amp_value_size(part->value_type);
     /* One GPU's whole tensor: every copy part->nnz long, so the copies in
      * amp_gpu_als_bytes are amp_memory_tensor_bytes' to the byte. */
@@ -280,7 +284,7 @@ static amp_status plan(const amp_gpu_opts *o, const amp_gpu_run *r, const amp_te
                        int *memory_out, amp_memory_sizes *sizes_out, amp_error *err)
 {
     size_t avail = device_budget(o, d);
-    const amp_memory_sizes sizes = sizes_of(r, part, avail);
+    const amp_memory_sizes sizes = sizes_of(o, r, part, avail);
     const int memory = amp_memory_choose(o->memory, &sizes);
     size_t need = sizes.resident;
     uint64_t chunk = 0, max_nnz = 1;

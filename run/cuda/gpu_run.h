@@ -45,11 +45,14 @@ uint64_t amp_memory_tensor_bytes(int memory, unsigned nmodes, uint64_t nnz, size
  * not possible for this part: several GPUs, or 2^32 nonzeros or more). */
 typedef struct amp_memory_sizes {
     uint64_t avail, resident, remap;
+    int remap_in_file;   /* every mode's remap positions are in the file */
 } amp_memory_sizes;
 
 /* How a GPU holds its part when `asked` (AMP_MEMORY_*) was asked for:
  * auto takes every copy resident where that fits, else two copies
- * remapped where that fits, else streaming (whether even that fits, and
+ * remapped where that fits and the file holds every mode's remap
+ * positions (computing them at load costs more than remapping saves over
+ * streaming: bench/RESULTS.md, "Remap positions"), else streaming (whether even that fits, and
  * whether from compressed chunks, the plan says next); any other stays as
  * asked. */
 int amp_memory_choose(int asked, const amp_memory_sizes *s);

@@ -29,7 +29,7 @@ int amp_memory_choose(int asked, const amp_memory_sizes *s)
         return asked;
     if (s->resident <= s->avail)
         return AMP_MEMORY_RESIDENT;
-    if (s->remap > 0 && s->remap <= s->avail)
+    if (s->remap > 0 && s->remap <= s->avail && s->remap_in_file)
         return AMP_MEMORY_REMAP;
     return AMP_MEMORY_STREAM;
 }
