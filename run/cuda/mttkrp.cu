@@ -66,24 +66,6 @@ struct mttkrp_args {
     void *M;
 };
 
-/* A nonzero's word or value: read once, so, built with
- * -DAMP_MTTKRP_STREAM_LOADS (make NVCCFLAGS=...), marked evict-first to
- * leave L2 to the gathered factor rows. A model of L2 puts the saving at
- * about a tenth of the DRAM bytes read on rd100m (bench/l2-model,
- * bench/RESULTS.md); a build for measuring it, not yet measured. */
-template <typename T> __device__ __forceinline__ T load_once(const T *p)
-{
-#ifdef AMP_MTTKRP_STREAM_LOADS
-    return __ldcs(p);
-#else
-    return *p;
-#endif
-}
-__device__ __forceinline__ uint64_t load_once(const uint64_t *p)
-{
-    return (uint64_t)load_once((const unsigned long long *)p);
-}
-
 /* Nonzero k's value: from the values array, or from the packed word of
  * the stream layout, divided in the values' own type as the host checked. */
 template <typename real, typename vtype>
@@ -93,7 +75,7 @@ __device__ __forceinline__ real value_of(const mttkrp_args &a, const vtype *vals
     if (!valid)
         return (real)0;
     if (!a.packed)
-        return (real)load_once(vals + k * a.stride);
+        return (real)vals[k * a.stride];
     uint64_t raw = a.qshift < 64 ? w >> a.qshift : 0;
     int64_t q = a.qbits >= 64 || !a.qsigned
                     ? (int64_t)raw
@@ -211,7 +193,7 @@ __global__ void __launch_bounds__(256) mttkrp_lanes(const mttkrp_args a)
     for (uint64_t base = lo; base < hi; base += 32) {
         const uint64_t k = base + lane;
         const bool valid = k < hi;
-        uint64_t w = valid ? load_once(a.words + k * a.stride) : 0;
+        uint64_t w = valid ? a.words[k * a.stride] : 0;
         real v = value_of<real, vtype>(a, vals, k, w, valid);
         uint32_t myblk = blk;
         if (a.nblocks > 1 && valid)
@@ -347,7 +329,7 @@ __global__ void __launch_bounds__(256, MINB) mttkrp_teams(const mttkrp_args a)
     for (uint64_t base = lo; base < hi; base += L) {
         const uint64_t k = base + lane;
         const bool valid = k < hi;
-        uint64_t w = valid ? load_once(a.words + k * a.stride) : 0;
+        uint64_t w = valid ? a.words[k * a.stride] : 0;
         real v = value_of<real, vtype>(a, vals, k, w, valid);
         uint32_t myblk = blk;
         if (a.nblocks > 1 && valid)
@@ -461,7 +443,7 @@ __global__ void __launch_bounds__(256) mttkrp_generic(const mttkrp_args a)
 
     for (uint64_t base = lo; base < hi; base += 32) {
         uint64_t k = base + lane;
-        uint64_t myw = k < hi ? load_once(a.words + k * a.stride) : 0;
+        uint64_t myw = k < hi ? a.words[k * a.stride] : 0;
         real myv = value_of<real, vtype>(a, vals, k, myw, k < hi);
         unsigned n = hi - base < 32 ? (unsigned)(hi - base) : 32;
         for (unsigned t = 0; t < n; t++) {
