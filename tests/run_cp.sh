@@ -303,13 +303,13 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
     rem=$(sed -n 's/.*"plan": {[^}]*"remap": \([0-9]*\).*/\1/p' "$T/s64-plan.json")
     if [ -n "$res" ] && [ -n "$rem" ] && [ "$rem" -lt "$res" ]; then
         cap=$(( (res + rem) / 2 ))
-        for f in s64 s64r; do
+        for f in s64r s64; do
             run "$AMPED_RUN" --gpus 1 --device-memory "$cap" -r 4 --iters 2 --json "$T/$f-auto.json" "$T/$f.amp"
             check_status "auto in $cap bytes (two remapped $rem, every copy $res) on $f.amp: exit 0" 0
         done
         check_contains "... with REMAP sections: two copies remapped" "$T/s64r-auto.json" '"memory": "remap"'
         check_contains "... without: streamed" "$T/s64-auto.json" '"memory": "stream"'
-        check_contains "... and the report says why" "$RUN_OUT" "(not for auto: the file has no REMAP sections"
+        check_contains "... and the report says why (s64.amp, the last run)" "$RUN_OUT" "(not for auto: the file has no REMAP sections"
         check_contains "... as the JSON does" "$T/s64-auto.json" '"remap_in_file": false'
     else
         for k in 1 2 3 4 5 6; do

@@ -126,7 +126,8 @@ static void check_mttkrp(const char *name, const amp_tensor *t, const amp_gpu_te
 
 /* o from seed 3 on t remapped afresh (positions pos; fuse: the MTTKRPs
  * may write the next copy themselves) and on the resident h: every fit
- * within 1e-12, the same iterations, and N copies made an iteration
+ * within 1e-12 (or 20 times the resident run's spread against itself,
+ * where that is wider), the same iterations, and N copies made an iteration
  * (after the load, copy 0 is the copy made last, so the first iteration
  * makes all N too), fused or by the remap kernel (timed) as expected. */
 static void check_same_run(const char *name, const char *what, const amp_tensor *t,
@@ -135,8 +136,8 @@ static void check_same_run(const char *name, const char *what, const amp_tensor 
 {
     amp_error err = {0};
     amp_gpu_tensor *g = NULL;
-    amp_cpd c[3];
-    fit_log log[3];
+    amp_cpd c[4];
+    fit_log log[4];
     double sec = 0;
     unsigned remaps = 0;
     int fails = amp_gpu_tensor_upload_remap(0, t, (const uint32_t *const *)pos, NULL, &g,
@@ -145,9 +146,10 @@ static void check_same_run(const char *name, const char *what, const amp_tensor 
         amp_gpu_remap_set_fuse(g, fuse);
     memset(c, 0, sizeof c);
     memset(log, 0, sizeof log);
-    /* Remapped, resident, and resident again: the resident run's own
-     * spread (the MTTKRP's atomics add in no fixed order) is printed. */
-    for (int k = 0; k < 3 && !fails; k++) {
+    /* Remapped, then resident three times: the resident run's own spread
+     * (its MTTKRP's atomics add in no fixed order, and an ill-conditioned
+     * run can grow that: 7.4e-11 on jf17k-5mode at rank 5, an H100). */
+    for (int k = 0; k < 4 && !fails; k++) {
         o.on_iter = fit_log_add;
         o.ctx = &log[k];
         fails += amp_cpd_init_random(t, o.rank, 3, &c[k], &err) != AMP_OK ||
@@ -165,16 +167,24 @@ static void check_same_run(const char *name, const char *what, const amp_tensor 
     const int can = fuse && t->value_type == AMP_VALUES_F64 && o.rank % 2 == 0 &&
                     o.rank <= 128 && t->nmodes >= 3 && t->nmodes <= 5;
     const double gap = fails ? NAN : fits_gap(&log[0], &log[1], log[0].n);
-    const double self =
-        fails || log[2].n != log[1].n ? NAN : fits_gap(&log[1], &log[2], log[1].n);
-    ok(!fails && c[0].iters == c[1].iters && log[0].n == c[0].iters && gap <= 1e-12 &&
+    double self = 0;
+    for (int a = 1; a < 4 && !fails; a++)
+        for (int b = a + 1; b < 4; b++) {
+            double e = log[a].n == log[b].n ? fits_gap(&log[a], &log[b], log[a].n) : NAN;
+            self = e > self || isnan(e) ? e : self;
+        }
+    /* 1e-12 where the resident run repeats to that; else within 20 times
+     * its own spread, and never beyond 1e-9 (a wrong copy is far off). */
+    double bound = 20 * self;
+    bound = bound < 1e-12 ? 1e-12 : bound > 1e-9 ? 1e-9 : bound;
+    ok(!fails && c[0].iters == c[1].iters && log[0].n == c[0].iters && gap <= bound &&
            fused == (can ? all : 0) && remaps == all - fused && (remaps == 0 || sec > 0),
        "%s: %s remapped against every copy resident: %u and %u iterations, fits within %.1e "
-       "(resident against itself %.1e; last %.12f), %u copies written by the MTTKRPs (%s), %u "
-       "remaps in %.2e s of GPU time", name, what, c[0].iters, c[1].iters, gap, self, c[0].fit,
-       fused,
+       "(at most %.0e: resident against itself %.1e; last %.12f), %u copies written by the "
+       "MTTKRPs (%s), %u remaps in %.2e s of GPU time", name, what, c[0].iters, c[1].iters,
+       gap, bound, self, c[0].fit, fused,
        can ? "all expected" : "none expected", remaps, sec);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         amp_cpd_free(&c[k]);
     amp_gpu_tensor_free(g);
 }
@@ -331,26 +341,37 @@ static void check_runs(const char *name, const amp_file *f, const amp_tensor *t,
     ok(same && gap <= 1e-12, "%s: --memory remap: 12 fits within %.1e of every copy "
        "resident's", name, gap);
     amp_gpu_run_close(run);
-    /* Between the two sizes, auto takes two copies remapped; below both,
-     * it streams. */
+    /* Between the two sizes, auto takes two copies remapped where the file
+     * holds every mode's positions, else streams; below both, it streams. */
     const uint64_t between = (res.sizes.resident + res.sizes.remap) / 2;
+    const int want = with_streams ? AMP_MEMORY_REMAP : AMP_MEMORY_STREAM;
     run = open_run(t, f, AMP_MEMORY_AUTO, between, 0, &log, &in, &err);
-    ok(run && res.sizes.remap < res.sizes.resident && in.memory == AMP_MEMORY_REMAP,
+    ok(run && res.sizes.remap < res.sizes.resident && in.memory == want &&
+           in.sizes.remap_in_file == with_streams,
        "%s: --memory auto in %" PRIu64 " bytes (every copy %" PRIu64 ", two remapped %" PRIu64
-       "): %s", name, between, res.sizes.resident, res.sizes.remap,
-       run ? amp_memory_name(in.memory) : amp_error_message(&err));
+       "), positions %sin the file: %s", name, between, res.sizes.resident, res.sizes.remap,
+       in.sizes.remap_in_file ? "" : "not ", run ? amp_memory_name(in.memory)
+                                                  : amp_error_message(&err));
     amp_gpu_run_close(run);
     run = open_run(t, f, AMP_MEMORY_AUTO, res.sizes.remap - 1, 0, &log, &in, &err);
     ok(run && in.memory == AMP_MEMORY_STREAM, "%s: --memory auto a byte short of two copies "
        "remapped: %s", name, run ? amp_memory_name(in.memory) : amp_error_message(&err));
     amp_gpu_run_close(run);
+    /* The memory taken between plan and upload: where auto planned two
+     * copies remapped it streams instead and says so; where it planned to
+     * stream (no positions in the file) there is nothing to fall back from. */
     run = open_run(t, f, AMP_MEMORY_AUTO, between, 1, &log, &in, &err);
     const char *note = run ? amp_gpu_run_note(run, 0) : NULL;
-    ok(run && in.memory == AMP_MEMORY_STREAM && note &&
-           strstr(note, "ran out of memory taking the tensor as two remapped copies") &&
-           strstr(note, "streamed from host memory instead"),
-       "%s: remapped, the GPU's memory taken (fail_resident): streamed instead, saying so "
-       "('%s')", name, note ? note : amp_error_message(&err));
+    if (with_streams)
+        ok(run && in.memory == AMP_MEMORY_STREAM && note &&
+               strstr(note, "ran out of memory taking the tensor as two remapped copies") &&
+               strstr(note, "streamed from host memory instead"),
+           "%s: remapped, the GPU's memory taken (fail_resident): streamed instead, saying so "
+           "('%s')", name, note ? note : amp_error_message(&err));
+    else
+        ok(run && in.memory == AMP_MEMORY_STREAM && note == NULL,
+           "%s: streamed as planned, the GPU's memory taken (fail_resident): no fallback, no "
+           "note ('%s')", name, note ? note : run ? "none" : amp_error_message(&err));
     amp_gpu_run_close(run);
 }
 
