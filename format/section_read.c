@@ -44,20 +44,37 @@ void amp_section_reader_free(amp_section_reader *r)
     free(r);
 }
 
+/* Sections are named only in a message: a file of millions of small
+ * chunks (BLCO blocks of a few nonzeros) spent seconds naming each one as
+ * it was read. */
+#define NAME amp_section_name(s, name, sizeof name)
+
 static amp_status check_hash(const amp_file *f, const amp_section *s, const void *p,
-                             const char *name, amp_error *err)
+                             amp_error *err)
 {
+    char name[96];
     uint64_t h = XXH3_64bits(p, (size_t)s->stored_size);
     if (!amp_hash_matches(s->hash, h))
         return AMP_FAIL(err, AMP_ERR_CHECKSUM, "%s: %s: checksum mismatch (stored %016llx, "
-                        "computed %016llx): the section is damaged", f->path, name,
+                        "computed %016llx): the section is damaged", f->path, NAME,
                         (unsigned long long)s->hash, (unsigned long long)h);
     return AMP_OK;
 }
 
+/* s's stored bytes into buf; a failed read is tried again with s named
+ * for the message (a truncated file fails the same way twice). */
+static amp_status pread_section(const amp_file *f, const amp_section *s, void *buf,
+                                amp_error *err)
+{
+    amp_error quiet = {0};
+    char name[96];
+    if (amp_pread_full(f, buf, (size_t)s->stored_size, s->offset, "section", &quiet) == AMP_OK)
+        return AMP_OK;
+    return amp_pread_full(f, buf, (size_t)s->stored_size, s->offset, NAME, err);
+}
+
 /* The stored bytes of s into the reader's buffer, checksum verified. */
-static amp_status load_stored(amp_section_reader *r, const amp_section *s, const char *name,
-                              amp_error *err)
+static amp_status load_stored(amp_section_reader *r, const amp_section *s, amp_error *err)
 {
     const amp_file *f = r->f;
     if (r->cap < s->stored_size) {
@@ -68,19 +85,19 @@ static amp_status load_stored(amp_section_reader *r, const amp_section *s, const
         r->buf = p;
         r->cap = (size_t)s->stored_size;
     }
-    AMP_CHECK(amp_pread_full(f, r->buf, (size_t)s->stored_size, s->offset, name, err));
-    return check_hash(f, s, r->buf, name, err);
+    AMP_CHECK(pread_section(f, s, r->buf, err));
+    return check_hash(f, s, r->buf, err);
 }
 
 /* Stored bytes (checksum verified) to the raw form in dst. */
 static amp_status decode(amp_section_reader *r, const amp_section *s, const void *stored,
-                         void *dst, size_t dst_size, int keep_planes, const char *name,
-                         amp_error *err)
+                         void *dst, size_t dst_size, int keep_planes, amp_error *err)
 {
     const amp_file *f = r->f;
+    char name[96];
     if (dst_size < s->raw_size)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%s: %s: %llu bytes do not fit a %zu-byte buffer",
-                        f->path, name, (unsigned long long)s->raw_size, dst_size);
+                        f->path, NAME, (unsigned long long)s->raw_size, dst_size);
     if (!(s->flags & AMP_SECTION_ZSTD)) {
         memcpy(dst, stored, (size_t)s->stored_size);
         return AMP_OK;
@@ -101,10 +118,10 @@ static amp_status decode(amp_section_reader *r, const amp_section *s, const void
                                      (size_t)s->stored_size);
     if (ZSTD_isError(got))
         return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: cannot be decompressed (%s) although "
-                        "its checksum holds", f->path, name, ZSTD_getErrorName(got));
+                        "its checksum holds", f->path, NAME, ZSTD_getErrorName(got));
     if (got != s->raw_size)
         return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: decompresses to %zu bytes, the "
-                        "directory says %llu", f->path, name, got,
+                        "directory says %llu", f->path, NAME, got,
                         (unsigned long long)s->raw_size);
     if (planar) {
         /* The directory check guarantees raw_size = count * (8 + value size). */
@@ -129,24 +146,21 @@ static amp_status read_section(amp_section_reader *r, const amp_section *s, void
 {
     const amp_file *f = r->f;
     char name[96];
-    amp_section_name(s, name, sizeof name);
     if (dst_size < s->raw_size)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%s: %s: %llu bytes do not fit a %zu-byte buffer",
-                        f->path, name, (unsigned long long)s->raw_size, dst_size);
+                        f->path, NAME, (unsigned long long)s->raw_size, dst_size);
     if (!(s->flags & AMP_SECTION_ZSTD)) {   /* straight into dst */
-        AMP_CHECK(amp_pread_full(f, dst, (size_t)s->stored_size, s->offset, name, err));
-        return check_hash(f, s, dst, name, err);
+        AMP_CHECK(pread_section(f, s, dst, err));
+        return check_hash(f, s, dst, err);
     }
-    AMP_CHECK(load_stored(r, s, name, err));
-    return decode(r, s, r->buf, dst, dst_size, keep_planes, name, err);
+    AMP_CHECK(load_stored(r, s, err));
+    return decode(r, s, r->buf, dst, dst_size, keep_planes, err);
 }
 
 amp_status amp_section_read_stored(amp_section_reader *r, const amp_section *s,
                                    const void **stored, amp_error *err)
 {
-    char name[96];
-    amp_section_name(s, name, sizeof name);
-    AMP_CHECK(load_stored(r, s, name, err));
+    AMP_CHECK(load_stored(r, s, err));
     *stored = r->buf;
     return AMP_OK;
 }
@@ -154,9 +168,7 @@ amp_status amp_section_read_stored(amp_section_reader *r, const amp_section *s,
 amp_status amp_section_decode(amp_section_reader *r, const amp_section *s, const void *stored,
                               void *dst, size_t dst_size, amp_error *err)
 {
-    char name[96];
-    amp_section_name(s, name, sizeof name);
-    return decode(r, s, stored, dst, dst_size, 0, name, err);
+    return decode(r, s, stored, dst, dst_size, 0, err);
 }
 
 amp_status amp_section_read(amp_section_reader *r, const amp_section *s, void *dst,
@@ -284,9 +296,8 @@ static amp_status check_chunk(const amp_file *f, const amp_section *s, const voi
                               uint64_t *first, uint64_t *last, amp_error *err)
 {
     char name[96];
-    amp_section_name(s, name, sizeof name);
     if (s->type != AMP_SECTION_CHUNK)
-        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: %s is not a chunk", f->path, name);
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: %s is not a chunk", f->path, NAME);
     const amp_meta *m = &f->meta;
     const amp_mode_layout *l = &f->layouts[s->mode];
     const amp_shard *sh = &l->shards[s->shard];
@@ -301,7 +312,7 @@ static amp_status check_chunk(const amp_file *f, const amp_section *s, const voi
             used[b >> 6] |= UINT64_C(1) << (b & 63);
     if (s->aux & ~used[1])
         return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: block key 0x%llx sets bits outside the "
-                        "index fields", f->path, name, (unsigned long long)s->aux);
+                        "index fields", f->path, NAME, (unsigned long long)s->aux);
     if (((uintptr_t)raw & 7) == 0 && chunk_clean(m, l, sh, s, raw, used[0], first, last))
         return AMP_OK;
     for (uint64_t k = 0; k < s->count; k++) {
@@ -309,12 +320,12 @@ static amp_status check_chunk(const amp_file *f, const amp_section *s, const voi
         memcpy(&word, words + 8 * k, 8);
         if (word & ~used[0])
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: nonzero %llu sets bits outside the "
-                            "index fields", f->path, name, (unsigned long long)k);
+                            "index fields", f->path, NAME, (unsigned long long)k);
         for (unsigned i = 0; i < m->nmodes; i++) {
             uint64_t idx = amp_blco_field(s->aux, word, l->shift[i], l->width[i]);
             if (idx >= m->compact_dims[i])
                 return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: nonzero %llu has mode %u index "
-                                "%llu, beyond %llu", f->path, name, (unsigned long long)k,
+                                "%llu, beyond %llu", f->path, NAME, (unsigned long long)k,
                                 i + 1, (unsigned long long)idx,
                                 (unsigned long long)m->compact_dims[i]);
             if (i != out)
@@ -322,7 +333,7 @@ static amp_status check_chunk(const amp_file *f, const amp_section *s, const voi
             if (idx < prev || idx >= sh->index_end)
                 return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: nonzero %llu has output row "
                                 "%llu, out of order or outside the shard's rows [%llu, %llu)",
-                                f->path, name, (unsigned long long)k, (unsigned long long)idx,
+                                f->path, NAME, (unsigned long long)k, (unsigned long long)idx,
                                 (unsigned long long)sh->index_begin,
                                 (unsigned long long)sh->index_end);
             if (k == 0)
@@ -339,7 +350,7 @@ static amp_status check_chunk(const amp_file *f, const amp_section *s, const voi
         }
         if (!isfinite(v))
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: nonzero %llu has a value that is "
-                            "not a finite number", f->path, name, (unsigned long long)k);
+                            "not a finite number", f->path, NAME, (unsigned long long)k);
     }
     *last = prev;
     return AMP_OK;
@@ -428,7 +439,6 @@ static amp_status check_remap(const amp_file *f, const amp_section *s, const voi
                               uint64_t *seen, amp_error *err)
 {
     char name[96];
-    amp_section_name(s, name, sizeof name);
     const unsigned char *p = raw;
     for (uint64_t k = 0; k < s->count; k++) {
         uint64_t v;
@@ -441,12 +451,12 @@ static amp_status check_remap(const amp_file *f, const amp_section *s, const voi
         }
         if (v >= f->meta.nnz)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: entry %llu is %llu, beyond the %llu "
-                            "nonzeros", f->path, name, (unsigned long long)k,
+                            "nonzeros", f->path, NAME, (unsigned long long)k,
                             (unsigned long long)v, (unsigned long long)f->meta.nnz);
         uint64_t bit = UINT64_C(1) << (v & 63);
         if (__atomic_fetch_or(&seen[v >> 6], bit, __ATOMIC_RELAXED) & bit)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: position %llu of the next copy is "
-                            "named twice", f->path, name, (unsigned long long)v);
+                            "named twice", f->path, NAME, (unsigned long long)v);
     }
     return AMP_OK;
 }
