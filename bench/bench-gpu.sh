@@ -21,7 +21,8 @@
 #        AMP_REMAP_ONLY  1: only the section of two copies remapped
 #        AMP_REMAP_5MODE  1: that section also on a 5-mode tensor of 200 M
 #                        nonzeros (amped-gen, some 10 GB of disk) under a
-#                        --device-memory that holds two copies, not five
+#                        --device-memory that holds two copies, not five;
+#                        only: that 5-mode table alone (no $AMP_TENSOR)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -34,6 +35,9 @@ need_built "$prep" "$run"
 need_python3
 "$run" --list-devices >/dev/null 2>&1 || { echo "bench: no usable GPU (amped-run --list-devices)" >&2; exit 1; }
 
+five=${AMP_REMAP_5MODE:-0}
+[ "$five" = only ] && export AMP_REMAP_ONLY=1
+if [ "$five" != only ]; then
 case $name in
 rd100m) need_rd100m ;;
 cpu20m) need_cpu20m ;;
@@ -43,6 +47,7 @@ esac
 for v in f64 f32; do
     [ -f "$data/$name-$v.amp" ] || "$prep" -q --values "$v" -o "$data/$name-$v.amp" "$tns" 2>/dev/null
 done
+fi
 
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
@@ -244,6 +249,7 @@ EOF
 }
 
 if [ "${AMP_CONSTRAINED_ONLY:-0}" != 1 ]; then
+if [ "$five" != only ]; then
 echo
 echo "Two copies remapped (--memory remap), $name, rank $rank, $iters iterations: median ms per"
 echo "CP-ALS iteration and its ratio to every copy resident, the tensor's device bytes (GB) and"
@@ -273,8 +279,9 @@ echo
 echo "Remap positions at load, f64: computed $(json "$data/gpu-mem-remap-f64.json" "$positions"),"
 echo "read from REMAP sections $(json "$data/gpu-remap-read.json" "$positions"); the .amp file"
 echo "$(du -h "$data/$name-f64.amp" | cut -f1) without them, $(du -h "$data/$name-f64-remap.amp" | cut -f1) with."
+fi
 
-if [ "${AMP_REMAP_5MODE:-0}" = 1 ]; then
+if [ "$five" != 0 ]; then
     # 5 modes, 200 M draws: every copy resident needs 80 bytes a nonzero,
     # two remapped 52; --device-memory halfway between the two plans.
     t5="$data/gen5.bin"
