@@ -141,6 +141,7 @@ gpu-mu-no-l2 @@ run/cuda/constrained.cu @@ (av + l2 * a + AMP_UPDATE_EPS) @@ (av
 gpu-hals-sweep @@ run/cuda/update_hals.cu @@ for (int q = c + 1; q < RP; q++) @@ for (int q = c + 2; q < RP; q++) @@ tests/test_gpu
 gpu-hals-scale @@ run/cuda/update_hals.cu @@ va[it] = k < total ? At[k] * s_scale[col] : 0.0; @@ va[it] = k < total ? At[k] : 0.0; @@ tests/test_gpu
 gpu-admm-rho @@ run/cuda/constrained.cu @@ tr > 0 && isfinite(tr) ? tr / R : 1; @@ tr > 0 && isfinite(tr) ? tr / (R + 1) : 1; @@ tests/test_gpu
+auto-remap-any-file @@ run/cuda/memory_plan.c @@ s->remap <= s->avail && s->remap_in_file) @@ s->remap <= s->avail) @@ tests/test_memory_plan
 EOF
 )
 
