@@ -20,7 +20,8 @@
 #        AMP_CONSTRAINED_ONLY  1: only the constrained methods' section
 #        AMP_REMAP_ONLY  1: only the section of two copies remapped
 #        AMP_REMAP_5MODE  1: that section also on a 5-mode tensor of 200 M
-#                        nonzeros (amped-gen, some 10 GB of disk) under a
+#                        nonzeros (amped-gen; 9.6 GB of FROSTT binary and
+#                        the .amp with REMAP sections on disk) under a
 #                        --device-memory that holds two copies, not five;
 #                        only: that 5-mode table alone (no $AMP_TENSOR)
 set -eu
@@ -284,8 +285,10 @@ fi
 if [ "$five" != 0 ]; then
     # 5 modes, 200 M draws: every copy resident needs 80 bytes a nonzero,
     # two remapped 52; --device-memory halfway between the two plans.
-    t5="$data/gen5.bin"
-    a5="$data/gen5-f64.amp"
+    # The names carry the shape and the sections: files of an earlier
+    # shape or without REMAP sections must not be taken for these.
+    t5="$data/gen5-77b.bin"
+    a5="$data/gen5-77b-f64-remap.amp"
     # Dims of 77 index bits: wider ones (91 bits at 4M x 2M x 1M x 200K x
     # 5K) cut the copies into BLCO blocks of a few nonzeros each, and the
     # file into millions of chunks (bench/RESULTS.md, "Files of millions
@@ -302,6 +305,8 @@ if [ "$five" != 0 ]; then
         "$run" --gpus 1 -q --memory "$mem" --device-memory "$cap" -r "$rank" --iters "$iters" \
             --tol 0 --json "$data/gpu-5m-$mem.json" "$a5"
     done
+    chose=$(json "$data/gpu-5m-auto.json" "d['gpus'][0]['memory']")
+    [ "$chose" = remap ] || { echo "bench: auto chose $chose in $cap bytes, not remap" >&2; exit 1; }
     echo
     echo "5 modes ($(json "$data/gpu-5m-resident.json" "d['tensor']['nnz']") nonzeros, f64), --device-memory $cap"
     echo "(every copy resident does not fit, two remapped do): auto's choice against streaming, and"

@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     for (unsigned m = 0; m < t.nmodes; m++)
         maxr = t.rows[m] > maxr ? t.rows[m] : maxr;
     /* The CPU reference is single-threaded and, on rd100m, longer than
-     * everything else here (28-30 s on an H100's host): one per mode,
+     * everything else here (bench/RESULTS.md, issue 28): one per mode,
      * shared by both precisions; AMP_BENCH_CHECK=0 skips it (under a
      * profiler, on a build an earlier run checked: errors print as nan). */
     double *ref[AMP_MAX_MODES] = {0}, *M = malloc(maxr * R * sizeof *M);
@@ -78,8 +78,8 @@ int main(int argc, char **argv)
                      AMP_OK;
     }
     if (status) {
-        fprintf(stderr, "gpu-mttkrp: the CPU reference: %s\n",
-                err.status != AMP_OK ? amp_error_message(&err) : "out of memory");
+        fprintf(stderr, "gpu-mttkrp: %s\n", err.status != AMP_OK ? amp_error_message(&err)
+                                                                 : "out of memory");
         return 1;
     }
     if (check)

@@ -460,6 +460,7 @@ static amp_status check_remap(const amp_file *f, const amp_section *s, const voi
     }
     return AMP_OK;
 }
+#undef NAME
 
 static amp_status verify_one(const amp_file *f, verify_worker *w, size_t i, uint64_t *first,
                              uint64_t *last, uint64_t *const *seen)

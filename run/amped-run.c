@@ -161,9 +161,11 @@ static void usage(void)
            "                       written it (default 1: whole; see amped-run(1))\n"
            "      --memory=MODE    auto: keep each GPU's part of the tensor in its memory\n"
            "                       when it fits, else (one GPU) two mode copies remapped\n"
-           "                       each mode when they fit, else stream it from host\n"
-           "                       memory every iteration (on one GPU from the file's\n"
-           "                       compressed chunks when host memory is short too);\n"
+           "                       each mode when they fit and the file has REMAP\n"
+           "                       sections (amped-prep --remap-streams), else stream it\n"
+           "                       from host memory every iteration (on one GPU from\n"
+           "                       the file's compressed chunks when host memory is\n"
+           "                       short too);\n"
            "                       resident; remap; stream; compressed (default auto)\n"
            "      --device-memory=BYTES  use at most BYTES of each GPU's memory (K, M, G\n"
            "                       suffixes; default: all that is free)\n"
@@ -437,7 +439,7 @@ static void print_memory_plan(const amp_gpu_info *in)
     printf("memory:    --memory %s: every copy resident needs %s, two copies remapped %s%s, "
            "GPU %d offers %s: %s\n", amp_memory_name(in->asked), rb,
            in->sizes.remap ? mb : "(not possible here)",
-           in->sizes.remap && !in->sizes.remap_in_file
+           amp_memory_remap_skipped(in->asked, &in->sizes)
                ? " (not for auto: the file has no REMAP sections, amped-prep --remap-streams)"
                : "",
            in->device, ab, amp_memory_name(in->memory));
@@ -548,6 +550,7 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
         rg[k].resident_bytes = (double)in.sizes.resident;
         rg[k].remap_bytes = (double)in.sizes.remap;
         rg[k].remap_in_file = in.sizes.remap_in_file;
+        rg[k].remap_skipped = amp_memory_remap_skipped(in.asked, &in.sizes);
         rg[k].tensor_bytes = (double)in.tensor_bytes;
         rg[k].tensor_plan_bytes = (double)in.tensor_plan_bytes;
         rg[k].remap_from_file = in.remap_from_file;

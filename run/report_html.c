@@ -41,7 +41,7 @@ static void row_memory(amp_strbuf *b, const amp_report_gpu *g)
     snprintf(s, sizeof s, "%s (--memory %s): tensor %s on the device, %s planned; every copy "
              "resident needs %s, two copies remapped %s%s, %s offered", g->memory, g->asked, tb,
              pb, rb, g->remap_bytes > 0 ? mb : "(not possible)",
-             g->remap_bytes > 0 && !g->remap_in_file ? " (the file has no REMAP sections)" : "",
+             g->remap_skipped ? " (fits, but the file has no REMAP sections)" : "",
              ab);
     row_text(b, "memory", s);
 }

@@ -25,7 +25,7 @@ typedef struct amp_report_gpu {
      * and the tensor's device bytes as they came and as planned. */
     const char *memory, *asked;
     double avail_bytes, resident_bytes, remap_bytes, tensor_bytes, tensor_plan_bytes;
-    int remap_in_file;
+    int remap_in_file, remap_skipped;   /* skipped: auto streamed for want of them */
     /* Two copies remapped: modes whose positions came from the file, the
      * seconds they took at load, the remap kernels' GPU time and count. */
     unsigned remap_from_file, remaps, remaps_fused;

@@ -18,19 +18,24 @@
  *   - CP-ALS (f64, rank 5, tol 1e-6, at most 25 iterations), AO-ADMM
  *     (f64, 6 iterations) and CP-ALS at rank 8, with the MTTKRP writing
  *     the next copy itself (fused) and with the remap kernel, each on a
- *     fresh upload, from the same start as a run with every copy
- *     resident: every fit within 1e-12, the same iterations (the copies
- *     are the same bits and the kernels the same; only the order of the
- *     atomic adds between warps differs, as between two resident runs),
+ *     fresh upload, from the same start as three runs with every copy
+ *     resident: every fit within 1e-12 of the nearest of them, or within
+ *     20 times their spread among themselves where that is wider (at
+ *     most 1e-9), the same iterations (the copies are the same bits and
+ *     the kernels the same; only the order of the atomic adds between
+ *     warps differs, as between two resident runs, and an ill-conditioned
+ *     run can grow that past 1e-12: bench/RESULTS.md, issue 30),
  *     and N copies made an iteration (none with 2 modes, whose two
  *     buffers hold both), all of them fused where the fused kernel
  *     applies (f64 values, 3 to 5 modes, rank 8), else by the kernel.
  * Then amp_gpu_run_open: --memory remap held as planned (the tensor's
  * device bytes equal to the plan's), the positions' phase announced and
- * the upload reported to its end, the fits of every copy resident; --memory auto choosing two copies remapped
- * where --device-memory holds them but not every copy, streaming where it
- * holds neither; and a remapped upload that finds the GPU's memory taken
- * streaming instead under auto, saying so. */
+ * the upload reported to its end, the fits of every copy resident;
+ * --memory auto choosing two copies remapped where --device-memory holds
+ * them but not every copy and the file holds the positions, streaming
+ * where it does not (the plan saying it skipped the remap for want of
+ * them) or where the memory holds neither; and a remapped upload that
+ * finds the GPU's memory taken streaming instead under auto, saying so. */
 #include <config.h>
 
 #include <inttypes.h>
@@ -148,7 +153,7 @@ static void check_same_run(const char *name, const char *what, const amp_tensor 
     memset(log, 0, sizeof log);
     /* Remapped, then resident three times: the resident run's own spread
      * (its MTTKRP's atomics add in no fixed order, and an ill-conditioned
-     * run can grow that: 7.4e-11 on jf17k-5mode at rank 5, an H100). */
+     * run can grow that; bench/RESULTS.md, issue 30). */
     for (int k = 0; k < 4 && !fails; k++) {
         o.on_iter = fit_log_add;
         o.ctx = &log[k];
@@ -166,23 +171,31 @@ static void check_same_run(const char *name, const char *what, const amp_tensor 
     const unsigned fused = fails ? 0 : amp_gpu_remap_fused(g);
     const int can = fuse && t->value_type == AMP_VALUES_F64 && o.rank % 2 == 0 &&
                     o.rank <= 128 && t->nmodes >= 3 && t->nmodes <= 5;
-    const double gap = fails ? NAN : fits_gap(&log[0], &log[1], log[0].n);
-    double self = 0;
-    for (int a = 1; a < 4 && !fails; a++)
+    /* The nearest resident run of the same length, and the residents'
+     * spread among themselves (runs of different lengths: as wide as it
+     * may be). */
+    double gap = NAN, self = 0;
+    int near = 0;
+    for (int a = 1; a < 4 && !fails; a++) {
+        double e = log[a].n == log[0].n ? fits_gap(&log[0], &log[a], log[0].n) : NAN;
+        if (!isnan(e) && (isnan(gap) || e < gap))
+            gap = e, near = a;
         for (int b = a + 1; b < 4; b++) {
-            double e = log[a].n == log[b].n ? fits_gap(&log[a], &log[b], log[a].n) : NAN;
-            self = e > self || isnan(e) ? e : self;
+            double p = log[a].n == log[b].n ? fits_gap(&log[a], &log[b], log[a].n) : 1;
+            self = p > self || isnan(p) ? p : self;
         }
+    }
     /* 1e-12 where the resident run repeats to that; else within 20 times
      * its own spread, and never beyond 1e-9 (a wrong copy is far off). */
     double bound = 20 * self;
     bound = bound < 1e-12 ? 1e-12 : bound > 1e-9 ? 1e-9 : bound;
-    ok(!fails && c[0].iters == c[1].iters && log[0].n == c[0].iters && gap <= bound &&
+    ok(!fails && near > 0 && c[0].iters == c[near].iters && log[0].n == c[0].iters &&
+           gap <= bound &&
            fused == (can ? all : 0) && remaps == all - fused && (remaps == 0 || sec > 0),
        "%s: %s remapped against every copy resident: %u and %u iterations, fits within %.1e "
        "(at most %.0e: resident against itself %.1e; last %.12f), %u copies written by the "
-       "MTTKRPs (%s), %u remaps in %.2e s of GPU time", name, what, c[0].iters, c[1].iters,
-       gap, bound, self, c[0].fit, fused,
+       "MTTKRPs (%s), %u remaps in %.2e s of GPU time", name, what, c[0].iters,
+       c[near].iters, gap, bound, self, c[0].fit, fused,
        can ? "all expected" : "none expected", remaps, sec);
     for (int k = 0; k < 4; k++)
         amp_cpd_free(&c[k]);
@@ -369,9 +382,11 @@ static void check_runs(const char *name, const amp_file *f, const amp_tensor *t,
            "%s: remapped, the GPU's memory taken (fail_resident): streamed instead, saying so "
            "('%s')", name, note ? note : amp_error_message(&err));
     else
-        ok(run && in.memory == AMP_MEMORY_STREAM && note == NULL,
-           "%s: streamed as planned, the GPU's memory taken (fail_resident): no fallback, no "
-           "note ('%s')", name, note ? note : run ? "none" : amp_error_message(&err));
+        ok(run && in.memory == AMP_MEMORY_STREAM && note == NULL &&
+               amp_memory_remap_skipped(in.asked, &in.sizes),
+           "%s: streamed, the plan saying it skipped two copies remapped for want of the "
+           "positions; no fallback note ('%s')", name,
+           note ? note : run ? "none" : amp_error_message(&err));
     amp_gpu_run_close(run);
 }
 

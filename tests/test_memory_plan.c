@@ -68,6 +68,8 @@ static void choices(void)
          "two remapped fit, but the file holds no positions: stream (computing them costs more)"},
         {AMP_MEMORY_REMAP, {100, 101, 80, 0}, AMP_MEMORY_REMAP,
          "remap asked for, no positions in the file: remap (computed at load)"},
+        {AMP_MEMORY_AUTO, {100, 90, 80, 0}, AMP_MEMORY_RESIDENT,
+         "every copy fits, no positions in the file: resident"},
         {AMP_MEMORY_AUTO, {100, 150, 101, 1}, AMP_MEMORY_STREAM, "neither fits: stream"},
         {AMP_MEMORY_AUTO, {100, 150, 0, 1}, AMP_MEMORY_STREAM,
          "no remap possible (several GPUs, 2^32 nonzeros): stream"},
@@ -99,11 +101,37 @@ static void choices(void)
            s.resident / 1e9, s.remap / 1e9);
 }
 
+/* The report's "not for auto" note: only where the missing positions
+ * alone made auto stream. */
+static void skipped(void)
+{
+    static const struct {
+        int asked;
+        amp_memory_sizes s;
+        int want;
+        const char *why;
+    } cases[] = {
+        {AMP_MEMORY_AUTO, {100, 101, 80, 0}, 1, "two remapped fit, every copy does not: skipped"},
+        {AMP_MEMORY_AUTO, {100, 101, 80, 1}, 0, "the same with positions: remapped"},
+        {AMP_MEMORY_AUTO, {100, 90, 80, 0}, 0, "every copy fits: resident, nothing skipped"},
+        {AMP_MEMORY_AUTO, {100, 150, 101, 0}, 0, "neither fits: streamed anyway"},
+        {AMP_MEMORY_AUTO, {100, 150, 0, 0}, 0, "no remap possible: streamed anyway"},
+        {AMP_MEMORY_REMAP, {100, 101, 80, 0}, 0, "remap asked for: not auto's choice"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        is_int(amp_memory_remap_skipped(cases[i].asked, &cases[i].s), cases[i].want,
+               "remap skipped for want of positions? --memory %s, %" PRIu64 " offered, %" PRIu64
+               " resident, %" PRIu64 " remapped, positions %sin the file: %s",
+               amp_memory_name(cases[i].asked), cases[i].s.avail, cases[i].s.resident,
+               cases[i].s.remap, cases[i].s.remap_in_file ? "" : "not ", cases[i].why);
+}
+
 int main(void)
 {
-    plan(8 + 3 + 13 + 1 + 5);
+    plan(8 + 3 + 14 + 1 + 6 + 5);
     bytes_per_nonzero();
     choices();
+    skipped();
     static const char *const names[] = {"auto", "resident", "stream", "compressed", "remap"};
     for (int m = 0; m < 5; m++)
         is_str(amp_memory_name(m), names[m], "AMP_MEMORY_* %d is --memory %s", m, names[m]);

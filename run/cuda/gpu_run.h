@@ -52,10 +52,15 @@ typedef struct amp_memory_sizes {
  * auto takes every copy resident where that fits, else two copies
  * remapped where that fits and the file holds every mode's remap
  * positions (computing them at load costs more than remapping saves over
- * streaming: bench/RESULTS.md, "Remap positions"), else streaming (whether even that fits, and
- * whether from compressed chunks, the plan says next); any other stays as
- * asked. */
+ * streaming: bench/RESULTS.md, "Remap positions"), else streaming
+ * (whether even that fits, and whether from compressed chunks, the plan
+ * says next); any other stays as asked. */
 int amp_memory_choose(int asked, const amp_memory_sizes *s);
+
+/* Whether auto streams only because the file lacks the remap positions
+ * (two copies remapped would fit where every copy does not): what the
+ * report then tells the user. */
+int amp_memory_remap_skipped(int asked, const amp_memory_sizes *s);
 
 /* A phase of amp_gpu_run_open beginning: its name, and the unit (NULL:
  * none) and total (0: unknown) of the progress calls that follow. */

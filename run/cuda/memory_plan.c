@@ -23,6 +23,14 @@ uint64_t amp_memory_tensor_bytes(int memory, unsigned nmodes, uint64_t nnz, size
     return 0;
 }
 
+int amp_memory_remap_skipped(int asked, const amp_memory_sizes *s)
+{
+    amp_memory_sizes with = *s;
+    with.remap_in_file = 1;
+    return asked == AMP_MEMORY_AUTO && !s->remap_in_file &&
+           amp_memory_choose(asked, &with) == AMP_MEMORY_REMAP;
+}
+
 int amp_memory_choose(int asked, const amp_memory_sizes *s)
 {
     if (asked != AMP_MEMORY_AUTO)
