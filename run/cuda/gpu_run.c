@@ -275,10 +275,10 @@ static amp_memory_sizes sizes_of(const amp_gpu_opts *o, const amp_gpu_run *r,
     return s;
 }
 
-/* Every copy resident when it fits, else two remapped when that fits
- * (amp_memory_choose), else streamed in chunks of what the memory left
- * allows, or as forced: the decision for one GPU and its part, with the
- * sizes it compared. */
+/* Every copy resident when it fits, else two remapped when that fits and
+ * the file holds the positions (amp_memory_choose), else streamed in
+ * chunks of what the memory left allows, or as forced: the decision for
+ * one GPU and its part, with the sizes it compared. */
 static amp_status plan(const amp_gpu_opts *o, const amp_gpu_run *r, const amp_tensor *part,
                        const amp_cuda_device *d, uint64_t *chunk_out, size_t *need_out,
                        int *memory_out, amp_memory_sizes *sizes_out, amp_error *err)
