@@ -448,9 +448,6 @@ amp_status amp_check_entries(const char *path, const amp_section *secs, size_t n
     char name[96];
     for (size_t i = 0; i < n; i++) {
         const amp_section *s = &secs[i];
-        /* Named only for a message: files of millions of sections (small
-         * BLCO blocks) spent seconds here naming each one. */
-#define NAME amp_section_name(s, name, sizeof name)
         if (!amp_section_type_known(s->type) && !(s->flags & AMP_SECTION_OPTIONAL))
             return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "%s: directory entry %zu: required "
                             "section type %u is unknown to this reader (format %d.%d); the "
@@ -459,43 +456,45 @@ amp_status amp_check_entries(const char *path, const amp_section *secs, size_t n
         if (s->flags & ~(AMP_SECTION_ZSTD | AMP_SECTION_OPTIONAL | AMP_SECTION_PLANAR_WORDS |
                          AMP_SECTION_PLANAR_VALUES))
             return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "%s: directory entry %zu (%s): flags 0x%x "
-                            "name features this amped does not know", path, i, NAME,
+                            "name features this amped does not know", path, i,
+                            AMP_SECTION_NAME(s, name),
                             (unsigned)s->flags);
         if ((s->flags & (AMP_SECTION_PLANAR_WORDS | AMP_SECTION_PLANAR_VALUES)) &&
             (s->type != AMP_SECTION_CHUNK || !(s->flags & AMP_SECTION_ZSTD)))
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): byte planes "
-                            "on a section that is not a compressed chunk", path, i, NAME);
+                            "on a section that is not a compressed chunk", path, i,
+                            AMP_SECTION_NAME(s, name));
         if (s->offset < AMP_HEADER_SIZE || s->offset > data_end ||
             s->stored_size > data_end - s->offset)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): bytes "
-                            "[%llu, +%llu) lie outside the data area [%d, %llu)", path, i, NAME,
+                            "[%llu, +%llu) lie outside the data area [%d, %llu)", path, i,
+                            AMP_SECTION_NAME(s, name),
                             (unsigned long long)s->offset, (unsigned long long)s->stored_size,
                             AMP_HEADER_SIZE, (unsigned long long)data_end);
         if (!(s->flags & AMP_SECTION_ZSTD) && s->raw_size != s->stored_size)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): stored "
-                            "uncompressed, yet sizes differ (%llu, %llu)", path, i, NAME,
+                            "uncompressed, yet sizes differ (%llu, %llu)", path, i,
+                            AMP_SECTION_NAME(s, name),
                             (unsigned long long)s->stored_size,
                             (unsigned long long)s->raw_size);
         if ((s->flags & AMP_SECTION_ZSTD) && s->stored_size == 0)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): compressed "
-                            "section of 0 bytes", path, i, NAME);
+                            "section of 0 bytes", path, i, AMP_SECTION_NAME(s, name));
         /* Zstandard's densest form is a 128 KiB run in a 4-byte block: no
          * frame expands more than that, so a larger claim is corrupt (and
          * must not become an allocation). */
         if ((s->flags & AMP_SECTION_ZSTD) &&
             s->raw_size / 131072 > s->stored_size / 3 + 1)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): %llu stored "
-                            "bytes cannot decompress to %llu", path, i, NAME,
+                            "bytes cannot decompress to %llu", path, i, AMP_SECTION_NAME(s, name),
                             (unsigned long long)s->stored_size,
                             (unsigned long long)s->raw_size);
         if ((s->type == AMP_SECTION_META || s->type == AMP_SECTION_MODE) &&
             s->raw_size > AMP_SMALL_SECTION_MAX)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): %llu bytes is "
-                            "implausibly large", path, i, NAME,
+                            "implausibly large", path, i, AMP_SECTION_NAME(s, name),
                             (unsigned long long)s->raw_size);
     }
-#undef NAME
-
     span *order = malloc((n ? n : 1) * sizeof *order);
     if (order == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for %zu directory entries", n);
@@ -558,13 +557,13 @@ amp_status amp_check_directory(const char *path, const amp_section *secs, size_t
     }
     for (size_t i = 0; i < n; i++) {
         const amp_section *s = &secs[i];
-#define NAME amp_section_name(s, name, sizeof name)
         switch (s->type) {
         case AMP_SECTION_META:
             if (s->mode != AMP_NO_INDEX || s->shard != AMP_NO_INDEX || s->seq != 0 ||
                 s->count != 0 || s->aux != 0)
                 return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): mode, "
-                                "shard, seq, count and aux must be unused", path, i, NAME);
+                                "shard, seq, count and aux must be unused", path, i,
+                                AMP_SECTION_NAME(s, name));
             break;
         case AMP_SECTION_MODE:
         case AMP_SECTION_RELABEL: {
@@ -572,10 +571,11 @@ amp_status amp_check_directory(const char *path, const amp_section *secs, size_t
             if (s->mode >= m->nmodes || s->shard != AMP_NO_INDEX || s->seq != 0 ||
                 s->aux != 0 || s->count != (relabel ? m->compact_dims[s->mode] : 0))
                 return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): mode, "
-                                "shard, seq, count or aux out of place", path, i, NAME);
+                                "shard, seq, count or aux out of place", path, i,
+                                AMP_SECTION_NAME(s, name));
             if (relabel && (s->count > UINT64_MAX / 8 || s->raw_size != s->count * 8))
                 return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: %llu bytes for %llu entries",
-                                path, NAME, (unsigned long long)s->raw_size,
+                                path, AMP_SECTION_NAME(s, name), (unsigned long long)s->raw_size,
                                 (unsigned long long)s->count);
             break;
         }
@@ -583,31 +583,32 @@ amp_status amp_check_directory(const char *path, const amp_section *secs, size_t
             if (s->mode >= m->nmodes || s->shard >= layouts[s->mode]->nshards ||
                 s->seq >= layouts[s->mode]->shards[s->shard].nchunks)
                 return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu: %s does not "
-                                "exist in the layout", path, i, NAME);
+                                "exist in the layout", path, i, AMP_SECTION_NAME(s, name));
             const amp_mode_layout *l = layouts[s->mode];
             uint32_t *slot = &chunk_index[s->mode][l->shards[s->shard].first_chunk + s->seq];
             if (*slot != UINT32_MAX)
                 return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory lists %s twice", path,
-                                NAME);
+                                AMP_SECTION_NAME(s, name));
             *slot = (uint32_t)i;
             if (s->count < 1 || s->count > l->chunk_nnz)
                 return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: %llu nonzeros (allowed: 1 to "
-                                "%llu)", path, NAME, (unsigned long long)s->count,
+                                "%llu)", path, AMP_SECTION_NAME(s, name),
+                                (unsigned long long)s->count,
                                 (unsigned long long)l->chunk_nnz);
             if (s->raw_size != s->count * (8 + vsize))
                 return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: %llu bytes for %llu nonzeros",
-                                path, NAME, (unsigned long long)s->raw_size,
+                                path, AMP_SECTION_NAME(s, name), (unsigned long long)s->raw_size,
                                 (unsigned long long)s->count);
             if (l->key_bits < 64 && (s->aux >> l->key_bits) != 0)
                 return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: block key 0x%llx wider than "
-                                "%u bits", path, NAME, (unsigned long long)s->aux, l->key_bits);
+                                "%u bits", path, AMP_SECTION_NAME(s, name),
+                                (unsigned long long)s->aux, l->key_bits);
             break;
         }
         default:
             break;
         }
     }
-#undef NAME
     for (unsigned d = 0; d < m->nmodes; d++) {
         const amp_mode_layout *l = layouts[d];
         for (uint32_t s = 0; s < l->nshards; s++) {
@@ -634,24 +635,23 @@ amp_status amp_check_directory(const char *path, const amp_section *secs, size_t
         const amp_section *s = &secs[i];
         if (s->type != AMP_SECTION_REMAP)
             continue;
-#define NAME amp_section_name(s, name, sizeof name)
         if (s->mode >= m->nmodes || s->shard >= layouts[s->mode]->nshards ||
             s->seq >= layouts[s->mode]->shards[s->shard].nchunks)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu: %s has no chunk",
-                            path, i, NAME);
+                            path, i, AMP_SECTION_NAME(s, name));
         uint32_t at = layouts[s->mode]->shards[s->shard].first_chunk + s->seq;
         const amp_section *c = &secs[chunk_index[s->mode][at]];
         if (remap_index[s->mode][at] != UINT32_MAX)
-            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory lists %s twice", path, NAME);
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory lists %s twice", path,
+                            AMP_SECTION_NAME(s, name));
         remap_index[s->mode][at] = (uint32_t)i;
         if (s->count != c->count || (s->aux != 4 && s->aux != 8) ||
             s->raw_size != s->count * s->aux || (s->aux == 4 && m->nnz > UINT32_MAX))
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: %llu entries of %llu bytes in %llu "
-                            "bytes for a chunk of %llu nonzeros", path, NAME,
+                            "bytes for a chunk of %llu nonzeros", path, AMP_SECTION_NAME(s, name),
                             (unsigned long long)s->count, (unsigned long long)s->aux,
                             (unsigned long long)s->raw_size, (unsigned long long)c->count);
     }
-#undef NAME
     for (unsigned d = 0; d < m->nmodes; d++) {
         uint64_t nc = amp_mode_nchunks(layouts[d]), have = 0;
         for (uint64_t c = 0; c < nc; c++)

@@ -121,6 +121,12 @@ amp_status amp_decode_mode(const char *path, const unsigned char *p, size_t n,
 amp_status amp_check_mode(const char *path, const amp_meta *m, amp_mode_layout *l,
                           amp_error *err);
 
+/* Section s's name for a message, into the array buf: formatted only
+ * where a message is made, since a file of millions of small chunks (BLCO
+ * blocks of a few nonzeros) spent seconds naming every section it
+ * checked or read. */
+#define AMP_SECTION_NAME(s, buf) amp_section_name((s), (buf), sizeof(buf))
+
 /* Every directory entry on its own: known type or optional, known flags,
  * stored bytes inside [AMP_HEADER_SIZE, data_end), no two overlapping,
  * sizes that agree with the flags. */

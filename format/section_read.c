@@ -44,11 +44,6 @@ void amp_section_reader_free(amp_section_reader *r)
     free(r);
 }
 
-/* Sections are named only in a message: a file of millions of small
- * chunks (BLCO blocks of a few nonzeros) spent seconds naming each one as
- * it was read. */
-#define NAME amp_section_name(s, name, sizeof name)
-
 static amp_status check_hash(const amp_file *f, const amp_section *s, const void *p,
                              amp_error *err)
 {
@@ -56,7 +51,8 @@ static amp_status check_hash(const amp_file *f, const amp_section *s, const void
     uint64_t h = XXH3_64bits(p, (size_t)s->stored_size);
     if (!amp_hash_matches(s->hash, h))
         return AMP_FAIL(err, AMP_ERR_CHECKSUM, "%s: %s: checksum mismatch (stored %016llx, "
-                        "computed %016llx): the section is damaged", f->path, NAME,
+                        "computed %016llx): the section is damaged", f->path,
+                        AMP_SECTION_NAME(s, name),
                         (unsigned long long)s->hash, (unsigned long long)h);
     return AMP_OK;
 }
@@ -70,7 +66,8 @@ static amp_status pread_section(const amp_file *f, const amp_section *s, void *b
     char name[96];
     if (amp_pread_full(f, buf, (size_t)s->stored_size, s->offset, "section", &quiet) == AMP_OK)
         return AMP_OK;
-    return amp_pread_full(f, buf, (size_t)s->stored_size, s->offset, NAME, err);
+    return amp_pread_full(f, buf, (size_t)s->stored_size, s->offset,
+                          AMP_SECTION_NAME(s, name), err);
 }
 
 /* The stored bytes of s into the reader's buffer, checksum verified. */
@@ -97,7 +94,8 @@ static amp_status decode(amp_section_reader *r, const amp_section *s, const void
     char name[96];
     if (dst_size < s->raw_size)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%s: %s: %llu bytes do not fit a %zu-byte buffer",
-                        f->path, NAME, (unsigned long long)s->raw_size, dst_size);
+                        f->path, AMP_SECTION_NAME(s, name), (unsigned long long)s->raw_size,
+                        dst_size);
     if (!(s->flags & AMP_SECTION_ZSTD)) {
         memcpy(dst, stored, (size_t)s->stored_size);
         return AMP_OK;
@@ -118,10 +116,11 @@ static amp_status decode(amp_section_reader *r, const amp_section *s, const void
                                      (size_t)s->stored_size);
     if (ZSTD_isError(got))
         return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: cannot be decompressed (%s) although "
-                        "its checksum holds", f->path, NAME, ZSTD_getErrorName(got));
+                        "its checksum holds", f->path, AMP_SECTION_NAME(s, name),
+                        ZSTD_getErrorName(got));
     if (got != s->raw_size)
         return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: decompresses to %zu bytes, the "
-                        "directory says %llu", f->path, NAME, got,
+                        "directory says %llu", f->path, AMP_SECTION_NAME(s, name), got,
                         (unsigned long long)s->raw_size);
     if (planar) {
         /* The directory check guarantees raw_size = count * (8 + value size). */
@@ -148,7 +147,8 @@ static amp_status read_section(amp_section_reader *r, const amp_section *s, void
     char name[96];
     if (dst_size < s->raw_size)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%s: %s: %llu bytes do not fit a %zu-byte buffer",
-                        f->path, NAME, (unsigned long long)s->raw_size, dst_size);
+                        f->path, AMP_SECTION_NAME(s, name), (unsigned long long)s->raw_size,
+                        dst_size);
     if (!(s->flags & AMP_SECTION_ZSTD)) {   /* straight into dst */
         AMP_CHECK(pread_section(f, s, dst, err));
         return check_hash(f, s, dst, err);
@@ -297,7 +297,8 @@ static amp_status check_chunk(const amp_file *f, const amp_section *s, const voi
 {
     char name[96];
     if (s->type != AMP_SECTION_CHUNK)
-        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: %s is not a chunk", f->path, NAME);
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: %s is not a chunk", f->path,
+                        AMP_SECTION_NAME(s, name));
     const amp_meta *m = &f->meta;
     const amp_mode_layout *l = &f->layouts[s->mode];
     const amp_shard *sh = &l->shards[s->shard];
@@ -312,7 +313,8 @@ static amp_status check_chunk(const amp_file *f, const amp_section *s, const voi
             used[b >> 6] |= UINT64_C(1) << (b & 63);
     if (s->aux & ~used[1])
         return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: block key 0x%llx sets bits outside the "
-                        "index fields", f->path, NAME, (unsigned long long)s->aux);
+                        "index fields", f->path, AMP_SECTION_NAME(s, name),
+                        (unsigned long long)s->aux);
     if (((uintptr_t)raw & 7) == 0 && chunk_clean(m, l, sh, s, raw, used[0], first, last))
         return AMP_OK;
     for (uint64_t k = 0; k < s->count; k++) {
@@ -320,12 +322,14 @@ static amp_status check_chunk(const amp_file *f, const amp_section *s, const voi
         memcpy(&word, words + 8 * k, 8);
         if (word & ~used[0])
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: nonzero %llu sets bits outside the "
-                            "index fields", f->path, NAME, (unsigned long long)k);
+                            "index fields", f->path, AMP_SECTION_NAME(s, name),
+                            (unsigned long long)k);
         for (unsigned i = 0; i < m->nmodes; i++) {
             uint64_t idx = amp_blco_field(s->aux, word, l->shift[i], l->width[i]);
             if (idx >= m->compact_dims[i])
                 return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: nonzero %llu has mode %u index "
-                                "%llu, beyond %llu", f->path, NAME, (unsigned long long)k,
+                                "%llu, beyond %llu", f->path, AMP_SECTION_NAME(s, name),
+                                (unsigned long long)k,
                                 i + 1, (unsigned long long)idx,
                                 (unsigned long long)m->compact_dims[i]);
             if (i != out)
@@ -333,7 +337,8 @@ static amp_status check_chunk(const amp_file *f, const amp_section *s, const voi
             if (idx < prev || idx >= sh->index_end)
                 return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: nonzero %llu has output row "
                                 "%llu, out of order or outside the shard's rows [%llu, %llu)",
-                                f->path, NAME, (unsigned long long)k, (unsigned long long)idx,
+                                f->path, AMP_SECTION_NAME(s, name), (unsigned long long)k,
+                                (unsigned long long)idx,
                                 (unsigned long long)sh->index_begin,
                                 (unsigned long long)sh->index_end);
             if (k == 0)
@@ -350,7 +355,8 @@ static amp_status check_chunk(const amp_file *f, const amp_section *s, const voi
         }
         if (!isfinite(v))
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: nonzero %llu has a value that is "
-                            "not a finite number", f->path, NAME, (unsigned long long)k);
+                            "not a finite number", f->path, AMP_SECTION_NAME(s, name),
+                            (unsigned long long)k);
     }
     *last = prev;
     return AMP_OK;
@@ -451,16 +457,16 @@ static amp_status check_remap(const amp_file *f, const amp_section *s, const voi
         }
         if (v >= f->meta.nnz)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: entry %llu is %llu, beyond the %llu "
-                            "nonzeros", f->path, NAME, (unsigned long long)k,
+                            "nonzeros", f->path, AMP_SECTION_NAME(s, name), (unsigned long long)k,
                             (unsigned long long)v, (unsigned long long)f->meta.nnz);
         uint64_t bit = UINT64_C(1) << (v & 63);
         if (__atomic_fetch_or(&seen[v >> 6], bit, __ATOMIC_RELAXED) & bit)
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: position %llu of the next copy is "
-                            "named twice", f->path, NAME, (unsigned long long)v);
+                            "named twice", f->path, AMP_SECTION_NAME(s, name),
+                            (unsigned long long)v);
     }
     return AMP_OK;
 }
-#undef NAME
 
 static amp_status verify_one(const amp_file *f, verify_worker *w, size_t i, uint64_t *first,
                              uint64_t *last, uint64_t *const *seen)
