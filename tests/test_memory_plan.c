@@ -49,14 +49,17 @@ static void bytes_per_nonzero(void)
            "streamed: no copy on the device");
 }
 
+/* A plan's inputs, the answer wanted and why. */
+typedef struct plan_case {
+    int asked;
+    amp_memory_sizes s;
+    int want;
+    const char *why;
+} plan_case;
+
 static void choices(void)
 {
-    static const struct {
-        int asked;
-        amp_memory_sizes s;
-        int want;
-        const char *why;
-    } cases[] = {
+    static const plan_case cases[] = {
         {AMP_MEMORY_AUTO, {100, 90, 80, 1}, AMP_MEMORY_RESIDENT,
          "every copy fits: resident, though two remapped are smaller"},
         {AMP_MEMORY_AUTO, {100, 100, 80, 1}, AMP_MEMORY_RESIDENT,
@@ -105,12 +108,7 @@ static void choices(void)
  * alone made auto stream. */
 static void skipped(void)
 {
-    static const struct {
-        int asked;
-        amp_memory_sizes s;
-        int want;
-        const char *why;
-    } cases[] = {
+    static const plan_case cases[] = {
         {AMP_MEMORY_AUTO, {100, 101, 80, 0}, 1, "two remapped fit, every copy does not: skipped"},
         {AMP_MEMORY_AUTO, {100, 101, 80, 1}, 0, "the same with positions: remapped"},
         {AMP_MEMORY_AUTO, {100, 90, 80, 0}, 0, "every copy fits: resident, nothing skipped"},
