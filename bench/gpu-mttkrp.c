@@ -84,8 +84,13 @@ int main(int argc, char **argv)
     }
     if (check)
         printf("CPU reference, every mode: %.1f s\n", amp_now() - t0);
-    printf("%s: %llu nonzeros, rank %u, %zu bytes resident\n", argv[1],
+    printf("%s: %llu nonzeros, rank %u, %zu bytes resident; copies gapless:", argv[1],
            (unsigned long long)t.nnz, R, amp_gpu_tensor_bytes(g));
+    /* A copy that is not gapless pays a memset of its rows in every
+     * timed MTTKRP. */
+    for (unsigned d = 0; d < t.nmodes; d++)
+        printf(" %s", amp_gpu_tensor_gapless(g, d) ? "yes" : "no");
+    printf("\n");
     for (int f32 = 0; f32 < 2; f32++) {
         double worst = 0, sec[AMP_MAX_MODES], total = 0;
         for (unsigned d = 0; d < t.nmodes; d++) {
