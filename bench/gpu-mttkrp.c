@@ -3,6 +3,9 @@
  *
  * Usage: bench/gpu-mttkrp FILE.amp [RANK (32)] [ROUNDS (20)]
  * Env:   AMP_BENCH_CHECK=0 skips the CPU reference (errors print as nan)
+ *        AMP_BENCH_ORDER=next reorders each row's nonzeros (which the format
+ *        leaves free) by the next mode's index, then the one after: issue
+ *        28's order lever, for copies of one BLCO block (64 index bits at most)
  * Prints one line per precision: seconds per MTTKRP of each mode, all
  * modes, and the bandwidth over the bytes each MTTKRP must move at the
  * least (the copy once, every factor once). */
@@ -16,6 +19,77 @@
 #include "amp_core.h"
 #include "amp_timer.h"
 #include "amp_cuda.h"
+
+/* A nonzero while its row is sorted: its order key, word and value bits. */
+typedef struct {
+    uint64_t key, word, val;
+} order_item;
+
+static int order_cmp(const void *a, const void *b)
+{
+    const order_item *x = a, *y = b;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* Copy d's nonzeros of each row sorted by the next mode's index, then the
+ * next after it (a row's order is free: amped(5)); 0, or 1 where the copy
+ * has more than one block (its fields need a key per nonzero), memory ran
+ * out or the nonzeros are not the same set after. */
+static int order_rows(amp_tensor *t, unsigned d)
+{
+    amp_copy *c = &t->copies[d];
+    const amp_mode_layout *l = &c->layout;
+    if (c->nblocks > 1)
+        return 1;
+    const uint64_t key = c->nblocks ? c->block_key[0] : 0;
+    const size_t vs = amp_value_size(t->value_type);
+    /* The nonzeros as a multiset, word with value: the reference MTTKRP
+     * runs on the reordered copy too, so it would not see a pair torn. */
+    uint64_t before = 0, after = 0, v;
+    for (uint64_t k = 0; k < c->nnz; k++) {
+        v = 0;
+        memcpy(&v, (char *)c->vals + k * vs, vs);
+        before += (c->words[k] * 0x9e3779b97f4a7c15ull) ^ (v * 0xc2b2ae3d27d4eb4full);
+    }
+    uint64_t begin = 0;
+    while (begin < c->nnz) {
+        const uint64_t row = amp_blco_field(key, c->words[begin], l->shift[d], l->width[d]);
+        uint64_t end = begin + 1;
+        while (end < c->nnz &&
+               amp_blco_field(key, c->words[end], l->shift[d], l->width[d]) == row)
+            end++;
+        if (end - begin > 1) {
+            order_item *it = malloc((end - begin) * sizeof *it);
+            if (it == NULL)
+                return 1;
+            for (uint64_t k = begin; k < end; k++) {
+                uint64_t o = 0;
+                for (unsigned j = 1; j < t->nmodes; j++) {
+                    const unsigned m = (d + j) % t->nmodes;
+                    o = (o << l->width[m]) | amp_blco_field(key, c->words[k], l->shift[m],
+                                                            l->width[m]);
+                }
+                it[k - begin].key = o;
+                it[k - begin].word = c->words[k];
+                it[k - begin].val = 0;
+                memcpy(&it[k - begin].val, (char *)c->vals + k * vs, vs);
+            }
+            qsort(it, end - begin, sizeof *it, order_cmp);
+            for (uint64_t k = begin; k < end; k++) {
+                c->words[k] = it[k - begin].word;
+                memcpy((char *)c->vals + k * vs, &it[k - begin].val, vs);
+            }
+            free(it);
+        }
+        begin = end;
+    }
+    for (uint64_t k = 0; k < c->nnz; k++) {
+        v = 0;
+        memcpy(&v, (char *)c->vals + k * vs, vs);
+        after += (c->words[k] * 0x9e3779b97f4a7c15ull) ^ (v * 0xc2b2ae3d27d4eb4full);
+    }
+    return before != after;
+}
 
 static double rel_diff(const double *a, const double *b, uint64_t n)
 {
@@ -42,8 +116,22 @@ int main(int argc, char **argv)
     amp_cpd c;
     amp_gpu_tensor *g = NULL;
     if (amp_file_open(argv[1], &f, &err) != AMP_OK ||
-        amp_tensor_load(f, 0, NULL, NULL, &t, &err) != AMP_OK ||
-        amp_cpd_init_random(&t, R, 1, &c, &err) != AMP_OK ||
+        amp_tensor_load(f, 0, NULL, NULL, &t, &err) != AMP_OK) {
+        fprintf(stderr, "gpu-mttkrp: %s\n", amp_error_message(&err));
+        return 1;
+    }
+    const char *order_env = getenv("AMP_BENCH_ORDER");
+    if (order_env && strcmp(order_env, "next") == 0) {
+        double t0 = amp_now();
+        for (unsigned d = 0; d < t.nmodes; d++)
+            if (order_rows(&t, d)) {
+                fprintf(stderr, "gpu-mttkrp: AMP_BENCH_ORDER: mode %u's copy has several "
+                                "blocks, or no memory, or its nonzeros changed\n", d + 1);
+                return 1;
+            }
+        printf("rows ordered by the next modes' indices: %.1f s\n", amp_now() - t0);
+    }
+    if (amp_cpd_init_random(&t, R, 1, &c, &err) != AMP_OK ||
         amp_gpu_tensor_upload(0, &t, 0, &g, &err) != AMP_OK) {
         fprintf(stderr, "gpu-mttkrp: %s\n", amp_error_message(&err));
         return 1;
