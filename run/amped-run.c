@@ -43,7 +43,7 @@ enum {
     OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK, OPT_GPUS, OPT_DEVICE_MEMORY,
     OPT_MEMORY, OPT_STREAM_CHUNK, OPT_DEVICES, OPT_PARTITION, OPT_OVERLAP, OPT_HOST_MEMORY,
     OPT_SEND_PARTS, OPT_METHOD, OPT_CONSTRAINT, OPT_L1, OPT_L2, OPT_ADMM_INNER, OPT_ADMM_TOL,
-    OPT_ROWS, OPT_REPORT, OPT_REMAP_KERNEL
+    OPT_ROWS, OPT_REPORT, OPT_REMAP_KERNEL, OPT_EXCHANGE
 };
 
 static const struct option long_options[] = {
@@ -78,6 +78,7 @@ static const struct option long_options[] = {
     {"partition", required_argument, NULL, OPT_PARTITION},
     {"overlap", no_argument, NULL, OPT_OVERLAP},
     {"send-parts", required_argument, NULL, OPT_SEND_PARTS},
+    {"exchange", required_argument, NULL, OPT_EXCHANGE},
     {"memory", required_argument, NULL, OPT_MEMORY},
     {"device-memory", required_argument, NULL, OPT_DEVICE_MEMORY},
     {"host-memory", required_argument, NULL, OPT_HOST_MEMORY},
@@ -159,6 +160,10 @@ static void usage(void)
            "      --send-parts=N   several GPUs: solve and send each mode's rows in N\n"
            "                       parts (1 to %d), each as soon as the MTTKRP has\n"
            "                       written it (default 1: whole; see amped-run(1))\n"
+           "      --exchange=HOW   several GPUs of one process: nccl sends the rows\n"
+           "                       with NCCL's kernels, copy with the GPUs' copy\n"
+           "                       engines, which leave the SMs to the MTTKRP\n"
+           "                       (default nccl; see amped-run(1))\n"
            "      --memory=MODE    auto: keep each GPU's part of the tensor in its memory\n"
            "                       when it fits, else (one GPU) two mode copies remapped\n"
            "                       each mode when they fit and the file has REMAP\n"
@@ -487,9 +492,10 @@ static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run
             return;
         }
         if (k == 0)
-            printf("backend:   %u GPUs%s joined with NCCL, partition %s%s, precision %s%s\n",
+            printf("backend:   %u GPUs%s joined with NCCL, partition %s%s%s, precision %s%s\n",
                    total, total > n ? " of every process" : "", partition_name(a->gpu.partition),
-                   a->gpu.overlap ? ", rows sent behind the next MTTKRP" : "", prec,
+                   a->gpu.overlap ? ", rows sent behind the next MTTKRP" : "",
+                   a->gpu.exchange_copy && total == n ? ", rows sent by copy engines" : "", prec,
                    total > n ? "; process 0's:" : "");
         printf("  gpu %d:   %s (%d SMs), ", in.device, in.name, in.sm_count);
         if (in.streamed)
@@ -568,6 +574,7 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
     a->report.gpus = rg;
     a->report.ngpus = n;
     a->report.partition = partition_name(a->gpu.partition);
+    a->report.row_exchange = a->gpu.exchange_copy ? "copy" : "nccl";
     for (unsigned m = 0; m < t->nmodes; m++) {
         a->report.imbalance[m] = amp_gpu_run_imbalance(gr, m, &a->report.imbalance_bound[m]);
         a->report.send_parts[m] = amp_gpu_run_parts(gr, m);
@@ -1099,6 +1106,7 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
     static const char *const memories[] = {"auto", "resident", "stream", "compressed", "remap",
                                            NULL};
     static const char *const partitions[] = {"shards", "equal-nnz", NULL};
+    static const char *const exchanges[] = {"nccl", "copy", NULL};
     static const char *const methods[] = {"als", "ao-admm", "mu", "hals", NULL};
     uint64_t u;
     int choice;
@@ -1187,6 +1195,12 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
     case OPT_REMAP_KERNEL:
         a->gpu_only = a->gpu_only ? a->gpu_only : "--remap-kernel";
         a->gpu.remap_kernel = 1;
+        return -1;
+    case OPT_EXCHANGE:
+        a->gpu_only = a->gpu_only ? a->gpu_only : "--exchange";
+        if (amp_parse_choice(optarg, exchanges, "--exchange", &choice, err))
+            return USAGE_FAIL(err);
+        a->gpu.exchange_copy = choice == 1;
         return -1;
     case OPT_SEND_PARTS:
         a->gpu_only = a->gpu_only ? a->gpu_only : "--send-parts";

@@ -128,6 +128,7 @@ gpu-packed-sign @@ run/cuda/mttkrp.cu @@ : (int64_t)(raw << (64 - a.qbits)) >> (
 gpu-fit-lambda @@ run/cuda/als_kernels.cu @@ double h = lambda[k / R] * lambda[k % R]; @@ double h = lambda[k / R]; @@ tests/test_gpu tests/test_multi_gpu
 nccl-max-as-sum @@ run/comm/comm_nccl.cu @@ max ? ncclMax : ncclSum @@ ncclSum @@ tests/test_multi_gpu
 nccl-recv-own @@ run/comm/comm_nccl.cu @@ r = ncclRecv(b + offset[peer] * es, count[peer] @@ r = ncclRecv(b + offset[c->gpu] * es, count[peer] @@ tests/test_multi_gpu
+copy-pull-own-rows @@ run/comm/comm_nccl.cu @@ (const char *)G->buf[p] + offset[p] * es @@ (const char *)G->buf[p] + offset[me] * es @@ tests/test_multi_gpu
 admm-no-project @@ run/cpu/update.c @@ const double v = relu(At[k] - U[k] - t) * sc, u @@ const double v = prox(At[k] - U[k], t, sc, 0), u @@ tests/test_constrained
 admm-tol-no-project @@ run/cpu/update.c @@         return up * s; @@         return (up - relu(-(z + t))) * s; @@ tests/test_constrained
 admm-dual-sign @@ run/cpu/update.c @@ * sc, u = U[k] + (v - At[k]); @@ * sc, u = U[k] - (v - At[k]); @@ tests/test_constrained

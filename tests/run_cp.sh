@@ -208,6 +208,11 @@ check_status "an unknown --partition is a usage error" 2
 run "$AMPED_RUN" --send-parts 9 "$T/sample.amp"
 check_status "--send-parts above 8 is a usage error" 2
 check_contains "... naming the range" "$RUN_ERR" "from 0 to 8"
+run "$AMPED_RUN" --exchange dma "$T/sample.amp"
+check_status "an unknown --exchange is a usage error" 2
+check_contains "... naming the choices" "$RUN_ERR" "copy"
+run "$AMPED_RUN" --gpus 0 --exchange copy "$T/sample.amp"
+check_status "--exchange with --gpus 0 (the CPU) is a usage error" 2
 run "$AMPED_RUN" --overlap --send-parts 2 "$T/sample.amp"
 check_status "--overlap with --send-parts 2 is a usage error" 2
 check_contains "... that says to give one" "$RUN_ERR" "give one"
@@ -374,7 +379,9 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
         for v in "--memory stream --stream-chunk 4099" "--partition equal-nnz" \
                  "--partition equal-nnz --memory stream --stream-chunk 4099" "--devices 1,0" \
                  "--overlap" "--overlap --memory stream --stream-chunk 4099" \
-                 "--send-parts 3" "--send-parts 8 --precision f32"; do
+                 "--send-parts 3" "--send-parts 8 --precision f32" \
+                 "--exchange copy" "--exchange copy --send-parts 2" \
+                 "--exchange copy --precision f32 --memory stream --stream-chunk 4099"; do
             run "$AMPED_RUN" --gpus 2 $v -r 4 --iters 8 --tol 0 "$T/sample.amp"
             check_status "2 GPUs, $v: exit 0" 0
             v_fit=$(sed -n 's/^final fit: \([0-9.]*\).*/\1/p' "$RUN_OUT")
@@ -390,6 +397,11 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
         check_status "--gpus 2 with the default parts: exit 0" 0
         check_contains "default on the small sample: each mode's rows sent whole" "$T/whole.json" \
             '"send_parts": [1, 1, 1]'
+        check_contains "... by NCCL" "$T/whole.json" '"row_exchange": "nccl"'
+        run "$AMPED_RUN" --gpus 2 --exchange copy -r 4 --iters 3 --json "$T/copy.json" "$T/sample.amp"
+        check_status "--exchange copy: exit 0" 0
+        check_contains "--exchange copy: the report says so" "$RUN_OUT" "rows sent by copy engines"
+        check_contains "--exchange copy --json: row_exchange" "$T/copy.json" '"row_exchange": "copy"'
         for v in "-r 33" "--memory stream --stream-chunk 4099 -r 32" "--partition equal-nnz -r 7 --precision f32"; do
             run "$AMPED_RUN" --gpus 2 --check $v "$T/sample.amp"
             check_status "--gpus 2 --check $v: the GPUs' MTTKRP matches the reference" 0

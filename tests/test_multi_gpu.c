@@ -34,15 +34,18 @@ typedef struct config {
     const char *name;
     amp_partition_kind partition;
     int memory, overlap;
+    int copy;   /* rows sent by the copy engines (--exchange copy) */
 } config;
 
 static const config configs[] = {
-    {"shards, resident", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0},
-    {"shards, streamed", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM, 0},
-    {"shards, resident, overlap", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 1},
-    {"shards, streamed, overlap", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM, 1},
-    {"equal-nnz, resident", AMP_PARTITION_EQUAL_NNZ, AMP_MEMORY_RESIDENT, 0},
-    {"equal-nnz, streamed, overlap", AMP_PARTITION_EQUAL_NNZ, AMP_MEMORY_STREAM, 1},
+    {"shards, resident", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0, 0},
+    {"shards, streamed", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM, 0, 0},
+    {"shards, resident, overlap", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 1, 0},
+    {"shards, streamed, overlap", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM, 1, 0},
+    {"equal-nnz, resident", AMP_PARTITION_EQUAL_NNZ, AMP_MEMORY_RESIDENT, 0, 0},
+    {"equal-nnz, streamed, overlap", AMP_PARTITION_EQUAL_NNZ, AMP_MEMORY_STREAM, 1, 0},
+    {"shards, resident, copies", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0, 1},
+    {"shards, streamed, overlap, copies", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM, 1, 1},
 };
 
 static amp_status open_run(const amp_tensor *t, unsigned gpus, const config *cf, unsigned R,
@@ -54,6 +57,7 @@ static amp_status open_run(const amp_tensor *t, unsigned gpus, const config *cf,
     o.gpus = (int)gpus;
     o.partition = cf->partition;
     o.overlap = cf->overlap;
+    o.exchange_copy = cf->copy;
     o.memory = cf->memory;
     o.stream_chunk = cf->memory == AMP_MEMORY_STREAM ? chunk : 0;
     amp_cpd_opts cpd;
@@ -132,14 +136,16 @@ static amp_status f32_fit_gap(const amp_tensor *t, const config *cf, uint64_t ch
  * update, and 8 in f32 over 4 iterations, against the CPU (tolerances as
  * above). A mode where a GPU has no nonzero goes whole, on every GPU. */
 #define PARTS_CHECKS 3
-static void check_parts(const char *name, const amp_tensor *t, const amp_cpd *cpu)
+static void check_parts(const char *name, const config *pc, const amp_tensor *t,
+                        const amp_cpd *cpu)
 {
-    static const config cf = {"shards, resident", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0};
+    const config cf = *pc;
     amp_error err = {0};
     amp_gpu_run *run = NULL;
     amp_cpd two = {0};
     if (open_run(t, 2, &cf, RANK, 0, 0, &run, &err) != AMP_OK) {
-        ok(0, "%s, rows in parts: opens on 2 GPUs (%s)", name, amp_error_message(&err));
+        ok(0, "%s, %s, rows in parts: opens on 2 GPUs (%s)", name, cf.name,
+           amp_error_message(&err));
         skip(PARTS_CHECKS - 1, "not open");
         return;
     }
@@ -160,21 +166,23 @@ static void check_parts(const char *name, const amp_tensor *t, const amp_cpd *cp
     if (rc != AMP_OK)
         diag("%s", amp_error_message(&err));
     ok(rc == AMP_OK && fabs(two.fit - cpu->fit) <= 1e-6 && dc <= 1e-6 &&
-           as_wanted == t->nmodes, "%s, rows in 3 parts: fit %.10f (CPU %.10f), factors within "
-       "%.2e, %u of %u modes in the parts expected", name, rc == AMP_OK ? two.fit : NAN,
+           as_wanted == t->nmodes, "%s, %s, rows in 3 parts: fit %.10f (CPU %.10f), factors "
+       "within %.2e, %u of %u modes in the parts expected", name, cf.name,
+       rc == AMP_OK ? two.fit : NAN,
        cpu->fit, dc, as_wanted, t->nmodes);
     amp_cpd_free(&two);
     rc = decompose_xp(t, run, 0, 0, 1, 8, &two, &err);
     dc = rc == AMP_OK ? cpd_diff(t, &two, cpu) : INFINITY;
-    ok(rc == AMP_OK && fabs(two.fit - cpu->fit) <= 1e-6 && dc <= 1e-6, "%s, rows in 8 parts, "
-       "rescaled at every update: fit %.10f, factors within %.2e of the CPU's", name,
-       rc == AMP_OK ? two.fit : NAN, dc);
+    ok(rc == AMP_OK && fabs(two.fit - cpu->fit) <= 1e-6 && dc <= 1e-6, "%s, %s, rows in 8 "
+       "parts, rescaled at every update: fit %.10f, factors within %.2e of the CPU's", name,
+       cf.name, rc == AMP_OK ? two.fit : NAN, dc);
     amp_cpd_free(&two);
     amp_gpu_run_close(run);
     double f4 = NAN;
     rc = f32_fit_gap(t, &cf, 0, 8, &f4, &err);
-    ok(rc == AMP_OK && f4 <= 1e-4, "%s, rows in 8 parts, CP-ALS f32, 4 iterations, with and "
-       "without rescaling at every update: fit within %.2e of the CPU's f64", name, f4);
+    ok(rc == AMP_OK && f4 <= 1e-4, "%s, %s, rows in 8 parts, CP-ALS f32, 4 iterations, with "
+       "and without rescaling at every update: fit within %.2e of the CPU's f64", name,
+       cf.name, f4);
 }
 
 /* Every configuration on two GPUs against the CPU (cpu) and one GPU
@@ -184,7 +192,7 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
     amp_error err = {0};
     amp_cpd cpu = {0}, one = {0};
     amp_gpu_run *run1 = NULL;
-    static const config whole = {"one GPU", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0};
+    static const config whole = {"one GPU", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0, 0};
     int base_ok = decompose(t, NULL, &cpu, &err) == AMP_OK;
     if (base_ok)
         base_ok = open_run(t, 1, &whole, RANK, 0, 0, &run1, &err) == AMP_OK &&
@@ -192,11 +200,12 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
     amp_gpu_run_close(run1);
     if (!ok(base_ok, "%s: CPU and one-GPU decompositions (%s)", name,
             base_ok ? "ok" : amp_error_message(&err))) {
-        skip(CHECKS_PER_CONFIG * (int)(sizeof configs / sizeof *configs) + PARTS_CHECKS,
+        skip(CHECKS_PER_CONFIG * (int)(sizeof configs / sizeof *configs) + 2 * PARTS_CHECKS,
              "no baseline");
         return;
     }
-    check_parts(name, t, &cpu);
+    check_parts(name, &configs[0], t, &cpu);
+    check_parts(name, &configs[6], t, &cpu);   /* by copies */
     for (size_t k = 0; k < sizeof configs / sizeof *configs; k++) {
         const config *cf = &configs[k];
         amp_gpu_run *run = NULL;
@@ -447,7 +456,8 @@ static void test_random(void)
 static void check_parts_pinv(void)
 {
     static const shape thin = {"thin", 2, {3000, 3}, 5000, 0};
-    static const config cf = {"shards, resident", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0};
+    static const config cf = {"shards, resident", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0,
+                              0};
     amp_coo x;
     amp_tensor t;
     amp_file *f = NULL;
@@ -502,12 +512,12 @@ static void check_gpu_failure(void)
     random_tensor(&s, 55, &x);
     if (!prepare_open(&x, "multi_fail.amp", 16, 997, &t, &f)) {
         ok(0, "%s: prepares", s.name);
-        skip(3, "no file");
+        skip(4, "no file");
         amp_coo_free(&x);
         return;
     }
-    static const int which[] = {0, 1, 4};   /* of configs[] */
-    for (int k = 0; k < 3; k++) {
+    static const int which[] = {0, 1, 4, 6};   /* of configs[]: 6 by copies */
+    for (int k = 0; k < 4; k++) {
         const config *cf = &configs[which[k]];
         amp_gpu_run *run = NULL;
         amp_error err = {0};

@@ -24,8 +24,9 @@ typedef struct amp_comm amp_comm;
 int amp_comm_available(void);
 
 /* Communicators for ngpus GPUs of this process: comms[i] is GPU i of
- * the run, on CUDA device devices[i]. */
-amp_status amp_comm_init_all(unsigned ngpus, const int *devices, amp_comm **comms,
+ * the run, on CUDA device devices[i]. copy: amp_comm_allgatherv's rows go
+ * by the GPUs' copy engines (peer copies) instead of NCCL's kernels. */
+amp_status amp_comm_init_all(unsigned ngpus, const int *devices, int copy, amp_comm **comms,
                              amp_error *err);
 /* Communicators for the GPUs of several processes (hosts): first NCCL's
  * id of the whole run, made by one process (AMP_COMM_ID_BYTES into id),

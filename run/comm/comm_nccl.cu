@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "amp_comm.h"
@@ -21,9 +23,38 @@
 #include <nccl.h>
 #endif
 
+#define AMP_COMM_MAX_LOCAL 64   /* GPUs of one process: AMP_MAX_GPUS */
+
+#define CUDA_TRY(call, err)                                                                 \
+    do {                                                                                    \
+        cudaError_t e_ = (call);                                                            \
+        if (e_ != cudaSuccess)                                                              \
+            return AMP_FAIL((err), AMP_ERR_CUDA, "%s: %s", #call, cudaGetErrorString(e_));  \
+    } while (0)
+
+/* The GPUs of one process that send rows by copies (amp_comm_init_all's
+ * copy): each GPU's copy engines pull the others' rows over the link
+ * (cudaMemcpyPeerAsync), no kernel and so no SM taken from the MTTKRP.
+ * The GPUs' threads meet twice a call: once every GPU has marked its rows
+ * ready (its event recorded, its buffer named), and once every GPU has
+ * marked its pulls issued, so that each GPU's stream then waits for the
+ * pulls from its own rows too, as NCCL's send would. */
+struct copy_group {
+    unsigned n;
+    std::mutex mu;
+    std::condition_variable cv;
+    unsigned arrived = 0, refs = 0;
+    uint64_t generation = 0;
+    bool aborted = false;
+    int device[AMP_COMM_MAX_LOCAL];
+    void *buf[AMP_COMM_MAX_LOCAL];
+    cudaEvent_t ready[AMP_COMM_MAX_LOCAL], pulled[AMP_COMM_MAX_LOCAL];
+};
+
 struct amp_comm {
     unsigned gpu, ngpus;   /* this GPU's index in the run (its NCCL rank), the run's GPUs */
     int device;
+    copy_group *copies;    /* rows by copies; NULL: by NCCL */
 #ifdef AMP_HAVE_NCCL
     ncclComm_t nccl;   /* NULL for a run of one GPU */
     ncclComm_t rows;   /* amp_comm_allgatherv's */
@@ -163,8 +194,96 @@ static amp_status comms_attach(amp_comm **comms, unsigned nlocal, ncclComm_t *nc
 }
 #endif
 
-extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, amp_comm **comms,
-                                        amp_error *err)
+/* Waits until every GPU of G has called it this round; false where the
+ * exchange was cancelled (amp_comm_abort on any of them) first. */
+static bool group_meet(copy_group *G)
+{
+    std::unique_lock<std::mutex> hold(G->mu);
+    if (G->aborted)
+        return false;
+    const uint64_t round = G->generation;
+    if (++G->arrived == G->n) {
+        G->arrived = 0;
+        G->generation++;
+        G->cv.notify_all();
+        return true;
+    }
+    G->cv.wait(hold, [&] { return G->generation != round || G->aborted; });
+    return G->generation != round;
+}
+
+/* Leaves G: the last GPU out frees it. Its own events go with it. */
+static void group_leave(amp_comm *c)
+{
+    copy_group *G = c->copies;
+    if (G == NULL)
+        return;
+    c->copies = NULL;
+    cudaSetDevice(c->device);
+    if (G->ready[c->gpu])
+        cudaEventDestroy(G->ready[c->gpu]);
+    if (G->pulled[c->gpu])
+        cudaEventDestroy(G->pulled[c->gpu]);
+    bool last;
+    {
+        std::lock_guard<std::mutex> hold(G->mu);
+        last = --G->refs == 0;
+    }
+    if (last)
+        delete G;
+}
+
+/* comms[0 .. n), every GPU of the run in this process, joined to send
+ * rows by copies: peer access each way where the GPUs allow it (else the
+ * copies go through the host, slower but the same), two events each. */
+static amp_status group_join(amp_comm **comms, unsigned n, amp_error *err)
+{
+    if (n > AMP_COMM_MAX_LOCAL)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "rows by copies join at most %d GPUs, not %u",
+                        AMP_COMM_MAX_LOCAL, n);
+    copy_group *G = new (std::nothrow) copy_group;
+    if (G == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    G->n = n;
+    G->refs = n;
+    for (unsigned i = 0; i < n; i++) {
+        G->device[i] = comms[i]->device;
+        G->buf[i] = NULL;
+        G->ready[i] = G->pulled[i] = NULL;
+        comms[i]->copies = G;
+    }
+    amp_status rc = AMP_OK;
+    for (unsigned i = 0; i < n && rc == AMP_OK; i++) {
+        cudaError_t e = cudaSetDevice(G->device[i]);
+        for (unsigned j = 0; j < n && e == cudaSuccess; j++) {
+            int can = 0;
+            if (j == i || G->device[j] == G->device[i])
+                continue;
+            e = cudaDeviceCanAccessPeer(&can, G->device[i], G->device[j]);
+            if (e == cudaSuccess && can) {
+                e = cudaDeviceEnablePeerAccess(G->device[j], 0);
+                if (e == cudaErrorPeerAccessAlreadyEnabled) {
+                    cudaGetLastError();
+                    e = cudaSuccess;
+                }
+            }
+        }
+        if (e == cudaSuccess)
+            e = cudaEventCreateWithFlags(&G->ready[i], cudaEventDisableTiming);
+        if (e == cudaSuccess)
+            e = cudaEventCreateWithFlags(&G->pulled[i], cudaEventDisableTiming);
+        if (e != cudaSuccess)
+            rc = AMP_FAIL(err, AMP_ERR_CUDA, "rows by copies on GPU %d: %s", G->device[i],
+                          cudaGetErrorString(e));
+    }
+    if (rc != AMP_OK)
+        for (unsigned i = 0; i < n; i++)
+            group_leave(comms[i]);
+    return rc;
+}
+
+extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, int copy,
+                                        amp_comm **comms, amp_error *err)
 {
     if (ngpus == 0)
         return AMP_FAIL(err, AMP_ERR_USAGE, "a communicator needs at least one GPU");
@@ -184,9 +303,17 @@ extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, amp_
                 for (unsigned q = 0; q < ngpus; q++)
                     ncclCommDestroy(nc[q]);
         }
-        return comms_attach(comms, ngpus, nc, r, err);
+        AMP_CHECK(comms_attach(comms, ngpus, nc, r, err));
+        amp_status rc = copy ? group_join(comms, ngpus, err) : AMP_OK;
+        if (rc != AMP_OK)
+            for (unsigned q = 0; q < ngpus; q++) {
+                amp_comm_free(comms[q]);
+                comms[q] = NULL;
+            }
+        return rc;
     }
 #endif
+    (void)copy;
     return AMP_OK;
 }
 
@@ -258,6 +385,7 @@ extern "C" void amp_comm_free(amp_comm *c)
 {
     if (c == NULL)
         return;
+    group_leave(c);
 #ifdef AMP_HAVE_NCCL
     if (c->nccl && !c->aborted) {
         cudaSetDevice(c->device);
@@ -270,6 +398,12 @@ extern "C" void amp_comm_free(amp_comm *c)
 
 extern "C" void amp_comm_abort(amp_comm *c)
 {
+    if (c && c->copies) {
+        /* The peers' threads waiting in group_meet stop waiting. */
+        std::lock_guard<std::mutex> hold(c->copies->mu);
+        c->copies->aborted = true;
+        c->copies->cv.notify_all();
+    }
 #ifdef AMP_HAVE_NCCL
     if (c == NULL || c->nccl == NULL || c->aborted)
         return;
@@ -316,12 +450,45 @@ extern "C" amp_status amp_comm_allreduce(amp_comm *c, double *buf, size_t n, int
 #endif
 }
 
+/* amp_comm_allgatherv by copies: this GPU pulls each peer's rows into
+ * its own buffer once the peer's stream has them, then its stream waits
+ * until every peer has pulled its rows (values of es bytes). */
+static amp_status allgatherv_copies(amp_comm *c, void *buf, size_t es, const uint64_t *offset,
+                                    const uint64_t *count, cudaStream_t s, amp_error *err)
+{
+    copy_group *G = c->copies;
+    const unsigned me = c->gpu;
+    G->buf[me] = buf;
+    CUDA_TRY(cudaEventRecord(G->ready[me], s), err);
+    if (!group_meet(G))
+        return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u: the rows' exchange was cancelled (another "
+                        "GPU stopped)", me);
+    for (unsigned p = 0; p < G->n; p++) {
+        if (p == me || count[p] == 0)
+            continue;
+        CUDA_TRY(cudaStreamWaitEvent(s, G->ready[p], 0), err);
+        CUDA_TRY(cudaMemcpyPeerAsync((char *)buf + offset[p] * es, c->device,
+                                     (const char *)G->buf[p] + offset[p] * es, G->device[p],
+                                     count[p] * es, s), err);
+    }
+    CUDA_TRY(cudaEventRecord(G->pulled[me], s), err);
+    if (!group_meet(G))
+        return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u: the rows' exchange was cancelled (another "
+                        "GPU stopped)", me);
+    for (unsigned p = 0; p < G->n; p++)
+        if (p != me && count[me] > 0)
+            CUDA_TRY(cudaStreamWaitEvent(s, G->pulled[p], 0), err);
+    return AMP_OK;
+}
+
 extern "C" amp_status amp_comm_allgatherv(amp_comm *c, void *buf, int f32,
                                           const uint64_t *offset, const uint64_t *count,
                                           void *stream, amp_error *err)
 {
     if (one_gpu(c))
         return AMP_OK;
+    if (c->copies)
+        return allgatherv_copies(c, buf, f32 ? 4 : 8, offset, count, (cudaStream_t)stream, err);
 #ifdef AMP_HAVE_NCCL
     cudaStream_t s = (cudaStream_t)stream;
     const ncclDataType_t type = f32 ? ncclFloat : ncclDouble;

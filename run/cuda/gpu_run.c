@@ -802,6 +802,10 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
                        "not all its own, and moving them between GPUs is not built yet); "
                        "--gpus 1 runs it on one GPU, --memory resident or stream on several",
                        r->n, r->group ? " GPUs of each of several processes" : " GPUs");
+    if (r->group && o->exchange_copy)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--exchange copy joins the GPUs "
+                       "of one process; a run of several processes sends rows with NCCL "
+                       "(--exchange nccl)");
     /* Only whole shards can be read apart from the rest of the file. */
     if (r->group && o->partition == AMP_PARTITION_EQUAL_NNZ)
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--partition equal-nnz splits "
@@ -824,7 +828,7 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
         for (unsigned k = 0; k < r->n; k++)
             ordinals[k] = r->dev[k].ordinal;
         announce(o, "NCCL init", NULL, 0);
-        AMP_CHECK_GOTO(amp_comm_init_all(r->n, ordinals, r->comm, err), rc, fail);
+        AMP_CHECK_GOTO(amp_comm_init_all(r->n, ordinals, o->exchange_copy, r->comm, err), rc, fail);
     }
     r->upload_seconds = amp_now() - t0 - r->load_seconds;
     *out = r;

@@ -78,6 +78,9 @@ typedef struct amp_gpu_opts {
     unsigned ndevices;
     amp_partition_kind partition;
     int overlap;                 /* send rows behind the next MTTKRP (amp_partition) */
+    /* Several GPUs of this process: rows sent by the GPUs' copy engines
+     * (amp_comm_init_all's copy), not by NCCL. */
+    int exchange_copy;
     int memory;                  /* AMP_MEMORY_* */
     uint64_t device_memory;      /* cap per GPU in bytes; 0: what is free */
     /* Host memory a streamed tensor may take: above it, one GPU streams
