@@ -495,7 +495,7 @@ static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run
             printf("backend:   %u GPUs%s joined with NCCL, partition %s%s%s, precision %s%s\n",
                    total, total > n ? " of every process" : "", partition_name(a->gpu.partition),
                    a->gpu.overlap ? ", rows sent behind the next MTTKRP" : "",
-                   a->gpu.exchange_copy && total == n ? ", rows sent by copy engines" : "", prec,
+                   a->gpu.exchange_copy ? ", rows sent by copy engines" : "", prec,
                    total > n ? "; process 0's:" : "");
         printf("  gpu %d:   %s (%d SMs), ", in.device, in.name, in.sm_count);
         if (in.streamed)
@@ -574,7 +574,10 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
     a->report.gpus = rg;
     a->report.ngpus = n;
     a->report.partition = partition_name(a->gpu.partition);
-    a->report.row_exchange = a->gpu.exchange_copy ? "copy" : "nccl";
+    /* Only where rows travel: several GPUs, or GPUs of several processes. */
+    a->report.row_exchange = n < 2 && a->report.nprocesses == 0 ? NULL
+                             : a->gpu.exchange_copy             ? "copy"
+                                                                : "nccl";
     for (unsigned m = 0; m < t->nmodes; m++) {
         a->report.imbalance[m] = amp_gpu_run_imbalance(gr, m, &a->report.imbalance_bound[m]);
         a->report.send_parts[m] = amp_gpu_run_parts(gr, m);

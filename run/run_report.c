@@ -199,8 +199,10 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
         put_double_array(&b, r->imbalance_bound, t->nmodes);
         put(&b, ",\n  \"send_parts\": ");
         put_u64_array(&b, r->send_parts, t->nmodes);
-        put(&b, ",\n  \"row_exchange\": ");
-        put_string(&b, r->row_exchange ? r->row_exchange : "nccl");
+        if (r->row_exchange) {
+            put(&b, ",\n  \"row_exchange\": ");
+            put_string(&b, r->row_exchange);
+        }
         put(&b, ",\n  \"gpus\": [");
         for (unsigned k = 0; k < r->ngpus; k++) {
             const amp_report_gpu *g = &r->gpus[k];

@@ -71,7 +71,7 @@ typedef struct amp_run_report {
     const char *partition;
     double imbalance[AMP_MAX_MODES], imbalance_bound[AMP_MAX_MODES];
     uint64_t send_parts[AMP_MAX_MODES];   /* amp_gpu_run_parts */
-    const char *row_exchange;   /* how rows go between GPUs: "nccl" or "copy" */
+    const char *row_exchange;   /* how rows go between GPUs: "nccl", "copy"; NULL: one GPU */
     /* Runs over several processes: each process, or each GPU of each
      * (nprocesses 0 otherwise). */
     const amp_report_process *processes;

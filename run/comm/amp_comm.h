@@ -5,7 +5,16 @@
  * One amp_comm per GPU of this process (a run over several processes
  * has one NCCL communicator across all of them). Every call enqueues on the caller's
  * CUDA stream and returns at once; buffers are device memory, in place.
- * A run of one GPU needs no NCCL: its collectives do nothing. */
+ * A run of one GPU needs no NCCL: its collectives do nothing.
+ *
+ * Rows by copies (amp_comm_init_all's copy) change two of these rules for
+ * amp_comm_allgatherv: it returns only once every GPU of the process has
+ * called it (twice over: ready, then pulled), so each GPU's calls must
+ * come from a thread of its own; and amp_comm_abort wakes the threads
+ * waiting there but cannot take back copies already queued, so a GPU whose
+ * run stops must finish its own queued work before any GPU frees a buffer
+ * a peer may still read (als_gpu.cu does). amp_comm_free of one GPU's comm
+ * only once no thread uses any of them. */
 #ifndef AMP_COMM_H
 #define AMP_COMM_H
 
@@ -59,6 +68,8 @@ amp_status amp_comm_allgatherv(amp_comm *c, void *buf, int f32, const uint64_t *
  * summed over every GPU, in place. */
 amp_status amp_comm_reduce_scatter(amp_comm *c, void *buf, size_t block, int f32, void *stream,
                                    amp_error *err);
+/* Whether c's rows go by copies (amp_comm_init_all's copy). */
+int amp_comm_by_copies(const amp_comm *c);
 /* An error the library met asynchronously (a peer gone). */
 amp_status amp_comm_check(amp_comm *c, amp_error *err);
 

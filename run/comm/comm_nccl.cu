@@ -25,6 +25,7 @@
 
 #define AMP_COMM_MAX_LOCAL 64   /* GPUs of one process: AMP_MAX_GPUS */
 
+/* gpu_internal.h's, which the collectives' library may not include. */
 #define CUDA_TRY(call, err)                                                                 \
     do {                                                                                    \
         cudaError_t e_ = (call);                                                            \
@@ -88,9 +89,9 @@ static amp_status warm_up(amp_comm **comms, unsigned nlocal, int rows, amp_error
 {
     const unsigned ngpus = comms[0]->ngpus;
     amp_status rc = AMP_OK;
-    double *buf[64] = {0};
-    cudaStream_t st[64] = {0};
-    for (unsigned r = 0; r < nlocal && r < 64 && rc == AMP_OK; r++) {
+    double *buf[AMP_COMM_MAX_LOCAL] = {0};
+    cudaStream_t st[AMP_COMM_MAX_LOCAL] = {0};
+    for (unsigned r = 0; r < nlocal && r < AMP_COMM_MAX_LOCAL && rc == AMP_OK; r++) {
         cudaError_t e = cudaSetDevice(comms[r]->device);
         if (e == cudaSuccess)
             e = cudaMalloc((void **)&buf[r], 2 * ngpus * sizeof(double));
@@ -121,7 +122,7 @@ static amp_status warm_up(amp_comm **comms, unsigned nlocal, int rows, amp_error
             rc = AMP_FAIL(err, AMP_ERR_CUDA, "NCCL's first collective failed: %s",
                           ncclGetErrorString(nr));
     }
-    for (unsigned r = 0; r < nlocal && r < 64; r++) {
+    for (unsigned r = 0; r < nlocal && r < AMP_COMM_MAX_LOCAL; r++) {
         if (st[r]) {
             cudaSetDevice(comms[r]->device);
             cudaError_t e = cudaStreamSynchronize(st[r]);
@@ -233,9 +234,11 @@ static void group_leave(amp_comm *c)
         delete G;
 }
 
+#ifdef AMP_HAVE_NCCL
 /* comms[0 .. n), every GPU of the run in this process, joined to send
- * rows by copies: peer access each way where the GPUs allow it (else the
- * copies go through the host, slower but the same), two events each. */
+ * rows by copies: peer access each way where the GPUs allow it (else, or
+ * where enabling it fails, as past 8 peers on PCIe, the copies go through
+ * the host, slower but the same), two events each. */
 static amp_status group_join(amp_comm **comms, unsigned n, amp_error *err)
 {
     if (n > AMP_COMM_MAX_LOCAL)
@@ -260,13 +263,9 @@ static amp_status group_join(amp_comm **comms, unsigned n, amp_error *err)
             if (j == i || G->device[j] == G->device[i])
                 continue;
             e = cudaDeviceCanAccessPeer(&can, G->device[i], G->device[j]);
-            if (e == cudaSuccess && can) {
-                e = cudaDeviceEnablePeerAccess(G->device[j], 0);
-                if (e == cudaErrorPeerAccessAlreadyEnabled) {
-                    cudaGetLastError();
-                    e = cudaSuccess;
-                }
-            }
+            if (e == cudaSuccess && can && cudaDeviceEnablePeerAccess(G->device[j], 0) !=
+                                               cudaSuccess)
+                cudaGetLastError();   /* not sticky: the copies take the host's way */
         }
         if (e == cudaSuccess)
             e = cudaEventCreateWithFlags(&G->ready[i], cudaEventDisableTiming);
@@ -281,6 +280,7 @@ static amp_status group_join(amp_comm **comms, unsigned n, amp_error *err)
             group_leave(comms[i]);
     return rc;
 }
+#endif
 
 extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, int copy,
                                         amp_comm **comms, amp_error *err)
@@ -475,8 +475,8 @@ static amp_status allgatherv_copies(amp_comm *c, void *buf, size_t es, const uin
     if (!group_meet(G))
         return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u: the rows' exchange was cancelled (another "
                         "GPU stopped)", me);
-    for (unsigned p = 0; p < G->n; p++)
-        if (p != me && count[me] > 0)
+    for (unsigned p = 0; p < G->n && count[me] > 0; p++)
+        if (p != me)
             CUDA_TRY(cudaStreamWaitEvent(s, G->pulled[p], 0), err);
     return AMP_OK;
 }
@@ -534,6 +534,11 @@ extern "C" amp_status amp_comm_reduce_scatter(amp_comm *c, void *buf, size_t blo
     (void)buf, (void)f32, (void)stream;
     return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "no NCCL");
 #endif
+}
+
+extern "C" int amp_comm_by_copies(const amp_comm *c)
+{
+    return c != NULL && c->copies != NULL;
 }
 
 extern "C" amp_status amp_comm_check(amp_comm *c, amp_error *err)

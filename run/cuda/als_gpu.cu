@@ -1370,6 +1370,12 @@ static amp_status als_one_gpu(als_run *run, unsigned local, amp_error *err)
         rc = write_output(g, &w, run->c, err);
     if (rc != AMP_OK)   /* before freeing: cudaFree waits for the device */
         fail_gpu(run, local);
+    /* Rows by copies: this GPU's queued pulls read the peers' buffers, and
+     * no abort takes them back; they end (every event they wait on is
+     * recorded, NCCL's kernels cancelled) before any peer, released by
+     * settle, frees what they read. */
+    if (rc != AMP_OK && run->ngpus > 1 && amp_comm_by_copies(run->comms[local]))
+        cudaDeviceSynchronize();
     settle(run, rc != AMP_OK);
     gpu_als_free(&w);
     return rc;

@@ -804,7 +804,7 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
                        r->n, r->group ? " GPUs of each of several processes" : " GPUs");
     if (r->group && o->exchange_copy)
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--exchange copy joins the GPUs "
-                       "of one process; a run of several processes sends rows with NCCL "
+                       "of one process, and this run is under MPI, where rows go with NCCL "
                        "(--exchange nccl)");
     /* Only whole shards can be read apart from the rest of the file. */
     if (r->group && o->partition == AMP_PARTITION_EQUAL_NNZ)
