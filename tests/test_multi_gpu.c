@@ -48,6 +48,11 @@ static const config configs[] = {
     {"shards, streamed, overlap, copies", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM, 1, 1},
 };
 
+/* `test_multi_gpu copies`: only the configurations that send rows by
+ * copies (and the failure check), to validate them within a device
+ * call's time. */
+static int only_copies;
+
 static amp_status open_run(const amp_tensor *t, unsigned gpus, const config *cf, unsigned R,
                            int f32, uint64_t chunk, amp_gpu_run **run, amp_error *err)
 {
@@ -204,10 +209,13 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
              "no baseline");
         return;
     }
-    check_parts(name, &configs[0], t, &cpu);
+    if (!only_copies)
+        check_parts(name, &configs[0], t, &cpu);
     check_parts(name, &configs[6], t, &cpu);   /* by copies */
     for (size_t k = 0; k < sizeof configs / sizeof *configs; k++) {
         const config *cf = &configs[k];
+        if (only_copies && !cf->copy)
+            continue;
         amp_gpu_run *run = NULL;
         amp_cpd two = {0};
         double rel[AMP_MAX_MODES], worst = 0;
@@ -420,9 +428,11 @@ static void test_random(void)
         random_tensor(&shapes[i], 700 + i, &x);
         if (ok(prepare_open(&x, "multi.amp", 16, 997, &t, &f), "%s: prepares", shapes[i].name)) {
             check_tensor(shapes[i].name, &t, STREAM_CHUNK);
-            if (shapes[i].dims[0] < 1000000)   /* else too large for the reference */
+            /* else too large for the reference */
+            if (shapes[i].dims[0] < 1000000 && !only_copies)
                 check_ref(shapes[i].name, &x, &t, STREAM_CHUNK);
-            check_methods(shapes[i].name, &t, STREAM_CHUNK);
+            if (!only_copies)
+                check_methods(shapes[i].name, &t, STREAM_CHUNK);
             amp_tensor_free(&t);
             amp_file_close(f);
         }
@@ -572,8 +582,10 @@ static void one_real(const char *path, const char *name, void *ctx)
     amp_file *f = NULL;
     if (ok(read_prepared(path, "multi_real.amp", &x, &t, &f), "%s: prepares", name)) {
         check_tensor(name, &t, STREAM_CHUNK * 8);
-        check_ref(name, &x, &t, STREAM_CHUNK * 8);
-        check_methods(name, &t, STREAM_CHUNK * 8);
+        if (!only_copies) {
+            check_ref(name, &x, &t, STREAM_CHUNK * 8);
+            check_methods(name, &t, STREAM_CHUNK * 8);
+        }
         amp_tensor_free(&t);
         amp_file_close(f);
         amp_coo_free(&x);
@@ -582,10 +594,15 @@ static void one_real(const char *path, const char *name, void *ctx)
 #endif
 
 /* `test_multi_gpu failure`: the GPU-failure check alone (by hand, on the
- * GPU machine: a hang there is what it looks for). */
+ * GPU machine: a hang there is what it looks for). `test_multi_gpu
+ * copies`: every check of the configurations that send rows by copies,
+ * and the failure check. */
 int main(int argc, char **argv)
 {
     const int failure_only = argc > 1 && strcmp(argv[1], "failure") == 0;
+#ifdef AMP_HAVE_CUDA
+    only_copies = argc > 1 && strcmp(argv[1], "copies") == 0;
+#endif
 #ifndef AMP_HAVE_CUDA
     (void)failure_only;
     plan_skip_all("built without CUDA");
@@ -600,7 +617,8 @@ int main(int argc, char **argv)
         plan_skip_all("built without NCCL");
     if (!failure_only) {
         test_random();
-        check_parts_pinv();
+        if (!only_copies)
+            check_parts_pinv();
         for_each_shared_tensor(one_real, NULL);
     }
     /* Last: a hang there ends the program (its alarm), and nothing after
