@@ -3,8 +3,10 @@
 # (Reddit's shape, 68.8 M nonzeros, Zipf 1.2) at rank 32. Prints the median
 # CP-ALS iteration for each configuration (resident and streamed, f64 and
 # f32, owner-computes shards, the equal-nnz ablation, rows sent behind the
-# next MTTKRP) and its ratio to one GPU, plus the per-GPU breakdown of the
-# 2-GPU resident f64 run.
+# next MTTKRP, rows sent by copy engines, whole and in 2 parts) and its
+# ratio to one GPU, plus the per-GPU breakdown of the 2-GPU resident f64
+# run. The copy rows have not run in this script yet (session 23 measured
+# the same runs by hand: bench/RESULTS.md, "Rows by copy engines").
 #
 # Usage: bench/bench-multi.sh            (from the build directory)
 # Env:   AMP_BENCH_DIR   where tensors are kept (default: bench/data)
@@ -56,8 +58,11 @@ one r1_f64 f64 --gpus 1
 one r2_f64 f64 --gpus "$gpus"
 one r2o_f64 f64 --gpus "$gpus" --overlap
 one r2e_f64 f64 --gpus "$gpus" --partition equal-nnz
+one r2c_f64 f64 --gpus "$gpus" --exchange copy
+one r2cp_f64 f64 --gpus "$gpus" --exchange copy --send-parts 2
 one r1_f32 f32 --gpus 1
 one r2_f32 f32 --gpus "$gpus"
+one r2cp_f32 f32 --gpus "$gpus" --exchange copy --send-parts 2
 one s1_f64 f64 --gpus 1 --memory stream
 one s2_f64 f64 --gpus "$gpus" --memory stream
 one s2o_f64 f64 --gpus "$gpus" --memory stream --overlap
@@ -74,8 +79,11 @@ row "1 GPU, resident, f64" r1_f64 r1_f64
 row "$gpus GPUs, resident, f64" r2_f64 r1_f64
 row "$gpus GPUs, resident, f64, --overlap" r2o_f64 r1_f64
 row "$gpus GPUs, resident, f64, --partition equal-nnz" r2e_f64 r1_f64
+row "$gpus GPUs, resident, f64, --exchange copy" r2c_f64 r1_f64
+row "$gpus GPUs, resident, f64, --exchange copy --send-parts 2" r2cp_f64 r1_f64
 row "1 GPU, resident, f32" r1_f32 r1_f32
 row "$gpus GPUs, resident, f32" r2_f32 r1_f32
+row "$gpus GPUs, resident, f32, --exchange copy --send-parts 2" r2cp_f32 r1_f32
 row "1 GPU, streamed, f64" s1_f64 s1_f64
 row "$gpus GPUs, streamed, f64" s2_f64 s1_f64
 row "$gpus GPUs, streamed, f64, --overlap" s2o_f64 s1_f64
