@@ -5,8 +5,7 @@
 # f32, owner-computes shards, the equal-nnz ablation, rows sent behind the
 # next MTTKRP, rows sent by copy engines, whole and in 2 parts) and its
 # ratio to one GPU, plus the per-GPU breakdown of the 2-GPU resident f64
-# run. The copy rows have not run in this script yet (session 23 measured
-# the same runs by hand: bench/RESULTS.md, "Rows by copy engines").
+# run.
 #
 # Usage: bench/bench-multi.sh            (from the build directory)
 # Env:   AMP_BENCH_DIR   where tensors are kept (default: bench/data)
