@@ -31,6 +31,20 @@ static int order_cmp(const void *a, const void *b)
     return x->key < y->key ? -1 : x->key > y->key;
 }
 
+/* The copy's nonzeros as a multiset, word with value (vs bytes): the
+ * reference MTTKRP runs on the reordered copy too, so it would not see a
+ * pair torn. */
+static uint64_t pairs_hash(const amp_copy *c, size_t vs)
+{
+    uint64_t h = 0;
+    for (uint64_t k = 0; k < c->nnz; k++) {
+        uint64_t v = 0;
+        memcpy(&v, (const char *)c->vals + k * vs, vs);
+        h += (c->words[k] * 0x9e3779b97f4a7c15ull) ^ (v * 0xc2b2ae3d27d4eb4full);
+    }
+    return h;
+}
+
 /* Copy d's nonzeros of each row sorted by the next mode's index, then the
  * next after it (a row's order is free: amped(5)); 0, or 1 where the copy
  * has more than one block (its fields need a key per nonzero), memory ran
@@ -43,14 +57,7 @@ static int order_rows(amp_tensor *t, unsigned d)
         return 1;
     const uint64_t key = c->nblocks ? c->block_key[0] : 0;
     const size_t vs = amp_value_size(t->value_type);
-    /* The nonzeros as a multiset, word with value: the reference MTTKRP
-     * runs on the reordered copy too, so it would not see a pair torn. */
-    uint64_t before = 0, after = 0, v;
-    for (uint64_t k = 0; k < c->nnz; k++) {
-        v = 0;
-        memcpy(&v, (char *)c->vals + k * vs, vs);
-        before += (c->words[k] * 0x9e3779b97f4a7c15ull) ^ (v * 0xc2b2ae3d27d4eb4full);
-    }
+    const uint64_t before = pairs_hash(c, vs);
     uint64_t begin = 0;
     while (begin < c->nnz) {
         const uint64_t row = amp_blco_field(key, c->words[begin], l->shift[d], l->width[d]);
@@ -83,12 +90,7 @@ static int order_rows(amp_tensor *t, unsigned d)
         }
         begin = end;
     }
-    for (uint64_t k = 0; k < c->nnz; k++) {
-        v = 0;
-        memcpy(&v, (char *)c->vals + k * vs, vs);
-        after += (c->words[k] * 0x9e3779b97f4a7c15ull) ^ (v * 0xc2b2ae3d27d4eb4full);
-    }
-    return before != after;
+    return pairs_hash(c, vs) != before;
 }
 
 static double rel_diff(const double *a, const double *b, uint64_t n)

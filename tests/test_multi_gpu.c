@@ -141,15 +141,14 @@ static amp_status f32_fit_gap(const amp_tensor *t, const config *cf, uint64_t ch
  * update, and 8 in f32 over 4 iterations, against the CPU (tolerances as
  * above). A mode where a GPU has no nonzero goes whole, on every GPU. */
 #define PARTS_CHECKS 3
-static void check_parts(const char *name, const config *pc, const amp_tensor *t,
+static void check_parts(const char *name, const config *cf, const amp_tensor *t,
                         const amp_cpd *cpu)
 {
-    const config cf = *pc;
     amp_error err = {0};
     amp_gpu_run *run = NULL;
     amp_cpd two = {0};
-    if (open_run(t, 2, &cf, RANK, 0, 0, &run, &err) != AMP_OK) {
-        ok(0, "%s, %s, rows in parts: opens on 2 GPUs (%s)", name, cf.name,
+    if (open_run(t, 2, cf, RANK, 0, 0, &run, &err) != AMP_OK) {
+        ok(0, "%s, %s, rows in parts: opens on 2 GPUs (%s)", name, cf->name,
            amp_error_message(&err));
         skip(PARTS_CHECKS - 1, "not open");
         return;
@@ -172,7 +171,7 @@ static void check_parts(const char *name, const config *pc, const amp_tensor *t,
         diag("%s", amp_error_message(&err));
     ok(rc == AMP_OK && fabs(two.fit - cpu->fit) <= 1e-6 && dc <= 1e-6 &&
            as_wanted == t->nmodes, "%s, %s, rows in 3 parts: fit %.10f (CPU %.10f), factors "
-       "within %.2e, %u of %u modes in the parts expected", name, cf.name,
+       "within %.2e, %u of %u modes in the parts expected", name, cf->name,
        rc == AMP_OK ? two.fit : NAN,
        cpu->fit, dc, as_wanted, t->nmodes);
     amp_cpd_free(&two);
@@ -180,14 +179,14 @@ static void check_parts(const char *name, const config *pc, const amp_tensor *t,
     dc = rc == AMP_OK ? cpd_diff(t, &two, cpu) : INFINITY;
     ok(rc == AMP_OK && fabs(two.fit - cpu->fit) <= 1e-6 && dc <= 1e-6, "%s, %s, rows in 8 "
        "parts, rescaled at every update: fit %.10f, factors within %.2e of the CPU's", name,
-       cf.name, rc == AMP_OK ? two.fit : NAN, dc);
+       cf->name, rc == AMP_OK ? two.fit : NAN, dc);
     amp_cpd_free(&two);
     amp_gpu_run_close(run);
     double f4 = NAN;
-    rc = f32_fit_gap(t, &cf, 0, 8, &f4, &err);
+    rc = f32_fit_gap(t, cf, 0, 8, &f4, &err);
     ok(rc == AMP_OK && f4 <= 1e-4, "%s, %s, rows in 8 parts, CP-ALS f32, 4 iterations, with "
        "and without rescaling at every update: fit within %.2e of the CPU's f64", name,
-       cf.name, f4);
+       cf->name, f4);
 }
 
 /* Every configuration on two GPUs against the CPU (cpu) and one GPU

@@ -450,6 +450,15 @@ extern "C" amp_status amp_comm_allreduce(amp_comm *c, double *buf, size_t n, int
 #endif
 }
 
+/* group_meet for GPU c, or the error of an exchange cancelled. */
+static amp_status meet(amp_comm *c, amp_error *err)
+{
+    if (group_meet(c->copies))
+        return AMP_OK;
+    return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u: the rows' exchange was cancelled (another GPU "
+                    "stopped)", c->gpu);
+}
+
 /* amp_comm_allgatherv by copies: this GPU pulls each peer's rows into
  * its own buffer once the peer's stream has them, then its stream waits
  * until every peer has pulled its rows (values of es bytes). */
@@ -460,9 +469,7 @@ static amp_status allgatherv_copies(amp_comm *c, void *buf, size_t es, const uin
     const unsigned me = c->gpu;
     G->buf[me] = buf;
     CUDA_TRY(cudaEventRecord(G->ready[me], s), err);
-    if (!group_meet(G))
-        return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u: the rows' exchange was cancelled (another "
-                        "GPU stopped)", me);
+    AMP_CHECK(meet(c, err));
     for (unsigned p = 0; p < G->n; p++) {
         if (p == me || count[p] == 0)
             continue;
@@ -472,9 +479,7 @@ static amp_status allgatherv_copies(amp_comm *c, void *buf, size_t es, const uin
                                      count[p] * es, s), err);
     }
     CUDA_TRY(cudaEventRecord(G->pulled[me], s), err);
-    if (!group_meet(G))
-        return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u: the rows' exchange was cancelled (another "
-                        "GPU stopped)", me);
+    AMP_CHECK(meet(c, err));
     for (unsigned p = 0; p < G->n && count[me] > 0; p++)
         if (p != me)
             CUDA_TRY(cudaStreamWaitEvent(s, G->pulled[p], 0), err);
