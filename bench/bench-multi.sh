@@ -5,7 +5,7 @@
 # f32, owner-computes shards, the equal-nnz ablation, rows sent behind the
 # next MTTKRP, rows sent by copy engines, whole and in 2 parts) and its
 # ratio to one GPU, plus the per-GPU breakdown of the 2-GPU resident f64
-# run.
+# runs by NCCL and by copies in 2 parts.
 #
 # Usage: bench/bench-multi.sh            (from the build directory)
 # Env:   AMP_BENCH_DIR   where tensors are kept (default: bench/data)
@@ -54,45 +54,50 @@ one() {
 }
 
 one r1_f64 f64 --gpus 1
-one r2_f64 f64 --gpus "$gpus"
-one r2o_f64 f64 --gpus "$gpus" --overlap
-one r2e_f64 f64 --gpus "$gpus" --partition equal-nnz
-one r2c_f64 f64 --gpus "$gpus" --exchange copy
+one r2_f64 f64 --gpus "$gpus" --exchange nccl
+one r2o_f64 f64 --gpus "$gpus" --exchange nccl --overlap
+one r2e_f64 f64 --gpus "$gpus" --exchange nccl --partition equal-nnz
+one r2c_f64 f64 --gpus "$gpus" --exchange copy --send-parts 1
 one r2cp_f64 f64 --gpus "$gpus" --exchange copy --send-parts 2
 one r1_f32 f32 --gpus 1
-one r2_f32 f32 --gpus "$gpus"
+one r2_f32 f32 --gpus "$gpus" --exchange nccl
 one r2cp_f32 f32 --gpus "$gpus" --exchange copy --send-parts 2
 one s1_f64 f64 --gpus 1 --memory stream
-one s2_f64 f64 --gpus "$gpus" --memory stream
-one s2o_f64 f64 --gpus "$gpus" --memory stream --overlap
+one s2_f64 f64 --gpus "$gpus" --memory stream --exchange nccl
+one s2o_f64 f64 --gpus "$gpus" --memory stream --exchange nccl --overlap
+one s2c_f64 f64 --gpus "$gpus" --memory stream --exchange copy
 one s1_f32 f32 --gpus 1 --memory stream
-one s2_f32 f32 --gpus "$gpus" --memory stream
+one s2_f32 f32 --gpus "$gpus" --memory stream --exchange nccl
 
 row() {   # label, this config, the 1-GPU config it is compared with
     eval "a=\$ms_$2 b=\$ms_$3 f=\$fit_$2"
     printf "| %s | %s | %s | %s |\n" "$1" "$a" "$(python3 -c "print('%.3f' % ($a / $b))")" "$f"
 }
+peer_note=" with peer access"
+"$run" --list-devices | grep -q '^peer access: between every pair' || peer_note=" needs peer access, which these GPUs lack"
 echo "| configuration | ms per iteration (median) | over 1 GPU | fit after $iters |"
 echo "|---|---|---|---|"
 row "1 GPU, resident, f64" r1_f64 r1_f64
-row "$gpus GPUs, resident, f64" r2_f64 r1_f64
-row "$gpus GPUs, resident, f64, --overlap" r2o_f64 r1_f64
-row "$gpus GPUs, resident, f64, --partition equal-nnz" r2e_f64 r1_f64
-row "$gpus GPUs, resident, f64, --exchange copy" r2c_f64 r1_f64
-row "$gpus GPUs, resident, f64, --exchange copy --send-parts 2" r2cp_f64 r1_f64
+row "$gpus GPUs, resident, f64, --exchange nccl" r2_f64 r1_f64
+row "$gpus GPUs, resident, f64, --exchange nccl --overlap" r2o_f64 r1_f64
+row "$gpus GPUs, resident, f64, --exchange nccl --partition equal-nnz" r2e_f64 r1_f64
+row "$gpus GPUs, resident, f64, --exchange copy --send-parts 1" r2c_f64 r1_f64
+row "$gpus GPUs, resident, f64, --exchange copy --send-parts 2 (the default$peer_note)" r2cp_f64 r1_f64
 row "1 GPU, resident, f32" r1_f32 r1_f32
-row "$gpus GPUs, resident, f32" r2_f32 r1_f32
-row "$gpus GPUs, resident, f32, --exchange copy --send-parts 2" r2cp_f32 r1_f32
+row "$gpus GPUs, resident, f32, --exchange nccl" r2_f32 r1_f32
+row "$gpus GPUs, resident, f32, --exchange copy --send-parts 2 (the default$peer_note)" r2cp_f32 r1_f32
 row "1 GPU, streamed, f64" s1_f64 s1_f64
-row "$gpus GPUs, streamed, f64" s2_f64 s1_f64
-row "$gpus GPUs, streamed, f64, --overlap" s2o_f64 s1_f64
+row "$gpus GPUs, streamed, f64, --exchange nccl" s2_f64 s1_f64
+row "$gpus GPUs, streamed, f64, --exchange nccl --overlap" s2o_f64 s1_f64
+row "$gpus GPUs, streamed, f64, --exchange copy (the default$peer_note)" s2c_f64 s1_f64
 row "1 GPU, streamed, f32" s1_f32 s1_f32
-row "$gpus GPUs, streamed, f32" s2_f32 s1_f32
+row "$gpus GPUs, streamed, f32, --exchange nccl" s2_f32 s1_f32
 echo
 echo "Owner-computes shards over equal-nnz ($gpus GPUs, resident, f64): $(python3 -c "print('%.2fx' % ($ms_r2e_f64 / $ms_r2_f64))") faster"
 echo
-echo "Per GPU, $gpus GPUs resident f64 (ms per iteration, all $iters iterations' mean):"
-python3 - "$data/multi-r2_f64.json" "$iters" <<'PY'
+for cf in r2_f64 r2cp_f64; do
+echo "Per GPU, $gpus GPUs resident f64, rows by $(sed -n 's/.*"row_exchange": "\([a-z]*\)".*/\1/p' "$data/multi-$cf.json") (ms per iteration, all $iters iterations' mean):"
+python3 - "$data/multi-$cf.json" "$iters" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); n = float(sys.argv[2])
 print("| mode | gpu | nonzeros | mttkrp | busy | nccl | exchange | idle |")
@@ -105,3 +110,5 @@ for m in range(d["tensor"]["modes"]):
 print()
 print("imbalance (largest GPU's nonzeros over the mean) per mode:", ", ".join("%.3f" % x for x in d["imbalance"]))
 PY
+echo
+done

@@ -18,6 +18,7 @@
 
 #include "amp_alloc.h"
 #include "amp_cli.h"
+#include "amp_comm.h"
 #include "amp_cpu.h"
 #include "gpu_run.h"
 #include "amp_log.h"
@@ -159,11 +160,11 @@ static void usage(void)
            "                       them (default: send, then compute; see amped-run(1))\n"
            "      --send-parts=N   several GPUs: solve and send each mode's rows in N\n"
            "                       parts (1 to %d), each as soon as the MTTKRP has\n"
-           "                       written it (default 1: whole; see amped-run(1))\n"
+           "                       written it (default auto: 2 by copies, else 1, whole)\n"
            "      --exchange=HOW   several GPUs of one process: nccl sends the rows\n"
            "                       with NCCL's kernels, copy with the GPUs' copy\n"
-           "                       engines, which leave the SMs to the MTTKRP\n"
-           "                       (default nccl; see amped-run(1))\n"
+           "                       engines, which leave the SMs to the MTTKRP (default\n"
+           "                       auto: copy where the GPUs have peer access, else nccl)\n"
            "      --memory=MODE    auto: keep each GPU's part of the tensor in its memory\n"
            "                       when it fits, else (one GPU) two mode copies remapped\n"
            "                       each mode when they fit and the file has REMAP\n"
@@ -248,6 +249,14 @@ static int list_devices(void)
             amp_log_error(&e);
             failed = 1;
         }
+    }
+    if (count > 1 && count <= 64) {
+        int ordinals[64];
+        for (int i = 0; i < count; i++)
+            ordinals[i] = dev[i].ordinal;
+        printf("peer access: %s\n", amp_comm_peers((unsigned)count, ordinals)
+                                        ? "between every pair (rows go by copies by default)"
+                                        : "not between every pair (rows go by NCCL by default)");
     }
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 #else
@@ -495,7 +504,7 @@ static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run
             printf("backend:   %u GPUs%s joined with NCCL, partition %s%s%s, precision %s%s\n",
                    total, total > n ? " of every process" : "", partition_name(a->gpu.partition),
                    a->gpu.overlap ? ", rows sent behind the next MTTKRP" : "",
-                   a->gpu.exchange_copy ? ", rows sent by copy engines" : "", prec,
+                   amp_gpu_run_by_copies(gr) ? ", rows sent by copy engines" : "", prec,
                    total > n ? "; process 0's:" : "");
         printf("  gpu %d:   %s (%d SMs), ", in.device, in.name, in.sm_count);
         if (in.streamed)
@@ -576,7 +585,7 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
     a->report.partition = partition_name(a->gpu.partition);
     /* Only where rows travel: several GPUs, or GPUs of several processes. */
     a->report.row_exchange = n < 2 && a->report.nprocesses == 0 ? NULL
-                             : a->gpu.exchange_copy             ? "copy"
+                             : amp_gpu_run_by_copies(gr)        ? "copy"
                                                                 : "nccl";
     for (unsigned m = 0; m < t->nmodes; m++) {
         a->report.imbalance[m] = amp_gpu_run_imbalance(gr, m, &a->report.imbalance_bound[m]);
@@ -1109,10 +1118,12 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
     static const char *const memories[] = {"auto", "resident", "stream", "compressed", "remap",
                                            NULL};
     static const char *const partitions[] = {"shards", "equal-nnz", NULL};
-    static const char *const exchanges[] = {"nccl", "copy", NULL};
+    /* In AMP_EXCHANGE_* order. */
+    static const char *const exchanges[] = {"auto", "nccl", "copy", NULL};
     static const char *const methods[] = {"als", "ao-admm", "mu", "hals", NULL};
     uint64_t u;
     int choice;
+    amp_error ignored = {0};
     switch (c) {
     case 'r':
         if (amp_parse_u64(optarg, 1, AMP_CPU_MAX_RANK, "--rank", &u, err))
@@ -1203,12 +1214,16 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
         a->gpu_only = a->gpu_only ? a->gpu_only : "--exchange";
         if (amp_parse_choice(optarg, exchanges, "--exchange", &choice, err))
             return USAGE_FAIL(err);
-        a->gpu.exchange_copy = choice == 1;
+        a->gpu.exchange = choice;
         return -1;
     case OPT_SEND_PARTS:
         a->gpu_only = a->gpu_only ? a->gpu_only : "--send-parts";
-        if (amp_parse_u64(optarg, 0, AMP_SEND_PARTS_MAX, "--send-parts", &u, err))
-            return USAGE_FAIL(err);
+        if (strcmp(optarg, "auto") == 0)
+            u = 0;
+        else if (amp_parse_u64(optarg, 1, AMP_SEND_PARTS_MAX, "--send-parts", &u, &ignored))
+            return amp_usage_error(PROGRAM, "invalid value '%s' for --send-parts: expected "
+                                   "auto or an integer from 1 to %d", optarg,
+                                   AMP_SEND_PARTS_MAX);
         a->gpu_als.send_parts = (unsigned)u;
         return -1;
     case OPT_PARTITION:

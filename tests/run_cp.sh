@@ -207,7 +207,9 @@ run "$AMPED_RUN" --partition rows "$T/sample.amp"
 check_status "an unknown --partition is a usage error" 2
 run "$AMPED_RUN" --send-parts 9 "$T/sample.amp"
 check_status "--send-parts above 8 is a usage error" 2
-check_contains "... naming the range" "$RUN_ERR" "from 0 to 8"
+check_contains "... naming auto and the range" "$RUN_ERR" "expected auto or an integer from 1 to 8"
+run "$AMPED_RUN" --send-parts 0 "$T/sample.amp"
+check_status "--send-parts 0 is a usage error" 2
 run "$AMPED_RUN" --exchange dma "$T/sample.amp"
 check_status "an unknown --exchange is a usage error" 2
 check_contains "... naming the choices" "$RUN_ERR" "copy"
@@ -380,7 +382,8 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
                  "--partition equal-nnz --memory stream --stream-chunk 4099" "--devices 1,0" \
                  "--overlap" "--overlap --memory stream --stream-chunk 4099" \
                  "--send-parts 3" "--send-parts 8 --precision f32" \
-                 "--exchange copy" "--exchange copy --send-parts 2" \
+                 "--exchange copy" "--exchange copy --send-parts 2" "--exchange nccl" \
+                 "--exchange copy --send-parts 1" "--exchange nccl --send-parts 2" \
                  "--exchange copy --precision f32 --memory stream --stream-chunk 4099"; do
             run "$AMPED_RUN" --gpus 2 $v -r 4 --iters 8 --tol 0 "$T/sample.amp"
             check_status "2 GPUs, $v: exit 0" 0
@@ -393,11 +396,24 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
         check_contains "--send-parts 3: the report says the rows went in 3 parts" "$RUN_OUT" \
             "rows sent in 3 parts, each once solved"
         check_contains "--send-parts 3 --json: send_parts" "$T/parts.json" '"send_parts": [3, 3, 3]'
-        run "$AMPED_RUN" --gpus 2 -r 4 --iters 3 --json "$T/whole.json" "$T/sample.amp"
-        check_status "--gpus 2 with the default parts: exit 0" 0
-        check_contains "default on the small sample: each mode's rows sent whole" "$T/whole.json" \
+        run "$AMPED_RUN" --gpus 2 --exchange nccl -r 4 --iters 3 --json "$T/whole.json" "$T/sample.amp"
+        check_status "--gpus 2 --exchange nccl: exit 0" 0
+        check_contains "--exchange nccl: each mode's rows sent whole by default" "$T/whole.json" \
             '"send_parts": [1, 1, 1]'
         check_contains "... by NCCL" "$T/whole.json" '"row_exchange": "nccl"'
+        check_not_contains "... which the header does not call copies" "$RUN_OUT" "copy engines"
+        # The default: by copies where the GPUs have peer access (what
+        # --list-devices says), then in 2 parts; else by NCCL, whole.
+        if "$AMPED_RUN" --list-devices | grep -q '^peer access: between every pair'; then
+            how=copy parts='[2, 2, 2]'
+        else
+            how=nccl parts='[1, 1, 1]'
+        fi
+        run "$AMPED_RUN" --gpus 2 -r 4 --iters 3 --json "$T/auto.json" "$T/sample.amp"
+        check_status "--gpus 2, the default exchange: exit 0" 0
+        check_contains "the default exchange: by $how, as --list-devices's peer access says" "$T/auto.json" \
+            "\"row_exchange\": \"$how\""
+        check_contains "... in the parts that go with it, $parts" "$T/auto.json" "\"send_parts\": $parts"
         run "$AMPED_RUN" --gpus 2 --exchange copy -r 4 --iters 3 --json "$T/copy.json" "$T/sample.amp"
         check_status "--exchange copy: exit 0" 0
         check_contains "--exchange copy: the report says so" "$RUN_OUT" "rows sent by copy engines"

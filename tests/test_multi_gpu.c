@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <unistd.h>
 
+#include "amp_comm.h"
 #include "amp_cpu.h"
 #include "amp_timer.h"
 #include "gpu_run.h"
@@ -34,7 +35,7 @@ typedef struct config {
     const char *name;
     amp_partition_kind partition;
     int memory, overlap;
-    int copy;   /* rows sent by the copy engines (--exchange copy) */
+    int copy;   /* rows sent by the copy engines (--exchange copy); else by NCCL */
 } config;
 
 static const config configs[] = {
@@ -62,7 +63,8 @@ static amp_status open_run(const amp_tensor *t, unsigned gpus, const config *cf,
     o.gpus = (int)gpus;
     o.partition = cf->partition;
     o.overlap = cf->overlap;
-    o.exchange_copy = cf->copy;
+    o.exchange = cf->copy < 0 ? AMP_EXCHANGE_AUTO : cf->copy ? AMP_EXCHANGE_COPY
+                                                             : AMP_EXCHANGE_NCCL;
     o.memory = cf->memory;
     o.stream_chunk = cf->memory == AMP_MEMORY_STREAM ? chunk : 0;
     amp_cpd_opts cpd;
@@ -93,7 +95,7 @@ static amp_status decompose_xp(const amp_tensor *t, amp_gpu_run *run, int f32, u
 static amp_status decompose_x(const amp_tensor *t, amp_gpu_run *run, int f32, unsigned iters,
                               double bound, amp_cpd *c, amp_error *err)
 {
-    return decompose_xp(t, run, f32, iters, bound, 0, c, err);
+    return decompose_xp(t, run, f32, iters, bound, 1, c, err);
 }
 
 static amp_status decompose_p(const amp_tensor *t, amp_gpu_run *run, int f32, amp_cpd *c,
@@ -189,6 +191,45 @@ static void check_parts(const char *name, const config *cf, const amp_tensor *t,
        cf->name, f4);
 }
 
+/* The defaults (--exchange auto, --send-parts auto): rows by copies
+ * exactly where the two GPUs have peer access, then in 2 parts (whole by
+ * NCCL), against the CPU (tolerances as above). */
+#define AUTO_CHECKS 2
+static void check_auto(const char *name, const amp_tensor *t, const amp_cpd *cpu)
+{
+    static const config automatic = {"shards, resident, auto", AMP_PARTITION_OWNER,
+                                     AMP_MEMORY_RESIDENT, 0, -1};
+    amp_error err = {0};
+    amp_gpu_run *run = NULL;
+    amp_cpd two = {0};
+    if (open_run(t, 2, &automatic, RANK, 0, 0, &run, &err) != AMP_OK) {
+        ok(0, "%s, %s: opens on 2 GPUs (%s)", name, automatic.name, amp_error_message(&err));
+        skip(AUTO_CHECKS - 1, "not open");
+        return;
+    }
+    amp_gpu_info in[2];
+    for (unsigned k = 0; k < 2; k++)
+        amp_gpu_run_info(run, k, &in[k]);
+    const int devices[2] = {in[0].device, in[1].device};
+    const int peers = amp_comm_peers(2, devices), copies = amp_gpu_run_by_copies(run);
+    ok(copies == peers, "%s, %s: rows by %s, the GPUs %s peer access", name, automatic.name,
+       copies ? "copies" : "NCCL", peers ? "having" : "lacking");
+    unsigned as_wanted = 0;
+    amp_status rc = decompose_xp(t, run, 0, 0, 0, 0, &two, &err);
+    double dc = rc == AMP_OK ? cpd_diff(t, &two, cpu) : INFINITY;
+    for (unsigned m = 0; rc == AMP_OK && m < t->nmodes; m++)
+        as_wanted += amp_gpu_run_parts(run, m) ==
+                     (copies && in[0].nnz[m] > 0 && in[1].nnz[m] > 0 ? 2u : 1u);
+    if (rc != AMP_OK)
+        diag("%s", amp_error_message(&err));
+    ok(rc == AMP_OK && fabs(two.fit - cpu->fit) <= 1e-6 && dc <= 1e-6 &&
+           as_wanted == t->nmodes, "%s, %s: fit %.10f (CPU %.10f), factors within %.2e, %u of "
+       "%u modes sent in %s", name, automatic.name, rc == AMP_OK ? two.fit : NAN, cpu->fit, dc,
+       as_wanted, t->nmodes, copies ? "2 parts" : "whole");
+    amp_cpd_free(&two);
+    amp_gpu_run_close(run);
+}
+
 /* Every configuration on two GPUs against the CPU (cpu) and one GPU
  * (one), both decomposed once by the caller. */
 static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
@@ -204,13 +245,14 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
     amp_gpu_run_close(run1);
     if (!ok(base_ok, "%s: CPU and one-GPU decompositions (%s)", name,
             base_ok ? "ok" : amp_error_message(&err))) {
-        skip(CHECKS_PER_CONFIG * (int)(sizeof configs / sizeof *configs) + 2 * PARTS_CHECKS,
-             "no baseline");
+        skip(CHECKS_PER_CONFIG * (int)(sizeof configs / sizeof *configs) + 2 * PARTS_CHECKS +
+                 AUTO_CHECKS, "no baseline");
         return;
     }
     if (!only_copies)
         check_parts(name, &configs[0], t, &cpu);
     check_parts(name, &configs[6], t, &cpu);   /* by copies */
+    check_auto(name, t, &cpu);
     for (size_t k = 0; k < sizeof configs / sizeof *configs; k++) {
         const config *cf = &configs[k];
         if (only_copies && !cf->copy)

@@ -48,6 +48,10 @@ amp_status amp_comm_init_all(unsigned ngpus, const int *devices, int copy, amp_c
 amp_status amp_comm_unique_id(void *id, amp_error *err);
 amp_status amp_comm_init_ranks(const void *id, unsigned ngpus, unsigned first, unsigned nlocal,
                                const int *devices, amp_comm **comms, amp_error *err);
+/* Whether each of the n CUDA devices can read every other's memory
+ * directly (peer access, as NVLink gives): where rows by copies go
+ * device to device, not through the host. */
+int amp_comm_peers(unsigned n, const int *devices);
 void amp_comm_free(amp_comm *c);
 /* Cancel what this GPU has queued (after a failure on any GPU) so no
  * GPU waits forever on a collective a peer will never join. Only the

@@ -81,6 +81,21 @@ extern "C" int amp_comm_available(void)
 #endif
 }
 
+extern "C" int amp_comm_peers(unsigned n, const int *devices)
+{
+    for (unsigned i = 0; i < n; i++)
+        for (unsigned j = 0; j < n; j++) {
+            int can = 0;
+            if (devices[i] == devices[j])
+                continue;
+            if (cudaDeviceCanAccessPeer(&can, devices[i], devices[j]) != cudaSuccess || !can) {
+                cudaGetLastError();
+                return 0;
+            }
+        }
+    return 1;
+}
+
 #ifdef AMP_HAVE_NCCL
 /* NCCL connects peers on their first collective and first send: time
  * that belongs to setting up, not to the first iteration. comms: this

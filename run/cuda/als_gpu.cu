@@ -303,7 +303,12 @@ static amp_status plan_parts(als_run *run, amp_error *err)
 {
     const amp_partition *p = run->p;
     const unsigned N = run->t->nmodes, G = run->ngpus;
+    /* By default 2 parts where rows go by copies, which then take no
+     * SMs from the next part's MTTKRP; by NCCL parts lose (bench/RESULTS.md,
+     * issue 28). Every GPU of a run sends the same way, so all decide alike. */
     unsigned want = run->go.send_parts;
+    if (want == 0)
+        want = G > 1 && run->comms && amp_comm_by_copies(run->comms[0]) ? 2 : 1;
     want = want > AMP_GPU_CUTS ? AMP_GPU_CUTS : want < 1 ? 1 : want;
     for (unsigned m = 0; m < N; m++)
         run->parts[m] = 1;

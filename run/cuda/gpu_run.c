@@ -802,7 +802,7 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
                        "not all its own, and moving them between GPUs is not built yet); "
                        "--gpus 1 runs it on one GPU, --memory resident or stream on several",
                        r->n, r->group ? " GPUs of each of several processes" : " GPUs");
-    if (r->group && o->exchange_copy)
+    if (r->group && o->exchange == AMP_EXCHANGE_COPY)
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--exchange copy joins the GPUs "
                        "of one process, and this run is under MPI, where rows go with NCCL "
                        "(--exchange nccl)");
@@ -827,8 +827,10 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
         int ordinals[AMP_MAX_GPUS];
         for (unsigned k = 0; k < r->n; k++)
             ordinals[k] = r->dev[k].ordinal;
+        const int copy = o->exchange == AMP_EXCHANGE_COPY ||
+                         (o->exchange == AMP_EXCHANGE_AUTO && amp_comm_peers(r->n, ordinals));
         announce(o, "NCCL init", NULL, 0);
-        AMP_CHECK_GOTO(amp_comm_init_all(r->n, ordinals, o->exchange_copy, r->comm, err), rc, fail);
+        AMP_CHECK_GOTO(amp_comm_init_all(r->n, ordinals, copy, r->comm, err), rc, fail);
     }
     r->upload_seconds = amp_now() - t0 - r->load_seconds;
     *out = r;
@@ -964,6 +966,11 @@ double amp_gpu_run_stream_bytes_per_nnz(const amp_gpu_run *r, const amp_tensor *
             nnz += (double)r->nnz[k][m];
     }
     return nnz > 0 ? bytes / nnz : 0;
+}
+
+int amp_gpu_run_by_copies(const amp_gpu_run *r)
+{
+    return r->n > 1 && r->comm[0] != NULL && amp_comm_by_copies(r->comm[0]);
 }
 
 void amp_gpu_run_info(const amp_gpu_run *r, unsigned k, amp_gpu_info *info)

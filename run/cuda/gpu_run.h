@@ -71,6 +71,11 @@ typedef void (*amp_gpu_phase_fn)(void *ctx, const char *phase, const char *unit,
 #define AMP_STREAM_CHUNK_DEFAULT (UINT64_C(16) << 20)
 #define AMP_STREAM_CHUNK_MIN 1024
 
+/* How the GPUs of one process send each other rows (--exchange). AUTO:
+ * by copies where every pair of them has peer access, else by NCCL; a run
+ * of several processes always goes by NCCL. */
+enum { AMP_EXCHANGE_AUTO = 0, AMP_EXCHANGE_NCCL, AMP_EXCHANGE_COPY };
+
 typedef struct amp_gpu_opts {
     const char *path;            /* the file, for messages */
     int gpus;                    /* AMP_GPUS_AUTO or 1 to AMP_MAX_GPUS */
@@ -78,9 +83,8 @@ typedef struct amp_gpu_opts {
     unsigned ndevices;
     amp_partition_kind partition;
     int overlap;                 /* send rows behind the next MTTKRP (amp_partition) */
-    /* Several GPUs of this process: rows sent by the GPUs' copy engines
-     * (amp_comm_init_all's copy), not by NCCL. */
-    int exchange_copy;
+    /* Several GPUs of this process: how rows travel, AMP_EXCHANGE_*. */
+    int exchange;
     int memory;                  /* AMP_MEMORY_* */
     uint64_t device_memory;      /* cap per GPU in bytes; 0: what is free */
     /* Host memory a streamed tensor may take: above it, one GPU streams
@@ -136,8 +140,9 @@ typedef struct amp_gpu_als_opts {
      * (tests take that path on purpose). */
     double rescale_bound;
     /* Several GPUs: a mode's rows are solved and sent in this many parts
-     * as its MTTKRP finishes each (1 to AMP_SEND_PARTS_MAX; 0 or 1: whole,
-     * once solved, the default: bench/RESULTS.md has the measurements). */
+     * as its MTTKRP finishes each (1 to AMP_SEND_PARTS_MAX; 1: whole, once
+     * solved). 0, the default: 2 where the rows go by copies, else whole
+     * (bench/RESULTS.md has the measurements). */
     unsigned send_parts;
     /* Tests: GPU fail_gpu - 1 of the run (0: none) fails as a device
      * would (AMP_ERR_CUDA) before mode 2's update of iteration fail_iter
@@ -240,6 +245,10 @@ void amp_gpu_run_info(const amp_gpu_run *run, unsigned gpu, amp_gpu_info *info);
 /* Largest GPU's nonzeros over the mean in mode m (1 on one GPU); *best
  * the bound the file's shards allow (see amp_partition_imbalance). */
 double amp_gpu_run_imbalance(const amp_gpu_run *run, unsigned m, double *best);
+
+/* Whether the run's GPUs send each other rows by copies (what
+ * AMP_EXCHANGE_AUTO chose, or AMP_EXCHANGE_COPY); 0 on one GPU. */
+int amp_gpu_run_by_copies(const amp_gpu_run *run);
 
 /* After amp_gpu_run_als: the parts mode m's rows went out in at its last
  * update (1: whole, once solved; 0: at the end of the update, as on one
