@@ -74,7 +74,9 @@ row() {   # label, this config, the 1-GPU config it is compared with
     printf "| %s | %s | %s | %s |\n" "$1" "$a" "$(python3 -c "print('%.3f' % ($a / $b))")" "$f"
 }
 peer_note=" with peer access"
-"$run" --list-devices | grep -q '^peer access: between every pair' || peer_note=" needs peer access, which these GPUs lack"
+first=$(echo "${CUDA_VISIBLE_DEVICES:-0,1,2,3,4,5,6,7}" | cut -d, -f1-"$gpus")
+CUDA_VISIBLE_DEVICES=$first "$run" --list-devices | grep -q '^peer access: between every pair' ||
+    peer_note=" needs peer access, which these GPUs lack"
 echo "| configuration | ms per iteration (median) | over 1 GPU | fit after $iters |"
 echo "|---|---|---|---|"
 row "1 GPU, resident, f64" r1_f64 r1_f64

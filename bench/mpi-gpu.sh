@@ -118,10 +118,10 @@ nccl "2 processes x 1 GPU, NCCL's network transport" NCCL_P2P_DISABLE=1 NCCL_SHM
 nccl "1 process x 2 GPUs, NCCL's network transport" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \
     $MPIRUN -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE -np 1 "$build/bench/mpi-nccl" 2 "$rows" 32 10
 
-step "4. the reference: amped-run on 1 and 2 GPUs of one process"
+step "4. the reference: amped-run on 1 and 2 GPUs of one process (rows by NCCL, as across processes)"
 say "$RUN" -r 32 --iters 10 --tol 0 --gpus 1 "$amp" | grep -E '^(final fit|time|  +[0-9]+ )' | tail -4 ||
     bad "one GPU"
-say "$RUN" -r 32 --iters 10 --tol 0 --gpus 2 "$amp" | grep -E '^(final fit|time|  +[0-9]+ )' | tail -4 ||
+say "$RUN" -r 32 --iters 10 --tol 0 --gpus 2 --exchange nccl "$amp" | grep -E '^(final fit|time|  +[0-9]+ )' | tail -4 ||
     bad "two GPUs"
 
 step "5. amped-run on GPUs under MPI (tests/mpi_gpu.sh)"

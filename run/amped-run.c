@@ -159,8 +159,8 @@ static void usage(void)
            "                       mode's MTTKRP runs on the nonzeros that need none of\n"
            "                       them (default: send, then compute; see amped-run(1))\n"
            "      --send-parts=N   several GPUs: solve and send each mode's rows in N\n"
-           "                       parts (1 to %d), each as soon as the MTTKRP has\n"
-           "                       written it (default auto: 2 by copies, else 1, whole)\n"
+           "                       parts (auto, or 1 to %d), each as soon as the MTTKRP\n"
+           "                       has written it (default auto: 2 by copies, else 1)\n"
            "      --exchange=HOW   several GPUs of one process: nccl sends the rows\n"
            "                       with NCCL's kernels, copy with the GPUs' copy\n"
            "                       engines, which leave the SMs to the MTTKRP (default\n"
@@ -254,9 +254,11 @@ static int list_devices(void)
         int ordinals[64];
         for (int i = 0; i < count; i++)
             ordinals[i] = dev[i].ordinal;
-        printf("peer access: %s\n", amp_comm_peers((unsigned)count, ordinals)
-                                        ? "between every pair (rows go by copies by default)"
-                                        : "not between every pair (rows go by NCCL by default)");
+        const int peers = amp_comm_peers((unsigned)count, ordinals);
+        printf("peer access: %s%s\n", peers ? "between every pair" : "not between every pair",
+               !amp_comm_available() ? ""
+               : peers               ? " (rows go by copies by default)"
+                                     : " (rows go by NCCL by default)");
     }
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 #else
@@ -1118,12 +1120,13 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
     static const char *const memories[] = {"auto", "resident", "stream", "compressed", "remap",
                                            NULL};
     static const char *const partitions[] = {"shards", "equal-nnz", NULL};
-    /* In AMP_EXCHANGE_* order. */
+    /* In AMP_EXCHANGE_* order: the choice's index is the value. */
     static const char *const exchanges[] = {"auto", "nccl", "copy", NULL};
+    _Static_assert(AMP_EXCHANGE_AUTO == 0 && AMP_EXCHANGE_NCCL == 1 && AMP_EXCHANGE_COPY == 2,
+                   "exchanges[] follows AMP_EXCHANGE_*");
     static const char *const methods[] = {"als", "ao-admm", "mu", "hals", NULL};
     uint64_t u;
     int choice;
-    amp_error ignored = {0};
     switch (c) {
     case 'r':
         if (amp_parse_u64(optarg, 1, AMP_CPU_MAX_RANK, "--rank", &u, err))
@@ -1216,7 +1219,8 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
             return USAGE_FAIL(err);
         a->gpu.exchange = choice;
         return -1;
-    case OPT_SEND_PARTS:
+    case OPT_SEND_PARTS: {
+        amp_error ignored = {0};   /* the message below names auto too */
         a->gpu_only = a->gpu_only ? a->gpu_only : "--send-parts";
         if (strcmp(optarg, "auto") == 0)
             u = 0;
@@ -1226,6 +1230,7 @@ static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
                                    AMP_SEND_PARTS_MAX);
         a->gpu_als.send_parts = (unsigned)u;
         return -1;
+    }
     case OPT_PARTITION:
         a->gpu_only = a->gpu_only ? a->gpu_only : "--partition";
         if (amp_parse_choice(optarg, partitions, "--partition", &choice, err))

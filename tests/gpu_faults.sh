@@ -81,7 +81,8 @@ check_close "... with the CPU's fit ($two_fit, $cpu_fit)" "$two_fit" "$cpu_fit"
 LIMIT=
 command -v timeout >/dev/null 2>&1 && LIMIT="timeout 120"
 n=0
-for v in "" "--exchange nccl" "--memory stream --stream-chunk 4099" "--partition equal-nnz" "--exchange copy"; do
+for v in "" "--exchange nccl" "--memory stream --stream-chunk 4099" "--partition equal-nnz" \
+         "--exchange copy --send-parts 1"; do
     n=$((n + 1))
     name=fail$n.
     t0=$(date +%s.%N)

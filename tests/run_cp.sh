@@ -210,6 +210,7 @@ check_status "--send-parts above 8 is a usage error" 2
 check_contains "... naming auto and the range" "$RUN_ERR" "expected auto or an integer from 1 to 8"
 run "$AMPED_RUN" --send-parts 0 "$T/sample.amp"
 check_status "--send-parts 0 is a usage error" 2
+check_contains "... naming auto and the range" "$RUN_ERR" "expected auto or an integer from 1 to 8"
 run "$AMPED_RUN" --exchange dma "$T/sample.amp"
 check_status "an unknown --exchange is a usage error" 2
 check_contains "... naming the choices" "$RUN_ERR" "copy"
@@ -383,6 +384,7 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
                  "--overlap" "--overlap --memory stream --stream-chunk 4099" \
                  "--send-parts 3" "--send-parts 8 --precision f32" \
                  "--exchange copy" "--exchange copy --send-parts 2" "--exchange nccl" \
+                 "--exchange auto --send-parts auto" \
                  "--exchange copy --send-parts 1" "--exchange nccl --send-parts 2" \
                  "--exchange copy --precision f32 --memory stream --stream-chunk 4099"; do
             run "$AMPED_RUN" --gpus 2 $v -r 4 --iters 8 --tol 0 "$T/sample.amp"
@@ -403,13 +405,17 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
         check_contains "... by NCCL" "$T/whole.json" '"row_exchange": "nccl"'
         check_not_contains "... which the header does not call copies" "$RUN_OUT" "copy engines"
         # The default: by copies where the GPUs have peer access (what
-        # --list-devices says), then in 2 parts; else by NCCL, whole.
-        if "$AMPED_RUN" --list-devices | grep -q '^peer access: between every pair'; then
+        # --list-devices says of the run's two GPUs alone), then in 2
+        # parts; else by NCCL, whole.
+        two=$(echo "${CUDA_VISIBLE_DEVICES:-0,1}" | cut -d, -f1,2)
+        if CUDA_VISIBLE_DEVICES=$two "$AMPED_RUN" --list-devices |
+            grep -q '^peer access: between every pair'; then
             how=copy parts='[2, 2, 2]'
         else
             how=nccl parts='[1, 1, 1]'
         fi
-        run "$AMPED_RUN" --gpus 2 -r 4 --iters 3 --json "$T/auto.json" "$T/sample.amp"
+        run env CUDA_VISIBLE_DEVICES="$two" "$AMPED_RUN" --gpus 2 -r 4 --iters 3 \
+            --json "$T/auto.json" "$T/sample.amp"
         check_status "--gpus 2, the default exchange: exit 0" 0
         check_contains "the default exchange: by $how, as --list-devices's peer access says" "$T/auto.json" \
             "\"row_exchange\": \"$how\""

@@ -35,7 +35,9 @@ typedef struct config {
     const char *name;
     amp_partition_kind partition;
     int memory, overlap;
-    int copy;   /* rows sent by the copy engines (--exchange copy); else by NCCL */
+    /* Rows sent by the copy engines (--exchange copy), else by NCCL; -1:
+     * --exchange auto; -2: auto as where the GPUs have no peer access. */
+    int copy;
 } config;
 
 static const config configs[] = {
@@ -63,6 +65,7 @@ static amp_status open_run(const amp_tensor *t, unsigned gpus, const config *cf,
     o.gpus = (int)gpus;
     o.partition = cf->partition;
     o.overlap = cf->overlap;
+    o.test_no_peers = cf->copy == -2;
     o.exchange = cf->copy < 0 ? AMP_EXCHANGE_AUTO : cf->copy ? AMP_EXCHANGE_COPY
                                                              : AMP_EXCHANGE_NCCL;
     o.memory = cf->memory;
@@ -138,7 +141,7 @@ static amp_status f32_fit_gap(const amp_tensor *t, const config *cf, uint64_t ch
 #define CHECKS_PER_CONFIG 9
 
 /* Rows solved and sent in parts as the MTTKRP finishes each range (asked
- * for here; by default they go whole, --send-parts): 3 parts in f64,
+ * for here; by default 2 where rows go by copies, check_auto): 3 parts in f64,
  * 8 (some of them empty on these small tensors) with a rescale at every
  * update, and 8 in f32 over 4 iterations, against the CPU (tolerances as
  * above). A mode where a GPU has no nonzero goes whole, on every GPU. */
@@ -192,42 +195,51 @@ static void check_parts(const char *name, const config *cf, const amp_tensor *t,
 }
 
 /* The defaults (--exchange auto, --send-parts auto): rows by copies
- * exactly where the two GPUs have peer access, then in 2 parts (whole by
- * NCCL), against the CPU (tolerances as above). */
-#define AUTO_CHECKS 2
+ * exactly where the two GPUs have peer access, then in 2 parts, else by
+ * NCCL, whole; and auto told the GPUs have none (its NCCL branch, which
+ * NVLink machines would never take), against the CPU (tolerances as
+ * above). */
+#define AUTO_CHECKS 4
 static void check_auto(const char *name, const amp_tensor *t, const amp_cpd *cpu)
 {
-    static const config automatic = {"shards, resident, auto", AMP_PARTITION_OWNER,
-                                     AMP_MEMORY_RESIDENT, 0, -1};
-    amp_error err = {0};
-    amp_gpu_run *run = NULL;
-    amp_cpd two = {0};
-    if (open_run(t, 2, &automatic, RANK, 0, 0, &run, &err) != AMP_OK) {
-        ok(0, "%s, %s: opens on 2 GPUs (%s)", name, automatic.name, amp_error_message(&err));
-        skip(AUTO_CHECKS - 1, "not open");
-        return;
+    static const config automatic[2] = {
+        {"shards, resident, auto", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0, -1},
+        {"shards, resident, auto without peers", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0,
+         -2},
+    };
+    for (int k = 0; k < 2; k++) {
+        const config *cf = &automatic[k];
+        amp_error err = {0};
+        amp_gpu_run *run = NULL;
+        amp_cpd two = {0};
+        if (open_run(t, 2, cf, RANK, 0, 0, &run, &err) != AMP_OK) {
+            ok(0, "%s, %s: opens on 2 GPUs (%s)", name, cf->name, amp_error_message(&err));
+            skip(AUTO_CHECKS / 2 - 1, "not open");
+            continue;
+        }
+        amp_gpu_info in[2];
+        for (unsigned g = 0; g < 2; g++)
+            amp_gpu_run_info(run, g, &in[g]);
+        const int devices[2] = {in[0].device, in[1].device};
+        const int peers = k == 0 && amp_comm_peers(2, devices);
+        const int copies = amp_gpu_run_by_copies(run);
+        ok(copies == peers, "%s, %s: rows by %s, the GPUs %s peer access", name, cf->name,
+           copies ? "copies" : "NCCL", peers ? "having" : k ? "taken to lack" : "lacking");
+        unsigned as_wanted = 0;
+        amp_status rc = decompose_xp(t, run, 0, 0, 0, 0, &two, &err);
+        double dc = rc == AMP_OK ? cpd_diff(t, &two, cpu) : INFINITY;
+        for (unsigned m = 0; rc == AMP_OK && m < t->nmodes; m++)
+            as_wanted += amp_gpu_run_parts(run, m) ==
+                         (copies && in[0].nnz[m] > 0 && in[1].nnz[m] > 0 ? 2u : 1u);
+        if (rc != AMP_OK)
+            diag("%s", amp_error_message(&err));
+        ok(rc == AMP_OK && fabs(two.fit - cpu->fit) <= 1e-6 && dc <= 1e-6 &&
+               as_wanted == t->nmodes, "%s, %s: fit %.10f (CPU %.10f), factors within %.2e, "
+           "%u of %u modes sent in %s", name, cf->name, rc == AMP_OK ? two.fit : NAN, cpu->fit,
+           dc, as_wanted, t->nmodes, copies ? "2 parts" : "whole");
+        amp_cpd_free(&two);
+        amp_gpu_run_close(run);
     }
-    amp_gpu_info in[2];
-    for (unsigned k = 0; k < 2; k++)
-        amp_gpu_run_info(run, k, &in[k]);
-    const int devices[2] = {in[0].device, in[1].device};
-    const int peers = amp_comm_peers(2, devices), copies = amp_gpu_run_by_copies(run);
-    ok(copies == peers, "%s, %s: rows by %s, the GPUs %s peer access", name, automatic.name,
-       copies ? "copies" : "NCCL", peers ? "having" : "lacking");
-    unsigned as_wanted = 0;
-    amp_status rc = decompose_xp(t, run, 0, 0, 0, 0, &two, &err);
-    double dc = rc == AMP_OK ? cpd_diff(t, &two, cpu) : INFINITY;
-    for (unsigned m = 0; rc == AMP_OK && m < t->nmodes; m++)
-        as_wanted += amp_gpu_run_parts(run, m) ==
-                     (copies && in[0].nnz[m] > 0 && in[1].nnz[m] > 0 ? 2u : 1u);
-    if (rc != AMP_OK)
-        diag("%s", amp_error_message(&err));
-    ok(rc == AMP_OK && fabs(two.fit - cpu->fit) <= 1e-6 && dc <= 1e-6 &&
-           as_wanted == t->nmodes, "%s, %s: fit %.10f (CPU %.10f), factors within %.2e, %u of "
-       "%u modes sent in %s", name, automatic.name, rc == AMP_OK ? two.fit : NAN, cpu->fit, dc,
-       as_wanted, t->nmodes, copies ? "2 parts" : "whole");
-    amp_cpd_free(&two);
-    amp_gpu_run_close(run);
 }
 
 /* Every configuration on two GPUs against the CPU (cpu) and one GPU
@@ -336,7 +348,7 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
         amp_cpd_free(&b32);
         /* 4 iterations against the f64 CPU's, loosely (f32 sums). */
         double f4 = NAN;
-        rc = f32_fit_gap(t, cf, chunk, 0, &f4, &err);
+        rc = f32_fit_gap(t, cf, chunk, 1, &f4, &err);
         ok(rc == AMP_OK && f4 <= 1e-4, "%s, %s: CP-ALS f32, 4 iterations, with and without "
            "rescaling at every update: fit within %.2e of the CPU's f64", name, cf->name, f4);
     }

@@ -7,7 +7,7 @@
  * CUDA stream and returns at once; buffers are device memory, in place.
  * A run of one GPU needs no NCCL: its collectives do nothing.
  *
- * Rows by copies (amp_comm_init_all's copy) change two of these rules for
+ * Rows by copies (amp_comm_init_all's rows) change two of these rules for
  * amp_comm_allgatherv: it returns only once every GPU of the process has
  * called it (twice over: ready, then pulled), so each GPU's calls must
  * come from a thread of its own; and amp_comm_abort wakes the threads
@@ -32,11 +32,20 @@ typedef struct amp_comm amp_comm;
 /* Whether this build can join more than one GPU (it has NCCL). */
 int amp_comm_available(void);
 
+/* How amp_comm_allgatherv's rows go between the GPUs of one process: by
+ * NCCL's kernels, or by the GPUs' copy engines (peer copies), through the
+ * host where a pair has no peer access, or (COPY_IF_PEERS) only where
+ * every pair has it, else by NCCL. */
+typedef enum amp_comm_rows {
+    AMP_COMM_ROWS_NCCL = 0,
+    AMP_COMM_ROWS_COPY,
+    AMP_COMM_ROWS_COPY_IF_PEERS
+} amp_comm_rows;
+
 /* Communicators for ngpus GPUs of this process: comms[i] is GPU i of
- * the run, on CUDA device devices[i]. copy: amp_comm_allgatherv's rows go
- * by the GPUs' copy engines (peer copies) instead of NCCL's kernels. */
-amp_status amp_comm_init_all(unsigned ngpus, const int *devices, int copy, amp_comm **comms,
-                             amp_error *err);
+ * the run, on CUDA device devices[i]; rows: as above. */
+amp_status amp_comm_init_all(unsigned ngpus, const int *devices, amp_comm_rows rows,
+                             amp_comm **comms, amp_error *err);
 /* Communicators for the GPUs of several processes (hosts): first NCCL's
  * id of the whole run, made by one process (AMP_COMM_ID_BYTES into id),
  * which every other must receive (MPI_Bcast) before all of them call
@@ -72,7 +81,7 @@ amp_status amp_comm_allgatherv(amp_comm *c, void *buf, int f32, const uint64_t *
  * summed over every GPU, in place. */
 amp_status amp_comm_reduce_scatter(amp_comm *c, void *buf, size_t block, int f32, void *stream,
                                    amp_error *err);
-/* Whether c's rows go by copies (amp_comm_init_all's copy). */
+/* Whether c's rows go by copies (as amp_comm_init_all's rows chose). */
 int amp_comm_by_copies(const amp_comm *c);
 /* An error the library met asynchronously (a peer gone). */
 amp_status amp_comm_check(amp_comm *c, amp_error *err);

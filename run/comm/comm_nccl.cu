@@ -34,7 +34,7 @@
     } while (0)
 
 /* The GPUs of one process that send rows by copies (amp_comm_init_all's
- * copy): each GPU's copy engines pull the others' rows over the link
+ * rows): each GPU's copy engines pull the others' rows over the link
  * (cudaMemcpyPeerAsync), no kernel and so no SM taken from the MTTKRP.
  * The GPUs' threads meet twice a call: once every GPU has marked its rows
  * ready (its event recorded, its buffer named), and once every GPU has
@@ -253,8 +253,10 @@ static void group_leave(amp_comm *c)
 /* comms[0 .. n), every GPU of the run in this process, joined to send
  * rows by copies: peer access each way where the GPUs allow it (else, or
  * where enabling it fails, as past 8 peers on PCIe, the copies go through
- * the host, slower but the same), two events each. */
-static amp_status group_join(amp_comm **comms, unsigned n, amp_error *err)
+ * the host, slower but the same), two events each. need_peers: where some
+ * pair has no peer access, join none (rows then go by NCCL, which finds
+ * its own way), since copies through the host lose to NCCL's. */
+static amp_status group_join(amp_comm **comms, unsigned n, int need_peers, amp_error *err)
 {
     if (n > AMP_COMM_MAX_LOCAL)
         return AMP_FAIL(err, AMP_ERR_USAGE, "rows by copies join at most %d GPUs, not %u",
@@ -271,6 +273,7 @@ static amp_status group_join(amp_comm **comms, unsigned n, amp_error *err)
         comms[i]->copies = G;
     }
     amp_status rc = AMP_OK;
+    int peers = 1;
     for (unsigned i = 0; i < n && rc == AMP_OK; i++) {
         cudaError_t e = cudaSetDevice(G->device[i]);
         for (unsigned j = 0; j < n && e == cudaSuccess; j++) {
@@ -278,9 +281,14 @@ static amp_status group_join(amp_comm **comms, unsigned n, amp_error *err)
             if (j == i || G->device[j] == G->device[i])
                 continue;
             e = cudaDeviceCanAccessPeer(&can, G->device[i], G->device[j]);
-            if (e == cudaSuccess && can && cudaDeviceEnablePeerAccess(G->device[j], 0) !=
-                                               cudaSuccess)
-                cudaGetLastError();   /* not sticky: the copies take the host's way */
+            if (e != cudaSuccess)
+                break;
+            cudaError_t on = can ? cudaDeviceEnablePeerAccess(G->device[j], 0)
+                                 : cudaErrorPeerAccessUnsupported;
+            if (on != cudaSuccess && on != cudaErrorPeerAccessAlreadyEnabled)
+                peers = 0;   /* the copies would take the host's way */
+            if (on != cudaSuccess)
+                cudaGetLastError();   /* not sticky */
         }
         if (e == cudaSuccess)
             e = cudaEventCreateWithFlags(&G->ready[i], cudaEventDisableTiming);
@@ -290,14 +298,14 @@ static amp_status group_join(amp_comm **comms, unsigned n, amp_error *err)
             rc = AMP_FAIL(err, AMP_ERR_CUDA, "rows by copies on GPU %d: %s", G->device[i],
                           cudaGetErrorString(e));
     }
-    if (rc != AMP_OK)
+    if (rc != AMP_OK || (need_peers && !peers))
         for (unsigned i = 0; i < n; i++)
             group_leave(comms[i]);
     return rc;
 }
 #endif
 
-extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, int copy,
+extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, amp_comm_rows rows,
                                         amp_comm **comms, amp_error *err)
 {
     if (ngpus == 0)
@@ -319,7 +327,9 @@ extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, int 
                     ncclCommDestroy(nc[q]);
         }
         AMP_CHECK(comms_attach(comms, ngpus, nc, r, err));
-        amp_status rc = copy ? group_join(comms, ngpus, err) : AMP_OK;
+        amp_status rc = rows == AMP_COMM_ROWS_NCCL
+                            ? AMP_OK
+                            : group_join(comms, ngpus, rows == AMP_COMM_ROWS_COPY_IF_PEERS, err);
         if (rc != AMP_OK)
             for (unsigned q = 0; q < ngpus; q++) {
                 amp_comm_free(comms[q]);
@@ -328,7 +338,7 @@ extern "C" amp_status amp_comm_init_all(unsigned ngpus, const int *devices, int 
         return rc;
     }
 #endif
-    (void)copy;
+    (void)rows;
     return AMP_OK;
 }
 

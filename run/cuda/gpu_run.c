@@ -110,6 +110,12 @@ unsigned amp_gpu_run_parts(const amp_gpu_run *run, unsigned m)
     return 0;
 }
 
+int amp_gpu_run_by_copies(const amp_gpu_run *run)
+{
+    (void)run;
+    return 0;
+}
+
 static amp_status no_cuda(amp_error *err)
 {
     return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "this build has no CUDA backend");
@@ -827,10 +833,15 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
         int ordinals[AMP_MAX_GPUS];
         for (unsigned k = 0; k < r->n; k++)
             ordinals[k] = r->dev[k].ordinal;
-        const int copy = o->exchange == AMP_EXCHANGE_COPY ||
-                         (o->exchange == AMP_EXCHANGE_AUTO && amp_comm_peers(r->n, ordinals));
+        /* auto: copies only where every pair of GPUs has peer access, as
+         * the copy group is all or nothing and copies through the host lose
+         * to NCCL. */
+        const amp_comm_rows rows = o->exchange == AMP_EXCHANGE_COPY ? AMP_COMM_ROWS_COPY
+                                   : o->exchange == AMP_EXCHANGE_AUTO && !o->test_no_peers
+                                       ? AMP_COMM_ROWS_COPY_IF_PEERS
+                                       : AMP_COMM_ROWS_NCCL;
         announce(o, "NCCL init", NULL, 0);
-        AMP_CHECK_GOTO(amp_comm_init_all(r->n, ordinals, copy, r->comm, err), rc, fail);
+        AMP_CHECK_GOTO(amp_comm_init_all(r->n, ordinals, rows, r->comm, err), rc, fail);
     }
     r->upload_seconds = amp_now() - t0 - r->load_seconds;
     *out = r;

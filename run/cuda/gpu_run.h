@@ -83,8 +83,11 @@ typedef struct amp_gpu_opts {
     unsigned ndevices;
     amp_partition_kind partition;
     int overlap;                 /* send rows behind the next MTTKRP (amp_partition) */
-    /* Several GPUs of this process: how rows travel, AMP_EXCHANGE_*. */
+    /* Several GPUs of this process: how rows travel, AMP_EXCHANGE_*.
+     * test_no_peers (tests only): auto acts as where a pair of GPUs has no
+     * peer access, so that its NCCL branch runs on NVLink machines too. */
     int exchange;
+    int test_no_peers;
     int memory;                  /* AMP_MEMORY_* */
     uint64_t device_memory;      /* cap per GPU in bytes; 0: what is free */
     /* Host memory a streamed tensor may take: above it, one GPU streams
