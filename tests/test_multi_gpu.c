@@ -235,8 +235,8 @@ static void check_auto(const char *name, const amp_tensor *t, const amp_cpd *cpu
             diag("%s", amp_error_message(&err));
         ok(rc == AMP_OK && fabs(two.fit - cpu->fit) <= 1e-6 && dc <= 1e-6 &&
                as_wanted == t->nmodes, "%s, %s: fit %.10f (CPU %.10f), factors within %.2e, "
-           "%u of %u modes sent in %s", name, cf->name, rc == AMP_OK ? two.fit : NAN, cpu->fit,
-           dc, as_wanted, t->nmodes, copies ? "2 parts" : "whole");
+           "%u of %u modes sent %s", name, cf->name, rc == AMP_OK ? two.fit : NAN, cpu->fit,
+           dc, as_wanted, t->nmodes, copies ? "in 2 parts" : "whole");
         amp_cpd_free(&two);
         amp_gpu_run_close(run);
     }
