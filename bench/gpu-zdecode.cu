@@ -82,6 +82,19 @@ struct chunk_desc {
     uint32_t planar_words, planar_values;
 };
 
+/* Item k of n little-endian items of type T, from planes (byte b of every
+ * item together) or from the raw form. */
+template <typename T>
+__device__ T item(const unsigned char *in, uint64_t n, uint64_t k, bool planar)
+{
+    if (!planar)
+        return ((const T *)in)[k];
+    T v = 0;
+    for (unsigned b = 0; b < sizeof(T); b++)
+        v |= (T)in[(uint64_t)b * n + k] << (8 * b);
+    return v;
+}
+
 __global__ void unplane(const unsigned char *raw_in, unsigned char *out,
                         const chunk_desc *chunks, unsigned vsize)
 {
@@ -90,32 +103,11 @@ __global__ void unplane(const unsigned char *raw_in, unsigned char *out,
     unsigned char *o = out + c.raw_at;
     for (uint64_t k = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; k < c.n;
          k += (uint64_t)gridDim.x * blockDim.x) {
-        uint64_t w = 0;
-        if (c.planar_words)
-            for (int b = 0; b < 8; b++)
-                w |= (uint64_t)in[(uint64_t)b * c.n + k] << (8 * b);
+        ((uint64_t *)o)[k] = item<uint64_t>(in, c.n, k, c.planar_words);
+        if (vsize == 8)
+            ((uint64_t *)(o + 8 * c.n))[k] = item<uint64_t>(in + 8 * c.n, c.n, k, c.planar_values);
         else
-            w = ((const uint64_t *)in)[k];
-        ((uint64_t *)o)[k] = w;
-        const unsigned char *vin = in + 8 * c.n;
-        unsigned char *vo = o + 8 * c.n;
-        if (vsize == 8) {
-            uint64_t v = 0;
-            if (c.planar_values)
-                for (int b = 0; b < 8; b++)
-                    v |= (uint64_t)vin[(uint64_t)b * c.n + k] << (8 * b);
-            else
-                v = ((const uint64_t *)vin)[k];
-            ((uint64_t *)vo)[k] = v;
-        } else {
-            uint32_t v = 0;
-            if (c.planar_values)
-                for (int b = 0; b < 4; b++)
-                    v |= (uint32_t)vin[(uint64_t)b * c.n + k] << (8 * b);
-            else
-                v = ((const uint32_t *)vin)[k];
-            ((uint32_t *)vo)[k] = v;
-        }
+            ((uint32_t *)(o + 8 * c.n))[k] = item<uint32_t>(in + 8 * c.n, c.n, k, c.planar_values);
     }
 }
 
@@ -212,6 +204,27 @@ static void load_copy(const amp_file *f, unsigned m, size_t frame_raw, copy_data
     cd->stored_bytes = host.size();
     CK(cudaMallocHost(&cd->stored, std::max<size_t>(cd->stored_bytes, 8)));
     memcpy(cd->stored, host.data(), cd->stored_bytes);
+}
+
+/* Exit unless the device's decoding of every chunk (out) equals the host's. */
+static void check_decoded(const copy_data &cd, const unsigned char *out, unsigned vsize,
+                          const char *when)
+{
+    unsigned char *back = (unsigned char *)malloc(cd.raw_bytes);
+    if (back == NULL) {
+        fprintf(stderr, "gpu-zdecode: out of memory\n");
+        exit(1);
+    }
+    CK(cudaMemcpy(back, out, cd.raw_bytes, cudaMemcpyDeviceToHost));
+    for (size_t c = 0; c < cd.chunks.size(); c++) {
+        const size_t n = (size_t)cd.chunks[c].n * (8 + vsize);
+        if (memcmp(back + cd.chunks[c].raw_at, cd.expect + cd.chunks[c].raw_at, n) != 0) {
+            fprintf(stderr, "gpu-zdecode: chunk %zu %s differs from the host's decoding\n", c,
+                    when);
+            exit(1);
+        }
+    }
+    free(back);
 }
 
 struct timings {
@@ -323,19 +336,8 @@ static timings run_copy(const copy_data &cd, unsigned vsize, int rounds, int che
                     (int)st[i], got[i], ob[i]);
             exit(1);
         }
-    if (check) {
-        unsigned char *back = (unsigned char *)malloc(cd.raw_bytes);
-        CK(cudaMemcpy(back, d.out, cd.raw_bytes, cudaMemcpyDeviceToHost));
-        for (size_t c = 0; c < nc; c++) {
-            const size_t n = (size_t)cd.chunks[c].n * (8 + vsize);
-            if (memcmp(back + cd.chunks[c].raw_at, cd.expect + cd.chunks[c].raw_at, n) != 0) {
-                fprintf(stderr, "gpu-zdecode: chunk %zu decoded on the GPU differs from the "
-                        "host's\n", c);
-                exit(1);
-            }
-        }
-        free(back);
-    }
+    if (check)
+        check_decoded(cd, d.out, vsize, "decoded on the GPU");
 
     timings best = {1e30f, 1e30f, 1e30f, 1e30f, 1e30f};
     /* Groups for the pipeline: whole chunks, about group_mib MiB of stored
@@ -405,18 +407,8 @@ static timings run_copy(const copy_data &cd, unsigned vsize, int rounds, int che
         best.pipeline = std::min(best.pipeline, t.pipeline);
     }
     /* The pipelined decode must still be right. */
-    if (check) {
-        unsigned char *back = (unsigned char *)malloc(cd.raw_bytes);
-        CK(cudaMemcpy(back, d.out, cd.raw_bytes, cudaMemcpyDeviceToHost));
-        for (size_t c = 0; c < nc; c++) {
-            const size_t n = (size_t)cd.chunks[c].n * (8 + vsize);
-            if (memcmp(back + cd.chunks[c].raw_at, cd.expect + cd.chunks[c].raw_at, n) != 0) {
-                fprintf(stderr, "gpu-zdecode: chunk %zu differs after the pipeline\n", c);
-                exit(1);
-            }
-        }
-        free(back);
-    }
+    if (check)
+        check_decoded(cd, d.out, vsize, "after the pipeline");
     for (auto &x : copied)
         CK(cudaEventDestroy(x));
     for (int k = 0; k < 4; k++)
