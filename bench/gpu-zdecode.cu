@@ -170,20 +170,23 @@ static void load_copy(const amp_file *f, unsigned m, size_t frame_raw, copy_data
     for (size_t i = 0; i < secs.size(); i++) {
         const amp_section *s = secs[i];
         const size_t raw_at = cd->chunks[i].raw_at;
-        if (amp_section_read(r, s, cd->expect + raw_at, (size_t)s->raw_size, &err) != AMP_OK)
-            die("amp_section_read", &err);
         if (frame_raw == 0) {
+            /* The stored bytes read once: kept for the device, decoded here
+             * for the check. */
             const void *st = NULL;
-            if (amp_section_read_stored(r, s, &st, &err) != AMP_OK)
-                die("amp_section_read_stored", &err);
+            if (amp_section_read_stored(r, s, &st, &err) != AMP_OK ||
+                amp_section_decode(r, s, st, cd->expect + raw_at, (size_t)s->raw_size, &err) !=
+                    AMP_OK)
+                die("reading a chunk", &err);
             const size_t at = up(host.size(), 8);
             host.resize(at + (size_t)s->stored_size);
             memcpy(host.data() + at, st, (size_t)s->stored_size);
             cd->frames.push_back(frame{at, (size_t)s->stored_size, raw_at, (size_t)s->raw_size});
             continue;
         }
-        if (amp_section_read_planes(r, s, planes + raw_at, (size_t)s->raw_size, &err) != AMP_OK)
-            die("amp_section_read_planes", &err);
+        if (amp_section_read(r, s, cd->expect + raw_at, (size_t)s->raw_size, &err) != AMP_OK ||
+            amp_section_read_planes(r, s, planes + raw_at, (size_t)s->raw_size, &err) != AMP_OK)
+            die("reading a chunk", &err);
         for (size_t o = 0; o < (size_t)s->raw_size; o += frame_raw) {
             const size_t n = std::min(frame_raw, (size_t)s->raw_size - o);
             const size_t at = up(host.size(), 8);

@@ -35,21 +35,24 @@ typedef struct config {
     const char *name;
     amp_partition_kind partition;
     int memory, overlap;
-    /* Rows sent by the copy engines (--exchange copy), else by NCCL; -1:
-     * --exchange auto; -2: auto as where the GPUs have no peer access. */
-    int copy;
+    int exchange;   /* AMP_EXCHANGE_*, as --exchange */
+    int no_peers;   /* auto acts as where the GPUs have no peer access */
 } config;
 
+#define NCCL AMP_EXCHANGE_NCCL
+#define COPY AMP_EXCHANGE_COPY
 static const config configs[] = {
-    {"shards, resident", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0, 0},
-    {"shards, streamed", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM, 0, 0},
-    {"shards, resident, overlap", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 1, 0},
-    {"shards, streamed, overlap", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM, 1, 0},
-    {"equal-nnz, resident", AMP_PARTITION_EQUAL_NNZ, AMP_MEMORY_RESIDENT, 0, 0},
-    {"equal-nnz, streamed, overlap", AMP_PARTITION_EQUAL_NNZ, AMP_MEMORY_STREAM, 1, 0},
-    {"shards, resident, copies", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0, 1},
-    {"shards, streamed, overlap, copies", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM, 1, 1},
+    {"shards, resident", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0, NCCL, 0},
+    {"shards, streamed", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM, 0, NCCL, 0},
+    {"shards, resident, overlap", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 1, NCCL, 0},
+    {"shards, streamed, overlap", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM, 1, NCCL, 0},
+    {"equal-nnz, resident", AMP_PARTITION_EQUAL_NNZ, AMP_MEMORY_RESIDENT, 0, NCCL, 0},
+    {"equal-nnz, streamed, overlap", AMP_PARTITION_EQUAL_NNZ, AMP_MEMORY_STREAM, 1, NCCL, 0},
+    {"shards, resident, copies", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0, COPY, 0},
+    {"shards, streamed, overlap, copies", AMP_PARTITION_OWNER, AMP_MEMORY_STREAM, 1, COPY, 0},
 };
+#undef NCCL
+#undef COPY
 
 /* `test_multi_gpu copies`: only the configurations that send rows by
  * copies (and the failure check), to validate them within a device
@@ -65,9 +68,8 @@ static amp_status open_run(const amp_tensor *t, unsigned gpus, const config *cf,
     o.gpus = (int)gpus;
     o.partition = cf->partition;
     o.overlap = cf->overlap;
-    o.test_no_peers = cf->copy == -2;
-    o.exchange = cf->copy < 0 ? AMP_EXCHANGE_AUTO : cf->copy ? AMP_EXCHANGE_COPY
-                                                             : AMP_EXCHANGE_NCCL;
+    o.exchange = cf->exchange;
+    o.test_no_peers = cf->no_peers;
     o.memory = cf->memory;
     o.stream_chunk = cf->memory == AMP_MEMORY_STREAM ? chunk : 0;
     amp_cpd_opts cpd;
@@ -203,9 +205,10 @@ static void check_parts(const char *name, const config *cf, const amp_tensor *t,
 static void check_auto(const char *name, const amp_tensor *t, const amp_cpd *cpu)
 {
     static const config automatic[2] = {
-        {"shards, resident, auto", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0, -1},
+        {"shards, resident, auto", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0,
+         AMP_EXCHANGE_AUTO, 0},
         {"shards, resident, auto without peers", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0,
-         -2},
+         AMP_EXCHANGE_AUTO, 1},
     };
     for (int k = 0; k < 2; k++) {
         const config *cf = &automatic[k];
@@ -249,7 +252,8 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
     amp_error err = {0};
     amp_cpd cpu = {0}, one = {0};
     amp_gpu_run *run1 = NULL;
-    static const config whole = {"one GPU", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0, 0};
+    static const config whole = {"one GPU", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0,
+                                 AMP_EXCHANGE_NCCL, 0};
     int base_ok = decompose(t, NULL, &cpu, &err) == AMP_OK;
     if (base_ok)
         base_ok = open_run(t, 1, &whole, RANK, 0, 0, &run1, &err) == AMP_OK &&
@@ -267,7 +271,7 @@ static void check_tensor(const char *name, const amp_tensor *t, uint64_t chunk)
     check_auto(name, t, &cpu);
     for (size_t k = 0; k < sizeof configs / sizeof *configs; k++) {
         const config *cf = &configs[k];
-        if (only_copies && !cf->copy)
+        if (only_copies && cf->exchange != AMP_EXCHANGE_COPY)
             continue;
         amp_gpu_run *run = NULL;
         amp_cpd two = {0};
@@ -520,7 +524,7 @@ static void check_parts_pinv(void)
 {
     static const shape thin = {"thin", 2, {3000, 3}, 5000, 0};
     static const config cf = {"shards, resident", AMP_PARTITION_OWNER, AMP_MEMORY_RESIDENT, 0,
-                              0};
+                              AMP_EXCHANGE_NCCL, 0};
     amp_coo x;
     amp_tensor t;
     amp_file *f = NULL;

@@ -981,7 +981,7 @@ double amp_gpu_run_stream_bytes_per_nnz(const amp_gpu_run *r, const amp_tensor *
 
 int amp_gpu_run_by_copies(const amp_gpu_run *r)
 {
-    return r->n > 1 && r->comm[0] != NULL && amp_comm_by_copies(r->comm[0]);
+    return amp_comm_by_copies(r->comm[0]);   /* one GPU's comm never joins copies */
 }
 
 void amp_gpu_run_info(const amp_gpu_run *r, unsigned k, amp_gpu_info *info)
