@@ -291,7 +291,7 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
     }
     amp_status rc = amp_outfile_write(of, b.p, b.n, err);
     if (rc == AMP_OK)
-        rc = amp_outfile_commit(of, err);
+        rc = amp_outfile_finish(of, err);
     else
         amp_outfile_abort(of);
     free(b.p);
