@@ -546,11 +546,12 @@ amp_status amp_outfile_finish(amp_outfile *of, amp_error *err)
                       strerror(errno));
         goto fail;
     }
-    /* Closed before it takes the final name, so that a late write error
-     * (NFS reports some at close) leaves no file there. */
-    if (of->tmp_path == NULL)
-        AMP_CHECK_GOTO(name_unnamed(of, err), rc, fail);
-    AMP_CHECK_GOTO(close_out(of, err), rc, fail);
+    /* An unnamed file stays open and nameless until it is placed, so
+     * that a process killed meanwhile (SIGKILL included) leaves nothing;
+     * a named one is closed now, so that a late write error (NFS reports
+     * some at close) comes before any output takes its name. */
+    if (of->tmp_path != NULL)
+        AMP_CHECK_GOTO(close_out(of, err), rc, fail);
     of->finished = 1;
     return AMP_OK;
 fail:
@@ -592,6 +593,19 @@ amp_status amp_outfile_place_all(amp_outfile *const *ofs, size_t n, amp_error *e
 {
     amp_status rc = AMP_OK;
     size_t placed = 0;
+    /* The unnamed files named beside their final names and closed first
+     * (a failure here places none), so that the window in which a
+     * SIGKILL leaves a set half placed is the renames alone. */
+    for (size_t i = 0; i < n && rc == AMP_OK; i++) {
+        amp_outfile *of = ofs[i];
+        if (of == NULL || of->direct || of->tmp_path != NULL)
+            continue;
+        rc = name_unnamed(of, err);
+        if (rc == AMP_OK)
+            rc = close_out(of, err);
+    }
+    if (rc != AMP_OK)
+        return rc;
     placing = 1;
     for (size_t i = 0; i < n && rc == AMP_OK; i++) {
         if (ofs[i] == NULL || ofs[i]->direct)

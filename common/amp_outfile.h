@@ -78,19 +78,22 @@ void amp_outfile_flush_upto(amp_outfile *of, uint64_t upto);
  * SIGKILL between the two steps (microseconds) leaves that named file. */
 amp_status amp_outfile_commit(amp_outfile *of, amp_error *err);
 /* Commit in the two steps that a set of outputs needs to appear together:
- * finish every one (data on disk under a temporary name, closed), then
- * place them all with amp_outfile_place_all, then amp_outfile_abort each
- * (which only frees a placed one). A failure before the placing leaves
- * nothing: abort removes the temporary names. finish closes a direct
- * output (a late write error shows there). */
+ * finish every one (data on disk; a named temporary file closed, an
+ * unnamed one left open and nameless), then place them all with
+ * amp_outfile_place_all, then amp_outfile_abort each (which only frees a
+ * placed one). A failure before the placing leaves nothing: abort removes
+ * the temporary names. finish closes a direct output (a late write error
+ * shows there). */
 amp_status amp_outfile_finish(amp_outfile *of, amp_error *err);
-/* Give n finished outputs their final names in order, with SIGINT,
- * SIGTERM and SIGHUP held back meanwhile (so a signal finds all of them
- * placed or, through amp_outfile_cleanup_on_signals, none), then sync
- * each directory once. Only a failed rename itself can leave some placed
- * (the first n done, named in the message); SIGKILL or a crash in the
- * window (a rename each, microseconds) can too. NULL entries are
- * skipped. */
+/* Give n finished outputs their final names in order: first every
+ * unnamed one a temporary name beside its final one (a failure there
+ * places none), then the renames, with SIGINT, SIGTERM and SIGHUP held
+ * back meanwhile (so a signal finds all of them placed or, through
+ * amp_outfile_cleanup_on_signals, none), then a sync of each directory.
+ * Only a failed rename itself can leave some placed (the message says how
+ * many); SIGKILL or a crash in the renames (microseconds a file) can too,
+ * and one in the naming leaves temporary names. Direct outputs and NULL
+ * entries are skipped. */
 amp_status amp_outfile_place_all(amp_outfile *const *ofs, size_t n, amp_error *err);
 
 /* Refuse (AMP_ERR_USAGE, naming both) where two of n paths name the same
