@@ -612,6 +612,8 @@ amp_status amp_outfile_place_all(amp_outfile *const *ofs, size_t n, amp_error *e
             continue;
         rc = put_in_place(ofs[i], err);
         placed += rc == AMP_OK;
+        if (rc == AMP_OK && ofs[i]->placed != NULL)
+            ofs[i]->placed(ofs[i]);
     }
     placing = 0;
     if (rc != AMP_OK && placed > 0 && err != NULL) {

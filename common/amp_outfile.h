@@ -44,6 +44,10 @@ typedef struct amp_outfile {
     int direct;          /* a device, FIFO or descriptor, written in place */
     int keep_fd;         /* fd is standard output: never closed here */
     int finished;        /* complete under its temporary name (or closed) */
+    /* Optional, set after the open: called the moment the file has its
+     * final name, inside amp_outfile_place_all (tests stop a run there,
+     * tests/amped-run-hooks). */
+    void (*placed)(const struct amp_outfile *of);
 } amp_outfile;
 
 /* Create the file to write (unnamed, or the named temporary file): this

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +287,7 @@ typedef struct run_args {
     const amp_cpd *cpd;        /* the decomposition on_iter reports on */
     amp_mode_rule rule[AMP_MAX_MODES];   /* each mode's, from opts.rules */
     int late_usage;            /* the options disagree with the file: exit 2 */
+    unsigned place_stop;       /* test hooks: the signal after this many renames */
 } run_args;
 
 static void on_iter(void *ctx, unsigned iter, double fit, double delta, double seconds)
@@ -333,6 +335,16 @@ static void warn_rank(const amp_tensor *t, unsigned rank)
                     t->rows[m]);
 }
 
+#ifdef AMP_TEST_HOOKS
+static int place_signo;   /* AMPED_TEST_PLACE_SIGNAL's signal */
+
+static void place_signal(const amp_outfile *of)
+{
+    (void)of;
+    raise(place_signo);
+}
+#endif
+
 /* The run's outputs made to appear together: every file (the factor set
  * ff when not NULL, --json, and --report where html) written in full and
  * synced under a temporary name, then all renamed into place in one step;
@@ -354,6 +366,10 @@ static amp_status write_outputs(run_args *a, amp_factor_files *ff, int html, amp
             list[n++] = &a->json_out;
         if (html && a->html)
             list[n++] = &a->html_out;
+#ifdef AMP_TEST_HOOKS
+        if (a->place_stop > 0 && a->place_stop <= n)
+            list[a->place_stop - 1]->placed = place_signal;
+#endif
         AMP_CHECK(amp_outfile_place_all(list, n, err));
     }
     return AMP_OK;
@@ -1436,7 +1452,12 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
  *   AMPED_TEST_FAIL_GPU=G:I      GPU G of the run (from 0) fails before
  *                                mode 2 of iteration I (1-based)
  *   AMPED_TEST_RESIDENT_FULL=K   the resident upload to this process's GPU
- *                                K (from 0) finds its memory taken */
+ *                                K (from 0) finds its memory taken
+ *   AMPED_TEST_PLACE_SIGNAL=S:K  signal S is raised once K of the run's
+ *                                files have their names (the factor files,
+ *                                the manifest, --json, --report in that
+ *                                order): SIGKILL there leaves a set half
+ *                                placed, as a kill in that window does */
 static int test_hooks(run_args *a)
 {
     const char *v = getenv("AMPED_TEST_FAIL_GPU");
@@ -1455,6 +1476,16 @@ static int test_hooks(run_args *a)
             return amp_usage_error(PROGRAM, "AMPED_TEST_RESIDENT_FULL=%s: give a GPU of this "
                                    "process, from 0", v);
         a->gpu.fail_resident = k + 1;
+    }
+    v = getenv("AMPED_TEST_PLACE_SIGNAL");
+    if (v != NULL) {
+        int sig;
+        if (sscanf(v, "%d:%u%c", &sig, &k, &extra) != 2 || sig <= 0 || sig >= 64 || k == 0)
+            return amp_usage_error(PROGRAM, "AMPED_TEST_PLACE_SIGNAL=%s: give SIGNAL:FILES, a "
+                                   "signal number and how many files are placed first (as "
+                                   "9:2)", v);
+        place_signo = sig;
+        a->place_stop = k;
     }
     return -1;
 }

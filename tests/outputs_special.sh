@@ -14,6 +14,7 @@ need_program "$AMPED_RUN"
 AMPED_PREP=$(cd "$(dirname "$AMPED_PREP")" && pwd)/amped-prep
 AMPED_RUN=$(cd "$(dirname "$AMPED_RUN")" && pwd)/amped-run
 here=$(pwd)
+HOOKS=$(cd "$(dirname "$AMPED_RUN")" && pwd)/tests/amped-run-hooks
 
 "$AMPED_PREP" -q -o "$T/s.amp" "$top_srcdir/data/sample.tns.zst" ||
     { echo "Bail out! amped-prep failed"; exit 1; }
@@ -187,6 +188,31 @@ run amprun --seed 1 -o "$T/a" "$T/s.amp"
 rm "$T/a.manifest"
 run amprun --init "$T/a" "$T/s.amp"
 check_status "--init from a set without a manifest (SPLATT's): read as it is" 0
+
+# ---- a run stopped while its files take their names ------------------------------------
+# tests/amped-run-hooks raises the signal once 2 files are in place
+# (AMPED_TEST_PLACE_SIGNAL): SIGKILL there mixes the new mode 1 and 2 with
+# an earlier run's mode 3, lambda and manifest, which --init must refuse;
+# SIGTERM waits until the whole set is in place.
+if test -x "$HOOKS"; then
+    run amprun --seed 1 -o "$T/k" "$T/s.amp"
+    run env AMPED_TEST_PLACE_SIGNAL=9:2 "$HOOKS" -r 3 --iters 3 --seed 2 -o "$T/k" "$T/s.amp"
+    check_status "SIGKILL after 2 of the set's renames: killed (137)" 137
+    run amprun --init "$T/k" "$T/s.amp"
+    check_status "--init from the set it left: exit 1" 1
+    check_contains "... naming the first file that does not belong" "$RUN_ERR" "$T/k.mode1.mat: not the file of run"
+    rm -f "$T"/k.*
+    run amprun --seed 1 -o "$T/k" --json "$T/k.json" "$T/s.amp"
+    cp "$T/k.manifest" "$T/old-manifest"
+    run env AMPED_TEST_PLACE_SIGNAL=15:2 "$HOOKS" -r 3 --iters 3 --seed 2 -o "$T/k" --json "$T/k.json" "$T/s.amp"
+    check_status "SIGTERM after 2 of the set's renames: it ends by the signal (143)" 143
+    check "... once the whole set is in place (the new run's manifest and JSON)" sh -c "grep -q '\"seed\": 2' '$T/k.json' && ! cmp -s '$T/k.manifest' '$T/old-manifest'"
+    run amprun --init "$T/k" "$T/s.amp"
+    check_status "... which --init reads: exit 0" 0
+    check "... and no temporary file is left" no_temp "$T"
+else
+    skip "SIGKILL and SIGTERM while the set takes its names" "no $HOOKS"
+fi
 
 # ---- amped-prep: outputs checked before the input is read --------------------------------
 # Standard input a FIFO that this shell holds open and never writes: a
