@@ -266,9 +266,9 @@ amp_status amp_outfile_open(amp_outfile *of, const char *path, amp_error *err)
     }
     path = of->place_path;
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_IO, "%s: is a directory", of->final_path);
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode))
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_IO, "%s: is a directory", of->final_path);
         AMP_CHECK_GOTO(open_special(of, &st, err), rc, fail);
         return AMP_OK;
     }
