@@ -98,6 +98,7 @@ static void usage(void)
            "      --report=FILE        also write a self-contained HTML page of charts:\n"
            "                           each mode's slice degrees and, for .amp output,\n"
            "                           the nonzeros of every shard against the mean\n"
+           "                           ('-': standard output, without the statistics)\n"
            "  -f, --force              overwrite an existing output file\n"
            "      --no-sync            .amp output: finish without waiting for the file to\n"
            "                           reach the disk (no fsync): faster, but a system crash\n"
