@@ -55,6 +55,14 @@ check_status "amped-prep -o FIFO.tns (no --force: written, not replaced) exits 0
 wait $reader2
 check "amped-prep -o FIFO.tns: the reader got the tensor" test -s "$T/from-fifo.tns"
 check "amped-prep -o FIFO.tns: still a FIFO" test -p "$T/p.tns"
+mkfifo "$T/p.amp"
+timeout 60 cat "$T/p.amp" >/dev/null &
+reader2=$!
+run "$AMPED_PREP" -q -f -o "$T/p.amp" "$T/tiny.tns"
+check_status "amped-prep -f -o FIFO.amp (written out of order): exit 1" 1
+check_contains "... saying why" "$RUN_ERR" "$T/p.amp: an .amp file is written out of order"
+check "... and the FIFO is left a FIFO" test -p "$T/p.amp"
+wait $reader2
 
 # ---- '-': standard output -----------------------------------------------------------
 mkdir "$T/cwd"
