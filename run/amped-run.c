@@ -926,8 +926,11 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
     a->report.converged = s->c.converged;
     a->report.phase_seconds = s->c.seconds;
     double t_out = amp_now();
-    if (a->output)
+    if (a->output) {
         AMP_CHECK(amp_factors_finish(&s->factors, &s->t, &s->c, a->opts.precision, err));
+        a->report.factors_prefix = a->output;
+        a->report.factors_run = s->factors.manifest ? s->factors.run_id : NULL;
+    }
     a->report.seconds_output = amp_now() - t_out;
     a->report.seconds_total = amp_now() - s->t_start;
     return AMP_OK;

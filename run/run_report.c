@@ -189,6 +189,16 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
     put(&b, ", \"total\": ");
     put_number(&b, r->seconds_total);
     put(&b, "}");
+    if (r->factors_prefix) {
+        put(&b, ",\n  \"factors\": {\"prefix\": ");
+        put_string(&b, r->factors_prefix);
+        put(&b, ", \"run\": ");
+        if (r->factors_run)
+            put_string(&b, r->factors_run);
+        else
+            put(&b, "null");
+        put(&b, "}");
+    }
     if (r->ngpus > 0) {
         put(&b, ",\n  \"direct_upload\": %s", r->direct_upload ? "true" : "false");
         put(&b, ",\n  \"partition\": ");

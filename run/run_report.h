@@ -81,6 +81,9 @@ typedef struct amp_run_report {
     unsigned mttkrp_rounds;
     /* --check */
     const double *check_rel_err;         /* nmodes, or NULL */
+    /* -o: the prefix and the run identifier its manifest holds (NULL for
+     * a ktensor, which has none), or NULL */
+    const char *factors_prefix, *factors_run;
 } amp_run_report;
 
 /* One iteration; phase_so_far: each phase's time from the start of the

@@ -217,6 +217,8 @@ if test -x "$HOOKS"; then
     check "... once the whole set is in place (the new run's manifest and JSON)" sh -c "grep -q '\"seed\": 2' '$T/k.json' && ! cmp -s '$T/k.manifest' '$T/old-manifest'"
     run amprun --init "$T/k" "$T/s.amp"
     check_status "... which --init reads: exit 0" 0
+    id=$(sed -n 's/^run //p' "$T/k.manifest")
+    check "... and the JSON names the manifest's run ($id)" grep -q "\"factors\": {\"prefix\": \"$T/k\", \"run\": \"$id\"}" "$T/k.json"
     check "... and no temporary file is left" no_temp "$T"
 else
     skip "SIGKILL and SIGTERM while the set takes its names" "no $HOOKS"
