@@ -59,7 +59,7 @@ amp_status amp_html_finish(amp_strbuf *b, amp_status rc, amp_outfile *of, amp_er
                        : amp_outfile_write(of, b->p, b->n, err);
     }
     if (rc == AMP_OK)
-        rc = amp_outfile_commit(of, err);
+        rc = amp_outfile_finish(of, err);
     if (rc != AMP_OK)
         amp_outfile_abort(of);
     amp_strbuf_free(b);

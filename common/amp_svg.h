@@ -21,7 +21,8 @@ void amp_html_begin(amp_strbuf *b, const char *title);
 void amp_html_end(amp_strbuf *b);
 /* The page's end: where rc (what drawing it came to) is AMP_OK, its last
  * line (which program wrote it), its end, and the whole of b into of,
- * committed; of aborted on any failure, rc's or the write's (AMP_ERR_NOMEM
+ * finished (amp_outfile_finish: the caller places it); of aborted on any
+ * failure, rc's or the write's (AMP_ERR_NOMEM
  * where b ran out of memory on the way). b freed either way; the first
  * failure returned. */
 amp_status amp_html_finish(amp_strbuf *b, amp_status rc, amp_outfile *of, amp_error *err);

@@ -216,6 +216,13 @@ typedef struct amp_write_opts {
     int threads;        /* compression threads; 0: the OpenMP default */
     int no_sync;        /* commit without fsync: faster, not crash-safe */
     int no_clobber;     /* commit fails if the file exists by then */
+    /* Optional, NULL for none: the output already opened by the caller
+     * (amp_outfile_open, before its input was read); amp_writer_open's
+     * path is then unused, no_sync and no_clobber are the outfile's own,
+     * commit only finishes it (the caller places it with its other
+     * outputs: amp_outfile_place_all) and the caller aborts it on any
+     * failure. */
+    struct amp_outfile *out;
     /* Compressed bytes that may wait for the disk (held in memory) before
      * a thread waits instead of starting another chunk; 0: threads x the
      * largest raw chunk + 64 MiB. Chunks being compressed are not counted,

@@ -42,7 +42,8 @@ typedef struct chunk_worker {
 } chunk_worker;
 
 struct amp_writer {
-    amp_outfile out;
+    amp_outfile own;        /* the output, unless the caller's (opts.out) */
+    amp_outfile *out;
     amp_write_queue *wq;    /* every section after the blank header goes through it */
     amp_write_opts opts;
     amp_section *secs;
@@ -62,6 +63,7 @@ void amp_write_opts_init(amp_write_opts *opts)
     opts->threads = 0;
     opts->no_sync = 0;
     opts->no_clobber = 0;
+    opts->out = NULL;
     opts->queue_bytes = 0;
     opts->progress = NULL;
     opts->progress_ctx = NULL;
@@ -99,21 +101,32 @@ amp_status amp_writer_open(amp_writer **wp, const char *path, const amp_write_op
     if (w == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     w->opts = o;
-    w->out.fd = -1;
+    w->own.fd = -1;
     w->cctx = ZSTD_createCCtx();
     if (w->cctx == NULL) {
         free(w);
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for a compression context");
     }
-    amp_status rc = amp_outfile_open(&w->out, path, err);
-    w->out.no_sync = w->opts.no_sync;
-    w->out.no_clobber = w->opts.no_clobber;
+    amp_status rc = AMP_OK;
+    if (o.out != NULL) {
+        w->out = o.out;
+    } else {
+        w->out = &w->own;
+        rc = amp_outfile_open(w->out, path, err);
+        w->out->no_sync = w->opts.no_sync;
+        w->out->no_clobber = w->opts.no_clobber;
+    }
+    /* The header is written last, at offset 0: a pipe cannot take that. */
+    if (rc == AMP_OK && amp_outfile_direct(w->out) && lseek(w->out->fd, 0, SEEK_CUR) != 0)
+        rc = AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "%s: an .amp file is written out of order, "
+                      "which a pipe, FIFO or terminal cannot take: write it to a file",
+                      w->out->final_path);
     if (rc == AMP_OK) {
         unsigned char zero[AMP_HEADER_SIZE] = {0};
-        rc = amp_outfile_write(&w->out, zero, sizeof zero, err);
+        rc = amp_outfile_write(w->out, zero, sizeof zero, err);
     }
     if (rc == AMP_OK)
-        rc = amp_wq_start(&w->wq, &w->out, err);
+        rc = amp_wq_start(&w->wq, w->out, err);
     if (rc != AMP_OK) {
         amp_writer_abort(w);
         return rc;
@@ -129,7 +142,9 @@ void amp_writer_abort(amp_writer *w)
     /* The thread stops before the file it writes to goes. */
     amp_wq_abandon(w->wq);
     w->wq = NULL;
-    amp_outfile_abort(&w->out);
+    /* The caller's output is the caller's to drop (or place). */
+    if (w->out == &w->own)
+        amp_outfile_abort(w->out);
     for (unsigned d = 0; d < AMP_MAX_MODES; d++) {
         if (w->layouts[d] != NULL)
             free(w->layouts[d]->shards);
@@ -211,12 +226,12 @@ static uint64_t place(amp_writer *w, const amp_section *desc, size_t stored_size
 {
     amp_section s = *desc;
     s.flags = flags;
-    s.offset = w->out.written;
+    s.offset = w->out->written;
     s.stored_size = stored_size;
     s.raw_size = raw_size;
     s.hash = hash;
     w->secs[w->nsecs++] = s;
-    w->out.written += stored_size;
+    w->out->written += stored_size;
     return s.offset;
 }
 
@@ -253,7 +268,7 @@ amp_status amp_writer_section(amp_writer *w, const amp_section *desc, const void
 
 amp_status amp_writer_meta(amp_writer *w, const amp_meta *meta, amp_error *err)
 {
-    const char *path = w->out.final_path;
+    const char *path = w->out->final_path;
     if (w->have_meta)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%s: metadata written twice", path);
     AMP_CHECK(amp_check_meta(path, meta, err));
@@ -276,7 +291,7 @@ amp_status amp_writer_meta(amp_writer *w, const amp_meta *meta, amp_error *err)
 
 amp_status amp_writer_mode(amp_writer *w, const amp_mode_layout *layout, amp_error *err)
 {
-    const char *path = w->out.final_path;
+    const char *path = w->out->final_path;
     if (!w->have_meta)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%s: a mode layout before the metadata", path);
     if (layout->mode >= w->meta.nmodes || layout->nmodes != w->meta.nmodes ||
@@ -336,7 +351,7 @@ void amp_packed_free(amp_packed *packed)
 static amp_status pack_relabel(const amp_writer *w, ZSTD_CCtx *cctx, unsigned mode,
                                const uint64_t *new_to_orig, amp_packed **packed, amp_error *err)
 {
-    const char *path = w->out.final_path;
+    const char *path = w->out->final_path;
     *packed = NULL;
     if (!w->have_meta || mode >= w->meta.nmodes)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%s: relabelling of mode %u before the "
@@ -399,7 +414,7 @@ amp_status amp_writer_put(amp_writer *w, amp_packed *packed, amp_error *err)
     if (packed == NULL || packed->owner != w) {
         amp_packed_free(packed);
         return AMP_FAIL(err, AMP_ERR_USAGE, "%s: no section, or one packed for another "
-                        "file", w->out.final_path);
+                        "file", w->out->final_path);
     }
     amp_status rc = append(w, &packed->desc, packed->stored, packed->stored_size,
                            packed->raw_size, packed->flags, packed->hash, err);
@@ -598,7 +613,7 @@ static void chunk_failed(amp_writer *w, amp_status *rc, amp_error *err, int *fai
 amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t njobs,
                              amp_chunk_view_fn view, void *ctx, amp_error *err)
 {
-    const char *path = w->out.final_path;
+    const char *path = w->out->final_path;
     if (!w->have_meta)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%s: chunks before the metadata", path);
     if (view == NULL)
@@ -736,13 +751,13 @@ amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t nj
  * a producer shows up here and not as a file that cannot be opened. */
 static amp_status check_written(amp_writer *w, amp_error *err)
 {
-    const char *path = w->out.final_path;
+    const char *path = w->out->final_path;
     size_t n = w->nsecs, meta_at;
     uint32_t *chunk_index[AMP_MAX_MODES] = {0}, *remap_index[AMP_MAX_MODES] = {0};
     amp_status rc = AMP_OK;
     if (!w->have_meta)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%s: no metadata was written", path);
-    AMP_CHECK(amp_check_entries(path, w->secs, n, w->out.written, err));
+    AMP_CHECK(amp_check_entries(path, w->secs, n, w->out->written, err));
     AMP_CHECK(amp_find_unique(path, w->secs, n, AMP_SECTION_META, AMP_NO_INDEX, &meta_at,
                               err));
     for (unsigned d = 0; d < w->meta.nmodes; d++) {
@@ -795,19 +810,20 @@ amp_status amp_writer_commit(amp_writer *w, uint64_t *file_size, amp_error *err)
     amp_put64(dir + 16, w->nsecs);
     for (size_t i = 0; i < w->nsecs; i++)
         amp_encode_entry(dir + AMP_DIR_HEADER_SIZE + i * AMP_DIR_ENTRY_SIZE, &w->secs[i]);
-    uint64_t dir_offset = w->out.written, dir_hash = XXH3_64bits(dir, dir_size);
-    AMP_CHECK_GOTO(amp_outfile_write(&w->out, dir, dir_size, err), rc, fail);
+    uint64_t dir_offset = w->out->written, dir_hash = XXH3_64bits(dir, dir_size);
+    AMP_CHECK_GOTO(amp_outfile_write(w->out, dir, dir_size, err), rc, fail);
     unsigned char trailer[AMP_TRAILER_SIZE], header[AMP_HEADER_SIZE];
     amp_encode_trailer(trailer, dir_offset, dir_size, dir_hash);
-    AMP_CHECK_GOTO(amp_outfile_write(&w->out, trailer, sizeof trailer, err), rc, fail);
-    amp_encode_header(header, w->out.written, dir_offset, dir_size, dir_hash);
-    if (pwrite(w->out.fd, header, sizeof header, 0) != (ssize_t)sizeof header) {
-        rc = AMP_FAIL(err, AMP_ERR_IO, "%s: cannot write the header: %s", w->out.final_path,
+    AMP_CHECK_GOTO(amp_outfile_write(w->out, trailer, sizeof trailer, err), rc, fail);
+    amp_encode_header(header, w->out->written, dir_offset, dir_size, dir_hash);
+    if (pwrite(w->out->fd, header, sizeof header, 0) != (ssize_t)sizeof header) {
+        rc = AMP_FAIL(err, AMP_ERR_IO, "%s: cannot write the header: %s", w->out->final_path,
                       strerror(errno));
         goto fail;
     }
-    uint64_t size = w->out.written;
-    AMP_CHECK_GOTO(amp_outfile_commit(&w->out, err), rc, fail);
+    uint64_t size = w->out->written;
+    AMP_CHECK_GOTO(w->out == &w->own ? amp_outfile_commit(w->out, err)
+                                     : amp_outfile_finish(w->out, err), rc, fail);
     if (file_size != NULL)
         *file_size = size;
 fail:

@@ -14,6 +14,7 @@
 
 #include "amp_error.h"
 #include "amp_limits.h"
+#include "amp_outfile.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -111,6 +112,10 @@ amp_status amp_coo_repeat_norm_sq(const amp_coo *t, int f32, double *delta, amp_
  * no_clobber is set. */
 amp_status amp_write_tns(const amp_coo *t, const char *path, int no_clobber, amp_error *err);
 amp_status amp_write_bin(const amp_coo *t, const char *path, int no_clobber, amp_error *err);
+/* The same into of, opened by the caller (before the input was read),
+ * finished but not placed (amp_outfile_finish); of aborted on failure. */
+amp_status amp_write_tns_to(const amp_coo *t, amp_outfile *of, amp_error *err);
+amp_status amp_write_bin_to(const amp_coo *t, amp_outfile *of, amp_error *err);
 
 /* Size and XXH3-64 of a regular file's bytes on disk (what `xxhsum -H3`
  * prints), on a thread of its own so that it overlaps other work: start,

@@ -98,6 +98,7 @@ static void usage(void)
            "      --report=FILE        also write a self-contained HTML page of charts:\n"
            "                           each mode's slice degrees and, for .amp output,\n"
            "                           the nonzeros of every shard against the mean\n"
+           "                           ('-': standard output, without the statistics)\n"
            "  -f, --force              overwrite an existing output file\n"
            "      --no-sync            .amp output: finish without waiting for the file to\n"
            "                           reach the disk (no fsync): faster, but a system crash\n"
@@ -459,14 +460,19 @@ static int check_operands(int argc, char **argv, prep_args *a)
             return amp_usage_error(PROGRAM, "the input name is too long to derive an output "
                                    "name from; give -o");
     }
+    if (a->output && strcmp(a->output, "-") == 0)
+        return amp_usage_error(PROGRAM, "-o -: the output's name gives its format (.amp, .tns "
+                               "or .bin), which standard output has not; name a file, or a "
+                               "FIFO named so (--report - writes the page to standard "
+                               "output)");
     struct stat st;
     if (a->output && stat(a->output, &st) == 0 && S_ISDIR(st.st_mode))
         return amp_usage_error(PROGRAM, "-o %s: is a directory; name the output file (in it, "
                                "for example %s/x.amp)", a->output, a->output);
     /* Checked now, before the input is read, and again as the file takes
-     * its name (no_clobber), in case one appeared meanwhile. */
-    a->build.write.no_clobber = !a->force;
-    if (a->output && !a->force && access(a->output, F_OK) == 0) {
+     * its name (no_clobber), in case one appeared meanwhile. A device or
+     * FIFO is written, not replaced: no --force for that. */
+    if (a->output && !a->force && stat(a->output, &st) == 0 && S_ISREG(st.st_mode)) {
         fprintf(stderr, "amped-prep: %s: already exists; use --force to overwrite it\n",
                 a->output);
         return EXIT_FAILURE;
@@ -481,7 +487,7 @@ static int check_operands(int argc, char **argv, prep_args *a)
     if (a->report && stat(a->report, &st) == 0 && S_ISDIR(st.st_mode))
         return amp_usage_error(PROGRAM, "--report %s: is a directory; name the file (in it, "
                                "for example %s/prep.html)", a->report, a->report);
-    if (a->report && !a->force && access(a->report, F_OK) == 0) {
+    if (a->report && !a->force && stat(a->report, &st) == 0 && S_ISREG(st.st_mode)) {
         fprintf(stderr, "amped-prep: %s: already exists; use --force to overwrite it\n",
                 a->report);
         return EXIT_FAILURE;
@@ -489,6 +495,24 @@ static int check_operands(int argc, char **argv, prep_args *a)
     if (a->amp_only && !(a->output && amp_has_suffix(a->output, ".amp")))
         return amp_usage_error(PROGRAM, "%s applies to .amp output only (-o FILE.amp)",
                                a->amp_only);
+    const char *paths[3] = {a->input}, *what[3] = {"the input"};
+    int input[3] = {1};
+    size_t n = 1;
+    if (a->output) {
+        paths[n] = a->output;
+        what[n++] = "-o";
+    }
+    if (a->report) {
+        paths[n] = a->report;
+        what[n++] = "--report";
+    }
+    amp_error err = {0};
+    if (amp_outfile_check_distinct(paths, what, input, n, &err) != AMP_OK)
+        return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
+    /* A page on standard output is read by a program: the statistics
+     * would corrupt it. */
+    if (a->report && strcmp(a->report, "-") == 0 && a->cli.level == AMP_LOG_INFO)
+        a->cli.level = AMP_LOG_WARN;
     return AMP_CLI_CONTINUE;
 }
 
@@ -555,16 +579,60 @@ static amp_status report_input(const prep_args *a, const amp_coo *t, const amp_r
     return AMP_OK;
 }
 
-/* FROSTT binary for .bin, else text. */
-static amp_status write_frostt(const amp_coo *t, const char *output, int no_clobber,
+/* FROSTT binary for .bin, else text, into out (finished, not placed). */
+static amp_status write_frostt(const amp_coo *t, const char *output, amp_outfile *out,
                                amp_error *err)
 {
     double t0 = amp_now();
-    amp_status rc = amp_has_suffix(output, ".bin") ? amp_write_bin(t, output, no_clobber, err)
-                                                   : amp_write_tns(t, output, no_clobber, err);
+    amp_status rc = amp_has_suffix(output, ".bin") ? amp_write_bin_to(t, out, err)
+                                                   : amp_write_tns_to(t, out, err);
     if (rc == AMP_OK)
         amp_log(AMP_LOG_DEBUG, "wrote %s in %.3f s", output, amp_now() - t0);
     return rc;
+}
+
+/* Every output opened before the input is read, so that a path that
+ * cannot be written fails before any work (and a FIFO has its reader). */
+static amp_status open_outputs(prep_args *a, int amp_out, amp_outfile *out, amp_outfile *html,
+                               amp_error *err)
+{
+    if (a->output) {
+        AMP_CHECK(amp_outfile_open(out, a->output, err));
+        /* after the open, which starts the struct afresh: a file that
+         * appears while the input is read is not replaced either */
+        out->no_clobber = !a->force;
+        out->no_sync = a->build.write.no_sync;
+        if (amp_out && amp_outfile_direct(out) && lseek(out->fd, 0, SEEK_CUR) != 0)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "%s: an .amp file is written out of "
+                            "order, which a pipe, FIFO or terminal cannot take: write it to a "
+                            "file", a->output);
+        if (amp_out)
+            a->build.write.out = out;
+    }
+    if (a->report) {
+        AMP_CHECK(amp_outfile_open(html, a->report, err));
+        html->no_clobber = !a->force;
+    }
+    return AMP_OK;
+}
+
+/* The outputs, complete, made to appear together (amped-run's
+ * write_outputs says why a direct one comes last). */
+static amp_status place_outputs(prep_args *a, amp_outfile *out, amp_outfile *html,
+                                amp_prep_report *pr, amp_error *err)
+{
+    amp_outfile *list[2];
+    size_t n = 0;
+    if (a->output)
+        list[n++] = out;
+    if (a->report && !amp_outfile_direct(html)) {
+        AMP_CHECK(amp_prep_report_write(pr, html, err));
+        list[n++] = html;
+    }
+    AMP_CHECK(amp_outfile_place_all(list, n, err));
+    if (a->report && amp_outfile_direct(html))
+        AMP_CHECK(amp_prep_report_write(pr, html, err));
+    return AMP_OK;
 }
 
 /* Read, report, write: EXIT_SUCCESS, or EXIT_FAILURE with the error
@@ -605,15 +673,8 @@ static int prep(prep_args *a)
     amp_build_report build;
     amp_prep_report pr;
     memset(&pr, 0, sizeof pr);
-    /* Created before the input is read, so that a path it cannot write
-     * fails before any work. */
-    amp_outfile html = {.fd = -1};
-    if (a->report) {
-        AMP_CHECK_GOTO(amp_outfile_open(&html, a->report, &err), rc, fail);
-        /* after the open, which starts the struct afresh: a page that
-         * appears while the input is read is not replaced either */
-        html.no_clobber = !a->force;
-    }
+    amp_outfile out = {.fd = -1}, html = {.fd = -1};
+    AMP_CHECK_GOTO(open_outputs(a, amp_out, &out, &html, &err), rc, fail);
     AMP_CHECK_GOTO(read_input(a, amp_out, &digest, &t, &info, &err), rc, fail);
     have_t = 1;
     if (a->cli.level >= AMP_LOG_INFO)
@@ -628,10 +689,11 @@ static int prep(prep_args *a)
         pr.output = a->output;
         pr.build = &build;
     } else if (a->output) {
-        AMP_CHECK_GOTO(write_frostt(&t, a->output, !a->force, &err), rc, fail);
+        AMP_CHECK_GOTO(write_frostt(&t, a->output, &out, &err), rc, fail);
     }
-    if (a->report)
-        AMP_CHECK_GOTO(amp_prep_report_write(&pr, &html, &err), rc, fail);
+    AMP_CHECK_GOTO(place_outputs(a, &out, &html, &pr, &err), rc, fail);
+    amp_outfile_abort(&out);
+    amp_outfile_abort(&html);
     amp_coo_free(&t);
     free((void *)pr.hist);
     free(a->build.shard_nnz);
@@ -639,6 +701,7 @@ static int prep(prep_args *a)
 fail:
     (void)amp_file_digest_finish(digest, NULL, NULL, NULL);
     amp_log_error(&err);
+    amp_outfile_abort(&out);
     amp_outfile_abort(&html);
     if (have_t)
         amp_coo_free(&t);

@@ -52,11 +52,8 @@ static size_t format_double(char *p, double v)
     return 0;
 }
 
-amp_status amp_write_tns(const amp_coo *t, const char *path, int no_clobber, amp_error *err)
+amp_status amp_write_tns_to(const amp_coo *t, amp_outfile *of, amp_error *err)
 {
-    amp_outfile of;
-    AMP_CHECK(amp_outfile_open(&of, path, err));
-    of.no_clobber = no_clobber;
     amp_status rc = AMP_OK;
     const int threads = amp_max_threads();
     /* Each line: up to 19 digits and a space per mode, a value, a newline. */
@@ -93,11 +90,12 @@ amp_status amp_write_tns(const amp_coo *t, const char *path, int no_clobber, amp
             lens[i] = (size_t)(p - bufs[i]);
         }
         for (int i = 0; i < threads; i++)
-            AMP_CHECK_GOTO(amp_outfile_write(&of, bufs[i], lens[i], err), rc, done);
+            AMP_CHECK_GOTO(amp_outfile_write(of, bufs[i], lens[i], err), rc, done);
     }
-    rc = amp_outfile_commit(&of, err);
+    rc = amp_outfile_finish(of, err);
 done:
-    amp_outfile_abort(&of);
+    if (rc != AMP_OK)
+        amp_outfile_abort(of);
     if (bufs)
         for (int i = 0; i < threads; i++)
             amp_free(bufs[i]);
@@ -118,11 +116,8 @@ static void put_le64(unsigned char *b, uint64_t v)
         b[i] = (unsigned char)(v >> (8 * i));
 }
 
-amp_status amp_write_bin(const amp_coo *t, const char *path, int no_clobber, amp_error *err)
+amp_status amp_write_bin_to(const amp_coo *t, amp_outfile *of, amp_error *err)
 {
-    amp_outfile of;
-    AMP_CHECK(amp_outfile_open(&of, path, err));
-    of.no_clobber = no_clobber;
     amp_status rc = AMP_OK;
     /* 32-bit indices when every 1-based index fits: half the bytes. */
     int wide = 0;
@@ -146,12 +141,12 @@ amp_status amp_write_bin(const amp_coo *t, const char *path, int no_clobber, amp
     const size_t chunk = (size_t)1 << 20;
     unsigned char *buf = amp_alloc(chunk * 8, "binary output", err);
     if (buf == NULL) {
-        amp_outfile_abort(&of);
+        amp_outfile_abort(of);
         return AMP_ERR_NOMEM;
     }
-    AMP_CHECK_GOTO(amp_outfile_write(&of, h, hn, err), rc, done);
+    AMP_CHECK_GOTO(amp_outfile_write(of, h, hn, err), rc, done);
     /* The host is little-endian (configure checks), so doubles go as is. */
-    AMP_CHECK_GOTO(amp_outfile_write(&of, t->val, (size_t)t->nnz * 8, err), rc, done);
+    AMP_CHECK_GOTO(amp_outfile_write(of, t->val, (size_t)t->nnz * 8, err), rc, done);
     for (unsigned m = 0; m < t->nmodes; m++) {
         const uint64_t *x = t->ind[m];
         for (uint64_t lo = 0; lo < t->nnz; lo += chunk) {
@@ -165,12 +160,38 @@ amp_status amp_write_bin(const amp_coo *t, const char *path, int no_clobber, amp
                 #pragma omp parallel for schedule(static) if (n > 65536)
                 for (size_t i = 0; i < n; i++) o[i] = (uint32_t)(x[lo + i] + 1);
             }
-            AMP_CHECK_GOTO(amp_outfile_write(&of, buf, n * iw, err), rc, done);
+            AMP_CHECK_GOTO(amp_outfile_write(of, buf, n * iw, err), rc, done);
         }
     }
-    rc = amp_outfile_commit(&of, err);
+    rc = amp_outfile_finish(of, err);
 done:
-    amp_outfile_abort(&of);
+    if (rc != AMP_OK)
+        amp_outfile_abort(of);
     amp_free(buf);
     return rc;
+}
+
+/* The one-file write: open, write, place. */
+static amp_status write_path(const amp_coo *t, const char *path, int no_clobber,
+                             amp_status (*to)(const amp_coo *, amp_outfile *, amp_error *),
+                             amp_error *err)
+{
+    amp_outfile of, *list[1] = {&of};
+    AMP_CHECK(amp_outfile_open(&of, path, err));
+    of.no_clobber = no_clobber;
+    amp_status rc = to(t, &of, err);
+    if (rc == AMP_OK)
+        rc = amp_outfile_place_all(list, 1, err);
+    amp_outfile_abort(&of);
+    return rc;
+}
+
+amp_status amp_write_tns(const amp_coo *t, const char *path, int no_clobber, amp_error *err)
+{
+    return write_path(t, path, no_clobber, amp_write_tns_to, err);
+}
+
+amp_status amp_write_bin(const amp_coo *t, const char *path, int no_clobber, amp_error *err)
+{
+    return write_path(t, path, no_clobber, amp_write_bin_to, err);
 }

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,7 +125,8 @@ static void usage(void)
            "\n"
            "Output:\n"
            "  -o, --output=PREFIX  write the factors as PREFIX.mode1.mat ... PREFIX.modeN.mat\n"
-           "                       and PREFIX.lambda.mat, in the original index space\n"
+           "                       and PREFIX.lambda.mat, in the original index space,\n"
+           "                       with PREFIX.manifest (each file's size and checksum)\n"
            "                       (default: not written)\n"
            "      --format=F       text (SPLATT's layout), npy (NumPy), or ktensor: the\n"
            "                       model in one file, PREFIX.ktn, for the Tensor\n"
@@ -134,9 +136,10 @@ static void usage(void)
            "                       first on its line; npy: PREFIX.modeN.index.npy), for\n"
            "                       huge dimensions (default all)\n"
            "      --json=FILE      also write the report (fit per iteration, timings) as\n"
-           "                       JSON\n"
+           "                       JSON ('-': standard output, without the summary)\n"
            "      --report=FILE    also write the report as a self-contained HTML page\n"
            "                       of charts (fit, time per phase, GPUs' balance)\n"
+           "                       ('-' as for --json)\n"
            "\n"
            "Other actions:\n"
            "      --mttkrp-only    time --iters rounds of MTTKRP over every mode, no ALS\n"
@@ -286,6 +289,7 @@ typedef struct run_args {
     const amp_cpd *cpd;        /* the decomposition on_iter reports on */
     amp_mode_rule rule[AMP_MAX_MODES];   /* each mode's, from opts.rules */
     int late_usage;            /* the options disagree with the file: exit 2 */
+    unsigned place_stop;       /* test hooks: the signal after this many renames */
 } run_args;
 
 static void on_iter(void *ctx, unsigned iter, double fit, double delta, double seconds)
@@ -333,6 +337,46 @@ static void warn_rank(const amp_tensor *t, unsigned rank)
                     t->rows[m]);
 }
 
+#ifdef AMP_TEST_HOOKS
+static int place_signo;   /* AMPED_TEST_PLACE_SIGNAL's signal */
+
+static void place_signal(const amp_outfile *of)
+{
+    (void)of;
+    raise(place_signo);
+}
+#endif
+
+/* The run's outputs made to appear together: every file (the factor set
+ * ff when not NULL, --json, and --report where html) written in full and
+ * synced under a temporary name, then all renamed into place in one step;
+ * a failure before that leaves none. A device, FIFO or descriptor output
+ * cannot be taken back, so it is written last, once the files are in
+ * place. */
+static amp_status write_outputs(run_args *a, amp_factor_files *ff, int html, amp_error *err)
+{
+    amp_outfile *list[2 * AMP_MAX_MODES + 4];
+    size_t n = ff ? amp_factors_outfiles(ff, list) : 0;
+    for (int direct = 0; direct <= 1; direct++) {
+        if (a->json && amp_outfile_direct(&a->json_out) == direct)
+            AMP_CHECK(amp_report_write_json(&a->report, &a->json_out, err));
+        if (html && a->html && amp_outfile_direct(&a->html_out) == direct)
+            AMP_CHECK(amp_report_write_html(&a->report, &a->html_out, err));
+        if (direct)
+            break;
+        if (a->json)
+            list[n++] = &a->json_out;
+        if (html && a->html)
+            list[n++] = &a->html_out;
+#ifdef AMP_TEST_HOOKS
+        if (a->place_stop > 0 && a->place_stop <= n)
+            list[a->place_stop - 1]->placed = place_signal;
+#endif
+        AMP_CHECK(amp_outfile_place_all(list, n, err));
+    }
+    return AMP_OK;
+}
+
 static int run_mttkrp_only(run_args *a, const amp_tensor *t, const amp_cpd *c, int threads,
                            amp_gpu_run *gr)
 {
@@ -372,7 +416,7 @@ static int run_mttkrp_only(run_args *a, const amp_tensor *t, const amp_cpd *c, i
     }
     a->report.mttkrp_mode_seconds = sec;
     a->report.mttkrp_rounds = K;
-    if (a->json && amp_report_write_json(&a->report, &a->json_out, &err) != AMP_OK) {
+    if (write_outputs(a, NULL, 0, &err) != AMP_OK) {
         amp_log_error(&err);
         return EXIT_FAILURE;
     }
@@ -401,7 +445,7 @@ static int run_check(run_args *a, const amp_tensor *t, const amp_cpd *c, amp_gpu
         worst = rel[m] > worst ? rel[m] : worst;
     }
     a->report.check_rel_err = rel;
-    if (a->json && amp_report_write_json(&a->report, &a->json_out, &err) != AMP_OK) {
+    if (write_outputs(a, NULL, 0, &err) != AMP_OK) {
         amp_log_error(&err);
         return EXIT_FAILURE;
     }
@@ -644,12 +688,53 @@ typedef struct run_state {
     double t_start;
 } run_state;
 
+/* No output of the run may name the input or another output: checked
+ * once the layout gives the factor files' names, before any is opened. */
+static amp_status check_distinct(run_args *a, run_state *s, amp_error *err)
+{
+    const char *paths[2 * AMP_MAX_MODES + 5], *what[2 * AMP_MAX_MODES + 5];
+    int input[2 * AMP_MAX_MODES + 5] = {1};
+    char *names[2 * AMP_MAX_MODES + 2];
+    size_t n = 0, nnames = 0;
+    amp_status rc = AMP_OK;
+    paths[n] = a->path;
+    what[n++] = "the input";
+    for (unsigned k = 0; a->output; k++) {
+        int more;
+        char *name = amp_factors_file_name(a->output, s->t.nmodes, a->format, a->rows, k,
+                                           &more);
+        if (!more)
+            break;
+        if (name == NULL)
+            AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory");
+        names[nnames++] = name;
+        paths[n] = name;
+        what[n++] = "-o's file";
+    }
+    if (a->json) {
+        paths[n] = a->json;
+        what[n++] = "--json";
+    }
+    if (a->html) {
+        paths[n] = a->html;
+        what[n++] = "--report";
+    }
+    rc = amp_outfile_check_distinct(paths, what, input, n, err);
+    if (rc == AMP_ERR_USAGE)
+        a->late_usage = 1;
+done:
+    for (size_t i = 0; i < nnames; i++)
+        free(names[i]);
+    return rc;
+}
+
 /* Every output file, created once the layout gives the modes and before
  * the nonzeros are read: a directory that is missing or read-only, or a
  * factor that cannot be written in the original index space, fails now
  * rather than after the decomposition. */
 static amp_status create_outputs(run_args *a, run_state *s, amp_error *err)
 {
+    AMP_CHECK(check_distinct(a, s, err));
     if (a->output) {
         char *copy = strdup(a->output);
         if (copy == NULL)
@@ -664,8 +749,9 @@ static amp_status create_outputs(run_args *a, run_state *s, amp_error *err)
             amp_error_clear(err);
             return AMP_FAIL(err, rc, "-o %s: %s", a->output, why);
         }
-        AMP_CHECK(amp_factors_create(&s->factors, &s->t, a->output, a->format, a->rows, err));
     }
+    if (a->output)
+        AMP_CHECK(amp_factors_create(&s->factors, &s->t, a->output, a->format, a->rows, err));
     if (a->json)
         AMP_CHECK(amp_outfile_open(&a->json_out, a->json, err));
     if (a->html)
@@ -840,8 +926,11 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
     a->report.converged = s->c.converged;
     a->report.phase_seconds = s->c.seconds;
     double t_out = amp_now();
-    if (a->output)
-        AMP_CHECK(amp_factors_commit(&s->factors, &s->t, &s->c, a->opts.precision, err));
+    if (a->output) {
+        AMP_CHECK(amp_factors_finish(&s->factors, &s->t, &s->c, a->opts.precision, err));
+        a->report.factors_prefix = a->output;
+        a->report.factors_run = s->factors.manifest ? s->factors.run_id : NULL;
+    }
     a->report.seconds_output = amp_now() - t_out;
     a->report.seconds_total = amp_now() - s->t_start;
     return AMP_OK;
@@ -1003,9 +1092,7 @@ static int run(run_args *a)
     }
     if (!a->quiet)
         print_summary(a, &s);
-    if (a->json && amp_report_write_json(&a->report, &a->json_out, &err) != AMP_OK)
-        goto fail;
-    if (a->html && amp_report_write_html(&a->report, &a->html_out, &err) != AMP_OK)
+    if (write_outputs(a, &s.factors, 1, &err) != AMP_OK)
         goto fail;
     status = EXIT_SUCCESS;
     goto done;
@@ -1316,6 +1403,13 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
     if (a->format == AMP_FACTORS_KTENSOR && a->rows == AMP_ROWS_NONEMPTY)
         return amp_usage_error(PROGRAM, "--format ktensor holds every row of every mode; "
                                "--rows nonempty needs --format text or npy");
+    if (a->output && strcmp(a->output, "-") == 0)
+        return amp_usage_error(PROGRAM, "-o names a set of files (PREFIX.mode1.mat ...), "
+                               "which standard output cannot hold: give a prefix (--json - "
+                               "and --report - write to standard output)");
+    if (a->json && a->html && strcmp(a->json, "-") == 0 && strcmp(a->html, "-") == 0)
+        return amp_usage_error(PROGRAM, "--json - and --report -: standard output takes one "
+                               "of them");
     struct stat st;
     if (a->output && stat(a->output, &st) == 0 && S_ISDIR(st.st_mode))
         return amp_usage_error(PROGRAM, "-o %s: is a directory; -o takes a prefix of file "
@@ -1363,7 +1457,12 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
  *   AMPED_TEST_FAIL_GPU=G:I      GPU G of the run (from 0) fails before
  *                                mode 2 of iteration I (1-based)
  *   AMPED_TEST_RESIDENT_FULL=K   the resident upload to this process's GPU
- *                                K (from 0) finds its memory taken */
+ *                                K (from 0) finds its memory taken
+ *   AMPED_TEST_PLACE_SIGNAL=S:K  signal S is raised once K of the run's
+ *                                files have their names (the factor files,
+ *                                the manifest, --json, --report in that
+ *                                order): SIGKILL there leaves a set half
+ *                                placed, as a kill in that window does */
 static int test_hooks(run_args *a)
 {
     const char *v = getenv("AMPED_TEST_FAIL_GPU");
@@ -1382,6 +1481,16 @@ static int test_hooks(run_args *a)
             return amp_usage_error(PROGRAM, "AMPED_TEST_RESIDENT_FULL=%s: give a GPU of this "
                                    "process, from 0", v);
         a->gpu.fail_resident = k + 1;
+    }
+    v = getenv("AMPED_TEST_PLACE_SIGNAL");
+    if (v != NULL) {
+        int sig;
+        if (sscanf(v, "%d:%u%c", &sig, &k, &extra) != 2 || sig <= 0 || sig >= 64 || k == 0)
+            return amp_usage_error(PROGRAM, "AMPED_TEST_PLACE_SIGNAL=%s: give SIGNAL:FILES, a "
+                                   "signal number and how many files are placed first (as "
+                                   "9:2)", v);
+        place_signo = sig;
+        a->place_stop = k;
     }
     return -1;
 }
@@ -1421,7 +1530,10 @@ int main(int argc, char **argv)
     }
     amp_set_threads((int)cli.common.threads);
     a.opts.threads = (int)cli.common.threads;
-    a.quiet = cli.common.level < AMP_LOG_INFO;
+    /* A report on standard output is read by a program: the summary
+     * would corrupt it. */
+    a.quiet = cli.common.level < AMP_LOG_INFO || (a.json && strcmp(a.json, "-") == 0) ||
+              (a.html && strcmp(a.html, "-") == 0);
     amp_outfile_cleanup_on_signals();
     return run(&a);
 }

@@ -189,6 +189,16 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
     put(&b, ", \"total\": ");
     put_number(&b, r->seconds_total);
     put(&b, "}");
+    if (r->factors_prefix) {
+        put(&b, ",\n  \"factors\": {\"prefix\": ");
+        put_string(&b, r->factors_prefix);
+        put(&b, ", \"run\": ");
+        if (r->factors_run)
+            put_string(&b, r->factors_run);
+        else
+            put(&b, "null");
+        put(&b, "}");
+    }
     if (r->ngpus > 0) {
         put(&b, ",\n  \"direct_upload\": %s", r->direct_upload ? "true" : "false");
         put(&b, ",\n  \"partition\": ");
@@ -291,7 +301,7 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
     }
     amp_status rc = amp_outfile_write(of, b.p, b.n, err);
     if (rc == AMP_OK)
-        rc = amp_outfile_commit(of, err);
+        rc = amp_outfile_finish(of, err);
     else
         amp_outfile_abort(of);
     free(b.p);

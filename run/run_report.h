@@ -81,6 +81,9 @@ typedef struct amp_run_report {
     unsigned mttkrp_rounds;
     /* --check */
     const double *check_rel_err;         /* nmodes, or NULL */
+    /* -o: the prefix and the run identifier its manifest holds (NULL for
+     * a ktensor, which has none), or NULL */
+    const char *factors_prefix, *factors_run;
 } amp_run_report;
 
 /* One iteration; phase_so_far: each phase's time from the start of the
@@ -90,8 +93,9 @@ amp_status amp_report_add_iter(amp_run_report *r, unsigned iter, double fit, dou
                                double seconds, const double *phase_so_far, amp_error *err);
 
 /* Write the report as JSON into of (opened by the caller before the run,
- * so that a path it cannot write fails before any work) and give the file
- * its name; of is closed after, whatever the outcome. */
+ * so that a path it cannot write fails before any work) and finish it
+ * (amp_outfile_finish): the caller places it with the run's other
+ * outputs. On failure of is aborted. */
 amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_error *err);
 
 /* The same figures as a page of charts (report_html.c), the same way. */

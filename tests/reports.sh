@@ -80,13 +80,12 @@ run "$AMPED_PREP" -q --report "$T/same.amp" -o "$T/same.amp" "$T/s.tns"
 check_status "--report naming the -o file: a usage error" 2
 check_contains "... that says so" "$RUN_ERR" "the same file as -o"
 check "... with nothing written" test ! -e "$T/same.amp"
-# The same file under another spelling: the .amp is written first, and the
-# page, which may not replace what is there, must leave it whole.
+# The same file under another spelling: refused as well, the paths
+# resolved, before anything is read or written.
 run "$AMPED_PREP" -q --report "$T/./twice.amp" -o "$T/twice.amp" "$T/s.tns"
-check_status "--report reaching the -o file by another path: exit 1" 1
-check_contains "... the page refused" "$RUN_ERR" "already exists"
-run "$AMPED_RUN" --info "$T/twice.amp"
-check_status "... and the .amp left as written (amped-run --info reads it)" 0
+check_status "--report reaching the -o file by another path: a usage error" 2
+check_contains "... that says so" "$RUN_ERR" "the same file as -o"
+check "... with nothing written" test ! -e "$T/twice.amp"
 
 # ---- amped-run --report -----------------------------------------------------------
 run "$AMPED_RUN" -r 6 --tol 0 --iters 9 --json "$T/run.json" --report "$T/run.html" "$T/s.amp"

@@ -170,6 +170,97 @@ static void outfile_tests(int named)
     unsetenv("AMPED_OUTFILE_NAMED");
 }
 
+/* amp_outfile_check_distinct on paths that name one file in different
+ * ways, and on ones that do not. */
+static void distinct_tests(void)
+{
+    char dir[] = "/tmp/amped-distinct-XXXXXX";
+    ok(mkdtemp(dir) != NULL, "distinct: temp dir");
+    char in[128], hard[128], soft[128], fresh[128], dotted[128], other[128], fifo[128];
+    snprintf(in, sizeof in, "%s/in.amp", dir);
+    snprintf(hard, sizeof hard, "%s/hard.amp", dir);
+    snprintf(soft, sizeof soft, "%s/soft.amp", dir);
+    snprintf(fresh, sizeof fresh, "%s/new.json", dir);
+    snprintf(dotted, sizeof dotted, "%s/./new.json", dir);
+    snprintf(other, sizeof other, "%s/other.json", dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    FILE *f = fopen(in, "w");
+    if (f)
+        fclose(f);
+    ok(link(in, hard) == 0 && symlink("in.amp", soft) == 0 && mkfifo(fifo, 0600) == 0,
+       "distinct: a hard link, a symlink and a FIFO");
+    const char *what[3] = {"the input", "--json", "--report"};
+    const int input[3] = {1, 0, 0};
+    struct {
+        const char *a, *b, *c;
+        amp_status want;
+        const char *name;
+    } cases[] = {
+        {in, fresh, other, AMP_OK, "three different files"},
+        {in, hard, other, AMP_ERR_USAGE, "a hard link to the input"},
+        {in, other, soft, AMP_ERR_USAGE, "a symlink to the input"},
+        {in, fresh, dotted, AMP_ERR_USAGE, "one new file by two paths"},
+        {in, fifo, fifo, AMP_ERR_USAGE, "one FIFO twice"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *paths[3] = {cases[i].a, cases[i].b, cases[i].c};
+        amp_error err = {0};
+        is_int(amp_outfile_check_distinct(paths, what, input, 3, &err), cases[i].want,
+               "distinct: %s", cases[i].name);
+        if (cases[i].want != AMP_OK)
+            like(err.msg, "the same file as", "distinct: %s: says so", cases[i].name);
+    }
+    remove(in);
+    remove(hard);
+    remove(soft);
+    remove(fifo);
+    rmdir(dir);
+}
+
+/* A symlink followed (the file it names replaced, the link kept), and a
+ * set placed together: none before amp_outfile_place_all, all after. */
+static void place_tests(void)
+{
+    char dir[] = "/tmp/amped-place-XXXXXX";
+    ok(mkdtemp(dir) != NULL, "place: temp dir");
+    char real[128], lnk[128], a[128], b[128];
+    snprintf(real, sizeof real, "%s/real", dir);
+    snprintf(lnk, sizeof lnk, "%s/link", dir);
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    ok(symlink("real", lnk) == 0, "place: a dangling symlink");
+    amp_error err = {0};
+    amp_outfile of[3];
+    amp_outfile *list[3] = {&of[0], &of[1], &of[2]};
+    const char *paths[3] = {lnk, a, b};
+    int opened = 1;
+    for (int i = 0; i < 3; i++) {
+        opened &= amp_outfile_open(&of[i], paths[i], &err) == AMP_OK &&
+                  amp_outfile_write(&of[i], "data", 4, &err) == AMP_OK &&
+                  amp_outfile_finish(&of[i], &err) == AMP_OK;
+    }
+    ok(opened, "place: three outputs written and finished");
+    ok(!file_exists(real) && !file_exists(a) && !file_exists(b),
+       "place: none has its name before the placing");
+    is_int(amp_outfile_place_all(list, 3, &err), AMP_OK, "place: placed");
+    for (int i = 0; i < 3; i++)
+        amp_outfile_abort(&of[i]);
+    struct stat st;
+    ok(lstat(lnk, &st) == 0 && S_ISLNK(st.st_mode), "place: the symlink is kept");
+    ok(file_exists(real) && file_exists(a) && file_exists(b), "place: all have their names");
+    is_int(dir_entries(dir), 4, "place: no other file left");
+    /* abort before the placing: nothing */
+    remove(a);
+    ok(amp_outfile_open(&of[0], a, &err) == AMP_OK && amp_outfile_finish(&of[0], &err) == AMP_OK,
+       "place: one more finished");
+    amp_outfile_abort(&of[0]);
+    ok(!file_exists(a) && dir_entries(dir) == 3, "place: aborted unplaced, it leaves nothing");
+    remove(real);
+    remove(lnk);
+    remove(b);
+    rmdir(dir);
+}
+
 int main(void)
 {
     amp_error err = {0};
@@ -274,6 +365,8 @@ int main(void)
     outfile_tests(0);
     outfile_tests(1);
     outfile_tests(2);
+    distinct_tests();
+    place_tests();
 
     double t0 = amp_now(), t1 = amp_now();
     ok(t1 >= t0 && t0 > 0, "timer is monotonic");

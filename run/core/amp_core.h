@@ -295,14 +295,36 @@ typedef enum amp_factor_format {
 typedef enum amp_factor_rows { AMP_ROWS_ALL = 0, AMP_ROWS_NONEMPTY } amp_factor_rows;
 
 /* The output files of a decomposition, created before it runs (so that a
- * missing or read-only directory fails at once) and written after. */
+ * missing or read-only directory fails at once) and written after.
+ *
+ * A set of several files (text or npy) comes with PREFIX.manifest: a
+ * random identifier of the run and each file's name, size and XXH3-64, so
+ * that a reader can tell a set whose files come from different runs (a
+ * run killed while renaming its files into place over an earlier one's):
+ *
+ *     amped factor set 1
+ *     run 32-HEX-DIGITS
+ *     file SIZE XXH3-HEX NAME     (one a file; NAME without directory,
+ *                                  SIZE and XXH3 "-" where the file is a
+ *                                  device or FIFO, written directly)
+ *
+ * The manifest is placed last, so that a set stopped part way disagrees
+ * with the manifest in place. A ktensor is one file and needs none. */
 typedef struct amp_factor_files {
-    amp_outfile out[2 * AMP_MAX_MODES + 1];   /* factors, lambda, index files */
+    amp_outfile out[2 * AMP_MAX_MODES + 2];   /* factors, lambda, index files, manifest */
     unsigned nfiles;                          /* open */
     unsigned nmodes;
     amp_factor_format format;
     amp_factor_rows rows;
+    int manifest;                             /* out[nfiles - 1] is the manifest */
+    char run_id[33];                          /* 128 random bits in hex */
 } amp_factor_files;
+
+/* The k-th file of the set -o PREFIX writes (malloc'd; the manifest last),
+ * or NULL past the last (*more set to 0) or for want of memory (*more 1):
+ * the names to compare with the run's other paths before any is opened. */
+char *amp_factors_file_name(const char *prefix, unsigned nmodes, amp_factor_format format,
+                            amp_factor_rows rows, unsigned k, int *more);
 
 /* AMP_ERR_NOMEM, with the sizes and what to do, when writing rows in the
  * original index space would need a row map (8 bytes an index of the
@@ -318,13 +340,17 @@ amp_status amp_factors_check_room(const amp_tensor *t, unsigned rank, amp_factor
 amp_status amp_factors_create(amp_factor_files *ff, const amp_tensor *t, const char *prefix,
                               amp_factor_format format, amp_factor_rows rows,
                               amp_error *err);
-/* Write c's factors into ff's files and give them their names, only once
- * every one is complete. ff is closed after, whatever the outcome. */
-amp_status amp_factors_commit(amp_factor_files *ff, const amp_tensor *t, const amp_cpd *c,
+/* Write c's factors and the manifest into ff's files and finish them
+ * (amp_outfile_finish: on disk, closed, nameless yet); on failure every
+ * file is gone. */
+amp_status amp_factors_finish(amp_factor_files *ff, const amp_tensor *t, const amp_cpd *c,
                               amp_precision precision, amp_error *err);
-/* Close ff's files, leaving none. */
+/* ff's outfiles in the order to place them (the manifest last), into list
+ * (room for 2 AMP_MAX_MODES + 2); their number. */
+size_t amp_factors_outfiles(amp_factor_files *ff, amp_outfile **list);
+/* Close ff's files, leaving none (or, once placed, only freeing them). */
 void amp_factors_abort(amp_factor_files *ff);
-/* Create, then commit: every row, in the original index space. */
+/* Create, finish and place: every row, in the original index space. */
 amp_status amp_factors_write(const amp_tensor *t, const amp_cpd *c, const char *prefix,
                              amp_factor_format format, amp_precision precision,
                              amp_error *err);
@@ -332,7 +358,11 @@ amp_status amp_factors_write(const amp_tensor *t, const amp_cpd *c, const char *
 /* Read PREFIX.modeN.mat (text, original index space) into c's factors and
  * PREFIX.lambda.mat, when present, folded into the last mode's columns.
  * Rows of slices the file dropped as empty go into c->start_gram (left
- * NULL where they are all zero, as in the files amped-run writes). */
+ * NULL where they are all zero, as in the files amped-run writes).
+ * Where PREFIX.manifest exists, each file read must be the one it lists
+ * (name, size, XXH3-64), else AMP_ERR_CORRUPT naming the file: a set that
+ * mixes two runs. A set without one (SPLATT's, or amped's before the
+ * manifest) is read unchecked. */
 amp_status amp_factors_read(const amp_tensor *t, const char *prefix, unsigned rank,
                             amp_cpd *c, amp_error *err);
 

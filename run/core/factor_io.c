@@ -10,12 +10,19 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
 
 #include "amp_alloc.h"
 #include "amp_core.h"
@@ -306,6 +313,48 @@ amp_status amp_factors_check_room(const amp_tensor *t, unsigned rank, amp_factor
     return AMP_OK;
 }
 
+char *amp_factors_file_name(const char *prefix, unsigned nmodes, amp_factor_format format,
+                            amp_factor_rows rows, unsigned k, int *more)
+{
+    const int npy = format == AMP_FACTORS_NPY, index = npy && rows == AMP_ROWS_NONEMPTY;
+    /* factors, lambda, the index files (npy, nonempty rows), the
+     * manifest; a ktensor is one file */
+    unsigned files = format == AMP_FACTORS_KTENSOR ? 1 : nmodes + 2 + (index ? nmodes : 0);
+    *more = k < files;
+    if (k >= files)
+        return NULL;
+    if (format == AMP_FACTORS_KTENSOR)
+        return file_name(prefix, "ktn", 0, 0);
+    if (k < nmodes)
+        return file_name(prefix, NULL, k, npy);
+    if (k == nmodes)
+        return file_name(prefix, "lambda", 0, npy);
+    if (k == files - 1) {
+        size_t n = strlen(prefix) + 16;
+        char *s = malloc(n);
+        if (s != NULL)
+            snprintf(s, n, "%s.manifest", prefix);
+        return s;
+    }
+    return index_name(prefix, k - nmodes - 1);
+}
+
+/* 128 bits that no other run shares: the kernel's random bytes, or where
+ * it has none to give, the time and process. */
+static void new_run_id(char *hex)
+{
+    unsigned char b[16];
+    if (getrandom(b, sizeof b, GRND_NONBLOCK) != (ssize_t)sizeof b) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t x[2] = {(uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+                         (uint64_t)getpid() * 0x9e3779b97f4a7c15u ^ (uint64_t)(uintptr_t)hex};
+        memcpy(b, x, sizeof b);
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", b[i]);
+}
+
 amp_status amp_factors_create(amp_factor_files *ff, const amp_tensor *t, const char *prefix,
                               amp_factor_format format, amp_factor_rows rows, amp_error *err)
 {
@@ -313,20 +362,17 @@ amp_status amp_factors_create(amp_factor_files *ff, const amp_tensor *t, const c
     ff->nmodes = t->nmodes;
     ff->format = format;
     ff->rows = rows;
-    const int npy = format == AMP_FACTORS_NPY, index = npy && rows == AMP_ROWS_NONEMPTY;
-    const int ktn = format == AMP_FACTORS_KTENSOR;
     amp_status rc = AMP_OK;
-    if (ktn && rows != AMP_ROWS_ALL)
+    if (format == AMP_FACTORS_KTENSOR && rows != AMP_ROWS_ALL)
         return AMP_FAIL(err, AMP_ERR_USAGE, "a ktensor file holds every row of every mode; "
                         "--rows nonempty needs text or npy");
-    /* factors, lambda, then the index files (npy, nonempty rows); a
-     * ktensor is one file */
-    unsigned files = ktn ? 1 : t->nmodes + 1 + (index ? t->nmodes : 0);
-    for (unsigned f = 0; f < files; f++) {
-        char *name = ktn ? file_name(prefix, "ktn", 0, 0)
-                     : f < t->nmodes ? file_name(prefix, NULL, f, npy)
-                     : f == t->nmodes ? file_name(prefix, "lambda", 0, npy)
-                                      : index_name(prefix, f - t->nmodes - 1);
+    ff->manifest = format != AMP_FACTORS_KTENSOR;
+    new_run_id(ff->run_id);
+    for (unsigned f = 0;; f++) {
+        int more;
+        char *name = amp_factors_file_name(prefix, t->nmodes, format, rows, f, &more);
+        if (!more)
+            break;
         if (name == NULL)
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
         rc = amp_outfile_open(&ff->out[f], name, err);
@@ -409,7 +455,69 @@ static amp_status write_ktensor(amp_factor_files *ff, const amp_tensor *t, const
     return AMP_OK;
 }
 
-amp_status amp_factors_commit(amp_factor_files *ff, const amp_tensor *t, const amp_cpd *c,
+/* Size and XXH3-64 of the file open as fd, read back from its start. */
+static amp_status hash_fd(int fd, const char *path, uint64_t *size, uint64_t *hash,
+                          amp_error *err)
+{
+    XXH3_state_t *st = XXH3_createState();
+    char *buf = malloc(1 << 20);
+    amp_status rc = AMP_OK;
+    if (st == NULL || buf == NULL)
+        AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory");
+    XXH3_64bits_reset(st);
+    uint64_t at = 0;
+    for (;;) {
+        ssize_t r = pread(fd, buf, 1 << 20, (off_t)at);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            AMP_RAISE_GOTO(err, rc, done, AMP_ERR_IO, "%s: %s", path, strerror(errno));
+        if (r == 0)
+            break;
+        XXH3_64bits_update(st, buf, (size_t)r);
+        at += (uint64_t)r;
+    }
+    *size = at;
+    *hash = XXH3_64bits_digest(st);
+done:
+    free(buf);
+    XXH3_freeState(st);
+    return rc;
+}
+
+static const char *base_of(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* The manifest (see amp_core.h) of ff's other files, written but not yet
+ * finished, into the last one. */
+static amp_status write_manifest(amp_factor_files *ff, amp_error *err)
+{
+    amp_outfile *man = &ff->out[ff->nfiles - 1];
+    char line[PATH_MAX + 96];
+    int n = snprintf(line, sizeof line, "amped factor set 1\nrun %s\n", ff->run_id);
+    AMP_CHECK(amp_outfile_write(man, line, (size_t)n, err));
+    for (unsigned f = 0; f + 1 < ff->nfiles; f++) {
+        amp_outfile *of = &ff->out[f];
+        const char *name = base_of(of->final_path);
+        if (amp_outfile_direct(of)) {
+            n = snprintf(line, sizeof line, "file - - %s\n", name);
+        } else {
+            uint64_t size, hash;
+            AMP_CHECK(hash_fd(of->fd, of->final_path, &size, &hash, err));
+            n = snprintf(line, sizeof line, "file %" PRIu64 " %016" PRIx64 " %s\n", size, hash,
+                         name);
+        }
+        if (n < 0 || (size_t)n >= sizeof line)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "%s: the name is too long", of->final_path);
+        AMP_CHECK(amp_outfile_write(man, line, (size_t)n, err));
+    }
+    return AMP_OK;
+}
+
+amp_status amp_factors_finish(amp_factor_files *ff, const amp_tensor *t, const amp_cpd *c,
                               amp_precision precision, amp_error *err)
 {
     const unsigned N = t->nmodes;
@@ -417,7 +525,7 @@ amp_status amp_factors_commit(amp_factor_files *ff, const amp_tensor *t, const a
     amp_status rc = AMP_OK;
     if (ff->format == AMP_FACTORS_KTENSOR) {
         AMP_CHECK_GOTO(write_ktensor(ff, t, c, f32, err), rc, fail);
-        goto commit;
+        goto finish;
     }
     for (unsigned m = 0; m < N; m++)
         AMP_CHECK_GOTO(write_factor(ff, t, c, m, f32, &ff->out[m], err), rc, fail);
@@ -425,15 +533,24 @@ amp_status amp_factors_commit(amp_factor_files *ff, const amp_tensor *t, const a
         AMP_CHECK_GOTO(write_npy_header(&ff->out[N], f32 ? "<f4" : "<f8", c->rank, 0, err),
                        rc, fail);
     AMP_CHECK_GOTO(write_lambda(&ff->out[N], c->lambda, c->rank, npy, f32, err), rc, fail);
-commit:
-    /* Only now, with every file complete, does any take its final name. */
+    if (ff->manifest)
+        AMP_CHECK_GOTO(write_manifest(ff, err), rc, fail);
+finish:
+    /* Every file complete and on disk before any takes its name (the
+     * caller places them, with its other outputs). */
     for (unsigned f = 0; f < ff->nfiles; f++)
-        AMP_CHECK_GOTO(amp_outfile_commit(&ff->out[f], err), rc, fail);
-    ff->nfiles = 0;
+        AMP_CHECK_GOTO(amp_outfile_finish(&ff->out[f], err), rc, fail);
     return AMP_OK;
 fail:
     amp_factors_abort(ff);
     return rc;
+}
+
+size_t amp_factors_outfiles(amp_factor_files *ff, amp_outfile **list)
+{
+    for (unsigned f = 0; f < ff->nfiles; f++)
+        list[f] = &ff->out[f];
+    return ff->nfiles;
 }
 
 void amp_factors_abort(amp_factor_files *ff)
@@ -448,11 +565,146 @@ amp_status amp_factors_write(const amp_tensor *t, const amp_cpd *c, const char *
                              amp_error *err)
 {
     amp_factor_files ff;
+    amp_outfile *list[2 * AMP_MAX_MODES + 2];
     AMP_CHECK(amp_factors_create(&ff, t, prefix, format, AMP_ROWS_ALL, err));
-    return amp_factors_commit(&ff, t, c, precision, err);
+    AMP_CHECK(amp_factors_finish(&ff, t, c, precision, err));
+    size_t n = amp_factors_outfiles(&ff, list);
+    amp_status rc = amp_outfile_place_all(list, n, err);
+    amp_factors_abort(&ff);
+    return rc;
 }
 
 /* ---- reading starting factors ------------------------------------------- */
+
+/* A set's manifest as read: each file's name, size and XXH3-64. */
+typedef struct manifest_file {
+    char *name;
+    int special;   /* written directly: nothing to compare */
+    uint64_t size, hash;
+} manifest_file;
+
+typedef struct manifest {
+    char *path;    /* NULL: the set has none */
+    char run[64];
+    manifest_file *files;
+    size_t n;
+} manifest;
+
+static void manifest_free(manifest *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        free(m->files[i].name);
+    free(m->files);
+    free(m->path);
+    memset(m, 0, sizeof *m);
+}
+
+/* One "file SIZE HASH NAME" line into m. */
+static amp_status manifest_line(manifest *m, char *line, uint64_t lineno, amp_error *err)
+{
+    char size[32], hash[32];
+    int at = 0;
+    line[strcspn(line, "\n")] = '\0';
+    if (sscanf(line, "file %31s %31s %n", size, hash, &at) != 2 || at == 0 || line[at] == '\0')
+        return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": expected 'file SIZE XXH3 NAME'",
+                        m->path, lineno);
+    manifest_file f = {0};
+    f.special = strcmp(size, "-") == 0;
+    if (!f.special) {
+        char *e1, *e2;
+        errno = 0;
+        f.size = strtoull(size, &e1, 10);
+        f.hash = strtoull(hash, &e2, 16);
+        if (errno || *e1 || *e2)
+            return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": a size or checksum that is "
+                            "not a number", m->path, lineno);
+    }
+    manifest_file *grown = realloc(m->files, (m->n + 1) * sizeof *grown);
+    f.name = strdup(line + at);
+    if (grown == NULL || f.name == NULL) {
+        free(f.name);
+        if (grown)
+            m->files = grown;
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    }
+    m->files = grown;
+    m->files[m->n++] = f;
+    return AMP_OK;
+}
+
+/* PREFIX.manifest into m; m->path stays NULL where there is none. */
+static amp_status read_manifest(const char *prefix, manifest *m, amp_error *err)
+{
+    memset(m, 0, sizeof *m);
+    int more;
+    /* the manifest is the last name of a text set of any mode count */
+    char *path = amp_factors_file_name(prefix, 1, AMP_FACTORS_TEXT, AMP_ROWS_ALL, 2, &more);
+    if (path == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL) {
+        int e = errno;
+        free(path);
+        return e == ENOENT ? AMP_OK : AMP_FAIL(err, AMP_ERR_IO, "%s.manifest: %s", prefix,
+                                               strerror(e));
+    }
+    m->path = path;
+    char *line = NULL;
+    size_t cap = 0;
+    uint64_t lineno = 0;
+    amp_status rc = AMP_OK;
+    while (rc == AMP_OK && getline(&line, &cap, fp) != -1) {
+        lineno++;
+        if (lineno == 1 && strcmp(line, "amped factor set 1\n") != 0)
+            rc = strncmp(line, "amped factor set ", 17) == 0
+                     ? AMP_FAIL(err, AMP_ERR_VERSION, "%s: a manifest of a later version (%s)",
+                                path, strtok(line + 17, "\n"))
+                     : AMP_FAIL(err, AMP_ERR_PARSE, "%s: not a manifest of amped factor files",
+                                path);
+        else if (lineno == 2 && sscanf(line, "run %63s", m->run) != 1)
+            rc = AMP_FAIL(err, AMP_ERR_PARSE, "%s:2: expected 'run ID'", path);
+        else if (lineno > 2)
+            rc = manifest_line(m, line, lineno, err);
+    }
+    if (rc == AMP_OK && lineno < 2)
+        rc = AMP_FAIL(err, AMP_ERR_TRUNCATED, "%s: ends before its run identifier", path);
+    free(line);
+    fclose(fp);
+    if (rc != AMP_OK)
+        manifest_free(m);
+    return rc;
+}
+
+/* path, a file of the set about to be read, checked against m: listed,
+ * and of the size and checksum listed. */
+static amp_status check_member(const manifest *m, const char *path, amp_error *err)
+{
+    if (m->path == NULL)
+        return AMP_OK;
+    const char *name = base_of(path);
+    const manifest_file *f = NULL;
+    for (size_t i = 0; i < m->n && f == NULL; i++)
+        if (strcmp(m->files[i].name, name) == 0)
+            f = &m->files[i];
+    if (f == NULL)
+        return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: not in %s, the set of run %s: a file of "
+                        "another run", path, m->path, m->run);
+    if (f->special)
+        return AMP_OK;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return AMP_FAIL(err, AMP_ERR_IO, "%s: %s", path, strerror(errno));
+    uint64_t size, hash;
+    amp_status rc = hash_fd(fd, path, &size, &hash, err);
+    close(fd);
+    AMP_CHECK(rc);
+    if (size != f->size || hash != f->hash)
+        return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: not the file of run %s that %s lists "
+                        "(%s differs): the set mixes the files of two runs, as a run stopped "
+                        "while they took their names leaves it; write the factors again",
+                        path, m->run, m->path, size != f->size ? "its size" : "its checksum");
+    return AMP_OK;
+}
 
 /* One line of exactly R numbers into row (may be NULL: parsed, then
  * dropped). */
@@ -562,9 +814,10 @@ amp_status amp_factors_read(const amp_tensor *t, const char *prefix, unsigned ra
     /* Random factors first: the allocation, and a defined value for any
      * row the text leaves out (none, once it parses). */
     AMP_CHECK(amp_cpd_init_random(t, rank, 0, c, err));
-    amp_status rc = AMP_OK;
+    manifest man;
+    amp_status rc = read_manifest(prefix, &man, err);
     double *scratch = malloc((size_t)rank * sizeof *scratch);
-    if (scratch == NULL)
+    if (rc == AMP_OK && scratch == NULL)
         rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     for (unsigned m = 0; m < t->nmodes && rc == AMP_OK; m++) {
         char *name = file_name(prefix, NULL, m, 0);
@@ -576,7 +829,7 @@ amp_status amp_factors_read(const amp_tensor *t, const char *prefix, unsigned ra
                       : AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
         else if (G == NULL && t->rows[m] < t->dims[m])
             rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-        else
+        else if ((rc = check_member(&man, name, err)) == AMP_OK)
             rc = read_text(name, t->dims[m], rank, inv, c->A[m], NULL, G, scratch, err);
         if (rc == AMP_OK && G != NULL)
             keep_start_gram(c, m, G);
@@ -589,9 +842,18 @@ amp_status amp_factors_read(const amp_tensor *t, const char *prefix, unsigned ra
     free(scratch);
     char *lname = rc == AMP_OK ? file_name(prefix, "lambda", 0, 0) : NULL;
     FILE *probe = lname ? fopen(lname, "r") : NULL;
+    if (probe == NULL && lname != NULL && man.path != NULL) {
+        /* listed, yet missing: the run's lambda is lost */
+        for (size_t i = 0; i < man.n && rc == AMP_OK; i++)
+            if (strcmp(man.files[i].name, base_of(lname)) == 0)
+                rc = AMP_FAIL(err, AMP_ERR_IO, "%s: missing, though %s lists it", lname,
+                              man.path);
+    }
     if (probe != NULL) {
         fclose(probe);
-        rc = read_text(lname, rank, 1, NULL, NULL, c->lambda, NULL, NULL, err);
+        rc = check_member(&man, lname, err);
+        if (rc == AMP_OK)
+            rc = read_text(lname, rank, 1, NULL, NULL, c->lambda, NULL, NULL, err);
         /* ALS solves for mode 1 first from the others: lambda goes into
          * the last mode's columns, where it still counts, its dropped
          * rows' Gram included. */
@@ -607,6 +869,7 @@ amp_status amp_factors_read(const amp_tensor *t, const char *prefix, unsigned ra
             c->lambda[r] = 1;
     }
     free(lname);
+    manifest_free(&man);
     if (rc != AMP_OK)
         amp_cpd_free(c);
     return rc;
