@@ -99,9 +99,11 @@ for base in 0 auto; do
 done
 
 # ---- .tns: line numbers far into a file read in blocks by two threads ----------------
-# 300000 lines (about 5 MB); the bad one near the end, and one before it
-# that the first block cannot see.
-awk 'BEGIN { for (i = 1; i <= 300000; i++) printf "%d %d %d %d.5\n", i % 97 + 1, i % 89 + 1, i % 83 + 1, i % 7 }' \
+# 300000 lines (about 5 MB), a comment or a blank line every 1000 (so
+# lines and nonzeros differ); the bad ones far in, in later blocks.
+awk 'BEGIN { for (i = 1; i <= 300000; i++)
+                 if (i % 1000 == 500) print (i % 2000 == 500 ? "# a comment" : "")
+                 else printf "%d %d %d %d.5\n", i % 97 + 1, i % 89 + 1, i % 83 + 1, i % 7 }' \
     > "$T/big.tns"
 awk 'NR == 287001 { $4 = "1.2.3" } NR == 299999 { $4 = "x" } { print }' "$T/big.tns" > "$T/bigv.tns"
 says "a bad value on line 287001 of 300000, two threads" "-t 2" "$T/bigv.tns" \
