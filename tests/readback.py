@@ -16,6 +16,10 @@ tests/readback.sh.
   readback.py same PREFIX_A FORMAT_A PREFIX_B FORMAT_B PRECISION ROWS NMODES
       two runs' factors equal to the bit (npy against text: text is written
       with %.17g, or %.9g from f32, which both round-trip).
+  readback.py other RUN.out RUN.json mttkrp-only|check ROUNDS
+      the JSON of --mttkrp-only (rounds, each mode's seconds and their sum,
+      as printed) or --check (each mode's error, as printed); for both no
+      iterations, no final fit, not converged, every timing but load 0.
   readback.py pyttb FILE.ktn TENSOR.tns RUN.json
       pyttb.import_data reads the ktensor, and its fit (recomputed with
       numpy from pyttb's arrays) is the JSON's final fit.
@@ -383,6 +387,14 @@ def check(args):
     for k in ('load', 'output', 'total', 'mttkrp', 'fit', 'normalize'):
         if k not in pr['time']:
             fail('time: does not print %s' % k)
+    # One process on the CPU: nothing uploaded nor exchanged; CP-ALS has
+    # no update phase, the constrained methods no solve.
+    zero = ['upload', 'comm', 'update' if method == 'als' else 'solve']
+    for k in zero:
+        if tm.get(k) != 0:
+            fail('timings.%s is %r, expected 0 (%s on the CPU)' % (k, tm.get(k), method))
+        if any(i['phases'].get(k, 0) != 0 for i in its):
+            fail('an iteration\'s %s phase is not 0 (%s on the CPU)' % (k, method))
 
     # The model as written, its fit recomputed from the tensor read here.
     lam, A = load_model(prefix, fmt, precision, rows, N, dims, nonempty, R)
@@ -486,6 +498,66 @@ def pyttb_check(args):
     print('pyttb %s reads it: fit %.12f, JSON %.12f' % (ttb.__version__, fit, js['final_fit']))
 
 
+def other(args):
+    out_path, json_path, kind, rounds = args
+    rounds = int(rounds)
+    with open(json_path) as f:
+        js = json.load(f)
+    with open(out_path) as f:
+        lines = f.read().splitlines()
+    if js['iterations'] != [] or js['final_fit'] is not None or js['converged'] is not False:
+        fail('%s: iterations %r, final_fit %r, converged %r'
+             % (kind, js['iterations'], js['final_fit'], js['converged']))
+    for k, v in js['timings'].items():
+        if k != 'load' and v != 0:
+            fail('%s: timings.%s is %r, not 0' % (kind, k, v))
+    N = js['tensor']['modes']
+    if kind == 'mttkrp-only':
+        mk = js.get('mttkrp')
+        if mk is None or 'check' in js:
+            fail('mttkrp-only: no "mttkrp" object, or a "check" one')
+            return
+        if mk['rounds'] != rounds or js['max_iters'] != rounds:
+            fail('mttkrp.rounds %r, max_iters %r; --iters %d'
+                 % (mk['rounds'], js['max_iters'], rounds))
+        sec = mk['mode_seconds']
+        if len(sec) != N or any(v is None or v <= 0 for v in sec):
+            fail('mttkrp.mode_seconds %r' % sec)
+            return
+        if not close(mk['seconds'], sum(sec), 1e-12 * sum(sec)):
+            fail('mttkrp.seconds %r, the modes sum to %r' % (mk['seconds'], sum(sec)))
+        per = [ln for ln in lines if re.match(r'^  mode \d+: \S+ s per MTTKRP', ln)]
+        if len(per) != N:
+            fail('%d modes printed, %d in the JSON' % (len(per), N))
+        for m, ln in enumerate(per):
+            printed_close(sec[m] / rounds, ln.split()[2], 6, 'mode %d per MTTKRP' % (m + 1))
+        alls = [ln for ln in lines if ln.startswith('  all modes: ')]
+        if len(alls) != 1:
+            fail('no "all modes:" line')
+        else:
+            w = alls[0].split()
+            printed_close(mk['seconds'] / rounds, w[2], 6, 'all modes per round')
+            printed_close(mk['seconds'], w[6], 3, 'all modes in all')
+    else:
+        ck = js.get('check')
+        if ck is None or 'mttkrp' in js:
+            fail('check: no "check" object, or an "mttkrp" one')
+            return
+        err = ck['max_rel_err']
+        printed = [ln.split()[-1] for ln in lines
+                   if re.match(r'^check:     mode \d+: largest relative error ', ln)]
+        if len(err) != N or len(printed) != N:
+            fail('check: %d errors in the JSON, %d printed, %d modes' % (len(err), len(printed), N))
+            return
+        for m in range(N):
+            if err[m] is None or err[m] < 0 or not close(float(printed[m]), err[m],
+                                                         5e-4 * err[m] + 1e-300):
+                fail('mode %d error: printed %s, JSON %r' % (m + 1, printed[m], err[m]))
+        if not any(ln.startswith('check:     passed') for ln in lines):
+            fail('check: no "passed" line')
+    print('%s: the JSON is what was printed' % kind)
+
+
 def gen(args):
     out, seed = args[0], int(args[1])
     f32 = len(args) > 2 and args[2] == 'f32'
@@ -514,7 +586,7 @@ def gen(args):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    {'check': check, 'same': same, 'pyttb': pyttb_check, 'gen': gen}[cmd](args)
+    {'check': check, 'same': same, 'pyttb': pyttb_check, 'gen': gen, 'other': other}[cmd](args)
     sys.exit(min(failures, 98))
 
 

@@ -99,6 +99,18 @@ one f32 als npy f32 nonempty 0
 one f32 als text f64 all 0.001
 one f64 mu npy f64 all 0.001
 
+# --mttkrp-only and --check: their own objects, as printed.
+for kind in mttkrp-only check; do
+    run "$AMPED_RUN" -t 1 -r 3 --iters 4 --$kind --json "$T/$kind.json" "$T/f64.amp"
+    cp "$RUN_OUT" "$T/$kind.out"
+    if test "$RUN_RC" = 0; then
+        readback "--$kind: the JSON, as printed" other "$T/$kind.out" "$T/$kind.json" $kind 4
+    else
+        fail "--$kind: exits 0"
+        diag_run
+    fi
+done
+
 # The checker itself must fail on a wrong output: one factor value changed
 # (by its last byte, in place, so shape and dtype hold), one file of the
 # wrong dtype, and a JSON whose fit is not the printed one.
