@@ -140,6 +140,19 @@ l=0 i=1
 while test $i -lt 64; do l="$l,$i"; i=$((i + 1)); done
 refused run "--devices $l,0" "invalid value '$l,0' for --devices: expected up to 64 comma-separated integers from 0 to 63"
 
+# Each size form is taken on the command line too (the CPU warns that it
+# ignores the option; the values themselves are checked in test_common).
+for v in 1 1K 1k 1KB 1kB 1KiB 1kiB 2M 2m 2MiB 3G 3g 3GB 4T 4t 4TiB 16777215T \
+    18446744073709551615; do
+    run "$AMPED_RUN" -q -t 1 -r 2 --iters 1 --device-memory "$v" --host-memory="$v" "$T/s.amp"
+    if test "$RUN_RC" = 0 && grep -q '^amped-run: warning: --device-memory applies to the GPU backend' "$RUN_ERR"; then
+        pass "amped-run --device-memory $v --host-memory=$v: taken (and ignored on the CPU)"
+    else
+        fail "amped-run --device-memory $v --host-memory=$v: taken (and ignored on the CPU)"
+        diag_run
+    fi
+done
+
 # ---- amped-run: spellings --------------------------------------------------------
 refused run "--admm=3" "option '--admm=3' is ambiguous; possibilities: '--admm-inner' '--admm-tol'"
 # Last on the line, the option has no value (before the file, the file

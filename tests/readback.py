@@ -7,7 +7,7 @@ tests/readback.sh.
       coordinates, plus noise), 1-based, with empty slices in every mode;
       with f32 every value is exactly a float (so amped-prep keeps f32).
   readback.py check TENSOR.tns PREFIX FORMAT PRECISION ROWS RUN.out RUN.json
-                    FILE.amp RANK THREADS SEED TOL ITERS METHOD
+                    FILE.amp RANK THREADS SEED TOL ITERS METHOD [L2]
       the run's factor files (FORMAT text, npy or ktensor) read with NumPy
       (np.load, allow_pickle=False, for .npy), their dtype and shape; the fit
       of the written model recomputed from the tensor as read here; the
@@ -261,7 +261,8 @@ def printed_close(json_value, printed, decimals, what):
 
 def check(args):
     (tns, prefix, fmt, precision, rows, out_path, json_path, amp_path, rank, threads, seed,
-     tol, iters, method) = args
+     tol, iters, method) = args[:14]
+    l2 = float(args[14]) if len(args) > 14 else 0.0
     R, threads, seed, tol, iters = int(rank), int(threads), int(seed), float(tol), int(iters)
     coords, vals, dims = read_tns(tns)
     N = len(dims)
@@ -302,9 +303,10 @@ def check(args):
     wantc = ['nonneg' if method == 'mu' else 'none'] * N
     if cons != wantc:
         fail('constraints %s, expected %s' % (cons, wantc))
-    for k in ('l1', 'l2'):
-        if js.get(k) != [0] * N:
-            fail('%s %s, expected zeros' % (k, js.get(k)))
+    if js.get('l1') != [0] * N:
+        fail('l1 %s, expected zeros' % js.get('l1'))
+    if js.get('l2') != [l2] * N:
+        fail('l2 %s, expected %g in every mode' % (js.get('l2'), l2))
     if ('admm_inner' in js) != (method == 'ao-admm'):
         fail('admm_inner present for method %s' % method)
     if pr.get('backend') != (threads, precision):

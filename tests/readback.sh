@@ -56,12 +56,13 @@ for v in f64 f32; do
     test "$RUN_RC" = 0 || { diag_run; echo "Bail out! amped-prep failed"; exit 1; }
 done
 
-# one VALUES METHOD FORMAT PRECISION ROWS TOL: run amped-run and check
-# what it wrote; the prefix is $T/VALUES-METHOD-FORMAT-PRECISION-ROWS-TOL.
+# one VALUES METHOD FORMAT PRECISION ROWS TOL [L2]: run amped-run and
+# check what it wrote; the prefix is
+# $T/VALUES-METHOD-FORMAT-PRECISION-ROWS-TOL.
 one() {
     _p=$T/$1-$2-$3-$4-$5-$6
     run "$AMPED_RUN" -t 1 -r 3 --iters 12 --tol "$6" --seed 5 --method "$2" --precision "$4" \
-        -o "$_p" --format "$3" --rows "$5" --json "$_p.json" "$T/$1.amp"
+        ${7:+--l2 "$7"} -o "$_p" --format "$3" --rows "$5" --json "$_p.json" "$T/$1.amp"
     cp "$RUN_OUT" "$_p.out"
     if test "$RUN_RC" != 0; then
         fail "$*: amped-run exits 0"
@@ -69,7 +70,8 @@ one() {
         return
     fi
     readback "values $1, --method $2 --format $3 --precision $4 --rows $5 --tol $6: read back" \
-        check "$T/$1.tns" "$_p" "$3" "$4" "$5" "$_p.out" "$_p.json" "$T/$1.amp" 3 1 5 "$6" 12 "$2"
+        check "$T/$1.tns" "$_p" "$3" "$4" "$5" "$_p.out" "$_p.json" "$T/$1.amp" 3 1 5 "$6" 12 "$2" \
+        ${7:-0}
 }
 
 for method in als mu; do
@@ -98,6 +100,8 @@ done
 one f32 als npy f32 nonempty 0
 one f32 als text f64 all 0.001
 one f64 mu npy f64 all 0.001
+# A fit that falls (AO-ADMM with a strong ridge): delta is its size.
+one f64 ao-admm text f64 nonempty 0 50
 
 # --mttkrp-only and --check: their own objects, as printed.
 for kind in mttkrp-only check; do
