@@ -20,6 +20,9 @@ tests/readback.sh.
       the JSON of --mttkrp-only (rounds, each mode's seconds and their sum,
       as printed) or --check (each mode's error, as printed); for both no
       iterations, no final fit, not converged, every timing but load 0.
+  readback.py prepstats TENSOR.tns STATS.out POLICY BASE
+      amped-prep --stats's report (--duplicates POLICY, sum or keep;
+      --index-base BASE, 0 or 1) recomputed from the .tns read here.
   readback.py pyttb FILE.ktn TENSOR.tns RUN.json
       pyttb.import_data reads the ktensor, and its fit (recomputed with
       numpy from pyttb's arrays) is the JSON's final fit.
@@ -560,6 +563,57 @@ def other(args):
     print('%s: the JSON is what was printed' % kind)
 
 
+def prepstats(args):
+    import os
+    tns, out_path, policy, base = args
+    base = int(base)
+    entries = []
+    with open(tns) as f:
+        for line in f:
+            w = line.split()
+            if w and not w[0].startswith('#'):
+                entries.append((tuple(int(x) - base for x in w[:-1]), float(w[-1])))
+    N = len(entries[0][0])
+    acc = {}
+    for c, v in entries:
+        acc[c] = acc.get(c, 0.0) + v
+    if policy == 'sum':
+        coords = list(acc)
+        vals = np.array([acc[c] for c in coords])
+    else:
+        coords = [c for c, _ in entries]
+        vals = np.array([v for _, v in entries])
+    C = np.array(coords, dtype=np.int64)
+    dims = [int(C[:, m].max()) + 1 for m in range(N)]
+    nnz = len(coords)
+    want = [
+        'input:      %s (FROSTT text, %d bytes, %d-based)' % (tns, os.path.getsize(tns), base),
+        'modes:      %d' % N,
+        'dims:       ' + ' x '.join(str(d) for d in dims),
+        'nonzeros:   %d' % nnz,
+        'duplicates: %d' % (len(entries) - len(acc)),
+        'density:    %.4g' % (nnz / float(np.prod(np.array(dims, dtype=np.float64)))),
+        'values:     min %.6g, max %.6g, norm %.6g, explicit zeros %d, exact in f32: %s'
+        % (vals.min(), vals.max(), math.sqrt(float(vals @ vals)), int(np.sum(vals == 0)),
+           'yes' if np.array_equal(vals.astype(np.float32).astype(np.float64), vals) else 'no'),
+    ]
+    for m in range(N):
+        deg = np.bincount(C[:, m], minlength=dims[m])
+        want.append('mode %-2d     %d slices, %d non-empty, largest holds %d nonzeros (%.2f%%)'
+                    % (m + 1, dims[m], int(np.sum(deg > 0)), int(deg.max()),
+                       100.0 * deg.max() / nnz))
+    with open(out_path) as f:
+        got = f.read().splitlines()
+    if got != want:
+        for k in range(max(len(got), len(want))):
+            g = got[k] if k < len(got) else '(none)'
+            w = want[k] if k < len(want) else '(none)'
+            if g != w:
+                fail('line %d: printed %r, recomputed %r' % (k + 1, g, w))
+    else:
+        print('amped-prep --stats: every line as recomputed')
+
+
 def gen(args):
     out, seed = args[0], int(args[1])
     f32 = len(args) > 2 and args[2] == 'f32'
@@ -588,7 +642,7 @@ def gen(args):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    {'check': check, 'same': same, 'pyttb': pyttb_check, 'gen': gen, 'other': other}[cmd](args)
+    {'check': check, 'same': same, 'pyttb': pyttb_check, 'gen': gen, 'other': other, 'prepstats': prepstats}[cmd](args)
     sys.exit(min(failures, 98))
 
 

@@ -115,6 +115,23 @@ for kind in mttkrp-only check; do
     fi
 done
 
+# amped-prep --stats: every line recomputed from the .tns, with
+# duplicates summed and kept, explicit zeros (one written, one summed to),
+# in base 1 and 0, f64 and f32 values.
+for v in f64 f32; do
+    { cat "$T/$v.tns"; printf '1 1 1 0.75\n1 1 1 -0.75\n2 2 2 0\n'; } > "$T/st$v.tns"
+    awk '{ print $1 - 1, $2 - 1, $3 - 1, $4 }' "$T/st$v.tns" > "$T/st${v}0.tns"
+    for pol in sum keep; do
+        for base in 1 0; do
+            f=$T/st$v; test $base = 0 && f=$T/st${v}0
+            run "$AMPED_PREP" --stats --duplicates $pol --index-base $base "$f.tns"
+            cp "$RUN_OUT" "$f.$pol.out"
+            readback "amped-prep --stats, $v values, --duplicates $pol, base $base: every line" \
+                prepstats "$f.tns" "$f.$pol.out" $pol $base
+        done
+    done
+done
+
 # The checker itself must fail on a wrong output: one factor value changed
 # (by its last byte, in place, so shape and dtype hold), one file of the
 # wrong dtype, and a JSON whose fit is not the printed one.
