@@ -117,9 +117,10 @@ done
 
 # amped-prep --stats: every line recomputed from the .tns, with
 # duplicates summed and kept, explicit zeros (one written, one summed to),
+# the largest magnitude a negative value,
 # in base 1 and 0, f64 and f32 values.
 for v in f64 f32; do
-    { cat "$T/$v.tns"; printf '1 1 1 0.75\n1 1 1 -0.75\n2 2 2 0\n'; } > "$T/st$v.tns"
+    { cat "$T/$v.tns"; printf '1 1 1 0.75\n1 1 1 -0.75\n2 2 2 0\n3 3 3 -99.5\n'; } > "$T/st$v.tns"
     awk '{ print $1 - 1, $2 - 1, $3 - 1, $4 }' "$T/st$v.tns" > "$T/st${v}0.tns"
     for pol in sum keep; do
         for base in 1 0; do
