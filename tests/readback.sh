@@ -133,6 +133,18 @@ for v in f64 f32; do
     done
 done
 
+# Dimensions far above the nonzeros (3 million in mode 2, 600 nonzeros):
+# the slice degrees are counted by sorting, not in a histogram.
+awk 'BEGIN { for (i = 0; i < 600; i++)
+                 printf "%d %d %d %d\n", i % 5 + 1, (i * 7 % 250) * 12007 + 1, i % 3 + 1, i % 9 - 4 }' \
+    > "$T/wide.tns"
+for pol in sum keep; do
+    run "$AMPED_PREP" --stats --duplicates $pol "$T/wide.tns"
+    cp "$RUN_OUT" "$T/wide.$pol.out"
+    readback "amped-prep --stats, dimension 3 million, --duplicates $pol: every line" \
+        prepstats "$T/wide.tns" "$T/wide.$pol.out" $pol 1
+done
+
 # The checker itself must fail on a wrong output: one factor value changed
 # (by its last byte, in place, so shape and dtype hold), one file of the
 # wrong dtype, and a JSON whose fit is not the printed one.
