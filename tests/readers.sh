@@ -137,4 +137,43 @@ check_status "an f32 run, -o: exit 0" 0
 run "$AMPED_RUN" -t 1 -r 3 --iters 1 --tol 0 --precision f32 --init "$T/f32" "$T/g.amp"
 check_status "--init from its files: exit 0" 0
 
+# ---- amped-run --init: what it refuses, quoted by file and line ------------------
+# init_says WHAT MESSAGE: amped-run --init $T/J exits 1 with stderr exactly
+# "amped-run: MESSAGE". J starts as a copy of amped-run's files ($T/one),
+# then one file is changed.
+init_reset() {
+    for f in mode1 mode2 mode3 lambda; do cp "$T/one.$f.mat" "$T/J.$f.mat"; done
+}
+init_says() {
+    run "$AMPED_RUN" -q -t 1 -r 3 --iters 1 --init "$T/J" "$T/g.amp"
+    printf 'amped-run: %s\n' "$2" > "$T/want"
+    if test "$RUN_RC" = 1 && cmp -s "$T/want" "$RUN_ERR"; then
+        pass "$1"
+    else
+        fail "$1"
+        diag "expected: amped-run: $2"
+        diag_run
+    fi
+    init_reset
+}
+init_reset
+awk 'NR == 9 { $0 = $1 " " $2 } { print }' "$T/one.mode2.mat" > "$T/J.mode2.mat"
+init_says "--init: a row of 2 values at rank 3" "$T/J.mode2.mat:9: expected 3 values, found 2"
+awk 'NR == 9 { $0 = $0 " 1" } { print }' "$T/one.mode2.mat" > "$T/J.mode2.mat"
+init_says "--init: a row of 4 values" "$T/J.mode2.mat:9: more than 3 values (rank 3)"
+awk 'NR == 12 { $2 = "1e309" } { print }' "$T/one.mode2.mat" > "$T/J.mode2.mat"
+init_says "--init: a value beyond a double" "$T/J.mode2.mat:12: value 2 is out of range"
+awk 'NR == 11 { $3 = "-inf" } { print }' "$T/one.mode3.mat" > "$T/J.mode3.mat"
+init_says "--init: an infinite value" "$T/J.mode3.mat:11: value 3 is not a finite number"
+awk 'NR == 5 { $1 = "1,5" } { print }' "$T/one.mode1.mat" > "$T/J.mode1.mat"
+init_says "--init: a decimal comma" "$T/J.mode1.mat:5: expected 3 values, found 1"
+sed '$d' "$T/one.mode3.mat" > "$T/J.mode3.mat"
+init_says "--init: a row short" "$T/J.mode3.mat: 10 rows, expected 11 (one per index of the mode)"
+echo >> "$T/J.mode1.mat"
+init_says "--init: a blank line after the last row" "$T/J.mode1.mat:14: more than 13 rows"
+echo 1 >> "$T/J.lambda.mat"
+init_says "--init: lambda a value long" "$T/J.lambda.mat:4: more than 3 rows"
+rm "$T/J.mode2.mat"
+init_says "--init: a mode's file missing" "$T/J.mode2.mat: No such file or directory"
+
 done_testing
