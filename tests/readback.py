@@ -250,6 +250,27 @@ def parse_stdout(path):
         m = re.match(r'^backend:\s+cpu, (\d+) threads?, precision (f32|f64)$', line)
         if m:
             out['backend'] = (int(m.group(1)), m.group(2))
+        m = re.match(r'^tensor:    (.*): (\d+) modes, (\d+) nonzeros?, dims (\S+) '
+                     r'\(nonempty (\S+)\), values (f32|f64), ', line)
+        if m:
+            out['tensor'] = {'path': m.group(1), 'modes': int(m.group(2)),
+                             'nnz': int(m.group(3)),
+                             'dims': [int(x) for x in m.group(4).split('x')],
+                             'compact_dims': [int(x) for x in m.group(5).split('x')],
+                             'values': m.group(6)}
+        m = re.match(r'^(cp-als|mu|hals|ao-admm): +rank (\d+), at most (\d+) iterations?, '
+                     r'tol (\S+)$', line)
+        if m:
+            out['plan'] = ('als' if m.group(1) == 'cp-als' else m.group(1), int(m.group(2)),
+                           int(m.group(3)), float(m.group(4)))
+        m = re.match(r'^ +constraints (\S+); l1 (\S+); l2 ([^;]+)(; (\d+) inner iterations, '
+                     r'tol (\S+))?$', line)
+        if m:
+            out['rules'] = (m.group(1).split(','), [float(x) for x in m.group(2).split(',')],
+                            [float(x) for x in m.group(3).split(',')])
+        m = re.match(r'^ +random starting factors, seed (\d+)$', line)
+        if m:
+            out['seed'] = int(m.group(1))
     return out
 
 
@@ -312,6 +333,24 @@ def check(args):
         fail('l2 %s, expected %g in every mode' % (js.get('l2'), l2))
     if ('admm_inner' in js) != (method == 'ao-admm'):
         fail('admm_inner present for method %s' % method)
+    # The header the run printed: the JSON's tensor and options.
+    pt = pr.get('tensor')
+    if pt is None:
+        fail('no tensor: line printed')
+    else:
+        for k, v in pt.items():
+            if t.get(k) != v:
+                fail('tensor: line prints %s %r, the JSON has %r' % (k, v, t.get(k)))
+    if pr.get('plan') != (method, R, iters, tol):
+        fail('the printed plan %s, expected %s' % (pr.get('plan'), (method, R, iters, tol)))
+    if pr.get('seed') != seed:
+        fail('the printed seed %r, expected %d' % (pr.get('seed'), seed))
+    if method == 'als':
+        if 'rules' in pr:
+            fail('CP-ALS prints constraints and penalties')
+    elif pr.get('rules') != (js.get('constraints'), js.get('l1'), js.get('l2')):
+        fail('printed constraints and penalties %s, the JSON %s'
+             % (pr.get('rules'), (js.get('constraints'), js.get('l1'), js.get('l2'))))
     if pr.get('backend') != (threads, precision):
         fail('the printed backend line %s, expected %s' % (pr.get('backend'), (threads, precision)))
 
