@@ -310,6 +310,39 @@ int main(void)
     is_int(amp_parse_size("5Q", 0, UINT64_MAX, "--m", &u, NULL), AMP_ERR_USAGE, "bad suffix");
     is_int(amp_parse_size("99999999999T", 0, UINT64_MAX, "--m", &u, NULL), AMP_ERR_USAGE,
            "suffix overflow refused");
+    /* Every suffix, in either case, bare, with B and with iB; the top of
+     * each, and one past it (a shift that would overflow). */
+    static const struct {
+        const char *text;
+        uint64_t value;   /* 0: refused */
+    } sizes[] = {
+        {"1", 1}, {"1K", 1024}, {"1k", 1024}, {"1KB", 1024}, {"1kB", 1024}, {"1KiB", 1024},
+        {"1kiB", 1024}, {"7M", UINT64_C(7) << 20}, {"7m", UINT64_C(7) << 20},
+        {"7MiB", UINT64_C(7) << 20}, {"5G", UINT64_C(5) << 30}, {"5g", UINT64_C(5) << 30},
+        {"5GB", UINT64_C(5) << 30}, {"3T", UINT64_C(3) << 40}, {"3t", UINT64_C(3) << 40},
+        {"3TiB", UINT64_C(3) << 40}, {"0K", 0}, {"18014398509481983K", UINT64_MAX - 1023},
+        {"18014398509481984K", 0}, {"17592186044415M", UINT64_MAX - ((UINT64_C(1) << 20) - 1)},
+        {"17592186044416M", 0}, {"17179869183G", UINT64_MAX - ((UINT64_C(1) << 30) - 1)},
+        {"17179869184G", 0}, {"16777215T", UINT64_MAX - ((UINT64_C(1) << 40) - 1)},
+        {"16777216T", 0}, {"18446744073709551615", UINT64_MAX},
+        {"18446744073709551616", 0}, {"1KIB", 0}, {"1Kib", 0}, {"1Kb", 0}, {"1iB", 0},
+        {"1B", 0}, {"1P", 0}, {"1E", 0}, {"1KK", 0}, {"1K ", 0}, {" 1K", 0}, {"K", 0},
+        {"", 0}, {"-1K", 0}, {"+1K", 0}, {"1.5G", 0}, {"0x10", 0}, {"1e3", 0},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        u = 12345;
+        amp_status st = amp_parse_size(sizes[i].text, 1, UINT64_MAX, "--m", &u, NULL);
+        if (sizes[i].value)
+            ok(st == AMP_OK && u == sizes[i].value, "size '%s' is %" PRIu64 " (got %" PRIu64 ")",
+               sizes[i].text, sizes[i].value, st == AMP_OK ? u : 0);
+        else
+            ok(st == AMP_ERR_USAGE, "size '%s' refused", sizes[i].text);
+    }
+    is_int(amp_parse_size("1K", 1025, UINT64_MAX, "--m", &u, NULL), AMP_ERR_USAGE,
+           "1K below a minimum of 1025 refused");
+    is_int(amp_parse_size("2K", 1, 2047, "--m", &u, NULL), AMP_ERR_USAGE,
+           "2K above a maximum of 2047 refused");
+    is_int(amp_parse_size("2K", 1, 2048, "--m", &u, NULL), AMP_OK, "2K at a maximum of 2048");
 
     /* Doubles. */
     is_int(amp_parse_double("1e-5", 0, 1, "--tol", &d, NULL), AMP_OK, "1e-5 parses");
