@@ -5,6 +5,7 @@
  * shard file that amped-run reads. */
 #include <config.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -418,10 +419,14 @@ static int prep_option(prep_args *a, int c, const char *arg)
         a->amp_only = "--values";
         break;
     case OPT_LEVEL: {
+        /* strtol also takes leading blanks and '+', which no other
+         * integer option does: an optional minus, then digits only. */
         char *end;
         errno = 0;
-        long lv = strtol(arg, &end, 10);
-        if (errno || end == arg || *end || lv < -7 || lv > ZSTD_maxCLevel())
+        const char *digits = arg[0] == '-' ? arg + 1 : arg;
+        long lv = isdigit((unsigned char)digits[0]) ? strtol(arg, &end, 10) : 0;
+        if (!isdigit((unsigned char)digits[0]) || errno || *end || lv < -7 ||
+            lv > ZSTD_maxCLevel())
             return amp_usage_error(PROGRAM, "--level: '%s' is not an integer from -7 to %d", arg,
                                    ZSTD_maxCLevel());
         a->build.write.level = (int)lv;

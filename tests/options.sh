@@ -213,6 +213,9 @@ done <<EOF
 --level 23|--level: '23' is not an integer from -7 to 22
 --level ''|--level: '' is not an integer from -7 to 22
 --level 1.0|--level: '1.0' is not an integer from -7 to 22
+--level ' 5'|--level: ' 5' is not an integer from -7 to 22
+--level +5|--level: '+5' is not an integer from -7 to 22
+--level -|--level: '-' is not an integer from -7 to 22
 --level 99999999999999999999|--level: '99999999999999999999' is not an integer from -7 to 22
 --dims 0,1,1|invalid value '0,1,1' for --dims: expected up to 32 comma-separated integers from 1 to 9223372036854775807
 --dims 3,,4|invalid value '3,,4' for --dims: expected up to 32 comma-separated integers from 1 to 9223372036854775807
