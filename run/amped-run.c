@@ -1576,8 +1576,6 @@ int main(int argc, char **argv)
 #endif
     if (cli.want_list)
         return list_devices();
-    if ((status = limit_threads(&cli)) >= 0)
-        return status;
     if (cli.want_info || cli.want_verify) {
         status = EXIT_SUCCESS;
         if (cli.want_info)
@@ -1587,6 +1585,10 @@ int main(int argc, char **argv)
                                         cli.common.level < AMP_LOG_INFO);
         return status;
     }
+    /* --verify calls no BLAS: only a decomposition's threads are held to
+     * its limit. */
+    if ((status = limit_threads(&cli)) >= 0)
+        return status;
     amp_set_threads((int)cli.common.threads);
     a.opts.threads = (int)cli.common.threads;
     a.quiet = cli.common.level < AMP_LOG_INFO;

@@ -42,6 +42,8 @@ if ldd "$AMPED_RUN" 2>/dev/null | grep -q libopenblas; then
         "-t 4096: this build's BLAS (OpenBLAS, built for "
     check_contains "... with the --help hint" "$RUN_ERR" "Try 'amped-run --help'"
     lim=$(sed -n 's/.*takes calls from at most \([0-9]*\) threads at once.*/\1/p' "$RUN_ERR")
+    run "$AMPED_RUN" -t 4096 --verify "$T/s.amp"
+    check_status "-t 4096 --verify (no BLAS) runs" 0
     RUN_CMD="OMP_NUM_THREADS=10000 $AMPED_RUN -r 8 --iters 2 --gpus 0 s.amp"
     OMP_NUM_THREADS=10000 "$AMPED_RUN" -r 8 --iters 2 --gpus 0 "$T/s.amp" \
         </dev/null >"$RUN_OUT" 2>"$RUN_ERR"
@@ -80,7 +82,9 @@ fi
 # 1e150: the same fits (they are scale-free) within 1e-9 relative (the
 # scaled run adds the same products of other values: rounding, 1e-13
 # seen), and lambda scaled by the same factor.
-zstd -qdc "$top_srcdir/data/sample.tns.zst" | head -n 20000 >"$T/base.tns"
+# (amped-prep writes the text, so no zstd program is needed.)
+"$AMPED_PREP" -q -o "$T/all.tns" "$top_srcdir/data/sample.tns.zst" &&
+    head -n 20000 "$T/all.tns" >"$T/base.tns"
 "$AMPED_PREP" -q -o "$T/base.amp" "$T/base.tns" ||
     { echo "Bail out! the base tensor does not prepare"; exit 1; }
 run "$AMPED_RUN" -q --gpus 0 -t 1 -r 4 --iters 3 --tol 0 --json "$T/base.json" -o "$T/base" \
@@ -110,6 +114,15 @@ for e in -155 -160 -170 150; do
         "$T/base.lambda.mat" "$T/x.lambda.mat")
     within "values times 1e$e: lambda of that magnitude" "$r" 0
 done
+# The GPU backend takes the values as the file holds them: it refuses
+# those out of range, and says how to run them.
+if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
+    run "$AMPED_RUN" --gpus 1 -r 4 --iters 3 "$T/x.amp"
+    check_status "--gpus 1 on values of 1e150: exit 1" 1
+    check_contains "... saying --gpus 0 runs them" "$RUN_ERR" "the values are too large for the GPU backend"
+else
+    skip "--gpus 1 refuses values far from 1" "no GPU"
+fi
 
 # ---- degenerate results -------------------------------------------------------
 # --l1 far above the MTTKRP's entries zeroes every factor; the run still
