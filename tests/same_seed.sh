@@ -99,7 +99,7 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
     # agrees with the CPU's to rounding of some 1e-12, held here as the
     # other GPU tests hold it (1e-6), still far below a start's 5e-3.
     TOL=1e-6
-    for mem in resident stream remap; do
+    for mem in auto resident stream remap compressed; do
         for n in s1 rs; do
             same "--gpus 1 --memory $mem, $n" "$n" "" --gpus 1 --memory "$mem"
         done
