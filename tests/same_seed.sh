@@ -3,9 +3,10 @@
 # run's shape: the bundled sample prepared with 1, 4 and 64 shards, small
 # chunks and remap streams, each run at rank 8 for 3 iterations on 1 and 2
 # threads, under mpirun -np 2 (a build with MPI and an mpirun), and with
-# --gpus 1 in each --memory mode (where there is a GPU). Every run's fits
-# must equal the reference's (64 shards, 1 thread) within a relative 1e-9,
-# and its factor files (-o) within 1e-9 (max_diff); a GPU's within 1e-6.
+# --gpus 1 in each --memory mode (where there is a GPU) and --gpus 2 (where
+# there are two). Every run's fits must equal the reference's (64 shards,
+# 1 thread) within a relative 1e-9, and its factor files (-o) within 1e-9
+# (max_diff); a GPU's within 1e-6.
 #
 # Why 1e-9: each layout and thread count adds the same products in another
 # order, which may move the last bits (the factors differ by 1e-13 at
@@ -104,6 +105,13 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
             same "--gpus 1 --memory $mem, $n" "$n" "" --gpus 1 --memory "$mem"
         done
     done
+    if test "$("$AMPED_RUN" --list-devices | grep -c '^GPU ')" -ge 2; then
+        for n in s1 s4; do
+            same "--gpus 2, $n" "$n" "" --gpus 2
+        done
+    else
+        skip "--gpus 2" "one GPU"
+    fi
 else
     skip "--gpus 1 in each --memory mode" "no GPU"
 fi
