@@ -7,7 +7,9 @@
 # Rows: the default (no -t: amped-run's own choice, which sets
 # OMP_WAIT_POLICY=passive when the environment leaves it unset), then
 # -t 1, -t nproc/2 and -t nproc with OMP_WAIT_POLICY=active (OpenMP's
-# spinning) and =passive. Columns: idle, and with AMP_LOAD busy loops
+# spinning), =passive, and spin10k: a bounded spin (GOMP_SPINCOUNT=10000,
+# libgomp's spin before it sleeps, about some microseconds), the choice
+# between the two should passive cost on a dedicated host. Columns: idle, and with AMP_LOAD busy loops
 # (default: half the CPUs; at least 1).
 #
 # Usage: bench/threads.sh                   (from the build directory)
@@ -51,6 +53,9 @@ secs() {
     if [ "$pol" = - ]; then
         env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$run" -q --gpus 0 -r "$rank" --iters "$iters" \
             --tol 0 "$@" --json "$json" "$amp"
+    elif [ "$pol" = spin10k ]; then
+        env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=10000 "$run" -q --gpus 0 -r "$rank" \
+            --iters "$iters" --tol 0 "$@" --json "$json" "$amp"
     else
         env -u GOMP_SPINCOUNT OMP_WAIT_POLICY="$pol" "$run" -q --gpus 0 -r "$rank" \
             --iters "$iters" --tol 0 "$@" --json "$json" "$amp"
@@ -81,7 +86,7 @@ half=$((ncpu / 2))
 [ "$half" -ge 1 ] || half=1
 rows="- default"
 for t in $(printf '%s\n' 1 $half $ncpu | sort -nu); do
-    rows="$rows|active -t$t|passive -t$t"
+    rows="$rows|active -t$t|passive -t$t|spin10k -t$t"
 done
 
 echo "## Threads and wait policy on $(hostname), $ncpu CPUs, $(date -u +%Y-%m-%d)"

@@ -1501,9 +1501,10 @@ static int test_hooks(run_args *a)
 
 /* OpenMP's threads spin while they wait for each other (libgomp: some
  * 300000 turns before they sleep). On a machine whose CPUs other programs
- * use too, a spinning thread takes the CPU from the one it waits for, and
- * passive waiting costs next to nothing when the CPUs are free
- * (bench/RESULTS.md, "Threads and wait policy"). The runtime reads its
+ * use too, a spinning thread takes the CPU from the one it waits for;
+ * passive waiting is the fastest setting measured there, and no slower
+ * than spinning on them idle (bench/RESULTS.md, "Threads and wait
+ * policy", which also says what is still to be measured). The runtime reads its
  * environment as it is loaded, before main, so the policy takes effect
  * only in the program started again with it set. A user's own
  * OMP_WAIT_POLICY or GOMP_SPINCOUNT is left as it is. */

@@ -37,7 +37,7 @@ static void free_nonzeros(amp_tensor *t)
 
 double amp_tensor_max_abs(const amp_tensor *t, int threads)
 {
-    double max = 0;
+    double top = 0;
     for (unsigned d = 0; d < t->nmodes; d++) {
         const amp_copy *c = &t->copies[d];
         if (c->vals == NULL)
@@ -45,17 +45,17 @@ double amp_tensor_max_abs(const amp_tensor *t, int threads)
         const int64_t n = (int64_t)c->nnz;
         if (t->value_type == AMP_VALUES_F32) {
             const float *v = c->vals;
-#pragma omp parallel for num_threads(amp_thread_count(threads)) reduction(max : max)
+#pragma omp parallel for num_threads(amp_thread_count(threads)) reduction(max : top)
             for (int64_t k = 0; k < n; k++)
-                max = fabs((double)v[k]) > max ? fabs((double)v[k]) : max;
+                top = fabs((double)v[k]) > top ? fabs((double)v[k]) : top;
         } else {
             const double *v = c->vals;
-#pragma omp parallel for num_threads(amp_thread_count(threads)) reduction(max : max)
+#pragma omp parallel for num_threads(amp_thread_count(threads)) reduction(max : top)
             for (int64_t k = 0; k < n; k++)
-                max = fabs(v[k]) > max ? fabs(v[k]) : max;
+                top = fabs(v[k]) > top ? fabs(v[k]) : top;
         }
     }
-    return max;
+    return top;
 }
 
 int amp_value_scale_exp(double max)

@@ -542,10 +542,10 @@ unsigned amp_cpu_blas_thread_limit(char *name, size_t name_size)
 #ifdef HAVE_OPENBLAS_GET_CONFIG
     /* OpenBLAS keeps a fixed table of work buffers, one per call in
      * flight: MAX(50, 2 x MAX_THREADS) of them (memory.c, NUM_BUFFERS).
-     * Past it, calls take buffers from an overflow table that older
-     * versions manage unsafely; -t 4096 crashed in cblas_dgemm 1 run in
-     * 19 (issue 40). Our threads call it one-threaded, one call each, so
-     * staying within the table keeps every call safe. */
+     * Past it, calls go to its fallbacks, which is where -t 4096 crashed
+     * in cblas_dgemm now and then (issue 40). Our threads call it
+     * one-threaded, one call each, so staying within the table keeps
+     * every call on its main path. */
     const char *config = openblas_get_config();
     const char *at = config ? strstr(config, "MAX_THREADS=") : NULL;
     if (at != NULL) {
