@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -78,6 +79,13 @@ amp_status amp_parse_double(const char *text, double min, double max,
     char *end = NULL;
     errno = 0;
     double v = text[0] != '\0' && !isspace((unsigned char)text[0]) ? strtod(text, &end) : NAN;
+    /* A number that parses but has no double: "from 0 to 1" would not say
+     * what is wrong with 1e-400. */
+    if (end != NULL && end != text && *end == '\0' && errno == ERANGE)
+        return AMP_FAIL(err, AMP_ERR_USAGE,
+                        "invalid value '%s' for %s: too %s for a double (whose magnitudes "
+                        "run from %g to %g, and 0); expected a number from %g to %g", text,
+                        option, fabs(v) < 1 ? "small" : "large", DBL_MIN, DBL_MAX, min, max);
     if (end == NULL || end == text || *end != '\0' || errno == ERANGE || !isfinite(v) ||
         v < min || v > max)
         return AMP_FAIL(err, AMP_ERR_USAGE,

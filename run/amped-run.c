@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "amp_alloc.h"
 #include "amp_cli.h"
@@ -188,7 +189,7 @@ static void usage(void)
            "                       inside, where the kernel allows; for comparing)\n"
            "      --list-devices   list the CUDA devices this build can use, run a\n"
            "                       self-test kernel on each, and exit\n"
-           "  -t, --threads=N      CPU threads (default: all available)\n"
+           "  -t, --threads=N      CPU threads (default: the CPUs this process may run on)\n"
            "\n"
            "Reporting:\n"
            "  -q, --quiet          print only warnings and errors\n"
@@ -290,6 +291,7 @@ typedef struct run_args {
     amp_mode_rule rule[AMP_MAX_MODES];   /* each mode's, from opts.rules */
     int late_usage;            /* the options disagree with the file: exit 2 */
     unsigned place_stop;       /* test hooks: the signal after this many renames */
+    int value_exp;             /* the run is of 2^value_exp X (amp_value_scale_exp) */
 } run_args;
 
 static void on_iter(void *ctx, unsigned iter, double fit, double delta, double seconds)
@@ -686,6 +688,7 @@ typedef struct run_state {
     unsigned cpus, cpu_sharers;
     const char *threads_from;
     double t_start;
+    double file_norm_sq;       /* t's |X|^2 before scale_values changed it */
 } run_state;
 
 /* No output of the run may name the input or another output: checked
@@ -881,6 +884,76 @@ static amp_status say_long_solve(const run_args *a, const run_state *s, amp_erro
     return AMP_OK;
 }
 
+/* Values far from 1 run scaled by a power of 2 (amp_value_scale_exp),
+ * lambda unscaled after. The GPU backend takes the values as the file
+ * holds them, so it refuses those it cannot run, judged from |X|^2 (the
+ * file's, so before any upload). */
+static amp_status scale_values(run_args *a, run_state *s, amp_error *err)
+{
+    const amp_tensor *t = &s->t;
+    if (s->gr) {
+        double lo = ldexp(1, -2 * AMP_VALUE_EXP_MAX), hi = ldexp(1, 2 * AMP_VALUE_EXP_MAX);
+        if (t->value_type == AMP_VALUES_F64 && t->nnz > 0 &&
+            (t->norm_sq < lo || t->norm_sq / (double)t->nnz > hi))
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "the values are too %s for the GPU "
+                            "backend (|X| = %g over %" PRIu64 " nonzeros; it takes values of "
+                            "magnitude 2^-%d to 2^%d as the file holds them): --gpus 0 runs "
+                            "them on the CPU, scaled", t->norm_sq < lo ? "small" : "large",
+                            sqrt(t->norm_sq), t->nnz, AMP_VALUE_EXP_MAX, AMP_VALUE_EXP_MAX);
+        return AMP_OK;
+    }
+    if (s->dist)
+        return amp_dist_scale(s->dist, &a->value_exp, err);
+    a->value_exp = amp_value_scale_exp(amp_tensor_max_abs(t, s->threads));
+    if (a->value_exp != 0) {
+        double file_norm_sq = s->t.norm_sq;
+        amp_tensor_scale(&s->t, a->value_exp, s->threads, &s->t.norm_sq);
+        s->file_norm_sq = file_norm_sq;
+    }
+    return AMP_OK;
+}
+
+/* Whether every entry of mode m's factor is zero, or at most floor
+ * (MU and HALS keep entries at AMP_UPDATE_EPS, never 0, so that they may
+ * grow again). */
+static int factor_is_zero(const amp_cpd *c, unsigned m, double floor)
+{
+    const uint64_t n = c->rows[m] * c->rank;
+    for (uint64_t k = 0; k < n; k++)
+        if (fabs(c->A[m][k]) > floor)
+            return 0;
+    return 1;
+}
+
+/* A model with a zero factor is zero, however the run ended: "converged"
+ * and a fit of 0 say nothing of why. when: "starting" or "final". */
+static void warn_zero_factors(const run_args *a, const amp_cpd *c, const char *when)
+{
+    char modes[AMP_MAX_MODES * 4 + 1] = "";
+    size_t at = 0;
+    unsigned nzero = 0;
+    double floor = (a->opts.method == AMP_METHOD_MU || a->opts.method == AMP_METHOD_HALS) &&
+                   strcmp(when, "final") == 0 ? AMP_UPDATE_EPS : 0;
+    for (unsigned m = 0; m < c->nmodes; m++)
+        if (factor_is_zero(c, m, floor)) {
+            at += (size_t)snprintf(modes + at, sizeof modes - at, "%s%u", nzero ? ", " : "",
+                                   m + 1);
+            nzero++;
+        }
+    if (nzero == 0)
+        return;
+    int l1 = 0;
+    for (unsigned m = 0; m < c->nmodes; m++)
+        l1 |= a->rule[m].l1 > 0;
+    amp_log(AMP_LOG_WARN, "every entry of the %s factor%s of mode%s %s is zero%s: the model "
+            "is zero%s", when, nzero == 1 ? "" : "s", nzero == 1 ? "" : "s", modes,
+            floor > 0 ? " (or at the update's floor, 1e-12)" : "",
+            strcmp(when, "starting") == 0 ? ", and no update can change that (--init reads "
+                                            "zero factors)"
+            : l1 ? " (--l1 larger than the MTTKRP's entries sets every entry to zero)"
+                 : "");
+}
+
 /* CP-ALS on the chosen backend, its report filled in and the factors
  * written. */
 static amp_status decompose(run_args *a, run_state *s, amp_error *err)
@@ -922,6 +995,13 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
     if (s->c.pinv_used)
         amp_log(AMP_LOG_WARN, "a Gram product was not positive definite: those solves used "
                 "the pseudo-inverse (is the rank above what the data supports?)");
+    if (a->value_exp != 0) {
+        for (unsigned r = 0; r < s->c.rank; r++)
+            s->c.lambda[r] = ldexp(s->c.lambda[r], -a->value_exp);
+        if (!s->dist)
+            s->t.norm_sq = s->file_norm_sq;
+    }
+    warn_zero_factors(a, &s->c, "final");
     a->report.final_fit = s->c.fit;
     a->report.converged = s->c.converged;
     a->report.phase_seconds = s->c.seconds;
@@ -941,16 +1021,17 @@ static void print_summary(const run_args *a, const run_state *s)
     const amp_cpd *c = &s->c;
     const char *ext = a->format == AMP_FACTORS_NPY ? "npy" : "mat";
     if (s->gr)
-        printf("time:      load %.3f, to the GPU%s %.3f; GPU time: mttkrp %.3f, gram %.3f, "
-               "solve %.3f, normalize %.3f, fit %.3f; output %.3f, total %.3f s\n",
+        printf("time:      load %.3f, to the GPU%s %.3f, start %.3f; GPU time: mttkrp %.3f, "
+               "gram %.3f, solve %.3f, normalize %.3f, fit %.3f; output %.3f, total %.3f s\n",
                a->report.seconds_load, amp_gpu_run_count(s->gr) > 1 ? "s" : "",
-               a->report.seconds_upload, c->seconds[AMP_PHASE_MTTKRP],
+               a->report.seconds_upload, a->report.seconds_start, c->seconds[AMP_PHASE_MTTKRP],
                c->seconds[AMP_PHASE_GRAM], c->seconds[AMP_PHASE_SOLVE],
                c->seconds[AMP_PHASE_NORMALIZE], c->seconds[AMP_PHASE_FIT],
                a->report.seconds_output, a->report.seconds_total);
     else
-        printf("time:      load %.3f, mttkrp %.3f, gram %.3f, %s %.3f, normalize %.3f, "
-               "fit %.3f, output %.3f, total %.3f s\n", a->report.seconds_load,
+        printf("time:      load %.3f, start %.3f, mttkrp %.3f, gram %.3f, %s %.3f, "
+               "normalize %.3f, fit %.3f, output %.3f, total %.3f s\n", a->report.seconds_load,
+               a->report.seconds_start,
                c->seconds[AMP_PHASE_MTTKRP], c->seconds[AMP_PHASE_GRAM],
                a->opts.method == AMP_METHOD_ALS ? "solve" : "update",
                c->seconds[a->opts.method == AMP_METHOD_ALS ? AMP_PHASE_SOLVE
@@ -1061,9 +1142,18 @@ static int run(run_args *a)
     if (!a->quiet)
         print_loaded(a, &s);
     warn_rank(&s.t, a->opts.rank);
+    lrc = scale_values(a, &s, &err);
+    if (s.dist)
+        lrc = amp_dist_agree(s.dist, lrc, &err);
+    if (lrc != AMP_OK)
+        goto fail;
+    double t_start = amp_now();
     if ((a->init ? amp_factors_read(&s.t, a->init, a->opts.rank, &s.c, &err)
                  : amp_cpd_init_random(&s.t, a->opts.rank, a->opts.seed, &s.c, &err)) != AMP_OK)
         goto fail;
+    a->report.seconds_start = amp_now() - t_start;
+    if (a->init)
+        warn_zero_factors(a, &s.c, "starting");
     if (a->mttkrp_only) {
         status = run_mttkrp_only(a, &s.t, &s.c, s.threads, s.gr);
         goto done;
@@ -1150,6 +1240,22 @@ static int parse_devices(const char *text, amp_gpu_opts *g, amp_error *err)
 }
 
 /* --constraint: none or nonneg, once or per mode. */
+/* The position (from 1) of the first empty item of a comma-separated
+ * list ("a,,b", ",a", "a,"), or 0. strtok_r would skip it and count one
+ * value fewer than the user wrote. */
+static unsigned empty_item(const char *text)
+{
+    unsigned k = 1;
+    for (const char *p = text;; p++) {
+        if ((*p == ',' || *p == '\0') && (p == text || p[-1] == ','))
+            return k;
+        if (*p == '\0')
+            return 0;
+        if (*p == ',')
+            k++;
+    }
+}
+
 static int parse_constraints(const char *text, amp_rules *r, amp_error *err)
 {
     static const char *const names[] = {"none", "nonneg", NULL};
@@ -1157,6 +1263,9 @@ static int parse_constraints(const char *text, amp_rules *r, amp_error *err)
     if (strlen(text) >= sizeof buf)
         return amp_usage_error(PROGRAM, "--constraint: the list is too long");
     strcpy(buf, text);
+    if (empty_item(text))
+        return amp_usage_error(PROGRAM, "--constraint %s: value %u is empty: give none or "
+                               "nonneg for each mode", text, empty_item(text));
     unsigned n = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
@@ -1182,6 +1291,9 @@ static int parse_penalties(const char *text, const char *what, double *v, unsign
     if (strlen(text) >= sizeof buf)
         return amp_usage_error(PROGRAM, "%s: the list is too long", what);
     strcpy(buf, text);
+    if (empty_item(text))
+        return amp_usage_error(PROGRAM, "%s %s: value %u is empty: give a number for each "
+                               "mode", what, text, empty_item(text));
     unsigned n = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
@@ -1496,6 +1608,57 @@ static int test_hooks(run_args *a)
 }
 #endif
 
+/* OpenMP's threads spin while they wait for each other (libgomp: some
+ * 300000 turns before they sleep). On a machine whose CPUs other programs
+ * use too, a spinning thread takes the CPU from the one it waits for;
+ * passive waiting is the fastest setting measured there, and no slower
+ * than spinning on them idle (bench/RESULTS.md, "Threads and wait
+ * policy", which also says what is still to be measured). The runtime reads its
+ * environment as it is loaded, before main, so the policy takes effect
+ * only in the program started again with it set. A user's own
+ * OMP_WAIT_POLICY or GOMP_SPINCOUNT is left as it is. */
+static void wait_passively(char **argv)
+{
+#ifdef _OPENMP
+    if (getenv("OMP_WAIT_POLICY") != NULL || getenv("GOMP_SPINCOUNT") != NULL)
+        return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    /* No /proc: run on with the runtime's default policy. */
+#else
+    (void)argv;
+#endif
+}
+
+/* The thread count within what the BLAS takes: -t above it is a usage
+ * error (2); a larger OpenMP default (OMP_NUM_THREADS, or the CPUs) is
+ * lowered to it with a warning. Returns -1 to go on. */
+static int limit_threads(cli_args *cli)
+{
+    char blas[64];
+    unsigned limit = amp_cpu_blas_thread_limit(blas, sizeof blas);
+    if (limit == 0)
+        return -1;
+    if (cli->common.threads > limit)
+        return amp_usage_error(PROGRAM, "-t %" PRIu64 ": this build's BLAS (%s) takes calls "
+                               "from at most %u threads at once: give -t %u or fewer",
+                               cli->common.threads, blas, limit, limit);
+    if (cli->common.threads == 0 && amp_max_threads() > (int)limit) {
+        const char *omp = getenv("OMP_NUM_THREADS");
+        if (omp != NULL && *omp)
+            amp_log(AMP_LOG_WARN, "OMP_NUM_THREADS=%s asks for %d threads; this build's BLAS "
+                    "(%s) takes calls from at most %u at once: using %u", omp,
+                    amp_max_threads(), blas, limit, limit);
+        else
+            amp_log(AMP_LOG_WARN, "%d CPUs; this build's BLAS (%s) takes calls from at most "
+                    "%u threads at once: using %u (-t sets fewer)", amp_max_threads(), blas,
+                    limit, limit);
+        cli->common.threads = limit;
+    }
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     run_args a;
@@ -1505,6 +1668,10 @@ int main(int argc, char **argv)
     a.html_out.fd = -1;
     amp_cpd_opts_init(&a.opts);
     cli_args cli = {.want_list = 0};
+    wait_passively(argv);
+    /* Each report line reaches a pipe or a log file as it is printed, not
+     * when the run ends. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     amp_cli_common_init(&cli.common, PROGRAM, usage, version);
     argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
     int status = parse_options(argc, argv, &a, &cli);
@@ -1528,6 +1695,10 @@ int main(int argc, char **argv)
                                         cli.common.level < AMP_LOG_INFO);
         return status;
     }
+    /* --verify calls no BLAS: only a decomposition's threads are held to
+     * its limit. */
+    if ((status = limit_threads(&cli)) >= 0)
+        return status;
     amp_set_threads((int)cli.common.threads);
     a.opts.threads = (int)cli.common.threads;
     /* A report on standard output is read by a program: the summary

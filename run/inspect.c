@@ -156,8 +156,9 @@ int amp_inspect_verify(const char *path, int threads, int quiet)
         printf("%s: OK: header, directory and all %zu sections verified (%s in %.3f s)\n",
                path, in->nsections, amp_format_bytes(a, sizeof a, in->file_size), secs);
     if (rc != AMP_OK && bad > 0)
-        amp_log(AMP_LOG_ERROR, "%s: FAILED: %zu of %zu section%s damaged or inconsistent",
-                path, bad, in->nsections, bad == 1 ? " is" : "s are");
+        amp_log(AMP_LOG_ERROR, "%s: FAILED: %zu of %zu section%s %s damaged or inconsistent",
+                path, bad, in->nsections, in->nsections == 1 ? "" : "s",
+                bad == 1 ? "is" : "are");
     else if (rc != AMP_OK)
         amp_log_error(&err);
     amp_file_close(f);

@@ -83,14 +83,15 @@ static void summary(amp_strbuf *b, const amp_run_report *r)
                           "data-value=\"%.17g\">%.10f</td></tr>\n", r->final_fit, r->final_fit);
     amp_strbuf_printf(b, "</table>\n<h2>Time</h2>\n<table id=\"timings\">\n<tr>");
     const double *ph = r->phase_seconds;
-    amp_strbuf_printf(b, "<th>load</th><th>upload</th>");
+    amp_strbuf_printf(b, "<th>load</th><th>upload</th><th>start</th>");
     for (int p = 0; p < AMP_NPHASES; p++)
         amp_strbuf_printf(b, "<th>%s</th>", amp_report_phase_names[p]);
     amp_strbuf_printf(b, "<th>output</th><th>total</th></tr>\n<tr>");
-    double v[AMP_NPHASES + 4];
+    double v[AMP_NPHASES + 5];
     unsigned n = 0;
     v[n++] = r->seconds_load;
     v[n++] = r->seconds_upload;
+    v[n++] = r->seconds_start;
     for (int p = 0; p < AMP_NPHASES; p++)
         v[n++] = ph ? ph[p] : 0;
     v[n++] = r->seconds_output;

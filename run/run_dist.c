@@ -182,6 +182,21 @@ amp_status amp_dist_load(amp_dist *d, const amp_file *f, const amp_tensor *t, in
     return AMP_OK;
 }
 
+amp_status amp_dist_scale(amp_dist *d, int *k, amp_error *err)
+{
+    const amp_group *g = d->group;
+    double max = amp_tensor_max_abs(&d->part, d->threads);
+    AMP_CHECK(g->ops->allreduce(g->ctx, &max, 1, 1, err));
+    *k = amp_value_scale_exp(max);
+    if (*k == 0)
+        return AMP_OK;
+    double sum;
+    amp_tensor_scale(&d->part, *k, d->threads, &sum);
+    AMP_CHECK(g->ops->allreduce(g->ctx, &sum, 1, 0, err));
+    d->part.norm_sq = sum;
+    return AMP_OK;
+}
+
 uint64_t amp_dist_bytes(const amp_dist *d)
 {
     return d->have_part ? d->part.bytes : 0;

@@ -65,6 +65,10 @@ amp_status amp_dist_gpus(amp_dist *d, unsigned rank, int *gpus, amp_gpu_opts *g,
  * layout), the shards dealt to it, read from the file alone. */
 amp_status amp_dist_load(amp_dist *d, const amp_file *f, const amp_tensor *t, int threads,
                          amp_load_progress_fn progress, void *progress_ctx, amp_error *err);
+/* Values far from 1 (amp_value_scale_exp): every process's part times
+ * 2^k, k from the largest |value| of all processes, and its |X|^2 the sum
+ * over all of them (collective; *k 0 where none needs it). */
+amp_status amp_dist_scale(amp_dist *d, int *k, amp_error *err);
 /* Bytes of this process's part in memory. */
 uint64_t amp_dist_bytes(const amp_dist *d);
 

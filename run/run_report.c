@@ -180,6 +180,8 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
     put_number(&b, r->seconds_load);
     put(&b, ", \"upload\": ");
     put_number(&b, r->seconds_upload);
+    put(&b, ", \"start\": ");
+    put_number(&b, r->seconds_start);
     for (int p = 0; p < AMP_NPHASES; p++) {
         put(&b, ", \"%s\": ", phase_names[p]);
         put_number(&b, r->phase_seconds ? r->phase_seconds[p] : 0);

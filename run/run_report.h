@@ -64,6 +64,8 @@ typedef struct amp_run_report {
     int converged;
     double final_fit;
     double seconds_load, seconds_upload, seconds_output, seconds_total;
+    /* The starting factors: drawn from the seed or read (--init). */
+    double seconds_start;
     const double *phase_seconds;   /* AMP_NPHASES, or NULL */
     /* GPU runs: each GPU, how the work was split and its balance. */
     const amp_report_gpu *gpus;

@@ -88,4 +88,23 @@ is "a header reached by a path is refused" "$(violations run/cuda "$T/probe.c")"
 printf '#include "amped_format.h"\n' >"$T/probe.c"
 is "format/ is within run/core's boundary" "$(violations run/core "$T/probe.c")" ""
 
+# ---- every program an in-tree build makes is ignored by git ---------------------
+# Makefile.am's *_PROGRAMS (continuation lines joined, amp_test_programs
+# expanded): a build in the source tree must leave git status clean.
+if git -C "$top_srcdir" rev-parse --git-dir >/dev/null 2>&1; then
+    progs=$(awk '{ line = line $0 } /\\$/ { sub(/\\$/, "", line); next }
+                 { print line; line = "" }' Makefile.am |
+            awk '/^amp_test_programs *=/ { sub(/^[^=]*= */, ""); tp = $0 }
+                 /^(bin|noinst|check)_PROGRAMS *\+?=/ { sub(/^[^=]*= */, ""); p = p " " $0 }
+                 END { gsub(/\$\(amp_test_programs\)/, tp, p); print p }')
+    missing=
+    for p in $progs; do
+        git -C "$top_srcdir" check-ignore -q "$p" || missing="$missing $p"
+    done
+    is "git ignores every program an in-tree build makes" "${missing# }" ""
+    test -n "$progs" || fail "Makefile.am names programs"
+else
+    skip "git ignores every program an in-tree build makes" "not a git checkout"
+fi
+
 done_testing

@@ -76,6 +76,38 @@ check_status "a tensor of one nonzero prepares" 0
 run "$AMPED_RUN" -r 1 --iters 1 "$T/one-nz.amp"
 check_contains "one nonzero: '1 nonzero,'" "$RUN_OUT" "2 modes, 1 nonzero, dims"
 
+# ---- issue 40's messages ---------------------------------------------------------
+# A damaged section among many: "1 of 199 sections is", not "section is".
+cp "$T/s.amp" "$T/dam.amp"
+chmod u+w "$T/dam.amp"
+sz=$(wc -c <"$T/dam.amp")
+printf '\377\377' | dd of="$T/dam.amp" bs=1 seek=$((sz / 2)) conv=notrunc 2>/dev/null
+run "$AMPED_RUN" --verify "$T/dam.amp"
+check_status "--verify of a damaged file exits 1" 1
+check_contains "--verify: '1 of N sections is damaged'" "$RUN_ERR" "FAILED: 1 of 199 sections is damaged or inconsistent"
+# An empty item of a list is named, not skipped (it said "lists 2 values").
+run "$AMPED_RUN" --method hals --constraint nonneg,,nonneg "$T/s.amp"
+check_status "--constraint nonneg,,nonneg is a usage error" 2
+is "... naming the empty value" "$(head -n 1 "$RUN_ERR")" "amped-run: --constraint nonneg,,nonneg: value 2 is empty: give none or nonneg for each mode"
+run "$AMPED_RUN" --method hals --l1 1,0, "$T/s.amp"
+is "--l1 1,0,: the empty value named" "$(head -n 1 "$RUN_ERR")" "amped-run: --l1 1,0,: value 3 is empty: give a number for each mode"
+# A number no double holds (it said "from 0 to 1" of 1e-400).
+run "$AMPED_RUN" --tol 1e-400 "$T/s.amp"
+check_status "--tol 1e-400 is a usage error" 2
+is "... saying it is too small for a double" "$(head -n 1 "$RUN_ERR")" "amped-run: invalid value '1e-400' for --tol: too small for a double (whose magnitudes run from 2.22507e-308 to 1.79769e+308, and 0); expected a number from 0 to 1"
+# --init: a rank mismatch names the file's rank; a lambda file of rank 8
+# with 3 values on a line says what a lambda file holds (it said "(rank 1)").
+run "$AMPED_RUN" -q --gpus 0 -r 4 --iters 1 -o "$T/f4" "$T/s.amp"
+check_status "factors of rank 4 are written" 0
+run "$AMPED_RUN" --gpus 0 -r 8 --iters 1 --init "$T/f4" "$T/s.amp"
+check_status "--init of rank 4 at -r 8 exits 1" 1
+is "... suggesting the file's rank" "$(cat "$RUN_ERR")" "amped-run: $T/f4.mode1.mat:1: expected 8 values, found 4: these factors look to be of rank 4; give -r 4 to start from them"
+run "$AMPED_RUN" -q --gpus 0 -r 8 --iters 1 -o "$T/f8" "$T/s.amp"
+awk 'NR == 2 { print $1, $1, $1; next } { print }' "$T/f8.lambda.mat" >"$T/l8" && mv "$T/l8" "$T/f8.lambda.mat"
+run "$AMPED_RUN" --gpus 0 -r 8 --iters 1 --init "$T/f8" "$T/s.amp"
+check_status "--init with 3 values on a lambda line exits 1" 1
+is "... saying a lambda file holds one value a line" "$(cat "$RUN_ERR")" "amped-run: $T/f8.lambda.mat:2: 3 values; a lambda file holds one value a line, 8 lines at rank 8"
+
 # ---- where to report bugs -----------------------------------------------------------
 for prog in "$AMPED_PREP" "$AMPED_RUN"; do
     run "$prog" --help

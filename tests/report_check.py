@@ -127,7 +127,7 @@ def check_run(page, js):
     t = table(root, 'timings')
     if t is not None:
         tm = j['timings']
-        keys = ['load', 'upload', 'mttkrp', 'gram', 'solve', 'normalize', 'fit', 'comm',
+        keys = ['load', 'upload', 'start', 'mttkrp', 'gram', 'solve', 'normalize', 'fit', 'comm',
                 'update', 'output', 'total']
         expect('timings', [float(td.get('data-value')) for td in t.iter(XHTML + 'td')],
                [tm[k] for k in keys])

@@ -360,6 +360,11 @@ static void block_tensor(unsigned R, unsigned side, amp_coo *x)
 
 static double fit_from_factors(const amp_coo *x, const amp_tensor *t, const amp_cpd *c);
 
+/* ALS reaches the exact model only from some starts: from others it stops
+ * at a local optimum of fit 0.8144 (seeds 1, 4 and 5 of the start keyed
+ * on original indices, issue 40). The seed is one that reaches it. */
+#define EXACT_SEED 2
+
 /* An exact rank-4 tensor: the fit reaches 1 (closed form), and the fit
  * reported is the one lambda and the factors give, in f64 and in f32. */
 static void test_als_exact(void)
@@ -381,7 +386,7 @@ static void test_als_exact(void)
     o.max_iters = 500;
     o.tol = 1e-12;
     o.threads = 2;
-    int okay = amp_cpd_init_random(&t, 4, 3, &c, &err) == AMP_OK &&
+    int okay = amp_cpd_init_random(&t, 4, EXACT_SEED, &c, &err) == AMP_OK &&
                amp_cpu_als(&t, &o, &c, &err) == AMP_OK;
     double mine = okay ? fit_from_factors(&x, &t, &c) : NAN;
     ok(okay && fabs(c.fit - 1) < EXACT_F64, "exact rank-4 tensor with disjoint supports: fit "
@@ -390,7 +395,7 @@ static void test_als_exact(void)
        "too (%.12f)", mine);
     amp_cpd_free(&c);
     o.precision = AMP_PRECISION_F32;
-    okay = amp_cpd_init_random(&t, 4, 3, &c, &err) == AMP_OK &&
+    okay = amp_cpd_init_random(&t, 4, EXACT_SEED, &c, &err) == AMP_OK &&
            amp_cpu_als(&t, &o, &c, &err) == AMP_OK;
     mine = okay ? fit_from_factors(&x, &t, &c) : NAN;
     ok(okay && fabs(c.fit - 1) < EXACT_F32, "the same in f32: fit %.9f within %.0e of 1",
@@ -1057,11 +1062,36 @@ static void test_factor_files(void)
     amp_coo_free(&x);
 }
 
+/* The factor files of a layout too large for any disk: --rows nonempty
+ * is suggested only where some row is empty, since where every row is
+ * nonempty it writes the same rows and their indices besides. */
+static void test_room_message(void)
+{
+    amp_tensor t;
+    memset(&t, 0, sizeof t);
+    t.nmodes = 3;
+    for (unsigned m = 0; m < 3; m++)
+        t.dims[m] = t.rows[m] = UINT64_C(1) << 40;
+    amp_error err = {0};
+    amp_status rc = amp_factors_check_room(&t, 8, AMP_FACTORS_TEXT, AMP_ROWS_ALL, UINT64_MAX,
+                                           ".", &err);
+    ok(rc == AMP_ERR_IO && strstr(amp_error_message(&err), "more than the") != NULL &&
+       strstr(amp_error_message(&err), "--rows nonempty") == NULL,
+       "factor files larger than the disk, every row nonempty: no --rows nonempty (%s)",
+       amp_error_message(&err));
+    amp_error_clear(&err);
+    t.rows[1] = 5;
+    rc = amp_factors_check_room(&t, 8, AMP_FACTORS_TEXT, AMP_ROWS_ALL, UINT64_MAX, ".", &err);
+    ok(rc == AMP_ERR_IO && strstr(amp_error_message(&err), "--rows nonempty writes only the") !=
+       NULL, "... with empty rows: --rows nonempty suggested (%s)", amp_error_message(&err));
+    amp_error_clear(&err);
+}
+
 int main(void)
 {
     int nreal = for_each_shared_tensor(NULL, NULL);
     plan(8 * 7 + 1 + nreal * 4 + 4 + 2 * nreal + 4 + 3 + 3 + 2 + 6 + 5 + (nreal == 0) +
-         4 * REF_SHAPES + 4 * nreal + 4 * INIT_SHAPES + 1);
+         4 * REF_SHAPES + 4 * nreal + 4 * INIT_SHAPES + 1 + 2);
     tap_real_data(nreal, getenv("AMP_TEST_DATA"));
     test_random_mttkrp();
     real_check mttkrp_check = {real_mttkrp, 3}, pack_check = {real_stream_pack, 1};
@@ -1078,5 +1108,6 @@ int main(void)
     test_als_rank_deficient();
     test_pinv_cost();
     test_factor_files();
+    test_room_message();
     return done_testing();
 }

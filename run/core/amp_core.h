@@ -66,6 +66,24 @@ amp_status amp_tensor_load(const amp_file *f, int threads, amp_load_progress_fn 
                            void *progress_ctx, amp_tensor *t, amp_error *err);
 void amp_tensor_free(amp_tensor *t);
 
+/* Values far from 1. The Gram matrix of a factor of values near 1e-160
+ * underflows, and so does |X|^2 (a LAPACK failure, or a fit of 0); and
+ * the decomposition of 2^k X is that of X with lambda 2^k times larger.
+ * So a backend runs on 2^k X, k bringing the largest |value| to [0.5, 1),
+ * where that value lies outside [2^-AMP_VALUE_EXP_MAX, 2^AMP_VALUE_EXP_MAX]
+ * (whose squares, summed over 2^64 nonzeros, stay within double's range),
+ * and the caller divides lambda by 2^k. f32 values never need it. */
+#define AMP_VALUE_EXP_MAX 400
+/* The largest |value| of every copy t holds in host memory (0 for none). */
+double amp_tensor_max_abs(const amp_tensor *t, int threads);
+/* The k above for a largest |value| max: 0 where max is within range, or
+ * 0 (no value, or all zero). */
+int amp_value_scale_exp(double max);
+/* Every value t holds in host memory times 2^k (exact: a power of 2 that
+ * keeps them in range); *sum_sq: the sum of the squares of copy 0's new
+ * values (|2^k X|^2 for a whole tensor, this part's share for a part). */
+void amp_tensor_scale(amp_tensor *t, int k, int threads, double *sum_sq);
+
 /* amp_tensor_load in two steps. The layout: sizes, relabelling, each
  * copy's layout and block table, no nonzeros (t->layout_only). Then the
  * nonzeros into host memory (nothing to do when t has them already). */
@@ -271,8 +289,10 @@ typedef struct amp_cpd {
 
 void amp_cpd_opts_init(amp_cpd_opts *o);
 
-/* Factors of a fresh decomposition of t: uniform [0, 1) from the seed,
- * the same for any thread count. */
+/* Factors of a fresh decomposition of t: uniform [0, 1), each entry a
+ * function of the seed, the rank, its mode, column and original index
+ * (t->new_to_orig; the compact index where that is NULL), so the same for
+ * any layout of the file and any thread count. */
 amp_status amp_cpd_init_random(const amp_tensor *t, unsigned rank, uint64_t seed, amp_cpd *c,
                                amp_error *err);
 void amp_cpd_free(amp_cpd *c);

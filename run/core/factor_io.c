@@ -276,11 +276,12 @@ amp_status amp_factors_check_room(const amp_tensor *t, unsigned rank, amp_factor
 {
     if (rows == AMP_ROWS_NONEMPTY)
         return AMP_OK;
-    uint64_t nonempty = 0;
+    uint64_t nonempty = 0, all = 0;
     double file = 0;
     unsigned widest = 0;
     for (unsigned m = 0; m < t->nmodes; m++) {
         nonempty += t->rows[m];
+        all += t->dims[m];
         /* An empty row is R zeros: 8 bytes each in npy (f64), at least
          * "0 " in text. */
         file += (double)t->dims[m] * rank * (format == AMP_FACTORS_NPY ? 8 : 2);
@@ -301,6 +302,14 @@ amp_status amp_factors_check_room(const amp_tensor *t, unsigned rank, amp_factor
     /* A file system of no blocks (sysfs, procfs) tells nothing of room. */
     if (dir != NULL && statvfs(dir, &fs) == 0 && fs.f_blocks > 0) {
         double room = (double)fs.f_bavail * (double)fs.f_frsize;
+        /* Where every row is nonempty, --rows nonempty writes the same rows
+         * and their indices besides: no help. */
+        if (file > room && nonempty == all)
+            return AMP_FAIL(err, AMP_ERR_IO, "the factor files take at least %s (mode %u has "
+                            "%" PRIu64 " rows), more than the %s free in %s",
+                            amp_format_bytes(a, sizeof a, clamp_u64(file)), widest + 1,
+                            t->dims[widest], amp_format_bytes(b, sizeof b, clamp_u64(room)),
+                            dir);
         if (file > room)
             return AMP_FAIL(err, AMP_ERR_IO, "the factor files in the original index space "
                             "take at least %s (mode %u has %" PRIu64 " rows), more than the %s "
@@ -706,19 +715,58 @@ static amp_status check_member(const manifest *m, const char *path, amp_error *e
     return AMP_OK;
 }
 
+/* How many numbers the line holds from p on (strtod's view of one). */
+static unsigned count_values(const char *p)
+{
+    unsigned n = 0;
+    for (;;) {
+        char *end;
+        (void)strtod(p, &end);
+        if (end == p)
+            return n;
+        n++;
+        p = end;
+    }
+}
+
+/* Where a line holds found values instead of R: a factor file's line
+ * holds its rank, so say which rank it has; a lambda file holds one value
+ * a line, R of them. */
+static amp_status wrong_count(const char *path, uint64_t lineno, unsigned R, unsigned rank,
+                              unsigned found, amp_error *err)
+{
+    if (R == 1 && rank > 0)
+        return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": %u values; a lambda file holds "
+                        "one value a line, %u lines at rank %u", path, lineno, found, rank,
+                        rank);
+    if (found == 0)
+        return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": expected %u values, found none",
+                        path, lineno, R);
+    return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": expected %u values, found %u: these "
+                    "factors look to be of rank %u; give -r %u to start from them", path,
+                    lineno, R, found, found, found);
+}
+
 /* One line of exactly R numbers into row (may be NULL: parsed, then
- * dropped). */
+ * dropped). rank: the decomposition's, where a line of a lambda file (R
+ * 1) is read; 0 for a factor file. */
 static amp_status parse_row(const char *path, uint64_t lineno, char *line, unsigned R,
-                            double *row, amp_error *err)
+                            unsigned rank, double *row, amp_error *err)
 {
     char *p = line;
     for (unsigned r = 0; r < R; r++) {
         char *end;
         errno = 0;
         double v = strtod(p, &end);
-        if (end == p)
-            return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": expected %u values, found %u",
-                            path, lineno, R, r);
+        if (end == p) {
+            const char *q = p;
+            while (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n')
+                q++;
+            if (*q != '\0' && count_values(q) == 0)
+                return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": value %u is not a number",
+                                path, lineno, r + 1);
+            return wrong_count(path, lineno, R, rank, r + count_values(q), err);
+        }
         if (errno == ERANGE && (v > 1 || v < -1))
             return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": value %u is out of range",
                             path, lineno, r + 1);
@@ -733,9 +781,11 @@ static amp_status parse_row(const char *path, uint64_t lineno, char *line, unsig
     }
     while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
         p++;
+    if (*p != '\0' && count_values(p) == 0)
+        return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": text after the %u values that is "
+                        "not a number", path, lineno, R);
     if (*p != '\0')
-        return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": more than %u values (rank %u)",
-                        path, lineno, R, R);
+        return wrong_count(path, lineno, R, rank, R + count_values(p), err);
     return AMP_OK;
 }
 
@@ -770,11 +820,11 @@ static amp_status read_text(const char *path, uint64_t rows, unsigned R, const u
             break;
         }
         if (vec) {
-            rc = parse_row(path, lineno, line, 1, vec + i, err);
+            rc = parse_row(path, lineno, line, 1, (unsigned)rows, vec + i, err);
         } else if (dest[i] != UINT64_MAX) {
-            rc = parse_row(path, lineno, line, R, A + dest[i] * R, err);
+            rc = parse_row(path, lineno, line, R, 0, A + dest[i] * R, err);
         } else {
-            rc = parse_row(path, lineno, line, R, scratch, err);
+            rc = parse_row(path, lineno, line, R, 0, scratch, err);
             if (rc == AMP_OK)
                 add_outer(scratch, R, G);
         }

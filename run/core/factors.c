@@ -61,8 +61,11 @@ static amp_status cpd_alloc(const amp_tensor *t, unsigned rank, amp_cpd *c, amp_
     return AMP_OK;
 }
 
-/* A counter-based generator: entry (m, i, r) depends on nothing else, so
- * the factors are the same however the rows are split among threads. */
+/* A counter-based generator keyed on the original coordinates: entry
+ * (m, i, r) of the start depends on the seed, the rank and the original
+ * index of row i alone, so it is the same however amped-prep relabelled
+ * and sharded the file and however the rows are split among threads,
+ * processes or GPUs. */
 static inline uint64_t mix64(uint64_t z)
 {
     z += UINT64_C(0x9E3779B97F4A7C15);
@@ -77,12 +80,18 @@ amp_status amp_cpd_init_random(const amp_tensor *t, unsigned rank, uint64_t seed
     AMP_CHECK(cpd_alloc(t, rank, c, err));
     for (unsigned m = 0; m < t->nmodes; m++) {
         double *A = c->A[m];
+        const uint64_t *orig = t->new_to_orig[m];
         uint64_t base = mix64(seed ^ mix64(m + 1));
-        int64_t n = (int64_t)(c->rows[m] * rank);
+        int64_t n = (int64_t)c->rows[m];
 #pragma omp parallel for schedule(static)
-        for (int64_t k = 0; k < n; k++)
-            A[k] = (double)(mix64(base + (uint64_t)k) >> 11) * 0x1.0p-53;
+        for (int64_t i = 0; i < n; i++) {
+            /* A tensor built in memory without a relabelling keeps its
+             * original indices. */
+            uint64_t row = orig ? orig[i] : (uint64_t)i;
+            for (unsigned r = 0; r < rank; r++)
+                A[(uint64_t)i * rank + r] =
+                    (double)(mix64(base + row * rank + r) >> 11) * 0x1.0p-53;
+        }
     }
     return AMP_OK;
 }
-

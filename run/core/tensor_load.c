@@ -7,6 +7,7 @@
  * is trusted unchecked) and gives words and values to the sink. */
 #include <config.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,70 @@ static void free_nonzeros(amp_tensor *t)
         c->vals = NULL;
     }
     t->bytes = 0;
+}
+
+double amp_tensor_max_abs(const amp_tensor *t, int threads)
+{
+    double top = 0;
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        const amp_copy *c = &t->copies[d];
+        if (c->vals == NULL)
+            continue;
+        const int64_t n = (int64_t)c->nnz;
+        if (t->value_type == AMP_VALUES_F32) {
+            const float *v = c->vals;
+#pragma omp parallel for num_threads(amp_thread_count(threads)) reduction(max : top)
+            for (int64_t k = 0; k < n; k++)
+                top = fabs((double)v[k]) > top ? fabs((double)v[k]) : top;
+        } else {
+            const double *v = c->vals;
+#pragma omp parallel for num_threads(amp_thread_count(threads)) reduction(max : top)
+            for (int64_t k = 0; k < n; k++)
+                top = fabs(v[k]) > top ? fabs(v[k]) : top;
+        }
+    }
+    return top;
+}
+
+int amp_value_scale_exp(double max)
+{
+    if (!(max > 0) || !isfinite(max) ||
+        (max >= ldexp(1, -AMP_VALUE_EXP_MAX) && max <= ldexp(1, AMP_VALUE_EXP_MAX)))
+        return 0;
+    int e;
+    (void)frexp(max, &e);   /* max = f 2^e, f in [0.5, 1) */
+    return -e;
+}
+
+void amp_tensor_scale(amp_tensor *t, int k, int threads, double *sum_sq)
+{
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        amp_copy *c = &t->copies[d];
+        if (c->vals == NULL)
+            continue;
+        const int64_t n = (int64_t)c->nnz;
+        if (t->value_type == AMP_VALUES_F32) {
+            float *v = c->vals;
+#pragma omp parallel for num_threads(amp_thread_count(threads)) schedule(static)
+            for (int64_t j = 0; j < n; j++)
+                v[j] = ldexpf(v[j], k);
+        } else {
+            double *v = c->vals;
+#pragma omp parallel for num_threads(amp_thread_count(threads)) schedule(static)
+            for (int64_t j = 0; j < n; j++)
+                v[j] = ldexp(v[j], k);
+        }
+    }
+    /* In one thread, in order: the same sum for any thread count, as the
+     * file's own |X|^2 is. One pass, once a run. */
+    double sum = 0;
+    const amp_copy *c = &t->copies[0];
+    for (uint64_t j = 0; c->vals != NULL && j < c->nnz; j++) {
+        double v = t->value_type == AMP_VALUES_F32 ? ((const float *)c->vals)[j]
+                                                   : ((const double *)c->vals)[j];
+        sum += v * v;
+    }
+    *sum_sq = sum;
 }
 
 void amp_tensor_free(amp_tensor *t)

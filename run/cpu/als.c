@@ -16,6 +16,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,9 @@
 
 #ifdef HAVE_OPENBLAS_SET_NUM_THREADS
 void openblas_set_num_threads(int n);
+#endif
+#ifdef HAVE_OPENBLAS_GET_CONFIG
+char *openblas_get_config(void);
 #endif
 
 /* ---- the small dense algebra ------------------------------------------- */
@@ -531,6 +535,31 @@ static amp_status share_rows(amp_cpu_share *sh, amp_cpd *c, unsigned d, float *A
     return AMP_OK;
 }
 
+unsigned amp_cpu_blas_thread_limit(char *name, size_t name_size)
+{
+    if (name_size > 0)
+        name[0] = '\0';
+#ifdef HAVE_OPENBLAS_GET_CONFIG
+    /* OpenBLAS keeps a fixed table of work buffers, one per call in
+     * flight: MAX(50, 2 x MAX_THREADS) of them (memory.c, NUM_BUFFERS).
+     * Past it, calls go to its fallbacks, which is where -t 4096 crashed
+     * in cblas_dgemm now and then (issue 40). Our threads call it
+     * one-threaded, one call each, so staying within the table keeps
+     * every call on its main path. */
+    const char *config = openblas_get_config();
+    const char *at = config ? strstr(config, "MAX_THREADS=") : NULL;
+    if (at != NULL) {
+        unsigned long built = strtoul(at + strlen("MAX_THREADS="), NULL, 10);
+        if (built > 0 && built < 1u << 20) {
+            unsigned limit = built * 2 > 50 ? (unsigned)built * 2 : 50;
+            snprintf(name, name_size, "OpenBLAS, built for %lu threads", built);
+            return limit;
+        }
+    }
+#endif
+    return 0;
+}
+
 /* BLAS and LAPACK run inside our OpenMP threads, one thread each. */
 static void blas_one_thread(void)
 {
@@ -555,6 +584,9 @@ static amp_status als_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
     amp_status rc = AMP_OK;
     double now;
     memset(c->seconds, 0, sizeof c->seconds);
+    /* The start's Gram matrices count in the first iteration's gram
+     * phase: at a large rank they cost as much as an iteration's. */
+    now = amp_now();
     for (unsigned m = 0; m < N; m++) {
         gram(c->A[m], c->rows[m], R, w.T, w.scratch, w.G[m]);
         /* The start's rows beyond A, until mode m's update replaces G. */
@@ -564,6 +596,7 @@ static amp_status als_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
         if (f32)
             to_f32(c->A[m], w.A32[m], c->rows[m] * R, w.T);
     }
+    c->seconds[AMP_PHASE_GRAM] += amp_now() - now;
     double old_fit = 0, norm_x = sqrt(t->norm_sq);
     c->iters = 0;
     c->converged = 0;

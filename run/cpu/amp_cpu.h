@@ -87,6 +87,11 @@ typedef struct amp_cpu_share {
 amp_status amp_cpu_als_share(const amp_tensor *part, const amp_cpd_opts *o, amp_cpu_share *sh,
                              amp_cpd *c, amp_error *err);
 
+/* The most threads that may call BLAS at once, as the linked BLAS was
+ * built for; 0 where it says nothing (a BLAS without such a limit).
+ * name: the BLAS and its build limit, for a message. */
+unsigned amp_cpu_blas_thread_limit(char *name, size_t name_size);
+
 /* *seconds: how long one iteration's dense algebra (every mode's
  * A = M V^-1, its Gram, and V^-1) should take at o->rank on o->threads
  * threads, from a rate timed here (one block of the solve a thread: some
