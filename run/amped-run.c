@@ -1239,12 +1239,14 @@ static int parse_devices(const char *text, amp_gpu_opts *g, amp_error *err)
     return -1;
 }
 
-/* --constraint: none or nonneg, once or per mode. */
 /* The position (from 1) of the first empty item of a comma-separated
  * list ("a,,b", ",a", "a,"), or 0. strtok_r would skip it and count one
- * value fewer than the user wrote. */
+ * value fewer than the user wrote. An empty list is no list of empty
+ * items: its callers say that it needs a value. */
 static unsigned empty_item(const char *text)
 {
+    if (*text == '\0')
+        return 0;
     unsigned k = 1;
     for (const char *p = text;; p++) {
         if ((*p == ',' || *p == '\0') && (p == text || p[-1] == ','))
@@ -1256,6 +1258,7 @@ static unsigned empty_item(const char *text)
     }
 }
 
+/* --constraint: none or nonneg, once or per mode. */
 static int parse_constraints(const char *text, amp_rules *r, amp_error *err)
 {
     static const char *const names[] = {"none", "nonneg", NULL};

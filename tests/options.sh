@@ -98,7 +98,7 @@ done <<EOF
 --admm-tol -1e-9|invalid value '-1e-9' for --admm-tol: expected a number from 0 to 1
 --l1 -1|invalid value '-1' for --l1: expected a number from 0 to 1e+300
 --l2 1.1e300|invalid value '1.1e300' for --l2: expected a number from 0 to 1e+300
---l2 1e999|invalid value '1e999' for --l2: expected a number from 0 to 1e+300
+--l2 1e999|invalid value '1e999' for --l2: too large for a double (whose magnitudes run from 2.22507e-308 to 1.79769e+308, and 0); expected a number from 0 to 1e+300
 --l1 0.1,-0.1|invalid value '-0.1' for --l1: expected a number from 0 to 1e+300
 --l1 0.1,0.2|--l1 lists 2 values and the tensor has 3 modes: give one value, or one per mode
 --l2 1,2,3,4|--l2 lists 4 values and the tensor has 3 modes: give one value, or one per mode

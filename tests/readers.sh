@@ -158,15 +158,15 @@ init_says() {
 }
 init_reset
 awk 'NR == 9 { $0 = $1 " " $2 } { print }' "$T/one.mode2.mat" > "$T/J.mode2.mat"
-init_says "--init: a row of 2 values at rank 3" "$T/J.mode2.mat:9: expected 3 values, found 2"
+init_says "--init: a row of 2 values at rank 3" "$T/J.mode2.mat:9: expected 3 values, found 2: these factors look to be of rank 2; give -r 2 to start from them"
 awk 'NR == 9 { $0 = $0 " 1" } { print }' "$T/one.mode2.mat" > "$T/J.mode2.mat"
-init_says "--init: a row of 4 values" "$T/J.mode2.mat:9: more than 3 values (rank 3)"
+init_says "--init: a row of 4 values" "$T/J.mode2.mat:9: expected 3 values, found 4: these factors look to be of rank 4; give -r 4 to start from them"
 awk 'NR == 12 { $2 = "1e309" } { print }' "$T/one.mode2.mat" > "$T/J.mode2.mat"
 init_says "--init: a value beyond a double" "$T/J.mode2.mat:12: value 2 is out of range"
 awk 'NR == 11 { $3 = "-inf" } { print }' "$T/one.mode3.mat" > "$T/J.mode3.mat"
 init_says "--init: an infinite value" "$T/J.mode3.mat:11: value 3 is not a finite number"
 awk 'NR == 5 { $1 = "1,5" } { print }' "$T/one.mode1.mat" > "$T/J.mode1.mat"
-init_says "--init: a decimal comma" "$T/J.mode1.mat:5: expected 3 values, found 1"
+init_says "--init: a decimal comma" "$T/J.mode1.mat:5: value 2 is not a number"
 sed '$d' "$T/one.mode3.mat" > "$T/J.mode3.mat"
 init_says "--init: a row short" "$T/J.mode3.mat: 10 rows, expected 11 (one per index of the mode)"
 echo >> "$T/J.mode1.mat"

@@ -585,8 +585,10 @@ static amp_status als_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
     double now;
     memset(c->seconds, 0, sizeof c->seconds);
     /* The start's Gram matrices count in the first iteration's gram
-     * phase: at a large rank they cost as much as an iteration's. */
+     * phase, and in its time: at a large rank they cost as much as an
+     * iteration's. */
     now = amp_now();
+    const double t_start = now;
     for (unsigned m = 0; m < N; m++) {
         gram(c->A[m], c->rows[m], R, w.T, w.scratch, w.G[m]);
         /* The start's rows beyond A, until mode m's update replaces G. */
@@ -601,7 +603,7 @@ static amp_status als_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
     c->iters = 0;
     c->converged = 0;
     for (unsigned it = 0; it < o->max_iters; it++) {
-        double t_iter = amp_now();
+        double t_iter = it == 0 ? t_start : amp_now();
         for (unsigned d = 0; d < N; d++) {
             /* The rows this process updates: all of them when alone. */
             uint64_t own = 0, nown = c->rows[d];
