@@ -151,18 +151,18 @@ EOF
 # the tests that close their classes.
 mutants="$mutants
 $(cat <<'EOF'
-admm-prox-shrink-sign @@ run/cpu/update.c @@     const double up = relu(z - t); @@     const double up = relu(z + t); @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh
-admm-prox-neg-side @@ run/cpu/update.c @@     return (up - relu(-(z + t))) * s; @@     return (up - relu(-(z - t))) * s; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh
-admm-tol-either @@ run/cpu/update.c @@ if (primal <= tol2 * xn && dual <= tol2 * un) { @@ if (primal <= tol2 * xn || dual <= tol2 * un) { @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh
-hals-free-l1-sign @@ run/cpu/update.c @@ double t = num > l1 ? num - l1 : num < -l1 ? num + l1 : 0; @@ double t = num > l1 ? num - l1 : num < -l1 ? num - l1 : 0; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh
-hals-self-term @@ run/cpu/update.c @@     double num = mr - (s - xr * vrr); @@     double num = mr - s; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh
-mu-l1-sign @@ run/cpu/update.c @@         double num = M[k] - l1; @@         double num = M[k] + l1; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh
-mu-no-eps-floor @@ run/cpu/update.c @@         A[k] = v > AMP_UPDATE_EPS ? v : AMP_UPDATE_EPS; @@         A[k] = v; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh
+admm-prox-shrink-sign @@ run/cpu/update.c @@     const double up = relu(z - t); @@     const double up = relu(z + t); @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh tests/run_constrained.sh
+admm-prox-neg-side @@ run/cpu/update.c @@     return (up - relu(-(z + t))) * s; @@     return (up - relu(-(z - t))) * s; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh tests/run_constrained.sh
+admm-tol-either @@ run/cpu/update.c @@ if (primal <= tol2 * xn && dual <= tol2 * un) { @@ if (primal <= tol2 * xn || dual <= tol2 * un) { @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh tests/run_constrained.sh
+hals-free-l1-sign @@ run/cpu/update.c @@ double t = num > l1 ? num - l1 : num < -l1 ? num + l1 : 0; @@ double t = num > l1 ? num - l1 : num < -l1 ? num - l1 : 0; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh tests/run_constrained.sh
+hals-self-term @@ run/cpu/update.c @@     double num = mr - (s - xr * vrr); @@     double num = mr - s; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh tests/run_constrained.sh
+mu-l1-sign @@ run/cpu/update.c @@         double num = M[k] - l1; @@         double num = M[k] + l1; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh tests/run_constrained.sh
+mu-no-eps-floor @@ run/cpu/update.c @@         A[k] = v > AMP_UPDATE_EPS ? v : AMP_UPDATE_EPS; @@         A[k] = v; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh tests/run_constrained.sh
 admm-dual-unscaled @@ run/cpu/als.c @@ U[(uint64_t)i * R + r] *= inv[r]; @@ U[(uint64_t)i * R + r] *= 1; @@ tests/test_constrained tests/test_cpd tests/run_methods.sh tests/run_cp.sh tests/run_mpi.sh
 warm-dual-unscaled @@ run/cpu/als.c @@ U[(uint64_t)i * R + r] *= lambda[r]; @@ U[(uint64_t)i * R + r] *= 1; @@ tests/test_constrained tests/test_cpd tests/run_methods.sh tests/run_cp.sh tests/run_mpi.sh
 fit-norm-unsquared @@ run/cpu/als.c @@ double resid = t->norm_sq + model_norm_sq(w.G, N, R, c->lambda) - 2 * inner; @@ double resid = norm_x + model_norm_sq(w.G, N, R, c->lambda) - 2 * inner; @@ tests/test_constrained tests/test_cpd tests/run_methods.sh tests/run_cp.sh tests/run_mpi.sh
-rules-als-l2-ignored @@ run/core/rules.c @@ any |= rule[m].constraint != AMP_CONSTRAINT_NONE || rule[m].l1 > 0 || rule[m].l2 > 0; @@ any |= rule[m].constraint != AMP_CONSTRAINT_NONE || rule[m].l1 > 0; @@ tests/test_constrained tests/run_cli.sh tests/run_methods.sh
-rules-mu-mode-one @@ run/core/rules.c @@ if (o->method == AMP_METHOD_MU && rule[m].constraint != AMP_CONSTRAINT_NONNEG) @@ if (o->method == AMP_METHOD_MU && rule[0].constraint != AMP_CONSTRAINT_NONNEG) @@ tests/test_constrained tests/run_cli.sh tests/run_methods.sh
+rules-als-l2-ignored @@ run/core/rules.c @@ any |= rule[m].constraint != AMP_CONSTRAINT_NONE || rule[m].l1 > 0 || rule[m].l2 > 0; @@ any |= rule[m].constraint != AMP_CONSTRAINT_NONE || rule[m].l1 > 0; @@ tests/test_constrained tests/run_cli.sh tests/run_methods.sh tests/run_constrained.sh
+rules-mu-mode-one @@ run/core/rules.c @@ if (o->method == AMP_METHOD_MU && rule[m].constraint != AMP_CONSTRAINT_NONNEG) @@ if (o->method == AMP_METHOD_MU && rule[0].constraint != AMP_CONSTRAINT_NONNEG) @@ tests/test_constrained tests/run_cli.sh tests/run_methods.sh tests/run_constrained.sh
 factor-f32-digits @@ run/core/factor_io.c @@ n += (size_t)sprintf(buf + n, "%s%.9g", r ? " " : "", (double)(float)v); @@ n += (size_t)sprintf(buf + n, "%s%.7g", r ? " " : "", (double)(float)v); @@ tests/run_cp.sh tests/test_cpd tests/run_outputs.sh tests/reports.sh tests/messages.sh
 init-gram-lambda @@ run/core/factor_io.c @@ G[p * rank + q] *= c->lambda[p] * c->lambda[q]; @@ G[p * rank + q] *= c->lambda[p] * c->lambda[p]; @@ tests/run_cp.sh tests/test_cpd tests/run_outputs.sh tests/reports.sh tests/messages.sh
 json-compact-dims @@ run/run_report.c @@ put_u64_array(&b, t->rows, t->nmodes); @@ put_u64_array(&b, t->dims, t->nmodes); @@ tests/reports.sh tests/run_outputs.sh tests/run_mpi.sh tests/run_cp.sh tests/messages.sh
