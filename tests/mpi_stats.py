@@ -15,7 +15,8 @@ process and mode, the shards, nonzeros and rows of the JSON report's
 "processes" rows and of the table amped-run prints ("processes: N; ...",
 then one line per process with its shards and nonzeros per mode), and
 that each mode's counts add up to the tensor's nonzeros and nonempty
-slices. Prints one line per difference and exits 1 if there is any.
+slices; and the report's tensor nonzeros, dimensions (the largest index)
+and nonempty slices as counted. Prints one line per difference and exits 1 if there is any.
 """
 import json
 import struct
@@ -100,7 +101,14 @@ def main():
             want[p][m]["shards"] += 1
             want[p][m]["nnz"] += counted[s]
             want[p][m]["rows"] += shards[m][s][1] - shards[m][s][0]
-    rows = json.load(open(report)).get("processes", [])
+    doc = json.load(open(report))
+    tensor = doc.get("tensor", {})
+    dims = [max(c[m] for c in coords) + 1 for m in range(nmodes)]
+    distinct = [len({c[m] for c in coords}) for m in range(nmodes)]
+    for key, exp in (("nnz", len(coords)), ("dims", dims), ("compact_dims", distinct)):
+        if tensor.get(key) != exp:
+            bad.append("the report's tensor %s is %s, counted %s" % (key, tensor.get(key), exp))
+    rows = doc.get("processes", [])
     if len(rows) != nprocs:
         bad.append("the report has %d rows of processes, not %d" % (len(rows), nprocs))
     for p, row in enumerate(rows[:nprocs]):
