@@ -211,9 +211,17 @@ static amp_status read_layouts(amp_file *f, amp_error *err)
     size_t n = f->info.nsections, at;
     unsigned char *raw = NULL;
     AMP_CHECK(amp_find_unique(path, f->secs, n, AMP_SECTION_META, AMP_NO_INDEX, &at, err));
-    if (at == n)
+    if (at == n) {
+        /* A META entry whose mode is not none is not found above: name
+         * its field rather than call the section missing. */
+        for (size_t i = 0; i < n; i++)
+            if (f->secs[i].type == AMP_SECTION_META)
+                return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (metadata "
+                                "section (META)): mode, shard, seq, count and aux must be "
+                                "unused", path, i);
         return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory has no metadata section (META)",
                         path);
+    }
     AMP_CHECK(read_small(f, &f->secs[at], &raw, err));
     amp_status rc = amp_decode_meta(path, raw, f->secs[at].raw_size, &f->meta, f->text, err);
     free(raw);
@@ -221,9 +229,17 @@ static amp_status read_layouts(amp_file *f, amp_error *err)
     uint64_t total_chunks = 0;
     for (unsigned d = 0; d < f->meta.nmodes; d++) {
         AMP_CHECK(amp_find_unique(path, f->secs, n, AMP_SECTION_MODE, d, &at, err));
-        if (at == n)
+        if (at == n) {
+            /* Its entry may name a mode the tensor does not have. */
+            for (size_t i = 0; i < n; i++)
+                if (f->secs[i].type == AMP_SECTION_MODE && f->secs[i].mode >= f->meta.nmodes)
+                    return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (layout "
+                                    "section (MODE)): mode %lu, and the tensor has %u modes",
+                                    path, i, (unsigned long)f->secs[i].mode + 1,
+                                    f->meta.nmodes);
             return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory has no layout section (MODE) "
                             "for mode %u", path, d + 1);
+        }
         AMP_CHECK(read_small(f, &f->secs[at], &raw, err));
         rc = amp_decode_mode(path, raw, f->secs[at].raw_size, f->meta.nmodes, &f->layouts[d],
                              err);

@@ -145,6 +145,44 @@ gpu-admm-rho @@ run/cuda/constrained.cu @@ tr > 0 && isfinite(tr) ? tr / R : 1; 
 auto-remap-any-file @@ run/cuda/memory_plan.c @@ s->remap <= s->avail && s->remap_in_file) @@ s->remap <= s->avail) @@ tests/test_memory_plan
 EOF
 )
+# Issue 40: mutants of the code's contracts (the update rules with every
+# constraint, the loop, the outputs, the processes' statistics, prep, the
+# format's reserved and ranged fields, the option parsers), written before
+# the tests that close their classes.
+mutants="$mutants
+$(cat <<'EOF'
+admm-prox-shrink-sign @@ run/cpu/update.c @@     const double up = relu(z - t); @@     const double up = relu(z + t); @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh tests/run_constrained.sh
+admm-prox-neg-side @@ run/cpu/update.c @@     return (up - relu(-(z + t))) * s; @@     return (up - relu(-(z - t))) * s; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh tests/run_constrained.sh
+admm-tol-either @@ run/cpu/update.c @@ if (primal <= tol2 * xn && dual <= tol2 * un) { @@ if (primal <= tol2 * xn || dual <= tol2 * un) { @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh tests/run_constrained.sh
+hals-free-l1-sign @@ run/cpu/update.c @@ double t = num > l1 ? num - l1 : num < -l1 ? num + l1 : 0; @@ double t = num > l1 ? num - l1 : num < -l1 ? num - l1 : 0; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh tests/run_constrained.sh
+hals-self-term @@ run/cpu/update.c @@     double num = mr - (s - xr * vrr); @@     double num = mr - s; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh tests/run_constrained.sh
+mu-l1-sign @@ run/cpu/update.c @@         double num = M[k] - l1; @@         double num = M[k] + l1; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh tests/run_constrained.sh
+mu-no-eps-floor @@ run/cpu/update.c @@         A[k] = v > AMP_UPDATE_EPS ? v : AMP_UPDATE_EPS; @@         A[k] = v; @@ tests/test_constrained tests/run_methods.sh tests/run_cp.sh tests/run_constrained.sh
+admm-dual-unscaled @@ run/cpu/als.c @@ U[(uint64_t)i * R + r] *= inv[r]; @@ U[(uint64_t)i * R + r] *= 1; @@ tests/test_constrained tests/test_cpd tests/run_methods.sh tests/run_cp.sh tests/run_mpi.sh
+warm-dual-unscaled @@ run/cpu/als.c @@ U[(uint64_t)i * R + r] *= lambda[r]; @@ U[(uint64_t)i * R + r] *= 1; @@ tests/test_constrained tests/test_cpd tests/run_methods.sh tests/run_cp.sh tests/run_mpi.sh
+fit-norm-unsquared @@ run/cpu/als.c @@ double resid = t->norm_sq + model_norm_sq(w.G, N, R, c->lambda) - 2 * inner; @@ double resid = norm_x + model_norm_sq(w.G, N, R, c->lambda) - 2 * inner; @@ tests/test_constrained tests/test_cpd tests/run_methods.sh tests/run_cp.sh tests/run_mpi.sh
+rules-als-l2-ignored @@ run/core/rules.c @@ any |= rule[m].constraint != AMP_CONSTRAINT_NONE || rule[m].l1 > 0 || rule[m].l2 > 0; @@ any |= rule[m].constraint != AMP_CONSTRAINT_NONE || rule[m].l1 > 0; @@ tests/test_constrained tests/run_cli.sh tests/run_methods.sh tests/run_constrained.sh
+rules-mu-mode-one @@ run/core/rules.c @@ if (o->method == AMP_METHOD_MU && rule[m].constraint != AMP_CONSTRAINT_NONNEG) @@ if (o->method == AMP_METHOD_MU && rule[0].constraint != AMP_CONSTRAINT_NONNEG) @@ tests/test_constrained tests/run_cli.sh tests/run_methods.sh tests/run_constrained.sh
+factor-f32-digits @@ run/core/factor_io.c @@ n += (size_t)sprintf(buf + n, "%s%.9g", r ? " " : "", (double)(float)v); @@ n += (size_t)sprintf(buf + n, "%s%.7g", r ? " " : "", (double)(float)v); @@ tests/readback.sh tests/run_cp.sh tests/test_cpd tests/run_outputs.sh tests/reports.sh tests/messages.sh
+init-gram-lambda @@ run/core/factor_io.c @@ G[p * rank + q] *= c->lambda[p] * c->lambda[q]; @@ G[p * rank + q] *= c->lambda[p] * c->lambda[p]; @@ tests/run_cp.sh tests/test_cpd tests/run_outputs.sh tests/reports.sh tests/messages.sh
+json-compact-dims @@ run/run_report.c @@ put_u64_array(&b, t->rows, t->nmodes); @@ put_u64_array(&b, t->dims, t->nmodes); @@ tests/reports.sh tests/run_outputs.sh tests/run_mpi.sh tests/run_cp.sh tests/messages.sh
+json-process-rows @@ run/run_report.c @@ put_u64_array(&b, q->rows, t->nmodes); @@ put_u64_array(&b, q->nnz, t->nmodes); @@ tests/reports.sh tests/run_outputs.sh tests/run_mpi.sh tests/run_cp.sh tests/messages.sh
+json-phase-first @@ run/run_report.c @@ put_number(&b, r->phase_seconds ? r->phase_seconds[p] : 0); @@ put_number(&b, r->phase_seconds ? r->phase_seconds[0] : 0); @@ tests/reports.sh tests/run_outputs.sh tests/run_mpi.sh tests/run_cp.sh tests/messages.sh
+html-fit-clock @@ run/report_html.c @@         clock[i] = sum; @@         clock[i] = r->iters[i].seconds; @@ tests/reports.sh tests/run_outputs.sh
+dist-nnz-mode-one @@ run/run_dist.c @@ mine[nmodes + m] = (double)d->part.copies[m].nnz; @@ mine[nmodes + m] = (double)d->part.copies[0].nnz; @@ tests/run_mpi.sh tests/reports.sh
+dist-rows-rank0 @@ run/run_dist.c @@ mine[2 * nmodes + m] = (double)d->p.modes[m].row_count[me]; @@ mine[2 * nmodes + m] = (double)d->p.modes[m].row_count[0]; @@ tests/run_mpi.sh tests/reports.sh
+dist-own-slot0 @@ run/run_dist.c @@ own_rows(d, nmodes, gr, all + (size_t)g->rank * each * K); @@ own_rows(d, nmodes, gr, all); @@ tests/run_mpi.sh tests/reports.sh
+mpi-max-as-sum @@ run/mpi/amp_mpi.c @@ max ? MPI_MAX : MPI_SUM @@ MPI_SUM @@ tests/run_mpi.sh tests/reports.sh
+dedup-norm-cross @@ prep/dedup.c @@         *delta += sum * sum - sq; @@         *delta += sum * sum; @@ tests/test_dedup tests/corpus.sh tests/prep_cli.sh tests/test_format tests/test_tns
+header-reserved-low @@ format/reader.c @@ if (amp_get64(h + AMP_H_RESERVED) != 0) @@ if (amp_get32(h + AMP_H_RESERVED) != 0) @@ tests/amp_corpus.sh tests/test_amp_corpus tests/test_format
+dir-reserved-unchecked @@ format/reader.c @@ if (memcmp(dir, AMP_DIR_MAGIC, AMP_MAGIC_LEN) != 0 || amp_get32(dir + 12) != 0 || @@ if (memcmp(dir, AMP_DIR_MAGIC, AMP_MAGIC_LEN) != 0 || @@ tests/amp_corpus.sh tests/test_amp_corpus tests/test_format
+field-reserved-low @@ format/codec.c @@         if (amp_get16(q + 2) != 0) @@         if (q[2] != 0) @@ tests/amp_corpus.sh tests/test_amp_corpus tests/test_format
+shard-reserved-low @@ format/codec.c @@         if (amp_get32(q + 28) != 0) @@         if (amp_get16(q + 28) != 0) @@ tests/amp_corpus.sh tests/test_amp_corpus tests/test_format
+meta-entry-aux @@ format/codec.c @@                 s->count != 0 || s->aux != 0) @@                 s->count != 0) @@ tests/amp_corpus.sh tests/test_amp_corpus tests/test_format
+size-tera-shift @@ common/amp_parse.c @@         case 'T': shift = 40; break; @@         case 'T': shift = 30; break; @@ tests/test_common tests/options.sh tests/prep_cli.sh tests/run_cli.sh tests/messages.sh
+threads-zero @@ common/amp_cli.c @@ if (amp_parse_u64(arg, 1, AMP_CLI_MAX_THREADS, "--threads", &cli->threads, &err)) @@ if (amp_parse_u64(arg, 0, AMP_CLI_MAX_THREADS, "--threads", &cli->threads, &err)) @@ tests/test_common tests/prep_cli.sh tests/run_cli.sh tests/messages.sh
+EOF
+)"
 
 if [ "$list" = 1 ]; then
     printf '%s\n' "$mutants" | awk -F ' @@ ' '{ printf "%-20s %s\n", $1, $2 }'

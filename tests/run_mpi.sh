@@ -7,7 +7,9 @@
 # (relative); one report, one row per process. Then failures: one process
 # given a file that is not there, and one killed mid-run, must end the job
 # with a non-zero status within seconds, naming the process, and leave no
-# output file.
+# output file. And each process's shards, nonzeros and rows per mode (the
+# JSON report and the table on stdout) against tests/mpi_stats.py's own
+# count from the file's shard table and the .tns.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_program "$AMPED_PREP" "$AMPED_RUN" "$AMPED_GEN"
 
@@ -125,6 +127,48 @@ if test "$n_real" -eq 0; then
     else
         skip "the tensors of ../shared/data" "none in AMP_TEST_DATA=$AMP_TEST_DATA"
     fi
+fi
+
+# ---- the processes' statistics (issue 40) ---------------------------------
+# Each process's shards, nonzeros and rows per mode, in the JSON report and
+# the table on stdout, against tests/mpi_stats.py's own count (and the
+# tensor's nonzeros, dimensions and nonempty slices; mode 1 of the 3-mode
+# tensor has empty slices): the shard
+# table read from the file (stored uncompressed), each shard's nonzeros
+# counted in the .tns, the shards dealt as the partition deals them. The
+# checker must also reject a report with one count changed.
+if command -v python3 >/dev/null 2>&1; then
+    STATS="$top_srcdir/tests/mpi_stats.py"
+    for spec in "3 400,50,40 5" "4 20,30,25,15 7"; do
+        set -- $spec
+        run "$AMPED_GEN" -o "$T/st$1.tns" --nnz 3000 --dims "$2" --seed "$1$3"
+        check_status "statistics: a random $1-mode tensor" 0
+        run "$AMPED_PREP" -q --level 0 --shards "$3" -o "$T/st$1.amp" "$T/st$1.tns"
+        check_status "statistics: the $1-mode tensor prepares uncompressed, $3 shards" 0
+        for np in 2 3; do
+            rm -f "$T/st.json"
+            run mpi "$np" "$AMPED_RUN" --gpus 0 -t 1 -r 3 --iters 2 -o "$T/st" \
+                --json "$T/st.json" "$T/st$1.amp"
+            check_status "statistics: $1 modes, $np processes run" 0
+            cp "$RUN_OUT" "$T/st.out"
+            if python3 "$STATS" "$T/st$1.amp" "$T/st$1.tns" "$T/st.json" "$T/st.out" "$np" \
+                >"$T/st.diff" 2>&1; then
+                pass "statistics: $1 modes, $np processes: shards, nonzeros and rows per process as counted"
+            else
+                fail "statistics: $1 modes, $np processes: shards, nonzeros and rows per process as counted"
+                sed 's/^/# /' "$T/st.diff"
+            fi
+        done
+        sed 's/"nnz": \[\([0-9]*\)/"nnz": [1\1/' "$T/st.json" >"$T/st.bad.json"
+        if python3 "$STATS" "$T/st$1.amp" "$T/st$1.tns" "$T/st.bad.json" "$T/st.out" 3 \
+            >/dev/null 2>&1; then
+            fail "statistics: the checker rejects a report with one process's nonzeros changed"
+        else
+            pass "statistics: the checker rejects a report with one process's nonzeros changed"
+        fi
+    done
+else
+    skip "the processes' statistics" "no python3"
 fi
 
 # ---- threads ------------------------------------------------------------

@@ -799,6 +799,142 @@ def main():
         "mode 3 relabelling (RELABEL): entry 1 is %d, beyond the dimension %d"
         % (m.dims[2], m.dims[2]))
 
+
+    # ---- bad: every field the spec requires zero or within a range (issue 40) --------
+    # One field wrong in each file, every checksum valid, so that the field's
+    # own check is what refuses it. Header and directory first.
+    d = set_u64(data, H_RESERVED, 1 << 56)     # the top byte: all 8 bytes are checked
+    bad("amp-bad-header-reserved.amp", rehash_header(d), "header: reserved field is not zero")
+
+    def dir_patched(at, value, width=4):
+        """base's directory with value at byte at of it, its hash everywhere."""
+        m = model_3mode()
+        b = build(m.file_order())
+        d = bytearray(b.data)
+        o = b.dir_offset + at
+        d[o:o + width] = value.to_bytes(width, "little")
+        dh = xxh3(d[b.dir_offset:b.dir_offset + b.dir_size])
+        d = set_u64(set_u64(d, H_DIR_HASH, dh), b.size - TRAILER_SIZE + 16, dh)
+        return b, rehash_header(d)
+
+    b, d = dir_patched(12, 1 << 24)
+    bad("amp-bad-dir-reserved.amp", d, "directory: bad magic, entry size 64 or entry count "
+        "%d for %d bytes" % (len(b.dir_secs), b.dir_size))
+    # Entries of 68 bytes (not a multiple of 8), the directory sized for them.
+    m = model_3mode()
+    b = build(m.file_order(), minor=1, entry_size=68)
+    bad("amp-bad-entry-size-68.amp", b.data, "directory: bad magic, entry size 68 or entry "
+        "count %d for %d bytes" % (len(b.dir_secs), b.dir_size))
+
+    # Directory entries: flag bits, and each field the section's type fixes.
+    def entry_case(name, pick, field, value, text):
+        """text: what follows "directory entry I " (I the entry's number)."""
+        m = model_3mode()
+        sec = pick(m)
+        if field == "flags":
+            sec.flags = value
+            sec.set_raw(sec.raw)
+        else:
+            sec.patch[field] = value
+        b = build(m.file_order())
+        bad(name, b.data, "directory entry %d %s" % (b.index(sec), text))
+
+    entry_case("amp-bad-entry-flags.amp", lambda m: m.meta, "flags", 0x10,
+               "(metadata section (META)): flags 0x10 name features this "
+               "amped does not know")
+    entry_case("amp-bad-planar-meta.amp", lambda m: m.meta, "flags", 0x4,
+               "(metadata section (META)): byte planes on a section that is "
+               "not a compressed chunk")
+    unused = "mode, shard, seq, count and aux must be unused"
+    for field, value in (("mode", 0), ("shard", 0), ("seq", 1), ("count", 1), ("aux", 1)):
+        entry_case("amp-bad-meta-%s.amp" % field, lambda m: m.meta, field, value,
+                   "(metadata section (META)): " + unused)
+    place = "mode, shard, seq, count or aux out of place"
+    entry_case("amp-bad-mode-entry-mode.amp", lambda m: m.mode_secs[1], "mode", 3,
+               "(layout section (MODE)): mode 4, and the tensor has 3 modes")
+    for field, value in (("shard", 0), ("seq", 1), ("count", 1), ("aux", 1)):
+        entry_case("amp-bad-mode-entry-%s.amp" % field, lambda m: m.mode_secs[1], field, value,
+                   "(mode 2 layout (MODE)): " + place)
+    for field, value in (("shard", 0), ("seq", 1), ("aux", 1)):
+        entry_case("amp-bad-relabel-entry-%s.amp" % field, lambda m: m.relabel_secs[2], field,
+                   value, "(mode 3 relabelling (RELABEL)): " + place)
+    for value in (0, 5):
+        m = model_3mode()
+        m.chunks[1][0].patch["count"] = value
+        bad("amp-bad-chunk-count-%d.amp" % value, build(m.file_order()).data,
+            "mode 2 shard 0 chunk 0: %d nonzeros (allowed: 1 to 4)" % value)
+
+    # META's fields, each out of its range.
+    def meta_case(name, text, **kw):
+        m = model_3mode()
+        f = dict(nmodes=3, vt=F32, nnz=30, norm_sq=m.norm_sq, dims=m.dims, cdims=m.cdims,
+                 writer="gen-amp.py (tests/files)", params="shards=3,2,3\nchunk-nnz=4\n")
+        f.update(kw)
+        m.meta.set_raw(encode_meta(f["nmodes"], f["vt"], f["nnz"], f["norm_sq"], f["dims"],
+                                   f["cdims"], writer=f["writer"], params=f["params"]))
+        bad(name, build(m.file_order()).data, "metadata section (META): " + text)
+
+    meta_case("amp-bad-meta-value-type.amp", "value type 3 is neither 1 (f32) nor 2 (f64)", vt=3)
+    meta_case("amp-bad-meta-value-type-0.amp", "value type 0 is neither 1 (f32) nor 2 (f64)",
+              vt=0)
+    meta_case("amp-bad-meta-nnz-0.amp", "no nonzeros", nnz=0)
+    meta_case("amp-bad-meta-norm-negative.amp", "squared norm -1 is not a finite non-negative "
+              "number", norm_sq=-1.0)
+    meta_case("amp-bad-meta-norm-nan.amp", "squared norm nan is not a finite non-negative "
+              "number", norm_sq=float("nan"))
+    m = model_3mode()
+    meta_case("amp-bad-meta-dim-0.amp", "mode 2 dimension 0 out of range",
+              dims=[m.dims[0], 0, m.dims[2]])
+    meta_case("amp-bad-meta-dim-huge.amp", "mode 1 dimension %d out of range" % (1 << 63 | 1),
+              dims=[1 << 63 | 1, m.dims[1], m.dims[2]])
+    meta_case("amp-bad-meta-compact-0.amp", "mode 3 has 0 nonempty slices, not between 1 and "
+              "min(dimension %d, nonzeros 30)" % m.dims[2], cdims=[m.cdims[0], m.cdims[1], 0])
+    meta_case("amp-bad-meta-compact-dims.amp", "mode 1 has %d nonempty slices, not between 1 "
+              "and min(dimension %d, nonzeros 30)" % (m.dims[0] + 1, m.dims[0]),
+              cdims=[m.dims[0] + 1, m.cdims[1], m.cdims[2]])
+    # More slices than nonzeros (the dimension allows them).
+    meta_case("amp-bad-meta-compact-nnz.amp", "mode 1 has 31 nonempty slices, not between 1 "
+              "and min(dimension 40, nonzeros 30)", dims=[40, m.dims[1], m.dims[2]],
+              cdims=[31, m.cdims[1], m.cdims[2]])
+
+    # MODE's fields, each out of its range (mode 2's layout).
+    def mode_case(name, text, edit):
+        m = model_3mode()
+        raw = bytearray(m.layouts[1].raw())
+        edit(raw)
+        m.mode_secs[1].set_raw(bytes(raw))
+        bad(name, build(m.file_order()).data, text)
+
+    def put32(at, v):
+        return lambda raw: raw.__setitem__(slice(at, at + 4), struct.pack("<I", v))
+
+    def put64(at, v):
+        return lambda raw: raw.__setitem__(slice(at, at + 8), struct.pack("<Q", v))
+
+    sec2 = "mode 2 layout (MODE): "
+    S2 = len(m.layouts[1].shards)
+    mode_case("amp-bad-mode-mode.amp", "the mode 2 layout section describes", put32(0, 2))
+    mode_case("amp-bad-mode-encoding.amp", sec2 + "chunk encoding 2 is unknown to this reader",
+              put32(4, 2))
+    mode_case("amp-bad-mode-nmodes.amp", sec2 + "says 4 modes, the metadata 3", put32(12, 4))
+    mode_case("amp-bad-mode-nshards-0.amp", sec2 + "0 shards (allowed: 1 to 1048576)",
+              put32(8, 0))
+    mode_case("amp-bad-mode-chunk-nnz-0.amp", sec2 + "chunk size 0 nonzeros (allowed: 1 to "
+              "268435456)", put64(16, 0))
+    mode_case("amp-bad-mode-chunk-nnz-over.amp", sec2 + "chunk size 268435457 nonzeros "
+              "(allowed: 1 to 268435456)", put64(16, (1 << 28) + 1))
+    # The reserved u16 of mode 3's field: its high byte alone.
+    mode_case("amp-bad-mode-field-reserved.amp", sec2 + "reserved bytes of field 3 are not zero",
+              lambda raw: raw.__setitem__(24 + 4 * 2 + 3, 1))
+    # The reserved u32 of the last shard: its top byte alone.
+    mode_case("amp-bad-mode-shard-reserved.amp", sec2 + "reserved bytes of shard %d are not "
+              "zero" % (S2 - 1), lambda raw: raw.__setitem__(24 + 12 + 32 * (S2 - 1) + 31, 1))
+    # A field wider than 64 bits, and one past bit 128.
+    mode_case("amp-bad-mode-field-width.amp", sec2 + "mode 1 field at bit",
+              lambda raw: raw.__setitem__(24 + 1, 65))
+    mode_case("amp-bad-mode-field-shift.amp", sec2 + "mode 1 field at bit 127",
+              lambda raw: raw.__setitem__(24, 127))
+
     print("gen-amp.py: wrote %d files and their .expect sidecars in %s" % (len(written), HERE))
 
 
