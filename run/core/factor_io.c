@@ -788,9 +788,9 @@ static void sink_zero(const row_sink *s)
 }
 
 /* A --rows nonempty text line: R + 1 fields, the first of digits alone
- * (the 1-based index). Only the first line of a file is asked: a --rows
- * all row has R values, and a value has a point or an exponent but where
- * it is a whole number, which its writer prints in a row of R anyway. */
+ * (the 1-based index). Only a file's first line is asked: the layout is
+ * the file's, and a --rows all file whose first row has a value too many
+ * is refused either way (by the index checks, or the row's). */
 static int indexed_line(const char *line, unsigned R)
 {
     const char *p = line + strspn(line, " \t");
@@ -1038,7 +1038,11 @@ static amp_status npy_open(const char *path, const char *want, FILE **fpp, npy_h
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_FORMAT, "%s: the .npy header is not a "
                        "dictionary", path);
     AMP_CHECK_GOTO(npy_dict(path, dict, h, err), rc, fail);
-    if (strlen(h->descr) != 3 || strstr(want, h->descr) == NULL)
+    /* want: types of 3 characters, a space between */
+    int known = 0;
+    for (size_t k = 0; k + 3 <= strlen(want); k += 4)
+        known |= strlen(h->descr) == 3 && strncmp(want + k, h->descr, 3) == 0;
+    if (!known)
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_FORMAT, "%s: data type '%s'; expected %s", path,
                        h->descr, strcmp(want, "<u8") == 0 ? "'<u8' (the indices)"
                                                           : "'<f8' or '<f4'");
@@ -1418,7 +1422,6 @@ static amp_status find_form(const char *prefix, unsigned N, const manifest *man,
 {
     static const amp_factor_format forms[] = {AMP_FACTORS_TEXT, AMP_FACTORS_NPY,
                                               AMP_FACTORS_KTENSOR};
-    static const char *const first[] = {"mode1.mat", "mode1.npy", "ktn"};
     int there[3], count = 0;
     char names[160] = "";
     for (int f = 0; f < 3; f++) {
@@ -1448,10 +1451,9 @@ static amp_status find_form(const char *prefix, unsigned N, const manifest *man,
         if (there[f])
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k++ ? ", " :
                      "", f == 0 ? "text" : f == 1 ? "npy" : "ktensor");
-    return AMP_FAIL(err, AMP_ERR_FORMAT, "%s: factor files of more than one form (%s; the "
-                    "first %s.%s ...) and no manifest that lists one set: move the others "
-                    "away, or give each set its own prefix", prefix, names, prefix,
-                    first[there[0] ? 0 : 1]);
+    return AMP_FAIL(err, AMP_ERR_FORMAT, "%s: factor files of more than one form (%s) and "
+                    "no manifest that lists one set: move the others away, or give each set "
+                    "its own prefix", prefix, names);
 }
 
 amp_status amp_factors_find(const char *prefix, unsigned nmodes, amp_factor_format *format,
