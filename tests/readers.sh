@@ -244,6 +244,24 @@ check "... and a value changed in mode 2 changes it" awk -v a="$(fits "$T/z.json
     -v b="$(fits "$T/h2f64.json" | sed -n 2p)" "$AWK_NUM"' BEGIN {
         d = a - b; exit !(num(a) && (d > 1e-6 || d < -1e-6)) }'
 
+# A ktensor that pyttb's export_data writes (%.16e, 17 digits) from the
+# one amped-run wrote: the same start.
+PYTTB=${AMP_TEST_PYTHON:-python3}
+if "$PYTTB" -c 'import pyttb' >/dev/null 2>&1; then
+    run "$PYTTB" -c 'import sys, pyttb as ttb
+ttb.export_data(ttb.import_data(sys.argv[1] + ".ktn"), sys.argv[2] + ".ktn")' \
+        "$T/w-ktensor-all-f64" "$T/py"
+    rm -f "$T/py.json"
+    run "$AMPED_RUN" -t 1 -r 3 --iters 1 --tol 0 --init "$T/py" --json "$T/py.json" "$T/h.amp"
+    check_status "--init from pyttb's export_data: exit 0" 0
+    close "... the same fit" "$(fits "$T/py.json" | sed -n 1p)" \
+        "$(fits "$T/h2f64.json" | sed -n 2p)" 1e-13
+elif test "${CI:-}" = true; then
+    fail "--init from pyttb's export_data: no pyttb in $PYTTB (CI=true needs it: .ci/run sets AMP_TEST_PYTHON)"
+else
+    skip "--init from pyttb's export_data" "no pyttb (AMP_TEST_PYTHON=python with pyttb to run it)"
+fi
+
 # ---- --init: what it refuses in the other forms -------------------------------------
 # says LABEL MESSAGE ARGS...: amped-run -q -t 1 --iters 1 ARGS $T/h.amp
 # exits 1 with stderr exactly "amped-run: MESSAGE".
