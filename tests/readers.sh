@@ -244,6 +244,22 @@ check "... and a value changed in mode 2 changes it" awk -v a="$(fits "$T/z.json
     -v b="$(fits "$T/h2f64.json" | sed -n 2p)" "$AWK_NUM"' BEGIN {
         d = a - b; exit !(num(a) && (d > 1e-6 || d < -1e-6)) }'
 
+# A nonempty index left out of the file is a zero row: the same start as
+# the full layout with that row zeroed (index 3 of mode 2; mode 1's start
+# is never used by ALS).
+for f in mode1 mode3 lambda; do
+    cp "$T/w-text-all-f64.$f.mat" "$T/za.$f.mat"
+    cp "$pre.$f.mat" "$T/zn.$f.mat"
+done
+awk 'NR == 3 { $0 = "0 0 0" } { print }' "$T/w-text-all-f64.mode2.mat" > "$T/za.mode2.mat"
+awk '$1 != 3' "$pre.mode2.mat" > "$T/zn.mode2.mat"
+rm -f "$T/za.json" "$T/zn.json"
+run "$AMPED_RUN" -t 1 -r 3 --iters 1 --tol 0 --init "$T/za" --json "$T/za.json" "$T/h.amp"
+run "$AMPED_RUN" -t 1 -r 3 --iters 1 --tol 0 --init "$T/zn" --json "$T/zn.json" "$T/h.amp"
+check_status "--init: nonempty rows with a nonempty index left out: exit 0" 0
+close "... the fit of its row zeroed in the full layout" "$(fits "$T/zn.json" | sed -n 1p)" \
+    "$(fits "$T/za.json" | sed -n 1p)" 1e-13
+
 # A ktensor that pyttb's export_data writes (%.16e, 17 digits) from the
 # one amped-run wrote: the same start.
 PYTTB=${AMP_TEST_PYTHON:-python3}

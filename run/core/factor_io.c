@@ -788,14 +788,17 @@ static void sink_zero(const row_sink *s)
 }
 
 /* A --rows nonempty text line: R + 1 fields, the first of digits alone
- * (the 1-based index). Only a file's first line is asked: the layout is
- * the file's, and a --rows all file whose first row has a value too many
- * is refused either way (by the index checks, or the row's). */
+ * and not 0 (the 1-based index). Only a file's first line is asked: the
+ * layout is the file's. A --rows all file of rank R + 1 whose first row
+ * starts with a whole number (1, where the columns' largest values are 1)
+ * looks the same; its second line is then refused as an indexed one. A
+ * zero row, the row of an empty slice, starts with 0: taken for a row of
+ * values, whose count parse_row reports. */
 static int indexed_line(const char *line, unsigned R)
 {
     const char *p = line + strspn(line, " \t");
     size_t digits = strspn(p, "0123456789");
-    if (digits == 0 || (p[digits] != ' ' && p[digits] != '\t'))
+    if (digits == 0 || *p == '0' || (p[digits] != ' ' && p[digits] != '\t'))
         return 0;
     unsigned fields = 0;
     while (*p != '\0' && *p != '\n' && *p != '\r') {
@@ -904,7 +907,6 @@ static void keep_start_gram(amp_cpd *c, unsigned m, double *G)
     }
     c->start_gram[m] = G;
 }
-
 
 /* ---- .npy ------------------------------------------------------------------ */
 
