@@ -107,7 +107,10 @@ static void usage(void)
            "      --tol=T          stop when the fit changes by less than T; 0 runs every\n"
            "                       iteration (default %g)\n"
            "      --seed=S         seed of the random starting factors (default %" PRIu64 ")\n"
-           "      --init=PREFIX    start from PREFIX.mode1.mat ... (text, as -o writes)\n"
+           "      --init=PREFIX    start from the factors -o PREFIX wrote, in any --format\n"
+           "                       and --rows: PREFIX.mode1.mat ..., PREFIX.mode1.npy ...\n"
+           "                       or PREFIX.ktn, whichever exists (where several do,\n"
+           "                       the set PREFIX.manifest lists)\n"
            "      --precision=P    f64 or f32: the MTTKRP's arithmetic; the rank-by-rank\n"
            "                       algebra is f64 either way (default f64)\n"
            "\n"
@@ -281,6 +284,7 @@ typedef struct run_args {
     amp_gpu_opts gpu;
     amp_gpu_als_opts gpu_als;
     amp_factor_format format;
+    amp_factor_format init_format;   /* what --init found */
     amp_factor_rows rows;
     int mttkrp_only, check, quiet, rows_given;
     const char *gpu_only;      /* the first option of the GPU backend given */
@@ -980,7 +984,10 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
             printf("\n");
         }
         if (a->init)
-            printf("           starting factors from %s.mode*.mat\n", a->init);
+            printf("           starting factors from %s%s\n", a->init,
+                   a->init_format == AMP_FACTORS_KTENSOR ? ".ktn"
+                   : a->init_format == AMP_FACTORS_NPY   ? ".mode*.npy"
+                                                         : ".mode*.mat");
         else
             printf("           random starting factors, seed %" PRIu64 "\n", a->opts.seed);
         AMP_CHECK(say_long_solve(a, s, err));
@@ -1148,6 +1155,8 @@ static int run(run_args *a)
     if (lrc != AMP_OK)
         goto fail;
     double t_start = amp_now();
+    if (a->init && amp_factors_find(a->init, s.t.nmodes, &a->init_format, &err) != AMP_OK)
+        goto fail;
     if ((a->init ? amp_factors_read(&s.t, a->init, a->opts.rank, &s.c, &err)
                  : amp_cpd_init_random(&s.t, a->opts.rank, a->opts.seed, &s.c, &err)) != AMP_OK)
         goto fail;

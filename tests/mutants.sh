@@ -116,7 +116,13 @@ deal-to-last @@ run/core/partition.c @@             if (pm->nnz[g] < pm->nnz[bes
 ref-mode-skip @@ run/core/mttkrp_ref.c @@                 if (m == d) { @@                 if (m == d && 0) { @@ tests/test_cpd tests/test_partition
 keep-norm @@ prep/build.c @@         total += delta; @@         total += 0 * delta; @@ tests/corpus.sh tests/test_cpd
 cpu-inner @@ run/cpu/als.c @@ p.in[r] += x[r] * m[r]; @@ p.in[r] += x[r]; @@ tests/test_cpd
-init-lambda-first @@ run/core/factor_io.c @@         unsigned L = t->nmodes - 1; @@         unsigned L = 0; @@ tests/test_cpd tests/run_cp.sh
+init-lambda-first @@ run/core/factor_io.c @@     const unsigned L = t->nmodes - 1, R = c->rank; @@     const unsigned L = 0, R = c->rank; @@ tests/test_cpd tests/run_cp.sh
+init-nonempty-random @@ run/core/factor_io.c @@     memset(s->A, 0, (size_t)s->rows * s->R * sizeof *s->A); @@     (void)s; @@ tests/readers.sh
+init-npy-f32-as-f64 @@ run/core/factor_io.c @@         if (h->width == 8) { @@         if (h->width != 0) { @@ tests/readers.sh
+init-npy-unsorted @@ run/core/factor_io.c @@         if (k > 0 && u < v[k - 1]) @@         if (0) @@ tests/readers.sh
+init-text-index-repeat @@ run/core/factor_io.c @@     if (ix == *prev) @@     if (0) @@ tests/readers.sh
+init-ktn-rank @@ run/core/factor_io.c @@     if (v[0] != R) @@     if (0) @@ tests/readers.sh
+init-manifest-first @@ run/core/factor_io.c @@         if (listed && there[f]) { @@         if (there[f]) { @@ tests/readers.sh
 stream-pack-shift @@ run/cuda/stream_pack.c @@ out |= amp_blco_field(key, w, l->shift[m], l->width[m]) << s->shift[m]; @@ out |= amp_blco_field(key, w, l->shift[m], l->width[m]) << (s->shift[m] + 1); @@ tests/test_cpd
 gpu-hadamard-mode @@ run/cuda/als_gpu.cu @@ amp_gpu_hadamard(&gs, u->d, R, w->V, w->s) @@ amp_gpu_hadamard(&gs, u->prev, R, w->V, w->s) @@ tests/test_gpu tests/test_multi_gpu
 gpu-lambda-floor @@ run/cuda/als_kernels.cu @@ double l = first ? sqrt(totals[r]) / p : fmax(totals[2 * R + r] / p, 1.0); @@ double l = first ? sqrt(totals[r]) / p : totals[2 * R + r] / p; @@ tests/test_gpu tests/test_multi_gpu

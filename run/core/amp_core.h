@@ -375,16 +375,31 @@ amp_status amp_factors_write(const amp_tensor *t, const amp_cpd *c, const char *
                              amp_factor_format format, amp_precision precision,
                              amp_error *err);
 
-/* Read PREFIX.modeN.mat (text, original index space) into c's factors and
- * PREFIX.lambda.mat, when present, folded into the last mode's columns.
- * Rows of slices the file dropped as empty go into c->start_gram (left
- * NULL where they are all zero, as in the files amped-run writes).
- * Where PREFIX.manifest exists, each file read must be the one it lists
- * (name, size, XXH3-64), else AMP_ERR_CORRUPT naming the file: a set that
- * mixes two runs. A set without one (SPLATT's, or amped's before the
- * manifest) is read unchecked. */
+/* Read starting factors in any form amped-run -o writes, found under
+ * PREFIX (amp_factors_find): PREFIX.modeN.mat (text) or PREFIX.modeN.npy
+ * (f64 or f32), each with every row of the original index space or only
+ * the nonempty ones after their index (text: first on the line, 1-based;
+ * npy: PREFIX.modeN.index.npy, 0-based), the indices ascending and each
+ * once, rows left out zero; or PREFIX.ktn, checked against the tensor's
+ * modes and dimensions and the rank. Lambda (PREFIX.lambda.mat or .npy
+ * when present, a ktensor's weights) is folded into the last mode's
+ * columns. Rows of slices the file dropped as empty go into
+ * c->start_gram (left NULL where they are all zero, as in the files
+ * amped-run writes). Where PREFIX.manifest exists, each file of a text or
+ * npy set read must be the one it lists (name, size, XXH3-64), else
+ * AMP_ERR_CORRUPT naming the file: a set that mixes two runs. A set
+ * without one (SPLATT's, or amped's before the manifest) is read
+ * unchecked. */
 amp_status amp_factors_read(const amp_tensor *t, const char *prefix, unsigned rank,
                             amp_cpd *c, amp_error *err);
+/* Which form amp_factors_read takes from PREFIX: the only one of text
+ * (PREFIX.modeN.mat, PREFIX.lambda.mat), npy (PREFIX.modeN.npy,
+ * PREFIX.lambda.npy, PREFIX.modeN.index.npy) and ktensor (PREFIX.ktn) of
+ * which a file exists; where several do, the text or npy set that
+ * PREFIX.manifest lists; otherwise AMP_ERR_FORMAT (an ambiguous prefix),
+ * as where none does (AMP_ERR_IO). */
+amp_status amp_factors_find(const char *prefix, unsigned nmodes, amp_factor_format *format,
+                            amp_error *err);
 
 /* Work for several GPUs: which GPU computes which nonzeros and owns which
  * factor rows, and each GPU's part of the tensor.

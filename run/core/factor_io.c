@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -747,6 +748,15 @@ static amp_status wrong_count(const char *path, uint64_t lineno, unsigned R, uns
                     lineno, R, found, found, found);
 }
 
+/* Whether m lists the file path names. */
+static int set_member(const manifest *m, const char *path)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (strcmp(m->files[i].name, base_of(path)) == 0)
+            return 1;
+    return 0;
+}
+
 /* One line of exactly R numbers into row (may be NULL: parsed, then
  * dropped). rank: the decomposition's, where a line of a lambda file (R
  * 1) is read; 0 for a factor file. */
@@ -798,41 +808,131 @@ static void add_outer(const double *row, unsigned R, double *G)
                 G[p * R + q] += row[p] * row[q];
 }
 
-/* Rows of one text matrix; dest maps a file row to a factor row (NULL: a
- * vector, one value per line, into vec). A file row without a factor row
- * (UINT64_MAX) is added into the upper triangle of G instead, through
- * scratch (R values). */
-static amp_status read_text(const char *path, uint64_t rows, unsigned R, const uint64_t *dest,
-                            double *A, double *vec, double *G, double *scratch, amp_error *err)
+/* Where one mode's rows go as a reader meets them, by original index: a
+ * compact row of A, or, for a slice the .amp file dropped as empty, the
+ * upper triangle of G through scratch (see amp_factors_read). */
+typedef struct row_sink {
+    unsigned R, mode;         /* mode: 0-based, for messages */
+    uint64_t dim, rows;       /* indices of the mode; compact rows of A */
+    uint64_t *inv;            /* original index -> compact row (UINT64_MAX: dropped) */
+    double *A, *G, *scratch;
+} row_sink;
+
+static double *sink_row(const row_sink *s, uint64_t i)
+{
+    return s->inv[i] == UINT64_MAX ? s->scratch : s->A + s->inv[i] * s->R;
+}
+
+/* The row that sink_row gave for index i, now filled. */
+static void sink_done(const row_sink *s, uint64_t i)
+{
+    if (s->inv[i] == UINT64_MAX)
+        add_outer(s->scratch, s->R, s->G);
+}
+
+/* A file of nonempty rows leaves the others out: they are zero, not the
+ * random start that c holds until then. */
+static void sink_zero(const row_sink *s)
+{
+    memset(s->A, 0, (size_t)s->rows * s->R * sizeof *s->A);
+}
+
+/* A --rows nonempty text line: R + 1 fields, the first of digits alone
+ * and not 0 (the 1-based index). Only a file's first line is asked: the
+ * layout is the file's. A --rows all file of rank R + 1 whose first row
+ * starts with a whole number (1, where the columns' largest values are 1)
+ * looks the same; its second line is then refused as an indexed one. A
+ * zero row, the row of an empty slice, starts with 0: taken for a row of
+ * values, whose count parse_row reports. */
+static int indexed_line(const char *line, unsigned R)
+{
+    const char *p = line + strspn(line, " \t");
+    size_t digits = strspn(p, "0123456789");
+    if (digits == 0 || *p == '0' || (p[digits] != ' ' && p[digits] != '\t'))
+        return 0;
+    unsigned fields = 0;
+    while (*p != '\0' && *p != '\n' && *p != '\r') {
+        p += strcspn(p, " \t\r\n");
+        fields++;
+        p += strspn(p, " \t");
+    }
+    return fields == R + 1;
+}
+
+/* The index that starts line (1-based, digits alone), checked against the
+ * mode's dimension and the previous line's (*prev, 0 before the first):
+ * amped-run writes them ascending, each once. *rest: the values after. */
+static amp_status line_index(const char *path, uint64_t lineno, char *line,
+                             const row_sink *s, uint64_t *prev, char **rest, amp_error *err)
+{
+    char *p = line + strspn(line, " \t"), *end;
+    size_t digits = strspn(p, "0123456789");
+    if (digits == 0 || (p[digits] != ' ' && p[digits] != '\t'))
+        return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": expected an index (a whole "
+                        "number from 1) and %u values, as the file's first line has",
+                        path, lineno, s->R);
+    errno = 0;
+    uint64_t ix = strtoull(p, &end, 10);
+    if (errno == ERANGE || ix < 1 || ix > s->dim)
+        return AMP_FAIL(err, AMP_ERR_RANGE, "%s:%" PRIu64 ": index %.*s is out of range "
+                        "(mode %u has indices 1 to %" PRIu64 ")", path, lineno, (int)digits,
+                        p, s->mode + 1, s->dim);
+    if (ix == *prev)
+        return AMP_FAIL(err, AMP_ERR_DUPLICATE, "%s:%" PRIu64 ": index %" PRIu64 " repeated "
+                        "(line %" PRIu64 " has it too)", path, lineno, ix, lineno - 1);
+    if (ix < *prev)
+        return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": index %" PRIu64 " after %" PRIu64
+                        ": amped-run writes the indices in ascending order", path, lineno, ix,
+                        *prev);
+    *prev = ix;
+    *rest = end;
+    return AMP_OK;
+}
+
+/* Rows of one text matrix into s (rows: its dimension), either a row per
+ * index (--rows all) or, where the first line says so (indexed_line), each
+ * row after its index (--rows nonempty); s NULL: a vector of rows values,
+ * one a line, into vec. */
+static amp_status read_text(const char *path, uint64_t rows, const row_sink *s, double *vec,
+                            amp_error *err)
 {
     FILE *fp = fopen(path, "r");
     if (fp == NULL)
         return AMP_FAIL(err, AMP_ERR_IO, "%s: %s", path, strerror(errno));
-    char *line = NULL;
+    char *line = NULL, *rest;
     size_t cap = 0;
-    uint64_t i = 0, lineno = 0;
+    uint64_t i = 0, lineno = 0, prev = 0;
+    int indexed = 0;
     amp_status rc = AMP_OK;
     while (rc == AMP_OK && getline(&line, &cap, fp) != -1) {
         lineno++;
+        if (lineno == 1 && s != NULL && (indexed = indexed_line(line, s->R)))
+            sink_zero(s);
+        if (indexed) {
+            rc = line_index(path, lineno, line, s, &prev, &rest, err);
+            if (rc == AMP_OK)
+                rc = parse_row(path, lineno, rest, s->R, 0, sink_row(s, prev - 1), err);
+            if (rc == AMP_OK)
+                sink_done(s, prev - 1);
+            continue;
+        }
         if (i == rows) {
             rc = AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": more than %" PRIu64 " rows",
                           path, lineno, rows);
             break;
         }
-        if (vec) {
+        if (s == NULL) {
             rc = parse_row(path, lineno, line, 1, (unsigned)rows, vec + i, err);
-        } else if (dest[i] != UINT64_MAX) {
-            rc = parse_row(path, lineno, line, R, 0, A + dest[i] * R, err);
         } else {
-            rc = parse_row(path, lineno, line, R, 0, scratch, err);
+            rc = parse_row(path, lineno, line, s->R, 0, sink_row(s, i), err);
             if (rc == AMP_OK)
-                add_outer(scratch, R, G);
+                sink_done(s, i);
         }
         i++;
     }
     if (rc == AMP_OK && ferror(fp))
         rc = AMP_FAIL(err, AMP_ERR_IO, "%s: %s", path, strerror(errno));
-    if (rc == AMP_OK && i < rows)
+    if (rc == AMP_OK && !indexed && i < rows)
         rc = AMP_FAIL(err, AMP_ERR_PARSE, "%s: %" PRIu64 " rows, expected %" PRIu64
                       " (one per index of the mode)", path, i, rows);
     free(line);
@@ -858,67 +958,653 @@ static void keep_start_gram(amp_cpd *c, unsigned m, double *G)
     c->start_gram[m] = G;
 }
 
+/* ---- .npy ------------------------------------------------------------------ */
+
+typedef struct npy_head {
+    char descr[16];           /* as the header gives it */
+    int fortran;
+    unsigned ndim;            /* up to 4 kept in shape, for messages */
+    uint64_t shape[4];
+    uint64_t count;           /* elements */
+    unsigned width;           /* bytes an element */
+} npy_head;
+
+/* "(13, 3)" or "(3,)" into buf. */
+static const char *npy_shape_text(const npy_head *h, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "(");
+    for (unsigned d = 0; d < h->ndim && d < 4 && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%" PRIu64, d ? ", " : "", h->shape[d]);
+    if (k < n)
+        snprintf(buf + k, n - k, h->ndim == 1 ? ",)" : h->ndim > 4 ? ", ...)" : ")");
+    return buf;
+}
+
+/* The value of key in a header's dictionary, past its colon and blanks;
+ * NULL where the key is not there. numpy writes the keys quoted with ',
+ * other writers may use ". */
+static const char *npy_key(const char *dict, const char *key)
+{
+    char q[32];
+    for (int quote = 0; quote < 2; quote++) {
+        snprintf(q, sizeof q, quote ? "\"%s\"" : "'%s'", key);
+        const char *p = strstr(dict, q);
+        if (p == NULL)
+            continue;
+        p += strlen(q);
+        p += strspn(p, " ");
+        if (*p != ':')
+            return NULL;
+        return p + 1 + strspn(p + 1, " ");
+    }
+    return NULL;
+}
+
+static amp_status npy_dict(const char *path, const char *dict, npy_head *h, amp_error *err)
+{
+    const char *p = npy_key(dict, "descr");
+    if (p == NULL || (*p != '\'' && *p != '"') || strchr(p + 1, *p) == NULL ||
+        (size_t)(strchr(p + 1, *p) - p - 1) >= sizeof h->descr)
+        return AMP_FAIL(err, AMP_ERR_FORMAT, "%s: the .npy header has no data type ('descr') "
+                        "that amped reads", path);
+    size_t n = (size_t)(strchr(p + 1, *p) - p - 1);
+    memcpy(h->descr, p + 1, n);
+    h->descr[n] = '\0';
+    p = npy_key(dict, "fortran_order");
+    if (p == NULL || (strncmp(p, "False", 5) != 0 && strncmp(p, "True", 4) != 0))
+        return AMP_FAIL(err, AMP_ERR_FORMAT, "%s: the .npy header has no 'fortran_order' "
+                        "(False or True)", path);
+    h->fortran = *p == 'T';
+    p = npy_key(dict, "shape");
+    if (p == NULL || *p != '(')
+        return AMP_FAIL(err, AMP_ERR_FORMAT, "%s: the .npy header has no 'shape'", path);
+    p++;
+    h->ndim = 0;
+    h->count = 1;
+    for (;;) {
+        p += strspn(p, " ");
+        if (*p == ')')
+            break;
+        char *end;
+        errno = 0;
+        uint64_t d = strtoull(p, &end, 10);
+        if (end == p || *p == '-' || errno == ERANGE)
+            return AMP_FAIL(err, AMP_ERR_FORMAT, "%s: the .npy header's shape is not a tuple "
+                            "of whole numbers", path);
+        if (h->ndim < 4)
+            h->shape[h->ndim] = d;
+        h->ndim++;
+        /* a count past 2^64 is no file that exists: the size check refuses it */
+        h->count = d != 0 && h->count > UINT64_MAX / d ? UINT64_MAX : h->count * d;
+        p = end + strspn(end, " ");
+        if (*p == ',')
+            p++;
+        else if (*p != ')')
+            return AMP_FAIL(err, AMP_ERR_FORMAT, "%s: the .npy header's shape is not a tuple "
+                            "of whole numbers", path);
+    }
+    return AMP_OK;
+}
+
+/* Open path as .npy of one of the types in want ("<f8 <f4" or "<u8"), C
+ * order, its header read (magic, version 1.0, 2.0 or 3.0, the dictionary)
+ * and its size checked against the shape: *fpp at the first element. */
+static amp_status npy_open(const char *path, const char *want, FILE **fpp, npy_head *h,
+                           amp_error *err)
+{
+    memset(h, 0, sizeof *h);
+    *fpp = NULL;
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL)
+        return AMP_FAIL(err, AMP_ERR_IO, "%s: %s", path, strerror(errno));
+    unsigned char pre[12];
+    char *dict = NULL, sh[96];
+    amp_status rc = AMP_OK;
+    size_t got = fread(pre, 1, 10, fp);
+    if (got < 8 || memcmp(pre, "\x93NUMPY", 6) != 0)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_FORMAT, "%s: not a NumPy .npy file (it does not "
+                       "start with \\x93NUMPY)", path);
+    if (pre[6] < 1 || pre[6] > 3 || pre[7] != 0)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_VERSION, "%s: .npy version %u.%u; amped reads "
+                       "1.0, 2.0 and 3.0", path, pre[6], pre[7]);
+    /* 1.0 has a 2-byte header length, 2.0 and 3.0 (UTF-8 keys) a 4-byte one */
+    unsigned lenbytes = pre[6] == 1 ? 2 : 4;
+    if (got < 10 || (lenbytes == 4 && fread(pre + 10, 1, 2, fp) != 2))
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_TRUNCATED, "%s: ends inside its .npy header",
+                       path);
+    uint64_t hlen = pre[8] | (uint64_t)pre[9] << 8;
+    if (lenbytes == 4)
+        hlen |= (uint64_t)pre[10] << 16 | (uint64_t)pre[11] << 24;
+    /* numpy itself refuses headers over 10000 bytes unless told otherwise */
+    if (hlen > 1 << 20)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_FORMAT, "%s: a .npy header of %" PRIu64
+                       " bytes; amped reads headers up to 1 MiB", path, hlen);
+    dict = malloc((size_t)hlen + 1);
+    if (dict == NULL)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+    if (fread(dict, 1, (size_t)hlen, fp) != (size_t)hlen)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_TRUNCATED, "%s: ends inside its .npy header",
+                       path);
+    dict[hlen] = '\0';
+    if (strlen(dict) != hlen || dict[strspn(dict, " ")] != '{')
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_FORMAT, "%s: the .npy header is not a "
+                       "dictionary", path);
+    AMP_CHECK_GOTO(npy_dict(path, dict, h, err), rc, fail);
+    /* want: types of 3 characters, a space between */
+    int known = 0;
+    for (size_t k = 0; k + 3 <= strlen(want); k += 4)
+        known |= strlen(h->descr) == 3 && strncmp(want + k, h->descr, 3) == 0;
+    if (!known)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_FORMAT, "%s: data type '%s'; expected %s", path,
+                       h->descr, strcmp(want, "<u8") == 0 ? "'<u8' (the indices)"
+                                                          : "'<f8' or '<f4'");
+    h->width = (unsigned)(h->descr[2] - '0');
+    if (h->fortran)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_FORMAT, "%s: in Fortran order; amped reads C "
+                       "order (fortran_order False), as it writes", path);
+    struct stat st;
+    uint64_t start = 6 + 2 + lenbytes + hlen;
+    uint64_t want_size = h->count > (UINT64_MAX - start) / h->width
+                             ? UINT64_MAX : start + h->count * h->width;
+    if (fstat(fileno(fp), &st) != 0)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_IO, "%s: %s", path, strerror(errno));
+    char size[32] = "more than 2^64";
+    if (want_size != UINT64_MAX)
+        snprintf(size, sizeof size, "%" PRIu64, want_size);
+    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size != want_size)
+        AMP_RAISE_GOTO(err, rc, fail, (uint64_t)st.st_size < want_size ? AMP_ERR_TRUNCATED
+                                                                       : AMP_ERR_CORRUPT,
+                       "%s: %" PRIu64 " bytes, where its header and shape %s of '%s' make %s",
+                       path, (uint64_t)st.st_size, npy_shape_text(h, sh, sizeof sh), h->descr,
+                       size);
+    free(dict);
+    *fpp = fp;
+    return AMP_OK;
+fail:
+    free(dict);
+    fclose(fp);
+    return rc;
+}
+
+/* n elements of fp into x (little-endian in the file, whatever the host),
+ * each a finite number; row: the first's row, for messages (a vector's
+ * elements are numbered alone). */
+static amp_status npy_values(FILE *fp, const char *path, const npy_head *h, uint64_t row,
+                             unsigned n, double *x, amp_error *err)
+{
+    unsigned char b[8];
+    for (unsigned k = 0; k < n; k++) {
+        if (fread(b, h->width, 1, fp) != 1)
+            return ferror(fp) ? AMP_FAIL(err, AMP_ERR_IO, "%s: %s", path, strerror(errno))
+                              : AMP_FAIL(err, AMP_ERR_TRUNCATED, "%s: ends before its last "
+                                         "element", path);
+        uint64_t u = 0;
+        for (unsigned j = 0; j < h->width; j++)
+            u |= (uint64_t)b[j] << (8 * j);
+        double v;
+        if (h->width == 8) {
+            memcpy(&v, &u, 8);
+        } else {
+            uint32_t u32 = (uint32_t)u;
+            float f;
+            memcpy(&f, &u32, 4);
+            v = f;
+        }
+        /* as in text: a start of NaN or infinity gives only NaN fits */
+        if (!isfinite(v))
+            return h->ndim == 2
+                       ? AMP_FAIL(err, AMP_ERR_PARSE, "%s: element [%" PRIu64 ", %u] is not a "
+                                  "finite number", path, row, k)
+                       : AMP_FAIL(err, AMP_ERR_PARSE, "%s: element [%u] is not a finite number",
+                                  path, k);
+        x[k] = v;
+    }
+    return AMP_OK;
+}
+
+/* PREFIX.modeN.index.npy: '<u8', shape (n,), 0-based indices of the mode,
+ * ascending and each once as amped-run writes them; into *ix (malloc'd),
+ * their number *n. */
+static amp_status npy_indices(const char *path, const row_sink *s, uint64_t **ix, uint64_t *n,
+                              amp_error *err)
+{
+    FILE *fp;
+    npy_head h;
+    char sh[96];
+    *ix = NULL;
+    AMP_CHECK(npy_open(path, "<u8", &fp, &h, err));
+    amp_status rc = AMP_OK;
+    uint64_t *v = NULL;
+    if (h.ndim != 1)
+        AMP_RAISE_GOTO(err, rc, done, AMP_ERR_FORMAT, "%s: shape %s; an index file is a "
+                       "vector (n,)", path, npy_shape_text(&h, sh, sizeof sh));
+    /* more indices than the mode has cannot all be distinct and in range */
+    if (h.shape[0] > s->dim)
+        AMP_RAISE_GOTO(err, rc, done, AMP_ERR_FORMAT, "%s: shape %s: more indices than mode "
+                       "%u has (%" PRIu64 ")", path, npy_shape_text(&h, sh, sizeof sh),
+                       s->mode + 1, s->dim);
+    v = malloc((size_t)h.shape[0] * sizeof *v + 1);
+    if (v == NULL)
+        AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory");
+    for (uint64_t k = 0; k < h.shape[0]; k++) {
+        unsigned char b[8];
+        if (fread(b, 8, 1, fp) != 1)
+            AMP_RAISE_GOTO(err, rc, done, ferror(fp) ? AMP_ERR_IO : AMP_ERR_TRUNCATED,
+                           "%s: ends before its last element", path);
+        uint64_t u = 0;
+        for (unsigned j = 0; j < 8; j++)
+            u |= (uint64_t)b[j] << (8 * j);
+        if (u >= s->dim)
+            AMP_RAISE_GOTO(err, rc, done, AMP_ERR_RANGE, "%s: element [%" PRIu64 "] is %"
+                           PRIu64 ", out of range (mode %u has indices 0 to %" PRIu64 ")",
+                           path, k, u, s->mode + 1, s->dim - 1);
+        if (k > 0 && u == v[k - 1])
+            AMP_RAISE_GOTO(err, rc, done, AMP_ERR_DUPLICATE, "%s: element [%" PRIu64 "] is %"
+                           PRIu64 ", as element [%" PRIu64 "] is", path, k, u, k - 1);
+        if (k > 0 && u < v[k - 1])
+            AMP_RAISE_GOTO(err, rc, done, AMP_ERR_PARSE, "%s: element [%" PRIu64 "] is %"
+                           PRIu64 ", after %" PRIu64 ": amped-run writes the indices in "
+                           "ascending order", path, k, u, v[k - 1]);
+        v[k] = u;
+    }
+    *ix = v;
+    *n = h.shape[0];
+    v = NULL;
+done:
+    free(v);
+    fclose(fp);
+    return rc;
+}
+
+/* A factor from PREFIX.modeN.npy: shape (dim, R), or with ix (nonempty
+ * rows) (n, R), row k for index ix[k]. */
+static amp_status read_npy(const char *path, const row_sink *s, const uint64_t *ix, uint64_t n,
+                           amp_error *err)
+{
+    FILE *fp;
+    npy_head h;
+    char sh[96];
+    AMP_CHECK(npy_open(path, "<f8 <f4", &fp, &h, err));
+    amp_status rc = AMP_OK;
+    uint64_t rows = ix ? n : s->dim;
+    if (h.ndim != 2 || h.shape[0] != rows || h.shape[1] != s->R) {
+        if (ix)
+            rc = AMP_FAIL(err, AMP_ERR_FORMAT, "%s: shape %s, expected (%" PRIu64 ", %u): the "
+                          "rows of its index file, rank %u", path,
+                          npy_shape_text(&h, sh, sizeof sh), rows, s->R, s->R);
+        else
+            rc = AMP_FAIL(err, AMP_ERR_FORMAT, "%s: shape %s, expected (%" PRIu64 ", %u): "
+                          "mode %u's indices, rank %u", path, npy_shape_text(&h, sh, sizeof sh),
+                          rows, s->R, s->mode + 1, s->R);
+    }
+    if (rc == AMP_OK && ix)
+        sink_zero(s);
+    for (uint64_t k = 0; rc == AMP_OK && k < rows; k++) {
+        uint64_t i = ix ? ix[k] : k;
+        rc = npy_values(fp, path, &h, k, s->R, sink_row(s, i), err);
+        if (rc == AMP_OK)
+            sink_done(s, i);
+    }
+    fclose(fp);
+    return rc;
+}
+
+/* PREFIX.lambda.npy: shape (R,). */
+static amp_status read_npy_lambda(const char *path, unsigned R, double *lambda, amp_error *err)
+{
+    FILE *fp;
+    npy_head h;
+    char sh[96];
+    AMP_CHECK(npy_open(path, "<f8 <f4", &fp, &h, err));
+    amp_status rc = AMP_OK;
+    if (h.ndim != 1 || h.shape[0] != R)
+        rc = AMP_FAIL(err, AMP_ERR_FORMAT, "%s: shape %s, expected (%u,): the rank", path,
+                      npy_shape_text(&h, sh, sizeof sh), R);
+    if (rc == AMP_OK)
+        rc = npy_values(fp, path, &h, 0, R, lambda, err);
+    fclose(fp);
+    return rc;
+}
+
+/* ---- ktensor ------------------------------------------------------------- */
+
+typedef struct line_reader {
+    FILE *fp;
+    const char *path;
+    char *line;
+    size_t cap;
+    uint64_t lineno;
+} line_reader;
+
+/* The next line into lr->line; what: what it should hold, for the message
+ * of a file that ends before it. */
+static amp_status next_line(line_reader *lr, const char *what, amp_error *err)
+{
+    errno = 0;
+    if (getline(&lr->line, &lr->cap, lr->fp) == -1)
+        return ferror(lr->fp) ? AMP_FAIL(err, AMP_ERR_IO, "%s: %s", lr->path, strerror(errno))
+                              : AMP_FAIL(err, AMP_ERR_TRUNCATED, "%s: ends after line %" PRIu64
+                                         ", before %s", lr->path, lr->lineno, what);
+    lr->lineno++;
+    return AMP_OK;
+}
+
+/* The line holds exactly n whole numbers (what names them) into v. */
+static amp_status line_counts(line_reader *lr, unsigned n, uint64_t *v, const char *what,
+                              amp_error *err)
+{
+    char *p = lr->line;
+    for (unsigned k = 0; k <= n; k++) {
+        p += strspn(p, " \t\r\n");
+        if (k == n && *p == '\0')
+            return AMP_OK;
+        char *end;
+        errno = 0;
+        if (k < n && *p >= '0' && *p <= '9')
+            v[k] = strtoull(p, &end, 10);
+        if (k == n || *p < '0' || *p > '9' || errno == ERANGE ||
+            (*end != '\0' && strchr(" \t\r\n", *end) == NULL))
+            return AMP_FAIL(err, AMP_ERR_PARSE, "%s:%" PRIu64 ": expected %s", lr->path,
+                            lr->lineno, what);
+        p = end;
+    }
+    return AMP_OK;
+}
+
+/* The line is word, give or take blanks around it. */
+static int line_is(const line_reader *lr, const char *word)
+{
+    const char *p = lr->line + strspn(lr->line, " \t");
+    size_t n = strlen(word);
+    return strncmp(p, word, n) == 0 && p[n + strspn(p + n, " \t\r\n")] == '\0';
+}
+
+/* Per-mode state of amp_factors_read: the row map and the dropped rows'
+ * Gram (only a mode with dropped slices has rows for it). */
+static amp_status sink_open(const amp_tensor *t, amp_cpd *c, unsigned m, double *scratch,
+                            row_sink *s, amp_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->R = c->rank;
+    s->mode = m;
+    s->dim = t->dims[m];
+    s->rows = t->rows[m];
+    s->A = c->A[m];
+    s->scratch = scratch;
+    s->inv = inverse_relabel(t, m, err);
+    if (s->inv == NULL)
+        return err ? err->status : AMP_ERR_NOMEM;
+    if (t->rows[m] < t->dims[m]) {
+        s->G = calloc((size_t)c->rank * c->rank, sizeof *s->G);
+        if (s->G == NULL) {
+            amp_huge_free(s->inv, (size_t)t->dims[m] * sizeof(uint64_t) + 1);
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        }
+    }
+    return AMP_OK;
+}
+
+/* Done with s: its Gram kept as the mode's start_gram where the mode was
+ * read (ok), else freed. */
+static void sink_close(amp_cpd *c, row_sink *s, int ok)
+{
+    if (ok && s->G != NULL)
+        keep_start_gram(c, s->mode, s->G);
+    else
+        free(s->G);
+    amp_huge_free(s->inv, (size_t)s->dim * sizeof(uint64_t) + 1);
+    s->G = NULL;
+    s->inv = NULL;
+}
+
+/* PREFIX.ktn as write_ktensor and pyttb's export_data write it: each
+ * count checked against the tensor and the rank, the weights into lambda,
+ * every row of each mode (a ktensor has no --rows nonempty). */
+static amp_status read_ktensor(const amp_tensor *t, const char *path, amp_cpd *c,
+                               double *scratch, amp_error *err)
+{
+    const unsigned N = t->nmodes, R = c->rank;
+    line_reader lr = {.path = path};
+    lr.fp = fopen(path, "r");
+    if (lr.fp == NULL)
+        return AMP_FAIL(err, AMP_ERR_IO, "%s: %s", path, strerror(errno));
+    amp_status rc = AMP_OK;
+    uint64_t v[AMP_MAX_MODES], nm;
+    char what[64];
+    AMP_CHECK_GOTO(next_line(&lr, "'ktensor'", err), rc, done);
+    if (!line_is(&lr, "ktensor"))
+        AMP_RAISE_GOTO(err, rc, done, AMP_ERR_FORMAT, "%s:1: expected 'ktensor': not a "
+                       "ktensor file", path);
+    AMP_CHECK_GOTO(next_line(&lr, "the number of modes", err), rc, done);
+    AMP_CHECK_GOTO(line_counts(&lr, 1, &nm, "the number of modes", err), rc, done);
+    if (nm != N)
+        AMP_RAISE_GOTO(err, rc, done, AMP_ERR_FORMAT, "%s:2: a ktensor of %" PRIu64 " modes; "
+                       "the tensor has %u", path, nm, N);
+    snprintf(what, sizeof what, "the %u dimensions", N);
+    AMP_CHECK_GOTO(next_line(&lr, what, err), rc, done);
+    AMP_CHECK_GOTO(line_counts(&lr, N, v, what, err), rc, done);
+    for (unsigned m = 0; m < N; m++)
+        if (v[m] != t->dims[m])
+            AMP_RAISE_GOTO(err, rc, done, AMP_ERR_FORMAT, "%s:3: mode %u has %" PRIu64
+                           " indices in the ktensor, %" PRIu64 " in the tensor", path, m + 1,
+                           v[m], t->dims[m]);
+    AMP_CHECK_GOTO(next_line(&lr, "the rank", err), rc, done);
+    AMP_CHECK_GOTO(line_counts(&lr, 1, v, "the rank", err), rc, done);
+    if (v[0] != R)
+        AMP_RAISE_GOTO(err, rc, done, AMP_ERR_FORMAT, "%s:4: a ktensor of rank %" PRIu64
+                       "; the run's rank is %u (-r)", path, v[0], R);
+    AMP_CHECK_GOTO(next_line(&lr, "the weights", err), rc, done);
+    AMP_CHECK_GOTO(parse_row(path, lr.lineno, lr.line, R, 0, c->lambda, err), rc, done);
+    for (unsigned m = 0; m < N; m++) {
+        snprintf(what, sizeof what, "mode %u's 'matrix'", m + 1);
+        AMP_CHECK_GOTO(next_line(&lr, what, err), rc, done);
+        if (!line_is(&lr, "matrix"))
+            AMP_RAISE_GOTO(err, rc, done, AMP_ERR_FORMAT, "%s:%" PRIu64 ": expected %s", path,
+                           lr.lineno, what);
+        snprintf(what, sizeof what, "2 (mode %u's matrix has 2 dimensions)", m + 1);
+        AMP_CHECK_GOTO(next_line(&lr, what, err), rc, done);
+        AMP_CHECK_GOTO(line_counts(&lr, 1, v, what, err), rc, done);
+        if (v[0] != 2)
+            AMP_RAISE_GOTO(err, rc, done, AMP_ERR_FORMAT, "%s:%" PRIu64 ": expected %s", path,
+                           lr.lineno, what);
+        snprintf(what, sizeof what, "mode %u's rows and columns", m + 1);
+        AMP_CHECK_GOTO(next_line(&lr, what, err), rc, done);
+        AMP_CHECK_GOTO(line_counts(&lr, 2, v, what, err), rc, done);
+        if (v[0] != t->dims[m] || v[1] != R)
+            AMP_RAISE_GOTO(err, rc, done, AMP_ERR_FORMAT, "%s:%" PRIu64 ": mode %u's matrix is "
+                           "%" PRIu64 " x %" PRIu64 ", expected %" PRIu64 " x %u", path,
+                           lr.lineno, m + 1, v[0], v[1], t->dims[m], R);
+        row_sink s;
+        AMP_CHECK_GOTO(sink_open(t, c, m, scratch, &s, err), rc, done);
+        snprintf(what, sizeof what, "mode %u's %" PRIu64 " rows", m + 1, t->dims[m]);
+        for (uint64_t i = 0; rc == AMP_OK && i < t->dims[m]; i++) {
+            rc = next_line(&lr, what, err);
+            if (rc == AMP_OK)
+                rc = parse_row(path, lr.lineno, lr.line, R, 0, sink_row(&s, i), err);
+            if (rc == AMP_OK)
+                sink_done(&s, i);
+        }
+        sink_close(c, &s, rc == AMP_OK);
+        if (rc != AMP_OK)
+            goto done;
+    }
+    /* blank lines after the last row are no more data */
+    while (getline(&lr.line, &lr.cap, lr.fp) != -1) {
+        lr.lineno++;
+        if (lr.line[strspn(lr.line, " \t\r\n")] != '\0')
+            AMP_RAISE_GOTO(err, rc, done, AMP_ERR_PARSE, "%s:%" PRIu64 ": more after the last "
+                           "of the %u factors", path, lr.lineno, N);
+    }
+    if (ferror(lr.fp))
+        AMP_RAISE_GOTO(err, rc, done, AMP_ERR_IO, "%s: %s", path, strerror(errno));
+done:
+    free(lr.line);
+    fclose(lr.fp);
+    return rc;
+}
+
+/* ---- which set a prefix names ---------------------------------------------- */
+
+/* Whether a file of the set -o PREFIX --format f writes exists (the
+ * manifest aside: it serves text and npy alike), or with man, whether man
+ * lists one. -1: out of memory. */
+static int set_there(const char *prefix, unsigned N, amp_factor_format f, const manifest *man)
+{
+    int found = 0, more = 1;
+    for (unsigned k = 0; more && !found; k++) {
+        char *name = amp_factors_file_name(prefix, N, f, AMP_ROWS_NONEMPTY, k, &more);
+        if (name == NULL)
+            return more ? -1 : found;
+        size_t n = strlen(name);
+        if (n < 9 || strcmp(name + n - 9, ".manifest") != 0) {
+            if (man == NULL)
+                found = access(name, F_OK) == 0;
+            for (size_t i = 0; man != NULL && i < man->n && !found; i++)
+                found = strcmp(man->files[i].name, base_of(name)) == 0;
+        }
+        free(name);
+    }
+    return found;
+}
+
+/* The form to read: the only one there, or where there are several, the
+ * one the manifest lists (it names the run's files; a ktensor has none). */
+static amp_status find_form(const char *prefix, unsigned N, const manifest *man,
+                            amp_factor_format *format, amp_error *err)
+{
+    static const amp_factor_format forms[] = {AMP_FACTORS_TEXT, AMP_FACTORS_NPY,
+                                              AMP_FACTORS_KTENSOR};
+    int there[3], count = 0;
+    char names[160] = "";
+    for (int f = 0; f < 3; f++) {
+        there[f] = set_there(prefix, N, forms[f], NULL);
+        if (there[f] < 0)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        if (there[f]) {
+            *format = forms[f];
+            count++;
+        }
+    }
+    if (count == 0)
+        return AMP_FAIL(err, AMP_ERR_IO, "%s: no starting factors: none of %s.mode1.mat, "
+                        "%s.mode1.npy and %s.ktn exists", prefix, prefix, prefix, prefix);
+    if (count == 1)
+        return AMP_OK;
+    for (int f = 0; f < 2 && man->path != NULL; f++) {
+        int listed = set_there(prefix, N, forms[f], man);
+        if (listed < 0)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        if (listed && there[f]) {
+            *format = forms[f];
+            return AMP_OK;
+        }
+    }
+    for (int f = 0, k = 0; f < 3; f++)
+        if (there[f])
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k++ ? ", " :
+                     "", f == 0 ? "text" : f == 1 ? "npy" : "ktensor");
+    return AMP_FAIL(err, AMP_ERR_FORMAT, "%s: factor files of more than one form (%s) and "
+                    "no manifest that lists one set: move the others away, or give each set "
+                    "its own prefix", prefix, names);
+}
+
+amp_status amp_factors_find(const char *prefix, unsigned nmodes, amp_factor_format *format,
+                            amp_error *err)
+{
+    manifest man;
+    AMP_CHECK(read_manifest(prefix, &man, err));
+    amp_status rc = find_form(prefix, nmodes, &man, format, err);
+    manifest_free(&man);
+    return rc;
+}
+
+/* ALS solves for mode 1 first from the others: lambda goes into the last
+ * mode's columns, where it still counts, its dropped rows' Gram included. */
+static void fold_lambda(const amp_tensor *t, amp_cpd *c)
+{
+    const unsigned L = t->nmodes - 1, R = c->rank;
+    for (uint64_t i = 0; i < c->rows[L]; i++)
+        for (unsigned r = 0; r < R; r++)
+            c->A[L][i * R + r] *= c->lambda[r];
+    double *G = c->start_gram[L];
+    for (unsigned p = 0; G != NULL && p < R; p++)
+        for (unsigned q = 0; q < R; q++)
+            G[p * R + q] *= c->lambda[p] * c->lambda[q];
+    for (unsigned r = 0; r < R; r++)
+        c->lambda[r] = 1;
+}
+
+/* Text or npy: each mode's file (npy: and its index file, where the set
+ * has one), then lambda where there is one. */
+static amp_status read_set(const amp_tensor *t, const char *prefix, const manifest *man,
+                           int npy, amp_cpd *c, double *scratch, amp_error *err)
+{
+    amp_status rc = AMP_OK;
+    for (unsigned m = 0; m < t->nmodes && rc == AMP_OK; m++) {
+        char *name = file_name(prefix, NULL, m, npy);
+        char *iname = npy ? index_name(prefix, m) : NULL;
+        uint64_t *ix = NULL, n = 0;
+        row_sink s;
+        if (name == NULL || (npy && iname == NULL)) {
+            rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        } else if ((rc = sink_open(t, c, m, scratch, &s, err)) == AMP_OK) {
+            /* a set with a manifest has index files where it lists them;
+             * one beside it that it does not list is an earlier run's */
+            int indexed = npy && (man->path ? set_member(man, iname)
+                                            : access(iname, F_OK) == 0);
+            rc = check_member(man, name, err);
+            if (rc == AMP_OK && indexed && (rc = check_member(man, iname, err)) == AMP_OK)
+                rc = npy_indices(iname, &s, &ix, &n, err);
+            if (rc == AMP_OK)
+                rc = npy ? read_npy(name, &s, ix, n, err) : read_text(name, s.dim, &s, NULL, err);
+            sink_close(c, &s, rc == AMP_OK);
+        }
+        free(ix);
+        free(iname);
+        free(name);
+    }
+    char *lname = rc == AMP_OK ? file_name(prefix, "lambda", 0, npy) : NULL;
+    if (rc == AMP_OK && lname == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    if (rc == AMP_OK && access(lname, F_OK) != 0) {
+        /* listed, yet missing: the run's lambda is lost */
+        if (man->path != NULL && set_member(man, lname))
+            rc = AMP_FAIL(err, AMP_ERR_IO, "%s: missing, though %s lists it", lname, man->path);
+    } else if (rc == AMP_OK) {
+        rc = check_member(man, lname, err);
+        if (rc == AMP_OK)
+            rc = npy ? read_npy_lambda(lname, c->rank, c->lambda, err)
+                     : read_text(lname, c->rank, NULL, c->lambda, err);
+    }
+    free(lname);
+    return rc;
+}
+
 amp_status amp_factors_read(const amp_tensor *t, const char *prefix, unsigned rank,
                             amp_cpd *c, amp_error *err)
 {
     /* Random factors first: the allocation, and a defined value for any
-     * row the text leaves out (none, once it parses). */
+     * row the files leave out (none, once they parse). */
     AMP_CHECK(amp_cpd_init_random(t, rank, 0, c, err));
     manifest man;
+    amp_factor_format format = AMP_FACTORS_TEXT;
     amp_status rc = read_manifest(prefix, &man, err);
     double *scratch = malloc((size_t)rank * sizeof *scratch);
     if (rc == AMP_OK && scratch == NULL)
         rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    for (unsigned m = 0; m < t->nmodes && rc == AMP_OK; m++) {
-        char *name = file_name(prefix, NULL, m, 0);
-        uint64_t *inv = name ? inverse_relabel(t, m, err) : NULL;
-        /* Only a mode with dropped slices has rows for it. */
-        double *G = t->rows[m] < t->dims[m] ? calloc((size_t)rank * rank, sizeof *G) : NULL;
-        if (inv == NULL)
-            rc = name ? (err ? err->status : AMP_ERR_NOMEM)
-                      : AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-        else if (G == NULL && t->rows[m] < t->dims[m])
-            rc = AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-        else if ((rc = check_member(&man, name, err)) == AMP_OK)
-            rc = read_text(name, t->dims[m], rank, inv, c->A[m], NULL, G, scratch, err);
-        if (rc == AMP_OK && G != NULL)
-            keep_start_gram(c, m, G);
-        else
-            free(G);
-        if (inv)
-            amp_huge_free(inv, (size_t)t->dims[m] * sizeof(uint64_t) + 1);
-        free(name);
+    if (rc == AMP_OK)
+        rc = find_form(prefix, t->nmodes, &man, &format, err);
+    if (rc == AMP_OK && format == AMP_FACTORS_KTENSOR) {
+        char *kname = file_name(prefix, "ktn", 0, 0);
+        rc = kname ? read_ktensor(t, kname, c, scratch, err)
+                   : AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        free(kname);
+    } else if (rc == AMP_OK) {
+        rc = read_set(t, prefix, &man, format == AMP_FACTORS_NPY, c, scratch, err);
     }
+    if (rc == AMP_OK)
+        fold_lambda(t, c);
     free(scratch);
-    char *lname = rc == AMP_OK ? file_name(prefix, "lambda", 0, 0) : NULL;
-    FILE *probe = lname ? fopen(lname, "r") : NULL;
-    if (probe == NULL && lname != NULL && man.path != NULL) {
-        /* listed, yet missing: the run's lambda is lost */
-        for (size_t i = 0; i < man.n && rc == AMP_OK; i++)
-            if (strcmp(man.files[i].name, base_of(lname)) == 0)
-                rc = AMP_FAIL(err, AMP_ERR_IO, "%s: missing, though %s lists it", lname,
-                              man.path);
-    }
-    if (probe != NULL) {
-        fclose(probe);
-        rc = check_member(&man, lname, err);
-        if (rc == AMP_OK)
-            rc = read_text(lname, rank, 1, NULL, NULL, c->lambda, NULL, NULL, err);
-        /* ALS solves for mode 1 first from the others: lambda goes into
-         * the last mode's columns, where it still counts, its dropped
-         * rows' Gram included. */
-        unsigned L = t->nmodes - 1;
-        for (uint64_t i = 0; rc == AMP_OK && i < c->rows[L]; i++)
-            for (unsigned r = 0; r < rank; r++)
-                c->A[L][i * rank + r] *= c->lambda[r];
-        double *G = c->start_gram[L];
-        for (unsigned p = 0; rc == AMP_OK && G != NULL && p < rank; p++)
-            for (unsigned q = 0; q < rank; q++)
-                G[p * rank + q] *= c->lambda[p] * c->lambda[q];
-        for (unsigned r = 0; r < rank; r++)
-            c->lambda[r] = 1;
-    }
-    free(lname);
     manifest_free(&man);
     if (rc != AMP_OK)
         amp_cpd_free(c);
