@@ -315,33 +315,12 @@ int amp_outfile_direct(const amp_outfile *of)
     return of->direct;
 }
 
-/* A pipe or terminal has no offsets: a direct output is written where
- * its descriptor stands. */
-static amp_status write_direct(amp_outfile *of, const void *buf, size_t n, amp_error *err)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(of->fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return AMP_FAIL(err, AMP_ERR_IO, "%s: write failed: %s", of->final_path,
-                            strerror(errno));
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    of->written += (uint64_t)(p - (const char *)buf);
-    return AMP_OK;
-}
-
 amp_status amp_outfile_write(amp_outfile *of, const void *buf, size_t n, amp_error *err)
 {
-    if (of->direct)
-        return write_direct(of, buf, n, err);
     AMP_CHECK(amp_outfile_pwrite(of, buf, n, of->written, err));
     of->written += n;
-    amp_outfile_flush_behind(of);
+    if (!of->direct)
+        amp_outfile_flush_behind(of);
     return AMP_OK;
 }
 
@@ -350,7 +329,10 @@ amp_status amp_outfile_pwrite(amp_outfile *of, const void *buf, size_t n, uint64
 {
     const char *p = buf;
     while (n > 0) {
-        ssize_t w = pwrite(of->fd, p, n, (off_t)offset);
+        /* A pipe or terminal has no offsets: a direct output is written
+         * where its descriptor stands, in order (nothing that reserves
+         * space writes to one: amped-prep refuses an .amp there). */
+        ssize_t w = of->direct ? write(of->fd, p, n) : pwrite(of->fd, p, n, (off_t)offset);
         if (w < 0) {
             if (errno == EINTR)
                 continue;

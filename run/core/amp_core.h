@@ -74,7 +74,7 @@ void amp_tensor_free(amp_tensor *t);
  * (whose squares, summed over 2^64 nonzeros, stay within double's range),
  * and the caller divides lambda by 2^k. f32 values never need it. */
 #define AMP_VALUE_EXP_MAX 400
-/* The largest |value| of every copy t holds in host memory (0 for none). */
+/* The largest |value| t holds in host memory, from one copy (0 for none). */
 double amp_tensor_max_abs(const amp_tensor *t, int threads);
 /* The k above for a largest |value| max: 0 where max is within range, or
  * 0 (no value, or all zero). */

@@ -37,10 +37,13 @@ static void free_nonzeros(amp_tensor *t)
 
 double amp_tensor_max_abs(const amp_tensor *t, int threads)
 {
+    /* Every mode's copy holds the same values in another order (a part
+     * of several processes: each mode's copies of all parts together
+     * hold them all), so the first copy in memory is read, not all N. */
     double top = 0;
     for (unsigned d = 0; d < t->nmodes; d++) {
         const amp_copy *c = &t->copies[d];
-        if (c->vals == NULL)
+        if (c->vals == NULL || c->nnz == 0)
             continue;
         const int64_t n = (int64_t)c->nnz;
         if (t->value_type == AMP_VALUES_F32) {
@@ -54,6 +57,7 @@ double amp_tensor_max_abs(const amp_tensor *t, int threads)
             for (int64_t k = 0; k < n; k++)
                 top = fabs(v[k]) > top ? fabs(v[k]) : top;
         }
+        break;
     }
     return top;
 }
