@@ -166,13 +166,14 @@ check() {
     fi
 }
 
-# check_close DESCRIPTION A B: the numbers A and B (fits) within 1e-6 of
-# each other. Either one empty or not a number (no fit printed, "nan")
-# fails: awk takes "" for 0, and mawk's nan compares equal to anything.
+# check_close DESCRIPTION A B [TOL]: the numbers A and B (fits) within TOL
+# (default 1e-6) of each other. Either one empty or not a number (no fit
+# printed, "nan") fails: awk takes "" for 0, and mawk's nan compares equal
+# to anything.
 check_close() {
     if is_number "$2" && is_number "$3"; then
-        check "$1" awk -v a="$2" -v b="$3" \
-            'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-6) }'
+        check "$1" awk -v a="$2" -v b="$3" -v t="${4:-1e-6}" \
+            'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'
     else
         fail "$1"
         diag "not two numbers: '$2' and '$3'"

@@ -103,14 +103,7 @@ run "$AMPED_RUN" -t 1 -r 3 --iters 1 --tol 0 --init "$T/one" --json "$T/more.jso
 check_status "--init from amped-run's files: exit 0" 0
 # close13 LABEL A B: two fits within 1e-13 (the same sums, in the same
 # order but for the start's scaling: an ulp or two apart at most).
-close13() {
-    if is_number "$2" && is_number "$3"; then
-        check "$1 ($2, $3)" awk -v a="$2" -v b="$3" \
-            'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-13) }'
-    else
-        fail "$1: not two numbers: '$2' and '$3'"
-    fi
-}
+close13() { check_close "$1 ($2, $3)" "$2" "$3" 1e-13; }
 two=$(fits "$T/two.json" | sed -n 2p)
 more=$(fits "$T/more.json" | sed -n 1p)
 close13 "... its fit is the second iteration's, within 1e-13" "$more" "$two"
@@ -194,14 +187,7 @@ done > "$T/h.tns"
 run "$AMPED_PREP" -q -o "$T/h.amp" "$T/h.tns"
 test "$RUN_RC" = 0 || { diag_run; echo "Bail out! amped-prep failed"; exit 1; }
 # close LABEL A B TOL: two fits within TOL.
-close() {
-    if is_number "$2" && is_number "$3"; then
-        check "$1 ($2, $3)" awk -v a="$2" -v b="$3" -v t="$4" \
-            'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'
-    else
-        fail "$1: not two numbers: '$2' and '$3'"
-    fi
-}
+close() { check_close "$1 ($2, $3)" "$2" "$3" "$4"; }
 for p in f64 f32; do
     run "$AMPED_RUN" -t 1 -r 3 --iters 2 --tol 0 --precision $p --json "$T/h2$p.json" "$T/h.amp"
     test "$RUN_RC" = 0 || { diag_run; echo "Bail out! amped-run failed"; exit 1; }
