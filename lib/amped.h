@@ -199,9 +199,11 @@ int amped_result_converged(const amped_result *r);   /* the fit changed by less 
 int amped_result_stopped(const amped_result *r);     /* the progress callback stopped it */
 /* lambda: rank values. */
 void amped_result_weights(const amped_result *r, double *lambda);
-/* Mode m's factor, dims[m] x rank, row-major, columns of unit 2-norm, in
- * the original index space (rows of indices that never occur are zero),
- * written into the caller's buffer. */
+/* Mode m's factor, dims[m] x rank, row-major, in the original index
+ * space (rows of indices that never occur are zero), written into the
+ * caller's buffer: what amped-run -o writes. Its columns are scaled into
+ * lambda as the run left them (2-norm after the first iteration, then the
+ * largest magnitude where above 1). */
 amped_status amped_result_factor(const amped_result *r, unsigned m, double *out);
 /* The fit after each iteration: amped_result_iters values. */
 void amped_result_fits(const amped_result *r, double *fits);

@@ -6,6 +6,7 @@
 #ifndef AMP_BUILD_H
 #define AMP_BUILD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "amp_coo.h"
@@ -77,6 +78,12 @@ typedef struct amp_build_report {
 } amp_build_report;
 
 void amp_build_opts_init(amp_build_opts *opts);
+
+/* The "key=value" lines amped-prep records as the file's parameters
+ * (amp_build_opts.params) for opts and the duplicates policy, into buf
+ * (512 bytes hold them): so that a tensor built in memory (libamped)
+ * records, and so writes, what amped-prep would. */
+void amp_build_params(char *buf, size_t size, const amp_build_opts *opts, int duplicates);
 
 /* Write t to path as an .amp file, consuming t's nonzeros: its index and
  * value arrays are freed once the first mode copy holds them (every later

@@ -128,6 +128,32 @@ amp_status amp_file_digest_start(const char *path, amp_digest_job **job, amp_err
 amp_status amp_file_digest_finish(amp_digest_job *job, uint64_t *size, uint64_t *hash,
                                   amp_error *err);
 
+/* Coordinate arrays as a caller holds them in memory: nonzero k's index
+ * in mode m at indices[k * nnz_stride + m * mode_stride] (elements of
+ * index_type), its value at values[k * value_stride] (0: 1); indices
+ * from index_base (0 or 1); dims NULL for each mode's largest index. */
+typedef enum amp_index_type {
+    AMP_INDEX_INT32 = 0, AMP_INDEX_INT64, AMP_INDEX_UINT32, AMP_INDEX_UINT64
+} amp_index_type;
+
+typedef struct amp_coo_arrays {
+    unsigned nmodes;
+    uint64_t nnz;
+    const void *indices;
+    amp_index_type index_type;
+    int64_t nnz_stride, mode_stride;
+    int index_base;
+    const double *values;
+    int64_t value_stride;
+    const uint64_t *dims;
+} amp_coo_arrays;
+
+/* The arrays into t (0-based, each index within its dimension, every
+ * value finite, at least one nonzero; AMP_ERR_RANGE naming the first
+ * nonzero that is not, AMP_ERR_EMPTY for none), in parallel. Repeated
+ * coordinates are left for amp_coo_dedup. On failure t is left empty. */
+amp_status amp_coo_from_arrays(const amp_coo_arrays *a, amp_coo *t, amp_error *err);
+
 /* Storage management. amp_coo_reserve keeps contents and nmodes. */
 amp_status amp_coo_init(amp_coo *t, unsigned nmodes, amp_error *err);
 amp_status amp_coo_reserve(amp_coo *t, uint64_t cap, amp_error *err);

@@ -293,11 +293,7 @@ static amp_status write_amp(amp_digest_job *digest, prep_args *a, amp_coo *t,
     AMP_CHECK(amp_file_digest_finish(digest, &build->source_size, &build->source_hash, err));
     double digest_wait = amp_now() - t0;
     char params[512];
-    snprintf(params, sizeof params, "shards=%lu\nchunk-nnz=%llu\nvalues=%s\nlevel=%d\n"
-             "duplicates=%s\nremap-streams=%s\n", (unsigned long)build->shards,
-             (unsigned long long)build->chunk_nnz, value_names[build->values],
-             build->write.level, dup_names[a->read.duplicates],
-             build->remap_streams ? "yes" : "no");
+    amp_build_params(params, sizeof params, build, a->read.duplicates);
     build->params = params;
     const char *base = strrchr(a->shown, '/');
     build->source_name = base ? base + 1 : a->shown;

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,16 @@ void amp_build_opts_init(amp_build_opts *o)
     o->chunk_nnz = AMP_DEFAULT_CHUNK_NNZ;
     o->values = AMP_VALUE_AUTO;
     amp_write_opts_init(&o->write);
+}
+
+void amp_build_params(char *buf, size_t size, const amp_build_opts *opts, int duplicates)
+{
+    static const char *const value_names[] = {"auto", "f32", "f64"};
+    static const char *const dup_names[] = {"sum", "keep", "error"};
+    snprintf(buf, size, "shards=%lu\nchunk-nnz=%llu\nvalues=%s\nlevel=%d\n"
+             "duplicates=%s\nremap-streams=%s\n", (unsigned long)opts->shards,
+             (unsigned long long)opts->chunk_nnz, value_names[opts->values], opts->write.level,
+             dup_names[duplicates], opts->remap_streams ? "yes" : "no");
 }
 
 /* ---- compaction, shard dealing, relabelling ------------------------------ */

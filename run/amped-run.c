@@ -33,65 +33,12 @@
 #include "inspect.h"
 #include "run_dist.h"
 #include "run_report.h"
+#include "session.h"
 #ifdef AMP_HAVE_CUDA
 #include "amp_cuda.h"
 #endif
 
 #define PROGRAM "amped-run"
-
-#define MAX_ITERS 1000000
-
-enum {
-    OPT_LIST_DEVICES = 256, OPT_INFO, OPT_VERIFY, OPT_ITERS, OPT_TOL, OPT_SEED, OPT_INIT,
-    OPT_PRECISION, OPT_FORMAT, OPT_JSON, OPT_MTTKRP_ONLY, OPT_CHECK, OPT_GPUS, OPT_DEVICE_MEMORY,
-    OPT_MEMORY, OPT_STREAM_CHUNK, OPT_DEVICES, OPT_PARTITION, OPT_OVERLAP, OPT_HOST_MEMORY,
-    OPT_SEND_PARTS, OPT_METHOD, OPT_CONSTRAINT, OPT_L1, OPT_L2, OPT_ADMM_INNER, OPT_ADMM_TOL,
-    OPT_ROWS, OPT_REPORT, OPT_REMAP_KERNEL, OPT_EXCHANGE
-};
-
-static const struct option long_options[] = {
-    /* the decomposition */
-    {"rank", required_argument, NULL, 'r'},
-    {"iters", required_argument, NULL, OPT_ITERS},
-    {"tol", required_argument, NULL, OPT_TOL},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"init", required_argument, NULL, OPT_INIT},
-    {"precision", required_argument, NULL, OPT_PRECISION},
-    /* constrained methods */
-    {"method", required_argument, NULL, OPT_METHOD},
-    {"constraint", required_argument, NULL, OPT_CONSTRAINT},
-    {"l1", required_argument, NULL, OPT_L1},
-    {"l2", required_argument, NULL, OPT_L2},
-    {"admm-inner", required_argument, NULL, OPT_ADMM_INNER},
-    {"admm-tol", required_argument, NULL, OPT_ADMM_TOL},
-    /* output */
-    {"output", required_argument, NULL, 'o'},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"rows", required_argument, NULL, OPT_ROWS},
-    {"json", required_argument, NULL, OPT_JSON},
-    {"report", required_argument, NULL, OPT_REPORT},
-    /* actions other than decomposing */
-    {"mttkrp-only", no_argument, NULL, OPT_MTTKRP_ONLY},
-    {"check", no_argument, NULL, OPT_CHECK},
-    {"info", no_argument, NULL, OPT_INFO},
-    {"verify", no_argument, NULL, OPT_VERIFY},
-    /* devices and threads */
-    {"gpus", required_argument, NULL, OPT_GPUS},
-    {"devices", required_argument, NULL, OPT_DEVICES},
-    {"partition", required_argument, NULL, OPT_PARTITION},
-    {"overlap", no_argument, NULL, OPT_OVERLAP},
-    {"send-parts", required_argument, NULL, OPT_SEND_PARTS},
-    {"exchange", required_argument, NULL, OPT_EXCHANGE},
-    {"memory", required_argument, NULL, OPT_MEMORY},
-    {"device-memory", required_argument, NULL, OPT_DEVICE_MEMORY},
-    {"host-memory", required_argument, NULL, OPT_HOST_MEMORY},
-    {"stream-chunk", required_argument, NULL, OPT_STREAM_CHUNK},
-    {"remap-kernel", no_argument, NULL, OPT_REMAP_KERNEL},
-    {"list-devices", no_argument, NULL, OPT_LIST_DEVICES},
-    /* threads and reporting: -t, -q, -v, -h, -V */
-    AMP_CLI_COMMON_LONG_OPTIONS,
-    {NULL, 0, NULL, 0},
-};
 
 static void usage(void)
 {
@@ -278,24 +225,17 @@ static int list_devices(void)
 
 typedef struct run_args {
     const char *path;
-    amp_cpd_opts opts;
-    const char *init, *output, *json, *html;
-    int gpus;                  /* AMP_GPUS_AUTO, 0 (the CPU) or a count */
-    amp_gpu_opts gpu;
-    amp_gpu_als_opts gpu_als;
+    amp_run_opts r;            /* the decomposition's options (session.h) */
+    const char *output, *json, *html;
     amp_factor_format format;
-    amp_factor_format init_format;   /* what --init found */
     amp_factor_rows rows;
     int mttkrp_only, check, quiet, rows_given;
-    const char *gpu_only;      /* the first option of the GPU backend given */
     amp_run_report report;
     amp_outfile json_out;      /* --json, created before the run */
     amp_outfile html_out;      /* --report, likewise */
     const amp_cpd *cpd;        /* the decomposition on_iter reports on */
-    amp_mode_rule rule[AMP_MAX_MODES];   /* each mode's, from opts.rules */
     int late_usage;            /* the options disagree with the file: exit 2 */
     unsigned place_stop;       /* test hooks: the signal after this many renames */
-    int value_exp;             /* the run is of 2^value_exp X (amp_value_scale_exp) */
 } run_args;
 
 static void on_iter(void *ctx, unsigned iter, double fit, double delta, double seconds)
@@ -329,7 +269,7 @@ static void print_tensor(const run_args *a, const amp_tensor *t, int threads, in
                amp_format_bytes(mem, sizeof mem, t->bytes));
     if (!on_gpu)
         printf("backend:   cpu, %d thread%s, precision %s\n", threads, threads == 1 ? "" : "s",
-               a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64");
+               a->r.opts.precision == AMP_PRECISION_F32 ? "f32" : "f64");
 }
 
 /* A rank above a mode's dimension makes that factor rank-deficient: the
@@ -391,19 +331,19 @@ static int run_mttkrp_only(run_args *a, const amp_tensor *t, const amp_cpd *c, i
     amp_status rc;
     if (gr) {
         /* The kernels alone, factors resident: the papers' measure. */
-        rc = amp_gpu_run_time_mttkrp(gr, t, c, a->opts.max_iters, sec, &err);
+        rc = amp_gpu_run_time_mttkrp(gr, t, c, a->r.opts.max_iters, sec, &err);
         for (unsigned m = 0; m < t->nmodes; m++)
-            sec[m] *= a->opts.max_iters;
+            sec[m] *= a->r.opts.max_iters;
     } else {
-        rc = amp_cpu_time_mttkrp(t, &a->opts, c, sec, &err);
+        rc = amp_cpu_time_mttkrp(t, &a->r.opts, c, sec, &err);
     }
     if (rc != AMP_OK) {
         amp_log_error(&err);
         return EXIT_FAILURE;
     }
-    size_t fs = a->opts.precision == AMP_PRECISION_F32 ? 4 : 8;
+    size_t fs = a->r.opts.precision == AMP_PRECISION_F32 ? 4 : 8;
     double bytes = amp_mttkrp_min_bytes(t, c->rank, fs);
-    unsigned K = a->opts.max_iters;
+    unsigned K = a->r.opts.max_iters;
     if (!a->quiet) {
         if (gr)
             printf("mttkrp:    rank %u, %u round%s over %u modes, on %u GPU%s (the slowest "
@@ -440,11 +380,11 @@ static int run_check(run_args *a, const amp_tensor *t, const amp_cpd *c, amp_gpu
     amp_error err = {0};
     double rel[AMP_MAX_MODES], worst = 0;
     if ((gr ? amp_gpu_run_check(gr, t, c, rel, &err)
-            : amp_cpu_check_mttkrp(t, &a->opts, c, rel, &err)) != AMP_OK) {
+            : amp_cpu_check_mttkrp(t, &a->r.opts, c, rel, &err)) != AMP_OK) {
         amp_log_error(&err);
         return EXIT_FAILURE;
     }
-    double tol = a->opts.precision == AMP_PRECISION_F32 ? CHECK_TOL_F32 : CHECK_TOL_F64;
+    double tol = a->r.opts.precision == AMP_PRECISION_F32 ? CHECK_TOL_F32 : CHECK_TOL_F64;
     for (unsigned m = 0; m < t->nmodes; m++) {
         if (!a->quiet)
             printf("check:     mode %u: largest relative error %.3e\n", m + 1, rel[m]);
@@ -463,7 +403,7 @@ static int run_check(run_args *a, const amp_tensor *t, const amp_cpd *c, amp_gpu
     }
     if (!a->quiet)
         printf("check:     passed (tolerance %.0e, %s, %s)\n", tol,
-               a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64", gr ? "gpu" : "cpu");
+               a->r.opts.precision == AMP_PRECISION_F32 ? "f32" : "f64", gr ? "gpu" : "cpu");
     return EXIT_SUCCESS;
 }
 
@@ -516,7 +456,7 @@ static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run
 {
     /* Under several processes, n is process 0's GPUs of the run's total. */
     const unsigned n = amp_gpu_run_count(gr), total = amp_gpu_run_total(gr);
-    const char *prec = a->opts.precision == AMP_PRECISION_F32 ? "f32" : "f64";
+    const char *prec = a->r.opts.precision == AMP_PRECISION_F32 ? "f32" : "f64";
     char tb[32], nb[32], cb[32];
     for (unsigned k = 0; k < n; k++) {
         amp_gpu_info in;
@@ -554,8 +494,8 @@ static void print_gpus(const run_args *a, const amp_tensor *t, const amp_gpu_run
         }
         if (k == 0)
             printf("backend:   %u GPUs%s joined with NCCL, partition %s%s%s, precision %s%s\n",
-                   total, total > n ? " of every process" : "", partition_name(a->gpu.partition),
-                   a->gpu.overlap ? ", rows sent behind the next MTTKRP" : "",
+                   total, total > n ? " of every process" : "", partition_name(a->r.gpu.partition),
+                   a->r.gpu.overlap ? ", rows sent behind the next MTTKRP" : "",
                    amp_gpu_run_by_copies(gr) ? ", rows sent by copy engines" : "", prec,
                    total > n ? "; process 0's:" : "");
         printf("  gpu %d:   %s (%d SMs), ", in.device, in.name, in.sm_count);
@@ -634,7 +574,7 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
     }
     a->report.gpus = rg;
     a->report.ngpus = n;
-    a->report.partition = partition_name(a->gpu.partition);
+    a->report.partition = partition_name(a->r.gpu.partition);
     /* Only where rows travel: several GPUs, or GPUs of several processes. */
     a->report.row_exchange = n < 2 && a->report.nprocesses == 0 ? NULL
                              : amp_gpu_run_by_copies(gr)        ? "copy"
@@ -665,34 +605,17 @@ static void gpu_times(run_args *a, const amp_tensor *t, const amp_gpu_run *gr,
     }
 }
 
-/* t's nonzeros into host memory (t has its layout), with a progress bar. */
-static amp_status load_nonzeros(const run_args *a, const amp_file *f, int threads, amp_tensor *t,
-                                amp_error *err)
-{
-    amp_progress bar;
-    amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
-    amp_status rc = amp_tensor_load_nonzeros(f, threads, amp_progress_callback, &bar, t, err);
-    amp_progress_end(&bar);
-    return rc;
-}
-
 /* What one run holds, released in run()'s one cleanup. */
 typedef struct run_state {
-    amp_file *f;
-    amp_tensor t;
-    int have_t;
-    amp_cpd c;
-    amp_gpu_run *gr;
+    amp_session ss;            /* the file, tensor, model and GPUs (session.h) */
     amp_report_gpu *rg;
     amp_factor_files factors;   /* -o, created before the run */
     amp_dist *dist;            /* one process of several (MPI), or NULL */
-    int threads;
     /* Under MPI: this process's CPUs, the processes of its host that share
      * them, and where its thread count came from (NULL: its share). */
     unsigned cpus, cpu_sharers;
     const char *threads_from;
     double t_start;
-    double file_norm_sq;       /* t's |X|^2 before scale_values changed it */
 } run_state;
 
 /* No output of the run may name the input or another output: checked
@@ -708,7 +631,7 @@ static amp_status check_distinct(run_args *a, run_state *s, amp_error *err)
     what[n++] = "the input";
     for (unsigned k = 0; a->output; k++) {
         int more;
-        char *name = amp_factors_file_name(a->output, s->t.nmodes, a->format, a->rows, k,
+        char *name = amp_factors_file_name(a->output, s->ss.t.nmodes, a->format, a->rows, k,
                                            &more);
         if (!more)
             break;
@@ -746,7 +669,7 @@ static amp_status create_outputs(run_args *a, run_state *s, amp_error *err)
         char *copy = strdup(a->output);
         if (copy == NULL)
             return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-        amp_status rc = amp_factors_check_room(&s->t, a->opts.rank, a->format, a->rows,
+        amp_status rc = amp_factors_check_room(&s->ss.t, a->r.opts.rank, a->format, a->rows,
                                                amp_host_memory_available(), dirname(copy),
                                                err);
         free(copy);
@@ -758,7 +681,7 @@ static amp_status create_outputs(run_args *a, run_state *s, amp_error *err)
         }
     }
     if (a->output)
-        AMP_CHECK(amp_factors_create(&s->factors, &s->t, a->output, a->format, a->rows, err));
+        AMP_CHECK(amp_factors_create(&s->factors, &s->ss.t, a->output, a->format, a->rows, err));
     if (a->json)
         AMP_CHECK(amp_outfile_open(&a->json_out, a->json, err));
     if (a->html)
@@ -766,84 +689,64 @@ static amp_status create_outputs(run_args *a, run_state *s, amp_error *err)
     return AMP_OK;
 }
 
-/* The tensor's layout, then its nonzeros where the backend wants them: a
- * resident GPU run reads them from the file straight to the GPU; the CPU
- * backend (asked for, or for want of a GPU) into host memory. Only
- * --check needs them in host memory whatever the backend (its
- * reference). */
+/* The tensor's layout, the output files, then its nonzeros where the
+ * backend wants them (amp_session_load). */
 static amp_status load(run_args *a, run_state *s, amp_error *err)
 {
-    AMP_CHECK(amp_file_open(a->path, &s->f, err));
-    AMP_CHECK(amp_tensor_load_layout(s->f, &s->t, err));
-    s->have_t = 1;
-    /* A constraint list's length is checked against the modes before the
-     * nonzeros are read. */
-    if (amp_rules_resolve(&a->opts, s->t.nmodes, a->rule, err) != AMP_OK) {
-        a->late_usage = 1;
+    amp_session *ss = &s->ss;
+    ss->external_load = s->dist != NULL;
+    if (amp_session_open(ss, &a->r, a->path, err) != AMP_OK) {
+        a->late_usage = ss->late_usage;
         return err->status;
     }
     AMP_CHECK(create_outputs(a, s, err));
-    if (a->check)
-        AMP_CHECK(load_nonzeros(a, s->f, s->threads, &s->t, err));
-    if (s->dist && a->gpus == 0) {
+    if (s->dist && a->r.gpus == 0) {
         amp_progress bar;
         amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
-        amp_status rc = amp_dist_load(s->dist, s->f, &s->t, s->threads, amp_progress_callback,
-                                      &bar, err);
+        amp_status rc = amp_dist_load(s->dist, ss->f, &ss->t, ss->threads,
+                                      amp_progress_callback, &bar, err);
         amp_progress_end(&bar);
         AMP_CHECK(rc);
     }
     a->report.path = a->path;
-    a->report.t = &s->t;
-    a->report.opts = &a->opts;
-    a->report.rule = a->rule;
+    a->report.t = &ss->t;
+    a->report.opts = &a->r.opts;
+    a->report.rule = a->r.rule;
     a->report.backend = "cpu";
-    a->report.threads = s->threads;
-    a->report.seconds_load = amp_now() - s->t_start;
-    if (a->gpus != 0) {
-        amp_progress bar;
-        a->gpu.path = a->path;
-        a->gpu.gpus = a->gpus;
-        a->gpu.release = a->check ? NULL : &s->t;
-        a->gpu.file = s->f;
-        a->gpu.progress = amp_progress_callback;
-        a->gpu.phase = amp_progress_phase_callback;
-        a->gpu.progress_ctx = &bar;
-        amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
-        amp_status rc = amp_gpu_run_open(&a->gpu, &a->opts, &s->t, &s->gr, err);
-        amp_progress_end(&bar);
-        a->gpu.progress_ctx = NULL;
-        AMP_CHECK(rc);
-        for (unsigned k = 0; s->gr && k < amp_gpu_run_count(s->gr); k++)
-            if (amp_gpu_run_note(s->gr, k))
-                amp_log(AMP_LOG_WARN, "%s", amp_gpu_run_note(s->gr, k));
-    }
-    if (s->gr == NULL && a->gpu_only)
+    a->report.threads = ss->threads;
+    double before = amp_now() - s->t_start;
+    amp_progress bar;
+    amp_progress_begin(&bar, "loading", "B", 0, !a->quiet);
+    amp_session_progress p = {amp_progress_phase_callback, amp_progress_callback, &bar};
+    amp_status rc = amp_session_load(ss, &a->r, a->path, &p, err);
+    amp_progress_end(&bar);
+    AMP_CHECK(rc);
+    a->report.seconds_load = before + ss->seconds_load;
+    for (unsigned k = 0; ss->gr && k < amp_gpu_run_count(ss->gr); k++)
+        if (amp_gpu_run_note(ss->gr, k))
+            amp_log(AMP_LOG_WARN, "%s", amp_gpu_run_note(ss->gr, k));
+    if (ss->gr == NULL && a->r.gpus != 0 && a->r.gpu_only)
         amp_log(AMP_LOG_WARN, "%s applies to the GPU backend; this run is on the CPU (no GPU "
-                "found, or the rank is above what the GPU backend takes): ignored", a->gpu_only);
-    if (s->gr) {
+                "found, or the rank is above what the GPU backend takes): ignored",
+                a->r.gpu_only);
+    if (ss->gr) {
         amp_gpu_info in;
-        amp_gpu_run_info(s->gr, 0, &in);
+        amp_gpu_run_info(ss->gr, 0, &in);
         a->report.backend = "gpu";
         a->report.device = in.name;
-        a->report.seconds_load += amp_gpu_run_load_seconds(s->gr);
-        a->report.seconds_upload = amp_gpu_run_upload_seconds(s->gr);
-        a->report.direct_upload = amp_gpu_run_direct(s->gr);
-        a->report.stream_bytes_per_nnz = amp_gpu_run_stream_bytes_per_nnz(s->gr, &s->t);
-    } else if (s->t.layout_only && !s->dist) {
-        double t0 = amp_now();
-        AMP_CHECK(load_nonzeros(a, s->f, s->threads, &s->t, err));
-        a->report.seconds_load += amp_now() - t0;
+        a->report.seconds_upload = ss->seconds_upload;
+        a->report.direct_upload = amp_gpu_run_direct(ss->gr);
+        a->report.stream_bytes_per_nnz = amp_gpu_run_stream_bytes_per_nnz(ss->gr, &ss->t);
     }
     return AMP_OK;
 }
 
 static void print_loaded(const run_args *a, const run_state *s)
 {
-    print_tensor(a, &s->t, s->threads, s->gr != NULL);
-    if (s->gr)
-        print_gpus(a, &s->t, s->gr);
-    if (s->dist && s->gr)
+    print_tensor(a, &s->ss.t, s->ss.threads, s->ss.gr != NULL);
+    if (s->ss.gr)
+        print_gpus(a, &s->ss.t, s->ss.gr);
+    if (s->dist && s->ss.gr)
         printf("processes: %u (MPI), each reading only its own GPUs' shards\n",
                amp_dist_size(s->dist));
     else if (s->dist) {
@@ -854,14 +757,14 @@ static void print_loaded(const run_args *a, const run_state *s)
     }
     if (s->dist)
         printf("threads:   %d in process 0 (%s; its %u CPU%s, shared by %u process%s of its "
-               "host)\n", s->threads, s->threads_from ? s->threads_from : "its share", s->cpus,
+               "host)\n", s->ss.threads, s->threads_from ? s->threads_from : "its share", s->cpus,
                amp_plural(s->cpus), s->cpu_sharers, s->cpu_sharers == 1 ? "" : "es");
     printf("loaded:    %.3f s", a->report.seconds_load);
-    if (s->gr && a->report.direct_upload)
+    if (s->ss.gr && a->report.direct_upload)
         printf(" (the tables), the nonzeros from the file straight to the GPU %.3f s",
                a->report.seconds_upload);
-    else if (s->gr)
-        printf(", to the GPU%s %.3f s", amp_gpu_run_count(s->gr) > 1 ? "s" : "",
+    else if (s->ss.gr)
+        printf(", to the GPU%s %.3f s", amp_gpu_run_count(s->ss.gr) > 1 ? "s" : "",
                a->report.seconds_upload);
     printf("\n");
 }
@@ -876,45 +779,25 @@ static void print_loaded(const run_args *a, const run_state *s)
 
 static amp_status say_long_solve(const run_args *a, const run_state *s, amp_error *err)
 {
-    if (a->quiet || s->gr || s->dist || a->opts.rank < LONG_SOLVE_RANK ||
-        a->opts.method != AMP_METHOD_ALS)
+    if (a->quiet || s->ss.gr || s->dist || a->r.opts.rank < LONG_SOLVE_RANK ||
+        a->r.opts.method != AMP_METHOD_ALS)
         return AMP_OK;
     double sec;
-    AMP_CHECK(amp_cpu_solve_estimate(&s->t, &a->opts, &sec, err));
+    AMP_CHECK(amp_cpu_solve_estimate(&s->ss.t, &a->r.opts, &sec, err));
     if (sec >= LONG_SOLVE_SECONDS)
         printf("           rank %u on %d thread%s: the solves alone take about %.0f s an "
                "iteration (a rate measured here), more where a Gram product is singular\n",
-               a->opts.rank, s->threads, amp_plural((uint64_t)s->threads), sec);
+               a->r.opts.rank, s->ss.threads, amp_plural((uint64_t)s->ss.threads), sec);
     return AMP_OK;
 }
 
-/* Values far from 1 run scaled by a power of 2 (amp_value_scale_exp),
- * lambda unscaled after. The GPU backend takes the values as the file
- * holds them, so it refuses those it cannot run, judged from |X|^2 (the
- * file's, so before any upload). */
+/* Values far from 1 run scaled (amp_session_scale); over several
+ * processes, by the largest of every process's values. */
 static amp_status scale_values(run_args *a, run_state *s, amp_error *err)
 {
-    const amp_tensor *t = &s->t;
-    if (s->gr) {
-        double lo = ldexp(1, -2 * AMP_VALUE_EXP_MAX), hi = ldexp(1, 2 * AMP_VALUE_EXP_MAX);
-        if (t->value_type == AMP_VALUES_F64 && t->nnz > 0 &&
-            (t->norm_sq < lo || t->norm_sq / (double)t->nnz > hi))
-            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "the values are too %s for the GPU "
-                            "backend (|X| = %g over %" PRIu64 " nonzeros; it takes values of "
-                            "magnitude 2^-%d to 2^%d as the file holds them): --gpus 0 runs "
-                            "them on the CPU, scaled", t->norm_sq < lo ? "small" : "large",
-                            sqrt(t->norm_sq), t->nnz, AMP_VALUE_EXP_MAX, AMP_VALUE_EXP_MAX);
-        return AMP_OK;
-    }
-    if (s->dist)
-        return amp_dist_scale(s->dist, &a->value_exp, err);
-    a->value_exp = amp_value_scale_exp(amp_tensor_max_abs(t, s->threads));
-    if (a->value_exp != 0) {
-        double file_norm_sq = s->t.norm_sq;
-        amp_tensor_scale(&s->t, a->value_exp, s->threads, &s->t.norm_sq);
-        s->file_norm_sq = file_norm_sq;
-    }
-    return AMP_OK;
+    if (s->dist && !s->ss.gr)
+        return amp_dist_scale(s->dist, &a->r.value_exp, err);
+    return amp_session_scale(&s->ss, &a->r, err);
 }
 
 /* Whether every entry of mode m's factor is zero, or at most floor
@@ -936,7 +819,7 @@ static void warn_zero_factors(const run_args *a, const amp_cpd *c, const char *w
     char modes[AMP_MAX_MODES * 4 + 1] = "";
     size_t at = 0;
     unsigned nzero = 0;
-    double floor = (a->opts.method == AMP_METHOD_MU || a->opts.method == AMP_METHOD_HALS) &&
+    double floor = (a->r.opts.method == AMP_METHOD_MU || a->r.opts.method == AMP_METHOD_HALS) &&
                    strcmp(when, "final") == 0 ? AMP_UPDATE_EPS : 0;
     for (unsigned m = 0; m < c->nmodes; m++)
         if (factor_is_zero(c, m, floor)) {
@@ -948,7 +831,7 @@ static void warn_zero_factors(const run_args *a, const amp_cpd *c, const char *w
         return;
     int l1 = 0;
     for (unsigned m = 0; m < c->nmodes; m++)
-        l1 |= a->rule[m].l1 > 0;
+        l1 |= a->r.rule[m].l1 > 0;
     amp_log(AMP_LOG_WARN, "every entry of the %s factor%s of mode%s %s is zero%s: the model "
             "is zero%s", when, nzero == 1 ? "" : "s", nzero == 1 ? "" : "s", modes,
             floor > 0 ? " (or at the update's floor, 1e-12)" : "",
@@ -964,57 +847,51 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
 {
     if (!a->quiet) {
         char label[16];
-        snprintf(label, sizeof label, "%s:", a->opts.method == AMP_METHOD_ALS ? "cp-als"
-                                            : amp_method_name(a->opts.method));
-        printf("%-10s rank %u, at most %u iteration%s, tol %g\n", label, a->opts.rank,
-               a->opts.max_iters, amp_plural(a->opts.max_iters), a->opts.tol);
-        if (a->opts.method != AMP_METHOD_ALS) {
+        snprintf(label, sizeof label, "%s:", a->r.opts.method == AMP_METHOD_ALS ? "cp-als"
+                                            : amp_method_name(a->r.opts.method));
+        printf("%-10s rank %u, at most %u iteration%s, tol %g\n", label, a->r.opts.rank,
+               a->r.opts.max_iters, amp_plural(a->r.opts.max_iters), a->r.opts.tol);
+        if (a->r.opts.method != AMP_METHOD_ALS) {
             printf("           constraints");
-            for (unsigned m = 0; m < s->t.nmodes; m++)
-                printf("%s%s", m ? "," : " ", amp_constraint_name(a->rule[m].constraint));
+            for (unsigned m = 0; m < s->ss.t.nmodes; m++)
+                printf("%s%s", m ? "," : " ", amp_constraint_name(a->r.rule[m].constraint));
             printf("; l1");
-            for (unsigned m = 0; m < s->t.nmodes; m++)
-                printf("%s%g", m ? "," : " ", a->rule[m].l1);
+            for (unsigned m = 0; m < s->ss.t.nmodes; m++)
+                printf("%s%g", m ? "," : " ", a->r.rule[m].l1);
             printf("; l2");
-            for (unsigned m = 0; m < s->t.nmodes; m++)
-                printf("%s%g", m ? "," : " ", a->rule[m].l2);
-            if (a->opts.method == AMP_METHOD_ADMM)
-                printf("; %u inner iteration%s, tol %g", a->opts.admm_inner,
-                       amp_plural(a->opts.admm_inner), a->opts.admm_tol);
+            for (unsigned m = 0; m < s->ss.t.nmodes; m++)
+                printf("%s%g", m ? "," : " ", a->r.rule[m].l2);
+            if (a->r.opts.method == AMP_METHOD_ADMM)
+                printf("; %u inner iteration%s, tol %g", a->r.opts.admm_inner,
+                       amp_plural(a->r.opts.admm_inner), a->r.opts.admm_tol);
             printf("\n");
         }
-        if (a->init)
-            printf("           starting factors from %s%s\n", a->init,
-                   a->init_format == AMP_FACTORS_KTENSOR ? ".ktn"
-                   : a->init_format == AMP_FACTORS_NPY   ? ".mode*.npy"
+        if (a->r.init)
+            printf("           starting factors from %s%s\n", a->r.init,
+                   a->r.init_format == AMP_FACTORS_KTENSOR ? ".ktn"
+                   : a->r.init_format == AMP_FACTORS_NPY   ? ".mode*.npy"
                                                          : ".mode*.mat");
         else
-            printf("           random starting factors, seed %" PRIu64 "\n", a->opts.seed);
+            printf("           random starting factors, seed %" PRIu64 "\n", a->r.opts.seed);
         AMP_CHECK(say_long_solve(a, s, err));
         printf("  iter  fit           delta      seconds\n");
     }
-    a->opts.on_iter = on_iter;
-    a->opts.ctx = a;
-    a->cpd = &s->c;
-    AMP_CHECK(s->gr     ? amp_gpu_run_als(s->gr, &s->t, &a->opts, &a->gpu_als, &s->c, err)
-              : s->dist ? amp_dist_als(s->dist, &a->opts, &s->c, err)
-                        : amp_cpu_als(&s->t, &a->opts, &s->c, err));
-    if (s->c.pinv_used)
+    a->r.opts.on_iter = on_iter;
+    a->r.opts.ctx = a;
+    a->cpd = &s->ss.c;
+    AMP_CHECK(s->dist && !s->ss.gr ? amp_dist_als(s->dist, &a->r.opts, &s->ss.c, err)
+                                   : amp_session_als(&s->ss, &a->r, err));
+    if (s->ss.c.pinv_used)
         amp_log(AMP_LOG_WARN, "a Gram product was not positive definite: those solves used "
                 "the pseudo-inverse (is the rank above what the data supports?)");
-    if (a->value_exp != 0) {
-        for (unsigned r = 0; r < s->c.rank; r++)
-            s->c.lambda[r] = ldexp(s->c.lambda[r], -a->value_exp);
-        if (!s->dist)
-            s->t.norm_sq = s->file_norm_sq;
-    }
-    warn_zero_factors(a, &s->c, "final");
-    a->report.final_fit = s->c.fit;
-    a->report.converged = s->c.converged;
-    a->report.phase_seconds = s->c.seconds;
+    amp_session_unscale(&s->ss, &a->r);
+    warn_zero_factors(a, &s->ss.c, "final");
+    a->report.final_fit = s->ss.c.fit;
+    a->report.converged = s->ss.c.converged;
+    a->report.phase_seconds = s->ss.c.seconds;
     double t_out = amp_now();
     if (a->output) {
-        AMP_CHECK(amp_factors_finish(&s->factors, &s->t, &s->c, a->opts.precision, err));
+        AMP_CHECK(amp_factors_finish(&s->factors, &s->ss.t, &s->ss.c, a->r.opts.precision, err));
         a->report.factors_prefix = a->output;
         a->report.factors_run = s->factors.manifest ? s->factors.run_id : NULL;
     }
@@ -1025,12 +902,12 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
 
 static void print_summary(const run_args *a, const run_state *s)
 {
-    const amp_cpd *c = &s->c;
+    const amp_cpd *c = &s->ss.c;
     const char *ext = a->format == AMP_FACTORS_NPY ? "npy" : "mat";
-    if (s->gr)
+    if (s->ss.gr)
         printf("time:      load %.3f, to the GPU%s %.3f, start %.3f; GPU time: mttkrp %.3f, "
                "gram %.3f, solve %.3f, normalize %.3f, fit %.3f; output %.3f, total %.3f s\n",
-               a->report.seconds_load, amp_gpu_run_count(s->gr) > 1 ? "s" : "",
+               a->report.seconds_load, amp_gpu_run_count(s->ss.gr) > 1 ? "s" : "",
                a->report.seconds_upload, a->report.seconds_start, c->seconds[AMP_PHASE_MTTKRP],
                c->seconds[AMP_PHASE_GRAM], c->seconds[AMP_PHASE_SOLVE],
                c->seconds[AMP_PHASE_NORMALIZE], c->seconds[AMP_PHASE_FIT],
@@ -1040,12 +917,12 @@ static void print_summary(const run_args *a, const run_state *s)
                "normalize %.3f, fit %.3f, output %.3f, total %.3f s\n", a->report.seconds_load,
                a->report.seconds_start,
                c->seconds[AMP_PHASE_MTTKRP], c->seconds[AMP_PHASE_GRAM],
-               a->opts.method == AMP_METHOD_ALS ? "solve" : "update",
-               c->seconds[a->opts.method == AMP_METHOD_ALS ? AMP_PHASE_SOLVE
+               a->r.opts.method == AMP_METHOD_ALS ? "solve" : "update",
+               c->seconds[a->r.opts.method == AMP_METHOD_ALS ? AMP_PHASE_SOLVE
                                                            : AMP_PHASE_UPDATE],
                c->seconds[AMP_PHASE_NORMALIZE], c->seconds[AMP_PHASE_FIT],
                a->report.seconds_output, a->report.seconds_total);
-    if (s->gr && amp_gpu_run_total(s->gr) > 1)
+    if (s->ss.gr && amp_gpu_run_total(s->ss.gr) > 1)
         printf("           nccl %.3f (the slowest GPU's time of each phase)\n",
                c->seconds[AMP_PHASE_COMM]);
     if (s->rg && a->report.ngpus == 1 && strcmp(s->rg[0].memory, "remap") == 0)
@@ -1054,10 +931,10 @@ static void print_summary(const run_args *a, const run_state *s)
                "mode's update (an MTTKRP that waited for its copy counts the wait)\n",
                s->rg[0].remaps_fused, s->rg[0].remaps, s->rg[0].remap_seconds);
     if (s->dist)
-        amp_dist_print(stdout, a->report.processes, a->report.nprocesses, s->t.nmodes);
+        amp_dist_print(stdout, a->report.processes, a->report.nprocesses, s->ss.t.nmodes);
     /* A GPU a process: no table of this process's GPUs said it above. */
-    if (s->dist && s->gr && amp_gpu_run_total(s->gr) > 1 && amp_gpu_run_count(s->gr) == 1)
-        for (unsigned m = 0; m < s->t.nmodes; m++) {
+    if (s->dist && s->ss.gr && amp_gpu_run_total(s->ss.gr) > 1 && amp_gpu_run_count(s->ss.gr) == 1)
+        for (unsigned m = 0; m < s->ss.t.nmodes; m++) {
             printf("  mode %u: rows sent ", m + 1);
             print_rows_sent(a, m);
         }
@@ -1065,7 +942,7 @@ static void print_summary(const run_args *a, const run_state *s)
         printf("factors:   %s.ktn (ktensor: weights and every mode's factor)\n", a->output);
     else if (a->output)
         printf("factors:   %s.mode1.%s ... %s.mode%u.%s, %s.lambda.%s%s\n", a->output, ext,
-               a->output, s->t.nmodes, ext, a->output, ext,
+               a->output, s->ss.t.nmodes, ext, a->output, ext,
                a->rows == AMP_ROWS_ALL ? ""
                : a->format == AMP_FACTORS_NPY ? " (nonempty rows; their indices in "
                                                 "PREFIX.modeN.index.npy)"
@@ -1082,7 +959,7 @@ static amp_status start_dist(run_args *a, run_state *s, amp_error *err)
     AMP_CHECK(amp_dist_start(&s->dist, err));
     /* Before anything starts CUDA (amp_dist_gpus may): the GPUs this
      * process drives, by default every one it sees alone, one of several. */
-    amp_gpu_prepare_process(a->gpus != AMP_GPUS_AUTO ? (unsigned)a->gpus
+    amp_gpu_prepare_process(a->r.gpus != AMP_GPUS_AUTO ? (unsigned)a->r.gpus
                             : s->dist ? 1 : amp_gpu_count_unstarted());
     if (s->dist == NULL)
         return AMP_OK;
@@ -1094,16 +971,16 @@ static amp_status start_dist(run_args *a, run_state *s, amp_error *err)
     AMP_CHECK(amp_dist_threads(s->dist, &fair, &s->cpus, &s->cpu_sharers, err));
     /* OpenMP ignores an empty OMP_NUM_THREADS, and so does this. */
     const char *omp = getenv("OMP_NUM_THREADS");
-    s->threads_from = a->opts.threads > 0     ? "-t"
+    s->threads_from = a->r.opts.threads > 0     ? "-t"
                       : omp != NULL && *omp ? "OMP_NUM_THREADS"
                                             : NULL;
     if (s->threads_from == NULL) {
         amp_set_threads(fair);
-        a->opts.threads = fair;
+        a->r.opts.threads = fair;
     }
-    s->threads = amp_thread_count(a->opts.threads);
-    amp_dist_set_threads(s->dist, s->threads);
-    AMP_CHECK(amp_dist_gpus(s->dist, a->opts.rank, &a->gpus, &a->gpu, err));
+    s->ss.threads = amp_thread_count(a->r.opts.threads);
+    amp_dist_set_threads(s->dist, s->ss.threads);
+    AMP_CHECK(amp_dist_gpus(s->dist, a->r.opts.rank, &a->r.gpus, &a->r.gpu, err));
     if (amp_dist_rank(s->dist) != 0) {
         a->quiet = 1;
         a->output = NULL;
@@ -1119,7 +996,7 @@ static int run(run_args *a)
     run_state s;
     memset(&s, 0, sizeof s);
     s.t_start = amp_now();
-    s.threads = amp_thread_count(a->opts.threads);
+    s.ss.threads = amp_thread_count(a->r.opts.threads);
     /* loaded: every process has its part, so a later failure on one must
      * stop the others, which may be inside a collective. */
     int status = EXIT_FAILURE, peer_failed = 0, loaded = 0;
@@ -1135,59 +1012,55 @@ static int run(run_args *a)
     if (lrc != AMP_OK)
         goto fail;
     loaded = 1;
-    if (s.gr) {
+    if (s.ss.gr) {
         /* Joining waits for every process's GPUs: say what it waits on.
          * Alone there is nothing to join. */
         amp_progress bar;
         amp_progress_begin(&bar, "NCCL init", NULL, 0, !a->quiet && s.dist != NULL);
         amp_progress_update(&bar, 0);
-        amp_status jrc = amp_gpu_run_join(s.gr, &err);
+        amp_status jrc = amp_gpu_run_join(s.ss.gr, &err);
         amp_progress_end(&bar);
         if (jrc != AMP_OK)
             goto fail;
     }
     if (!a->quiet)
         print_loaded(a, &s);
-    warn_rank(&s.t, a->opts.rank);
+    warn_rank(&s.ss.t, a->r.opts.rank);
     lrc = scale_values(a, &s, &err);
     if (s.dist)
         lrc = amp_dist_agree(s.dist, lrc, &err);
     if (lrc != AMP_OK)
         goto fail;
-    double t_start = amp_now();
-    if (a->init && amp_factors_find(a->init, s.t.nmodes, &a->init_format, &err) != AMP_OK)
+    if (amp_session_start(&s.ss, &a->r, &err) != AMP_OK)
         goto fail;
-    if ((a->init ? amp_factors_read(&s.t, a->init, a->opts.rank, &s.c, &err)
-                 : amp_cpd_init_random(&s.t, a->opts.rank, a->opts.seed, &s.c, &err)) != AMP_OK)
-        goto fail;
-    a->report.seconds_start = amp_now() - t_start;
-    if (a->init)
-        warn_zero_factors(a, &s.c, "starting");
+    a->report.seconds_start = s.ss.seconds_start;
+    if (a->r.init)
+        warn_zero_factors(a, &s.ss.c, "starting");
     if (a->mttkrp_only) {
-        status = run_mttkrp_only(a, &s.t, &s.c, s.threads, s.gr);
+        status = run_mttkrp_only(a, &s.ss.t, &s.ss.c, s.ss.threads, s.ss.gr);
         goto done;
     }
     if (a->check) {
-        status = run_check(a, &s.t, &s.c, s.gr);
+        status = run_check(a, &s.ss.t, &s.ss.c, s.ss.gr);
         goto done;
     }
     if (decompose(a, &s, &err) != AMP_OK)
         goto fail;
     if (s.dist) {
-        if (amp_dist_report(s.dist, s.t.nmodes, s.gr, &a->report.processes,
+        if (amp_dist_report(s.dist, s.ss.t.nmodes, s.ss.gr, &a->report.processes,
                             &a->report.nprocesses, &err) != AMP_OK)
             goto fail;
     }
     if (!a->quiet)
-        printf("final fit: %.10f after %u iteration%s (%s)\n", s.c.fit, s.c.iters,
-               s.c.iters == 1 ? "" : "s", a->report.converged ? "converged" : "iteration limit");
-    if (s.gr) {
-        s.rg = calloc(amp_gpu_run_count(s.gr), sizeof *s.rg);
+        printf("final fit: %.10f after %u iteration%s (%s)\n", s.ss.c.fit, s.ss.c.iters,
+               s.ss.c.iters == 1 ? "" : "s", a->report.converged ? "converged" : "iteration limit");
+    if (s.ss.gr) {
+        s.rg = calloc(amp_gpu_run_count(s.ss.gr), sizeof *s.rg);
         if (s.rg == NULL) {
             AMP_FAIL(&err, AMP_ERR_NOMEM, "out of memory");
             goto fail;
         }
-        gpu_times(a, &s.t, s.gr, s.rg);
+        gpu_times(a, &s.ss.t, s.ss.gr, s.rg);
     }
     if (!a->quiet)
         print_summary(a, &s);
@@ -1212,12 +1085,8 @@ done:
     amp_outfile_abort(&a->json_out);
     amp_outfile_abort(&a->html_out);
     amp_dist_end(s.dist);
-    amp_gpu_run_close(s.gr);
     free(s.rg);
-    amp_cpd_free(&s.c);
-    if (s.have_t)
-        amp_tensor_free(&s.t);
-    amp_file_close(s.f);
+    amp_session_close(&s.ss);
     free(a->report.iters);
     return status;
 }
@@ -1225,247 +1094,52 @@ done:
 /* What the command line asks for beyond run_args. */
 typedef struct cli_args {
     amp_cli_common common;     /* -t, -q, -v, -h, -V */
-    int want_list, want_info, want_verify, gpus_given;
+    int want_list, want_info, want_verify;
 } cli_args;
 
 #define USAGE_FAIL(err) amp_usage_error(PROGRAM, "%s", amp_error_message(err))
 
-/* --devices: distinct GPU numbers. */
-static int parse_devices(const char *text, amp_gpu_opts *g, amp_error *err)
+/* One option of the decomposition or the GPUs (session.c), or of the
+ * program's output: -1 when taken, else the exit status (a usage error);
+ * 0 when the option is none of these. */
+static int parse_run_option(int c, run_args *a, amp_error *err)
 {
-    uint64_t list[AMP_MAX_GPUS];
-    size_t n = 0;
-    if (amp_parse_u64_list(text, AMP_MAX_GPUS, 0, AMP_MAX_GPUS - 1, "--devices", list, &n, err))
-        return USAGE_FAIL(err);
-    for (size_t i = 0; i < n; i++) {
-        for (size_t j = 0; j < i; j++)
-            if (list[j] == list[i])
-                return amp_usage_error(PROGRAM, "--devices: GPU %" PRIu64 " is listed twice",
-                                       list[i]);
-        g->devices[i] = (int)list[i];
-    }
-    g->ndevices = (unsigned)n;
-    return -1;
-}
-
-/* The position (from 1) of the first empty item of a comma-separated
- * list ("a,,b", ",a", "a,"), or 0. strtok_r would skip it and count one
- * value fewer than the user wrote. An empty list is no list of empty
- * items: its callers say that it needs a value. */
-static unsigned empty_item(const char *text)
-{
-    if (*text == '\0')
-        return 0;
-    unsigned k = 1;
-    for (const char *p = text;; p++) {
-        if ((*p == ',' || *p == '\0') && (p == text || p[-1] == ','))
-            return k;
-        if (*p == '\0')
-            return 0;
-        if (*p == ',')
-            k++;
-    }
-}
-
-/* --constraint: none or nonneg, once or per mode. */
-static int parse_constraints(const char *text, amp_rules *r, amp_error *err)
-{
-    static const char *const names[] = {"none", "nonneg", NULL};
-    char buf[1024];
-    if (strlen(text) >= sizeof buf)
-        return amp_usage_error(PROGRAM, "--constraint: the list is too long");
-    strcpy(buf, text);
-    if (empty_item(text))
-        return amp_usage_error(PROGRAM, "--constraint %s: value %u is empty: give none or "
-                               "nonneg for each mode", text, empty_item(text));
-    unsigned n = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        int choice;
-        if (n == AMP_MAX_MODES)
-            return amp_usage_error(PROGRAM, "--constraint: more than %d values",
-                                   AMP_MAX_MODES);
-        if (amp_parse_choice(tok, names, "--constraint", &choice, err))
-            return USAGE_FAIL(err);
-        r->constraint[n++] = choice == 1 ? AMP_CONSTRAINT_NONNEG : AMP_CONSTRAINT_NONE;
-    }
-    if (n == 0)
-        return amp_usage_error(PROGRAM, "--constraint needs none or nonneg");
-    r->n_constraint = n;
-    return -1;
-}
-
-/* --l1, --l2: a penalty, once or per mode. */
-static int parse_penalties(const char *text, const char *what, double *v, unsigned *count,
-                           amp_error *err)
-{
-    char buf[1024];
-    if (strlen(text) >= sizeof buf)
-        return amp_usage_error(PROGRAM, "%s: the list is too long", what);
-    strcpy(buf, text);
-    if (empty_item(text))
-        return amp_usage_error(PROGRAM, "%s %s: value %u is empty: give a number for each "
-                               "mode", what, text, empty_item(text));
-    unsigned n = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        if (n == AMP_MAX_MODES)
-            return amp_usage_error(PROGRAM, "%s: more than %d values", what, AMP_MAX_MODES);
-        if (amp_parse_double(tok, 0, 1e300, what, &v[n++], err))
-            return USAGE_FAIL(err);
-    }
-    if (n == 0)
-        return amp_usage_error(PROGRAM, "%s needs a value", what);
-    *count = n;
-    return -1;
-}
-
-/* One option of the decomposition or the GPUs: -1 when taken, else the
- * exit status (a usage error); 0 when the option is none of these. */
-static int parse_run_option(int c, run_args *a, cli_args *cli, amp_error *err)
-{
-    static const char *const precisions[] = {"f64", "f32", NULL};
     static const char *const formats[] = {"text", "npy", "ktensor", NULL};
     static const char *const row_sets[] = {"all", "nonempty", NULL};
-    /* In AMP_MEMORY_* order (amp_memory_name). */
-    static const char *const memories[] = {"auto", "resident", "stream", "compressed", "remap",
-                                           NULL};
-    static const char *const partitions[] = {"shards", "equal-nnz", NULL};
-    /* In AMP_EXCHANGE_* order: the choice's index is the value. */
-    static const char *const exchanges[] = {"auto", "nccl", "copy", NULL};
-    _Static_assert(AMP_EXCHANGE_AUTO == 0 && AMP_EXCHANGE_NCCL == 1 && AMP_EXCHANGE_COPY == 2,
-                   "exchanges[] follows AMP_EXCHANGE_*");
-    static const char *const methods[] = {"als", "ao-admm", "mu", "hals", NULL};
-    uint64_t u;
-    int choice;
+    int taken, choice;
+    if (amp_run_option(&a->r, c, optarg, &taken, err) != AMP_OK)
+        return USAGE_FAIL(err);
+    if (taken)
+        return -1;
     switch (c) {
-    case 'r':
-        if (amp_parse_u64(optarg, 1, AMP_CPU_MAX_RANK, "--rank", &u, err))
-            return USAGE_FAIL(err);
-        a->opts.rank = (unsigned)u;
-        return -1;
-    case OPT_ITERS:
-        if (amp_parse_u64(optarg, 1, MAX_ITERS, "--iters", &u, err))
-            return USAGE_FAIL(err);
-        a->opts.max_iters = (unsigned)u;
-        return -1;
-    case OPT_TOL:
-        return amp_parse_double(optarg, 0, 1, "--tol", &a->opts.tol, err) ? USAGE_FAIL(err) : -1;
-    case OPT_SEED:
-        return amp_parse_u64(optarg, 0, UINT64_MAX, "--seed", &a->opts.seed, err)
-                   ? USAGE_FAIL(err) : -1;
-    case OPT_INIT:
-        a->init = optarg;
-        return -1;
-    case OPT_PRECISION:
-        if (amp_parse_choice(optarg, precisions, "--precision", &choice, err))
-            return USAGE_FAIL(err);
-        a->opts.precision = choice == 1 ? AMP_PRECISION_F32 : AMP_PRECISION_F64;
-        return -1;
-    case OPT_METHOD:
-        if (amp_parse_choice(optarg, methods, "--method", &choice, err))
-            return USAGE_FAIL(err);
-        a->opts.method = (amp_method)choice;
-        return -1;
-    case OPT_CONSTRAINT:
-        return parse_constraints(optarg, &a->opts.rules, err);
-    case OPT_L1:
-        return parse_penalties(optarg, "--l1", a->opts.rules.l1, &a->opts.rules.n_l1, err);
-    case OPT_L2:
-        return parse_penalties(optarg, "--l2", a->opts.rules.l2, &a->opts.rules.n_l2, err);
-    case OPT_ADMM_INNER:
-        if (amp_parse_u64(optarg, 1, AMP_ADMM_INNER_MAX, "--admm-inner", &u, err))
-            return USAGE_FAIL(err);
-        a->opts.admm_inner = (unsigned)u;
-        return -1;
-    case OPT_ADMM_TOL:
-        return amp_parse_double(optarg, 0, 1, "--admm-tol", &a->opts.admm_tol, err)
-                   ? USAGE_FAIL(err) : -1;
     case 'o':
         a->output = optarg;
         return -1;
-    case OPT_FORMAT:
+    case AMP_OPT_FORMAT:
         if (amp_parse_choice(optarg, formats, "--format", &choice, err))
             return USAGE_FAIL(err);
         a->format = choice == 2 ? AMP_FACTORS_KTENSOR
                     : choice == 1 ? AMP_FACTORS_NPY : AMP_FACTORS_TEXT;
         return -1;
-    case OPT_ROWS:
+    case AMP_OPT_ROWS:
         if (amp_parse_choice(optarg, row_sets, "--rows", &choice, err))
             return USAGE_FAIL(err);
         a->rows = choice == 1 ? AMP_ROWS_NONEMPTY : AMP_ROWS_ALL;
         a->rows_given = 1;
         return -1;
-    case OPT_JSON:
+    case AMP_OPT_JSON:
         a->json = optarg;
         return -1;
-    case OPT_REPORT:
+    case AMP_OPT_REPORT:
         a->html = optarg;
         return -1;
-    case OPT_MTTKRP_ONLY:
+    case AMP_OPT_MTTKRP_ONLY:
         a->mttkrp_only = 1;
         return -1;
-    case OPT_CHECK:
+    case AMP_OPT_CHECK:
         a->check = 1;
+        a->r.keep_host = 1;
         return -1;
-    case OPT_GPUS:
-        if (amp_parse_u64(optarg, 0, AMP_MAX_GPUS, "--gpus", &u, err))
-            return USAGE_FAIL(err);
-        a->gpus = (int)u;
-        cli->gpus_given = 1;
-        return -1;
-    case OPT_DEVICES:
-        return parse_devices(optarg, &a->gpu, err);
-    case OPT_OVERLAP:
-        a->gpu_only = a->gpu_only ? a->gpu_only : "--overlap";
-        a->gpu.overlap = 1;
-        return -1;
-    case OPT_REMAP_KERNEL:
-        a->gpu_only = a->gpu_only ? a->gpu_only : "--remap-kernel";
-        a->gpu.remap_kernel = 1;
-        return -1;
-    case OPT_EXCHANGE:
-        a->gpu_only = a->gpu_only ? a->gpu_only : "--exchange";
-        if (amp_parse_choice(optarg, exchanges, "--exchange", &choice, err))
-            return USAGE_FAIL(err);
-        a->gpu.exchange = choice;
-        return -1;
-    case OPT_SEND_PARTS: {
-        amp_error ignored = {0};   /* the message below names auto too */
-        a->gpu_only = a->gpu_only ? a->gpu_only : "--send-parts";
-        if (strcmp(optarg, "auto") == 0)
-            u = 0;
-        else if (amp_parse_u64(optarg, 1, AMP_SEND_PARTS_MAX, "--send-parts", &u, &ignored))
-            return amp_usage_error(PROGRAM, "invalid value '%s' for --send-parts: expected "
-                                   "auto or an integer from 1 to %d", optarg,
-                                   AMP_SEND_PARTS_MAX);
-        a->gpu_als.send_parts = (unsigned)u;
-        return -1;
-    }
-    case OPT_PARTITION:
-        a->gpu_only = a->gpu_only ? a->gpu_only : "--partition";
-        if (amp_parse_choice(optarg, partitions, "--partition", &choice, err))
-            return USAGE_FAIL(err);
-        a->gpu.partition = choice == 1 ? AMP_PARTITION_EQUAL_NNZ : AMP_PARTITION_OWNER;
-        return -1;
-    case OPT_MEMORY:
-        a->gpu_only = a->gpu_only ? a->gpu_only : "--memory";
-        if (amp_parse_choice(optarg, memories, "--memory", &choice, err))
-            return USAGE_FAIL(err);
-        a->gpu.memory = choice;
-        return -1;
-    case OPT_STREAM_CHUNK:
-        a->gpu_only = a->gpu_only ? a->gpu_only : "--stream-chunk";
-        return amp_parse_u64(optarg, AMP_STREAM_CHUNK_MIN, UINT64_C(1) << 40, "--stream-chunk",
-                             &a->gpu.stream_chunk, err) ? USAGE_FAIL(err) : -1;
-    case OPT_DEVICE_MEMORY:
-        a->gpu_only = a->gpu_only ? a->gpu_only : "--device-memory";
-        return amp_parse_size(optarg, 1, UINT64_MAX, "--device-memory", &a->gpu.device_memory,
-                              err) ? USAGE_FAIL(err) : -1;
-    case OPT_HOST_MEMORY:
-        a->gpu_only = a->gpu_only ? a->gpu_only : "--host-memory";
-        return amp_parse_size(optarg, 1, UINT64_MAX, "--host-memory", &a->gpu.host_memory,
-                              err) ? USAGE_FAIL(err) : -1;
     }
     return 0;
 }
@@ -1475,20 +1149,20 @@ static int parse_options(int argc, char **argv, run_args *a, cli_args *cli)
 {
     amp_error err = {0};
     int c;
-    while ((c = getopt_long(argc, argv, "r:o:t:qvhV", long_options, NULL)) != -1) {
-        int taken = parse_run_option(c, a, cli, &err);
+    while ((c = getopt_long(argc, argv, "r:o:t:qvhV", amp_run_long_options, NULL)) != -1) {
+        int taken = parse_run_option(c, a, &err);
         if (taken > 0)
             return taken;
         if (taken < 0)
             continue;
         switch (c) {
-        case OPT_LIST_DEVICES:
+        case AMP_OPT_LIST_DEVICES:
             cli->want_list = 1;
             break;
-        case OPT_INFO:
+        case AMP_OPT_INFO:
             cli->want_info = 1;
             break;
-        case OPT_VERIFY:
+        case AMP_OPT_VERIFY:
             cli->want_verify = 1;
             break;
         default: {
@@ -1548,26 +1222,9 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
     if (a->html && (a->mttkrp_only || a->check))
         return amp_usage_error(PROGRAM, "--report draws a decomposition; --mttkrp-only and "
                                "--check compute none (--json reports them)");
-    if (a->gpu.ndevices > 0 && cli->gpus_given && a->gpus != (int)a->gpu.ndevices)
-        return amp_usage_error(PROGRAM, "--gpus %d and --devices with %u GPU%s disagree: give "
-                               "one", a->gpus, a->gpu.ndevices, a->gpu.ndevices == 1 ? "" : "s");
-    if (a->gpu.ndevices > 0)
-        a->gpus = (int)a->gpu.ndevices;
-    if (a->gpus == 0 && a->gpu_only)
-        return amp_usage_error(PROGRAM, "%s applies to the GPU backend, and --gpus 0 asks for "
-                               "the CPU: give one", a->gpu_only);
-    if (a->gpu.memory == AMP_MEMORY_REMAP && a->gpus > 1)
-        return amp_usage_error(PROGRAM, "--memory remap runs on one GPU for now, and --%s asks "
-                               "for %d: give --gpus 1, or --memory resident or stream for "
-                               "several", a->gpu.ndevices > 0 ? "devices" : "gpus", a->gpus);
-    if (a->gpu.overlap && a->gpu_als.send_parts > 1)
-        return amp_usage_error(PROGRAM, "--overlap sends a mode's rows during the next MTTKRP, "
-                               "--send-parts=%u during its own: give one", a->gpu_als.send_parts);
-    if (a->opts.method == AMP_METHOD_MU && a->opts.rules.n_constraint == 0) {
-        /* MU keeps factors non-negative whatever it is told: say so. */
-        a->opts.rules.n_constraint = 1;
-        a->opts.rules.constraint[0] = AMP_CONSTRAINT_NONNEG;
-    }
+    amp_error err = {0};
+    if (amp_run_opts_check(&a->r, &err) != AMP_OK)
+        return USAGE_FAIL(&err);
     a->path = argv[optind];
     return -1;
 }
@@ -1596,15 +1253,15 @@ static int test_hooks(run_args *a)
         if (sscanf(v, "%u:%u%c", &g, &it, &extra) != 2 || g >= AMP_MAX_GPUS || it == 0)
             return amp_usage_error(PROGRAM, "AMPED_TEST_FAIL_GPU=%s: give GPU:ITERATION, a "
                                    "GPU from 0 and an iteration from 1 (as 1:3)", v);
-        a->gpu_als.fail_gpu = g + 1;
-        a->gpu_als.fail_iter = it;
+        a->r.gpu_als.fail_gpu = g + 1;
+        a->r.gpu_als.fail_iter = it;
     }
     v = getenv("AMPED_TEST_RESIDENT_FULL");
     if (v != NULL) {
         if (sscanf(v, "%u%c", &k, &extra) != 1 || k >= AMP_MAX_GPUS)
             return amp_usage_error(PROGRAM, "AMPED_TEST_RESIDENT_FULL=%s: give a GPU of this "
                                    "process, from 0", v);
-        a->gpu.fail_resident = k + 1;
+        a->r.gpu.fail_resident = k + 1;
     }
     v = getenv("AMPED_TEST_PLACE_SIGNAL");
     if (v != NULL) {
@@ -1675,11 +1332,10 @@ int main(int argc, char **argv)
 {
     run_args a;
     memset(&a, 0, sizeof a);
-    a.gpus = AMP_GPUS_AUTO;
     a.json_out.fd = -1;
     a.html_out.fd = -1;
-    amp_cpd_opts_init(&a.opts);
     cli_args cli = {.want_list = 0};
+    amp_run_opts_init(&a.r);
     wait_passively(argv);
     /* Each report line reaches a pipe or a log file as it is printed, not
      * when the run ends. */
@@ -1712,7 +1368,7 @@ int main(int argc, char **argv)
     if ((status = limit_threads(&cli)) >= 0)
         return status;
     amp_set_threads((int)cli.common.threads);
-    a.opts.threads = (int)cli.common.threads;
+    a.r.opts.threads = (int)cli.common.threads;
     /* A report on standard output is read by a program: the summary
      * would corrupt it. */
     a.quiet = cli.common.level < AMP_LOG_INFO || (a.json && strcmp(a.json, "-") == 0) ||

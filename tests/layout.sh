@@ -14,6 +14,7 @@
 #   run/mpi    <- run/core, common (format through run/core's header)
 #   run/cuda   <- run/core, run/comm, format, common
 #   run        <- every run/ library, format, common (not prep)
+#   lib        <- everything: libamped is the whole of amped behind amped.h
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 cd "$top_srcdir" || exit 1
@@ -29,13 +30,14 @@ allowed() {   # folder -> the folders it may include from, itself first
     run/mpi) echo run/mpi run/core format common ;;
     run/cuda) echo run/cuda run/core run/comm format common ;;
     run) echo run run/core run/cpu run/cuda run/comm run/mpi format common ;;
+    lib) echo lib run run/core run/cpu run/cuda run/comm run/mpi prep format common ;;
     esac
 }
 
 # Where a header lives: the folder (of those above) holding a file of that
 # name, "" when none does (a system header or config.h).
 home_of() {
-    for dir in common format prep run/core run/cpu run/comm run/cuda run/mpi run; do
+    for dir in common format prep run/core run/cpu run/comm run/cuda run/mpi run lib; do
         if test -f "$dir/$1"; then
             echo "$dir"
             return
@@ -63,7 +65,7 @@ violations() {   # folder file...
     done
 }
 
-for folder in common format prep run/core run/cpu run/comm run/cuda run/mpi run; do
+for folder in common format prep run/core run/cpu run/comm run/cuda run/mpi run lib; do
     set --
     for f in "$folder"/*.c "$folder"/*.h "$folder"/*.cu "$folder"/*.cuh; do
         test -f "$f" && set -- "$@" "$f"

@@ -254,6 +254,11 @@ typedef struct amp_cpd_opts {
      * each iteration's phases apart. */
     void (*on_iter)(void *ctx, unsigned iter, double fit, double delta, double seconds);
     void *ctx;
+    /* NULL, or read once on_iter has returned: nonzero stops the run after
+     * that iteration (amp_cpd.stopped), the model being that iteration's.
+     * One process's run only: its GPUs agree on it (the first GPU reads
+     * it, the others wait for its answer), processes do not. */
+    const volatile int *stop;
 } amp_cpd_opts;
 
 /* Each of nmodes modes' rule from o (checked: a list has one value or
@@ -277,6 +282,7 @@ typedef struct amp_cpd {
     unsigned iters;
     double fit;
     int converged;             /* stopped because the fit changed by less than tol */
+    int stopped;               /* stopped because opts.stop asked */
     int pinv_used;             /* a Gram product was singular: pseudo-inverse solve */
     double seconds[AMP_NPHASES];
     /* Per mode, NULL or R x R (row-major): the Gram matrix of starting

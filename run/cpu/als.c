@@ -602,6 +602,7 @@ static amp_status als_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
     double old_fit = 0, norm_x = sqrt(t->norm_sq);
     c->iters = 0;
     c->converged = 0;
+    c->stopped = 0;
     for (unsigned it = 0; it < o->max_iters; it++) {
         double t_iter = it == 0 ? t_start : amp_now();
         for (unsigned d = 0; d < N; d++) {
@@ -660,6 +661,10 @@ static amp_status als_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
         c->iters = it + 1;
         if (o->on_iter)
             o->on_iter(o->ctx, it + 1, fit, delta, amp_now() - t_iter);
+        if (o->stop && *o->stop) {
+            c->stopped = 1;
+            break;
+        }
         if (it > 0 && delta < o->tol) {
             c->converged = 1;
             break;

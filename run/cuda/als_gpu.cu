@@ -87,6 +87,10 @@ struct als_run {
     amp_gpu_als_opts go;   /* the GPU settings, defaults filled in */
     amp_cpd *c;
     std::atomic<int> failed{0};
+    /* o->stop as the first GPU read it after iteration stop_iter (from 1):
+     * the others wait for that answer, so that all stop together. */
+    std::atomic<unsigned> stop_iter{0};
+    std::atomic<int> stop_now{0};
     /* This process's GPUs past their last collective (or failed and
      * their communicator aborted): settle()'s count. */
     std::atomic<unsigned> quiet{0};
@@ -1295,6 +1299,30 @@ static amp_status end_iteration(gpu_als *w, double *seconds, amp_error *err)
     return add_phase_times(w, seconds, err);
 }
 
+/* Whether to stop after iteration iter, as o->stop says to this
+ * process's first GPU: it reads the flag and publishes its answer, and
+ * every other GPU waits for that (or for a peer's failure), so that no
+ * GPU goes on into a collective that the others left. */
+static amp_status agree_stop(als_run *run, gpu_als *w, unsigned iter, int *stop_now,
+                             amp_error *err)
+{
+    if (run->nlocal == 1) {
+        *stop_now = *run->o->stop != 0;
+        return AMP_OK;
+    }
+    if (w->local == 0) {
+        run->stop_now.store(*run->o->stop != 0);
+        run->stop_iter.store(iter);
+    }
+    while (run->stop_iter.load() < iter) {
+        if (run->failed.load())
+            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u stopped: another GPU failed", w->gpu);
+        std::this_thread::yield();
+    }
+    *stop_now = run->stop_now.load();
+    return AMP_OK;
+}
+
 /* The iterations, until the fit changes by less than o->tol or
  * o->max_iters; this process's first GPU reports each (o->on_iter) and
  * writes the outcome into c. The first iteration's time runs from
@@ -1310,7 +1338,7 @@ static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, dou
     const double *terms = w->host->terms;
     double old_fit = 0, norm_x = sqrt(run->t->norm_sq), fit = 0;
     unsigned iters = 0;
-    int converged = 0, pinv_used = 0;
+    int converged = 0, stopped = 0, pinv_used = 0;
     for (unsigned it = 0; it < o->max_iters; it++) {
         double t_iter = it == 0 ? t_start : wall_now();
         for (unsigned d = 0; d < N; d++) {
@@ -1335,6 +1363,14 @@ static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, dou
         iters = it + 1;
         if (w->local == 0 && o->on_iter)
             o->on_iter(o->ctx, it + 1, fit, delta, wall_now() - t_iter);
+        if (o->stop) {
+            int stop_now;
+            AMP_CHECK(agree_stop(run, w, it + 1, &stop_now, err));
+            if (stop_now) {
+                stopped = 1;
+                break;
+            }
+        }
         /* Every GPU computes the same fit from the same summed terms, so
          * all stop together. */
         if (it > 0 && delta < o->tol) {
@@ -1347,6 +1383,7 @@ static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, dou
         c->fit = fit;
         c->iters = iters;
         c->converged = converged;
+        c->stopped = stopped;
         c->pinv_used = pinv_used;
         if (run->stats)
             for (unsigned m = 0; m < N; m++)

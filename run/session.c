@@ -1,0 +1,436 @@
+/* One decomposition from its options to its model (session.h): amped-run
+ * and libamped both take this path. */
+#include <config.h>
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp_cli.h"
+#include "amp_cpu.h"
+#include "amp_parse.h"
+#include "amp_timer.h"
+#include "session.h"
+
+const struct option amp_run_long_options[] = {
+    /* the decomposition */
+    {"rank", required_argument, NULL, 'r'},
+    {"iters", required_argument, NULL, AMP_OPT_ITERS},
+    {"tol", required_argument, NULL, AMP_OPT_TOL},
+    {"seed", required_argument, NULL, AMP_OPT_SEED},
+    {"init", required_argument, NULL, AMP_OPT_INIT},
+    {"precision", required_argument, NULL, AMP_OPT_PRECISION},
+    /* constrained methods */
+    {"method", required_argument, NULL, AMP_OPT_METHOD},
+    {"constraint", required_argument, NULL, AMP_OPT_CONSTRAINT},
+    {"l1", required_argument, NULL, AMP_OPT_L1},
+    {"l2", required_argument, NULL, AMP_OPT_L2},
+    {"admm-inner", required_argument, NULL, AMP_OPT_ADMM_INNER},
+    {"admm-tol", required_argument, NULL, AMP_OPT_ADMM_TOL},
+    /* output */
+    {"output", required_argument, NULL, 'o'},
+    {"format", required_argument, NULL, AMP_OPT_FORMAT},
+    {"rows", required_argument, NULL, AMP_OPT_ROWS},
+    {"json", required_argument, NULL, AMP_OPT_JSON},
+    {"report", required_argument, NULL, AMP_OPT_REPORT},
+    /* actions other than decomposing */
+    {"mttkrp-only", no_argument, NULL, AMP_OPT_MTTKRP_ONLY},
+    {"check", no_argument, NULL, AMP_OPT_CHECK},
+    {"info", no_argument, NULL, AMP_OPT_INFO},
+    {"verify", no_argument, NULL, AMP_OPT_VERIFY},
+    /* devices and threads */
+    {"gpus", required_argument, NULL, AMP_OPT_GPUS},
+    {"devices", required_argument, NULL, AMP_OPT_DEVICES},
+    {"partition", required_argument, NULL, AMP_OPT_PARTITION},
+    {"overlap", no_argument, NULL, AMP_OPT_OVERLAP},
+    {"send-parts", required_argument, NULL, AMP_OPT_SEND_PARTS},
+    {"exchange", required_argument, NULL, AMP_OPT_EXCHANGE},
+    {"memory", required_argument, NULL, AMP_OPT_MEMORY},
+    {"device-memory", required_argument, NULL, AMP_OPT_DEVICE_MEMORY},
+    {"host-memory", required_argument, NULL, AMP_OPT_HOST_MEMORY},
+    {"stream-chunk", required_argument, NULL, AMP_OPT_STREAM_CHUNK},
+    {"remap-kernel", no_argument, NULL, AMP_OPT_REMAP_KERNEL},
+    {"list-devices", no_argument, NULL, AMP_OPT_LIST_DEVICES},
+    /* threads and reporting: -t, -q, -v, -h, -V */
+    AMP_CLI_COMMON_LONG_OPTIONS,
+    {NULL, 0, NULL, 0},
+};
+
+void amp_run_opts_init(amp_run_opts *r)
+{
+    memset(r, 0, sizeof *r);
+    amp_cpd_opts_init(&r->opts);
+    r->gpus = AMP_GPUS_AUTO;
+}
+
+/* --devices: distinct GPU numbers. */
+static amp_status parse_devices(const char *text, amp_gpu_opts *g, amp_error *err)
+{
+    uint64_t list[AMP_MAX_GPUS];
+    size_t n = 0;
+    AMP_CHECK(amp_parse_u64_list(text, AMP_MAX_GPUS, 0, AMP_MAX_GPUS - 1, "--devices", list, &n,
+                                 err));
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < i; j++)
+            if (list[j] == list[i])
+                return AMP_FAIL(err, AMP_ERR_USAGE, "--devices: GPU %" PRIu64 " is listed "
+                                "twice", list[i]);
+        g->devices[i] = (int)list[i];
+    }
+    g->ndevices = (unsigned)n;
+    return AMP_OK;
+}
+
+/* The position (from 1) of the first empty item of a comma-separated
+ * list ("a,,b", ",a", "a,"), or 0. strtok_r would skip it and count one
+ * value fewer than the user wrote. An empty list is no list of empty
+ * items: its callers say that it needs a value. */
+static unsigned empty_item(const char *text)
+{
+    if (*text == '\0')
+        return 0;
+    unsigned k = 1;
+    for (const char *p = text;; p++) {
+        if ((*p == ',' || *p == '\0') && (p == text || p[-1] == ','))
+            return k;
+        if (*p == '\0')
+            return 0;
+        if (*p == ',')
+            k++;
+    }
+}
+
+/* --constraint: none or nonneg, once or per mode. */
+static amp_status parse_constraints(const char *text, amp_rules *r, amp_error *err)
+{
+    static const char *const names[] = {"none", "nonneg", NULL};
+    char buf[1024];
+    if (strlen(text) >= sizeof buf)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--constraint: the list is too long");
+    strcpy(buf, text);
+    if (empty_item(text))
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--constraint %s: value %u is empty: give none or "
+                        "nonneg for each mode", text, empty_item(text));
+    unsigned n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        int choice;
+        if (n == AMP_MAX_MODES)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "--constraint: more than %d values",
+                            AMP_MAX_MODES);
+        AMP_CHECK(amp_parse_choice(tok, names, "--constraint", &choice, err));
+        r->constraint[n++] = choice == 1 ? AMP_CONSTRAINT_NONNEG : AMP_CONSTRAINT_NONE;
+    }
+    if (n == 0)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--constraint needs none or nonneg");
+    r->n_constraint = n;
+    return AMP_OK;
+}
+
+/* --l1, --l2: a penalty, once or per mode. */
+static amp_status parse_penalties(const char *text, const char *what, double *v,
+                                  unsigned *count, amp_error *err)
+{
+    char buf[1024];
+    if (strlen(text) >= sizeof buf)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: the list is too long", what);
+    strcpy(buf, text);
+    if (empty_item(text))
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s %s: value %u is empty: give a number for each "
+                        "mode", what, text, empty_item(text));
+    unsigned n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (n == AMP_MAX_MODES)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "%s: more than %d values", what, AMP_MAX_MODES);
+        AMP_CHECK(amp_parse_double(tok, 0, 1e300, what, &v[n++], err));
+    }
+    if (n == 0)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s needs a value", what);
+    *count = n;
+    return AMP_OK;
+}
+
+/* The parsers say AMP_ERR_RANGE or AMP_ERR_PARSE of a bad number: to the
+ * caller, every bad option value is a usage error. */
+static amp_status usage(amp_status rc, amp_error *err)
+{
+    if (rc != AMP_OK)
+        err->status = AMP_ERR_USAGE;
+    return rc == AMP_OK ? AMP_OK : AMP_ERR_USAGE;
+}
+
+static void gpu_only(amp_run_opts *r, const char *name)
+{
+    if (r->gpu_only == NULL)
+        r->gpu_only = name;
+}
+
+static amp_status take_option(amp_run_opts *r, int code, const char *arg, int *taken,
+                              amp_error *err)
+{
+    static const char *const precisions[] = {"f64", "f32", NULL};
+    /* In AMP_MEMORY_* order (amp_memory_name). */
+    static const char *const memories[] = {"auto", "resident", "stream", "compressed", "remap",
+                                           NULL};
+    static const char *const partitions[] = {"shards", "equal-nnz", NULL};
+    /* In AMP_EXCHANGE_* order: the choice's index is the value. */
+    static const char *const exchanges[] = {"auto", "nccl", "copy", NULL};
+    _Static_assert(AMP_EXCHANGE_AUTO == 0 && AMP_EXCHANGE_NCCL == 1 && AMP_EXCHANGE_COPY == 2,
+                   "exchanges[] follows AMP_EXCHANGE_*");
+    static const char *const methods[] = {"als", "ao-admm", "mu", "hals", NULL};
+    uint64_t u;
+    int choice;
+    *taken = 1;
+    switch (code) {
+    case 'r':
+        AMP_CHECK(amp_parse_u64(arg, 1, AMP_CPU_MAX_RANK, "--rank", &u, err));
+        r->opts.rank = (unsigned)u;
+        return AMP_OK;
+    case AMP_OPT_ITERS:
+        AMP_CHECK(amp_parse_u64(arg, 1, AMP_RUN_MAX_ITERS, "--iters", &u, err));
+        r->opts.max_iters = (unsigned)u;
+        return AMP_OK;
+    case AMP_OPT_TOL:
+        return amp_parse_double(arg, 0, 1, "--tol", &r->opts.tol, err);
+    case AMP_OPT_SEED:
+        return amp_parse_u64(arg, 0, UINT64_MAX, "--seed", &r->opts.seed, err);
+    case AMP_OPT_INIT:
+        r->init = arg;
+        return AMP_OK;
+    case AMP_OPT_PRECISION:
+        AMP_CHECK(amp_parse_choice(arg, precisions, "--precision", &choice, err));
+        r->opts.precision = choice == 1 ? AMP_PRECISION_F32 : AMP_PRECISION_F64;
+        return AMP_OK;
+    case AMP_OPT_METHOD:
+        AMP_CHECK(amp_parse_choice(arg, methods, "--method", &choice, err));
+        r->opts.method = (amp_method)choice;
+        return AMP_OK;
+    case AMP_OPT_CONSTRAINT:
+        return parse_constraints(arg, &r->opts.rules, err);
+    case AMP_OPT_L1:
+        return parse_penalties(arg, "--l1", r->opts.rules.l1, &r->opts.rules.n_l1, err);
+    case AMP_OPT_L2:
+        return parse_penalties(arg, "--l2", r->opts.rules.l2, &r->opts.rules.n_l2, err);
+    case AMP_OPT_ADMM_INNER:
+        AMP_CHECK(amp_parse_u64(arg, 1, AMP_ADMM_INNER_MAX, "--admm-inner", &u, err));
+        r->opts.admm_inner = (unsigned)u;
+        return AMP_OK;
+    case AMP_OPT_ADMM_TOL:
+        return amp_parse_double(arg, 0, 1, "--admm-tol", &r->opts.admm_tol, err);
+    case AMP_OPT_GPUS:
+        AMP_CHECK(amp_parse_u64(arg, 0, AMP_MAX_GPUS, "--gpus", &u, err));
+        r->gpus = (int)u;
+        r->gpus_given = 1;
+        return AMP_OK;
+    case AMP_OPT_DEVICES:
+        return parse_devices(arg, &r->gpu, err);
+    case AMP_OPT_OVERLAP:
+        gpu_only(r, "--overlap");
+        r->gpu.overlap = 1;
+        return AMP_OK;
+    case AMP_OPT_REMAP_KERNEL:
+        gpu_only(r, "--remap-kernel");
+        r->gpu.remap_kernel = 1;
+        return AMP_OK;
+    case AMP_OPT_EXCHANGE:
+        gpu_only(r, "--exchange");
+        AMP_CHECK(amp_parse_choice(arg, exchanges, "--exchange", &choice, err));
+        r->gpu.exchange = choice;
+        return AMP_OK;
+    case AMP_OPT_SEND_PARTS: {
+        amp_error ignored = {0};   /* the message below names auto too */
+        gpu_only(r, "--send-parts");
+        if (strcmp(arg, "auto") == 0)
+            u = 0;
+        else if (amp_parse_u64(arg, 1, AMP_SEND_PARTS_MAX, "--send-parts", &u, &ignored))
+            return AMP_FAIL(err, AMP_ERR_USAGE, "invalid value '%s' for --send-parts: expected "
+                            "auto or an integer from 1 to %d", arg, AMP_SEND_PARTS_MAX);
+        r->gpu_als.send_parts = (unsigned)u;
+        return AMP_OK;
+    }
+    case AMP_OPT_PARTITION:
+        gpu_only(r, "--partition");
+        AMP_CHECK(amp_parse_choice(arg, partitions, "--partition", &choice, err));
+        r->gpu.partition = choice == 1 ? AMP_PARTITION_EQUAL_NNZ : AMP_PARTITION_OWNER;
+        return AMP_OK;
+    case AMP_OPT_MEMORY:
+        gpu_only(r, "--memory");
+        AMP_CHECK(amp_parse_choice(arg, memories, "--memory", &choice, err));
+        r->gpu.memory = choice;
+        return AMP_OK;
+    case AMP_OPT_STREAM_CHUNK:
+        gpu_only(r, "--stream-chunk");
+        return amp_parse_u64(arg, AMP_STREAM_CHUNK_MIN, UINT64_C(1) << 40, "--stream-chunk",
+                             &r->gpu.stream_chunk, err);
+    case AMP_OPT_DEVICE_MEMORY:
+        gpu_only(r, "--device-memory");
+        return amp_parse_size(arg, 1, UINT64_MAX, "--device-memory", &r->gpu.device_memory,
+                              err);
+    case AMP_OPT_HOST_MEMORY:
+        gpu_only(r, "--host-memory");
+        return amp_parse_size(arg, 1, UINT64_MAX, "--host-memory", &r->gpu.host_memory, err);
+    }
+    *taken = 0;
+    return AMP_OK;
+}
+
+amp_status amp_run_option(amp_run_opts *r, int code, const char *arg, int *taken,
+                          amp_error *err)
+{
+    return usage(take_option(r, code, arg, taken, err), err);
+}
+
+amp_status amp_run_opts_check(amp_run_opts *r, amp_error *err)
+{
+    if (r->gpu.ndevices > 0 && r->gpus_given && r->gpus != (int)r->gpu.ndevices)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--gpus %d and --devices with %u GPU%s disagree: "
+                        "give one", r->gpus, r->gpu.ndevices, amp_plural(r->gpu.ndevices));
+    if (r->gpu.ndevices > 0)
+        r->gpus = (int)r->gpu.ndevices;
+    if (r->gpus == 0 && r->gpu_only)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s applies to the GPU backend, and --gpus 0 asks "
+                        "for the CPU: give one", r->gpu_only);
+    if (r->gpu.memory == AMP_MEMORY_REMAP && r->gpus > 1)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--memory remap runs on one GPU for now, and --%s "
+                        "asks for %d: give --gpus 1, or --memory resident or stream for "
+                        "several", r->gpu.ndevices > 0 ? "devices" : "gpus", r->gpus);
+    if (r->gpu.overlap && r->gpu_als.send_parts > 1)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--overlap sends a mode's rows during the next "
+                        "MTTKRP, --send-parts=%u during its own: give one",
+                        r->gpu_als.send_parts);
+    if (r->opts.method == AMP_METHOD_MU && r->opts.rules.n_constraint == 0) {
+        /* MU keeps factors non-negative whatever it is told: say so. */
+        r->opts.rules.n_constraint = 1;
+        r->opts.rules.constraint[0] = AMP_CONSTRAINT_NONNEG;
+    }
+    return AMP_OK;
+}
+
+amp_status amp_session_open(amp_session *s, amp_run_opts *r, const char *path, amp_error *err)
+{
+    AMP_CHECK(amp_file_open(path, &s->f, err));
+    AMP_CHECK(amp_tensor_load_layout(s->f, &s->t, err));
+    s->have_t = 1;
+    /* A constraint list's length is checked against the modes before the
+     * nonzeros are read. */
+    amp_status rc = amp_rules_resolve(&r->opts, s->t.nmodes, r->rule, err);
+    if (rc != AMP_OK)
+        s->late_usage = 1;
+    return rc;
+}
+
+static amp_status load_host(amp_session *s, const amp_session_progress *p, amp_error *err)
+{
+    if (p && p->phase)
+        p->phase(p->ctx, "loading", "B", 0);
+    return amp_tensor_load_nonzeros(s->f, s->threads, p ? p->progress : NULL,
+                                    p ? p->ctx : NULL, &s->t, err);
+}
+
+/* A resident GPU run reads the nonzeros from the file straight to the
+ * GPU; the CPU backend (asked for, or for want of a GPU) into host
+ * memory. Only keep_host (--check's reference) needs them in host memory
+ * whatever the backend. */
+amp_status amp_session_load(amp_session *s, amp_run_opts *r, const char *path,
+                            const amp_session_progress *p, amp_error *err)
+{
+    double t0 = amp_now();
+    if (r->keep_host)
+        AMP_CHECK(load_host(s, p, err));
+    if (r->gpus != 0) {
+        r->gpu.path = path;
+        r->gpu.gpus = r->gpus;
+        r->gpu.release = r->keep_host ? NULL : &s->t;
+        r->gpu.file = s->f;
+        r->gpu.progress = p ? p->progress : NULL;
+        r->gpu.phase = p ? p->phase : NULL;
+        r->gpu.progress_ctx = p ? p->ctx : NULL;
+        if (p && p->phase)
+            p->phase(p->ctx, "loading", "B", 0);
+        amp_status rc = amp_gpu_run_open(&r->gpu, &r->opts, &s->t, &s->gr, err);
+        r->gpu.progress_ctx = NULL;
+        r->gpu.progress = NULL;
+        r->gpu.phase = NULL;
+        AMP_CHECK(rc);
+    }
+    s->seconds_load = amp_now() - t0;
+    if (s->gr) {
+        s->seconds_load += amp_gpu_run_load_seconds(s->gr);
+        s->seconds_upload = amp_gpu_run_upload_seconds(s->gr);
+    } else if (s->t.layout_only && !s->external_load) {
+        double t1 = amp_now();
+        AMP_CHECK(load_host(s, p, err));
+        s->seconds_load += amp_now() - t1;
+    }
+    return AMP_OK;
+}
+
+/* Values far from 1 run scaled by a power of 2 (amp_value_scale_exp),
+ * lambda unscaled after. The GPU backend takes the values as the file
+ * holds them, so it refuses those it cannot run, judged from |X|^2 (the
+ * file's, so before any upload). */
+amp_status amp_session_scale(amp_session *s, amp_run_opts *r, amp_error *err)
+{
+    const amp_tensor *t = &s->t;
+    r->value_exp = 0;
+    if (s->gr) {
+        double lo = ldexp(1, -2 * AMP_VALUE_EXP_MAX), hi = ldexp(1, 2 * AMP_VALUE_EXP_MAX);
+        if (t->value_type == AMP_VALUES_F64 && t->nnz > 0 &&
+            (t->norm_sq < lo || t->norm_sq / (double)t->nnz > hi))
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "the values are too %s for the GPU "
+                            "backend (|X| = %g over %" PRIu64 " nonzeros; it takes values of "
+                            "magnitude 2^-%d to 2^%d as the file holds them): --gpus 0 runs "
+                            "them on the CPU, scaled", t->norm_sq < lo ? "small" : "large",
+                            sqrt(t->norm_sq), t->nnz, AMP_VALUE_EXP_MAX, AMP_VALUE_EXP_MAX);
+        return AMP_OK;
+    }
+    r->value_exp = amp_value_scale_exp(amp_tensor_max_abs(t, s->threads));
+    if (r->value_exp != 0) {
+        s->file_norm_sq = s->t.norm_sq;
+        amp_tensor_scale(&s->t, r->value_exp, s->threads, &s->t.norm_sq);
+    }
+    return AMP_OK;
+}
+
+amp_status amp_session_start(amp_session *s, amp_run_opts *r, amp_error *err)
+{
+    double t0 = amp_now();
+    if (r->init)
+        AMP_CHECK(amp_factors_find(r->init, s->t.nmodes, &r->init_format, err));
+    AMP_CHECK(r->init ? amp_factors_read(&s->t, r->init, r->opts.rank, &s->c, err)
+                      : amp_cpd_init_random(&s->t, r->opts.rank, r->opts.seed, &s->c, err));
+    s->seconds_start = amp_now() - t0;
+    return AMP_OK;
+}
+
+amp_status amp_session_als(amp_session *s, amp_run_opts *r, amp_error *err)
+{
+    return s->gr ? amp_gpu_run_als(s->gr, &s->t, &r->opts, &r->gpu_als, &s->c, err)
+                 : amp_cpu_als(&s->t, &r->opts, &s->c, err);
+}
+
+void amp_session_unscale(amp_session *s, amp_run_opts *r)
+{
+    if (r->value_exp == 0)
+        return;
+    for (unsigned k = 0; k < s->c.rank; k++)
+        s->c.lambda[k] = ldexp(s->c.lambda[k], -r->value_exp);
+    if (!s->external_load)
+        s->t.norm_sq = s->file_norm_sq;
+}
+
+void amp_session_close(amp_session *s)
+{
+    amp_gpu_run_close(s->gr);
+    s->gr = NULL;
+    amp_cpd_free(&s->c);
+    if (s->have_t)
+        amp_tensor_free(&s->t);
+    s->have_t = 0;
+    amp_file_close(s->f);
+    s->f = NULL;
+}
