@@ -286,6 +286,28 @@ int main(void)
     free(A0);
     amped_result_free(r);
     amped_options_free(o);
+
+    /* ---- one GPU: the CPU's answer, and the same stop ---- */
+    if (amped_device_count() == 0) {
+        skip(4, "no GPU (or a build without CUDA)");
+    } else {
+        amped_result *rc = NULL, *rg = NULL;
+        o = options("3", "10");
+        amped_cp(t, o, NULL, NULL, &rc);
+        amped_options_set(o, "gpus", "1");
+        is_int(amped_cp(t, o, NULL, NULL, &rg), AMPED_OK, "the same run on one GPU");
+        ok(rg && rc && strcmp(amped_result_backend(rg), "gpu") == 0 &&
+           fabs(amped_result_fit(rg) - amped_result_fit(rc)) <= 1e-10,
+           "on the GPU backend, with the CPU's fit to 1e-10");
+        amped_result_free(rg);
+        rg = NULL;
+        is_int(amped_cp(t, o, stop_at_3, NULL, &rg), AMPED_OK, "a callback that stops it");
+        ok(rg && amped_result_stopped(rg) && amped_result_iters(rg) == 3,
+           "stopped after iteration 3 on the GPU");
+        amped_result_free(rg);
+        amped_result_free(rc);
+        amped_options_free(o);
+    }
     amped_tensor_free(t);
     return done_testing();
 }

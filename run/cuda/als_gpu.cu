@@ -1364,7 +1364,7 @@ static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, dou
         if (w->local == 0 && o->on_iter)
             o->on_iter(o->ctx, it + 1, fit, delta, wall_now() - t_iter);
         if (o->stop) {
-            int stop_now;
+            int stop_now = 0;
             AMP_CHECK(agree_stop(run, w, it + 1, &stop_now, err));
             if (stop_now) {
                 stopped = 1;
