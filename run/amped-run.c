@@ -245,8 +245,19 @@ static void on_iter(void *ctx, unsigned iter, double fit, double delta, double s
     if (amp_report_add_iter(&a->report, iter, fit, delta, seconds, a->cpd->seconds, &err) !=
         AMP_OK)
         amp_log_error(&err);
+    const int apr = a->r.opts.method == AMP_METHOD_APR;
+    if (apr && a->report.niters > 0) {
+        amp_iter_record *rec = &a->report.iters[a->report.niters - 1];
+        rec->loglik = a->cpd->loglik;
+        rec->kkt = a->cpd->kkt;
+        rec->inner = a->cpd->inner_iters;
+    }
     if (!a->quiet) {
-        printf("%6u  %.10f  %.3e  %8.3f\n", iter, fit, delta, seconds);
+        if (apr)
+            printf("%6u  %.10e  %.3e  %5u  %8.3f\n", iter, a->cpd->loglik, a->cpd->kkt,
+                   a->cpd->inner_iters, seconds);
+        else
+            printf("%6u  %.10f  %.3e  %8.3f\n", iter, fit, delta, seconds);
         fflush(stdout);
     }
 }
@@ -851,7 +862,12 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
                                             : amp_method_name(a->r.opts.method));
         printf("%-10s rank %u, at most %u iteration%s, tol %g\n", label, a->r.opts.rank,
                a->r.opts.max_iters, amp_plural(a->r.opts.max_iters), a->r.opts.tol);
-        if (a->r.opts.method != AMP_METHOD_ALS) {
+        if (a->r.opts.method == AMP_METHOD_APR)
+            printf("           Poisson; at most %u inner iteration%s a mode; kappa %g, "
+                   "kappa-tol %g, eps-div-zero %g; tol is the KKT violation's\n",
+                   a->r.opts.apr.inner, amp_plural(a->r.opts.apr.inner), a->r.opts.apr.kappa,
+                   a->r.opts.apr.kappa_tol, a->r.opts.apr.eps_div_zero);
+        else if (a->r.opts.method != AMP_METHOD_ALS) {
             printf("           constraints");
             for (unsigned m = 0; m < s->ss.t.nmodes; m++)
                 printf("%s%s", m ? "," : " ", amp_constraint_name(a->r.rule[m].constraint));
@@ -874,11 +890,17 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
         else
             printf("           random starting factors, seed %" PRIu64 "\n", a->r.opts.seed);
         AMP_CHECK(say_long_solve(a, s, err));
-        printf("  iter  fit           delta      seconds\n");
+        if (a->r.opts.method == AMP_METHOD_APR)
+            printf("  iter  loglik             kkt        inner  seconds\n");
+        else
+            printf("  iter  fit           delta      seconds\n");
     }
     a->r.opts.on_iter = on_iter;
     a->r.opts.ctx = a;
     a->cpd = &s->ss.c;
+    if (s->dist && a->r.opts.method == AMP_METHOD_APR)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method cp-apr runs in one process for "
+                        "now, not under mpirun");
     AMP_CHECK(s->dist && !s->ss.gr ? amp_dist_als(s->dist, &a->r.opts, &s->ss.c, err)
                                    : amp_session_als(&s->ss, &a->r, err));
     if (s->ss.c.pinv_used)
@@ -1052,8 +1074,16 @@ static int run(run_args *a)
             goto fail;
     }
     if (!a->quiet)
-        printf("final fit: %.10f after %u iteration%s (%s)\n", s.ss.c.fit, s.ss.c.iters,
-               s.ss.c.iters == 1 ? "" : "s", a->report.converged ? "converged" : "iteration limit");
+    {
+        if (a->r.opts.method == AMP_METHOD_APR)
+            printf("final log-likelihood: %.10e after %u iteration%s (%s), KKT violation "
+                   "%.3e\n", s.ss.c.loglik, s.ss.c.iters, s.ss.c.iters == 1 ? "" : "s",
+                   a->report.converged ? "converged" : "iteration limit", s.ss.c.kkt);
+        else
+            printf("final fit: %.10f after %u iteration%s (%s)\n", s.ss.c.fit, s.ss.c.iters,
+                   s.ss.c.iters == 1 ? "" : "s",
+                   a->report.converged ? "converged" : "iteration limit");
+    }
     if (s.ss.gr) {
         s.rg = calloc(amp_gpu_run_count(s.ss.gr), sizeof *s.rg);
         if (s.rg == NULL) {

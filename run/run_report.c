@@ -28,7 +28,7 @@ amp_status amp_report_add_iter(amp_run_report *r, unsigned iter, double fit, dou
         r->cap = cap;
     }
     amp_iter_record *it = &r->iters[r->niters++];
-    *it = (amp_iter_record){iter, fit, delta, seconds, {0}};
+    *it = (amp_iter_record){.iter = iter, .fit = fit, .delta = delta, .seconds = seconds};
     for (int p = 0; p < AMP_NPHASES; p++) {
         it->phase[p] = phase_so_far[p] - r->phase_so_far[p];
         r->phase_so_far[p] = phase_so_far[p];
@@ -138,6 +138,14 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
         put(&b, ",\n  \"admm_inner\": %u,\n  \"admm_tol\": ", r->opts->admm_inner);
         put_number(&b, r->opts->admm_tol);
     }
+    if (r->opts->method == AMP_METHOD_APR) {
+        put(&b, ",\n  \"inner\": %u,\n  \"kappa\": ", r->opts->apr.inner);
+        put_number(&b, r->opts->apr.kappa);
+        put(&b, ",\n  \"kappa_tol\": ");
+        put_number(&b, r->opts->apr.kappa_tol);
+        put(&b, ",\n  \"eps_div_zero\": ");
+        put_number(&b, r->opts->apr.eps_div_zero);
+    }
     put(&b, ",\n");
     if (r->mttkrp_mode_seconds) {
         double total = 0;
@@ -157,10 +165,18 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
     put(&b, "  \"iterations\": [");
     for (unsigned i = 0; i < r->niters; i++) {
         const amp_iter_record *it = &r->iters[i];
-        put(&b, "%s\n    {\"iter\": %u, \"fit\": ", i ? "," : "", it->iter);
-        put_number(&b, it->fit);
-        put(&b, ", \"delta\": ");
-        put_number(&b, it->delta);
+        if (r->opts->method == AMP_METHOD_APR) {
+            put(&b, "%s\n    {\"iter\": %u, \"loglik\": ", i ? "," : "", it->iter);
+            put_number(&b, it->loglik);
+            put(&b, ", \"kkt\": ");
+            put_number(&b, it->kkt);
+            put(&b, ", \"inner\": %u", it->inner);
+        } else {
+            put(&b, "%s\n    {\"iter\": %u, \"fit\": ", i ? "," : "", it->iter);
+            put_number(&b, it->fit);
+            put(&b, ", \"delta\": ");
+            put_number(&b, it->delta);
+        }
         put(&b, ", \"seconds\": ");
         put_number(&b, it->seconds);
         put(&b, ",\n     \"phases\": {");
@@ -170,7 +186,8 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
         }
         put(&b, "}}");
     }
-    put(&b, "%s],\n  \"final_fit\": ", r->niters ? "\n  " : "");
+    put(&b, "%s],\n  \"%s\": ", r->niters ? "\n  " : "",
+        r->opts->method == AMP_METHOD_APR ? "final_loglik" : "final_fit");
     if (r->niters)
         put_number(&b, r->final_fit);
     else

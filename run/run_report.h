@@ -10,6 +10,10 @@
 typedef struct amp_iter_record {
     unsigned iter;
     double fit, delta, seconds;
+    /* CP-APR (whose fit and delta are the log-likelihood and its change):
+     * the log-likelihood, the KKT violation, the inner iterations. */
+    double loglik, kkt;
+    unsigned inner;
     double phase[AMP_NPHASES];   /* this iteration's time in each phase */
 } amp_iter_record;
 

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,12 @@ const struct option amp_run_long_options[] = {
     {"l2", required_argument, NULL, AMP_OPT_L2},
     {"admm-inner", required_argument, NULL, AMP_OPT_ADMM_INNER},
     {"admm-tol", required_argument, NULL, AMP_OPT_ADMM_TOL},
+    /* Poisson CP */
+    {"inner", required_argument, NULL, AMP_OPT_INNER},
+    {"kappa", required_argument, NULL, AMP_OPT_KAPPA},
+    {"kappa-tol", required_argument, NULL, AMP_OPT_KAPPA_TOL},
+    {"eps-div-zero", required_argument, NULL, AMP_OPT_EPS_DIV_ZERO},
+    {"allow-noninteger", no_argument, NULL, AMP_OPT_ALLOW_NONINTEGER},
     /* output */
     {"output", required_argument, NULL, 'o'},
     {"format", required_argument, NULL, AMP_OPT_FORMAT},
@@ -181,7 +188,7 @@ static amp_status take_option(amp_run_opts *r, int code, const char *arg, int *t
     static const char *const exchanges[] = {"auto", "nccl", "copy", NULL};
     _Static_assert(AMP_EXCHANGE_AUTO == 0 && AMP_EXCHANGE_NCCL == 1 && AMP_EXCHANGE_COPY == 2,
                    "exchanges[] follows AMP_EXCHANGE_*");
-    static const char *const methods[] = {"als", "ao-admm", "mu", "hals", NULL};
+    static const char *const methods[] = {"als", "ao-admm", "mu", "hals", "cp-apr", NULL};
     uint64_t u;
     int choice;
     *taken = 1;
@@ -193,9 +200,29 @@ static amp_status take_option(amp_run_opts *r, int code, const char *arg, int *t
     case AMP_OPT_ITERS:
         AMP_CHECK(amp_parse_u64(arg, 1, AMP_RUN_MAX_ITERS, "--iters", &u, err));
         r->opts.max_iters = (unsigned)u;
+        r->iters_given = 1;
         return AMP_OK;
     case AMP_OPT_TOL:
+        r->tol_given = 1;
         return amp_parse_double(arg, 0, 1, "--tol", &r->opts.tol, err);
+    case AMP_OPT_INNER:
+        AMP_CHECK(amp_parse_u64(arg, 1, AMP_APR_INNER_MAX, "--inner", &u, err));
+        r->opts.apr.inner = (unsigned)u;
+        return AMP_OK;
+    case AMP_OPT_KAPPA:
+        return amp_parse_double(arg, 0, 1e300, "--kappa", &r->opts.apr.kappa, err);
+    case AMP_OPT_KAPPA_TOL:
+        return amp_parse_double(arg, 0, 1e300, "--kappa-tol", &r->opts.apr.kappa_tol, err);
+    case AMP_OPT_EPS_DIV_ZERO:
+        AMP_CHECK(amp_parse_double(arg, 0, 1, "--eps-div-zero", &r->opts.apr.eps_div_zero,
+                                   err));
+        if (!(r->opts.apr.eps_div_zero > 0))
+            return AMP_FAIL(err, AMP_ERR_USAGE, "--eps-div-zero %s: give a positive number "
+                            "(the model's value is divided by)", arg);
+        return AMP_OK;
+    case AMP_OPT_ALLOW_NONINTEGER:
+        r->opts.apr.allow_noninteger = 1;
+        return AMP_OK;
     case AMP_OPT_SEED:
         return amp_parse_u64(arg, 0, UINT64_MAX, "--seed", &r->opts.seed, err);
     case AMP_OPT_INIT:
@@ -302,6 +329,14 @@ amp_status amp_run_opts_check(amp_run_opts *r, amp_error *err)
         return AMP_FAIL(err, AMP_ERR_USAGE, "--overlap sends a mode's rows during the next "
                         "MTTKRP, --send-parts=%u during its own: give one",
                         r->gpu_als.send_parts);
+    if (r->opts.method == AMP_METHOD_APR) {
+        /* The Tensor Toolbox's stop: a KKT tolerance, many outer
+         * iterations (each is cheap, and many are needed). */
+        if (!r->tol_given)
+            r->opts.tol = AMP_APR_TOL_DEFAULT;
+        if (!r->iters_given)
+            r->opts.max_iters = AMP_APR_ITERS_DEFAULT;
+    }
     if (r->opts.method == AMP_METHOD_MU && r->opts.rules.n_constraint == 0) {
         /* MU keeps factors non-negative whatever it is told: say so. */
         r->opts.rules.n_constraint = 1;
@@ -339,6 +374,13 @@ amp_status amp_session_load(amp_session *s, amp_run_opts *r, const char *path,
                             const amp_session_progress *p, amp_error *err)
 {
     double t0 = amp_now();
+    if (r->opts.method == AMP_METHOD_APR && r->gpus != 0) {
+        /* Not on the GPU backend yet: the CPU's, unless GPUs were asked for. */
+        if (r->gpus_given || r->gpu.ndevices > 0)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method cp-apr runs on the CPU backend "
+                            "for now: give --gpus 0 (or leave --gpus out)");
+        r->gpus = 0;
+    }
     if (r->keep_host)
         AMP_CHECK(load_host(s, p, err));
     s->seconds_load = amp_now() - t0;
@@ -367,7 +409,109 @@ amp_status amp_session_load(amp_session *s, amp_run_opts *r, const char *path,
         AMP_CHECK(load_host(s, p, err));
         s->seconds_load += amp_now() - t1;
     }
+    return s->external_load ? AMP_OK : amp_session_check_counts(s, r, path, err);
+}
+
+/* The original coordinates of copy 0's nonzero at `at`, word w under
+ * block key `key`, "(i, j, k)" from 1, into buf. */
+static void coordinates(const amp_tensor *t, uint64_t w, uint64_t key, char *buf, size_t n)
+{
+    const amp_mode_layout *l = &t->copies[0].layout;
+    size_t at = 0;
+    for (unsigned m = 0; m < t->nmodes && at < n; m++) {
+        uint64_t i = amp_blco_field(key, w, l->shift[m], l->width[m]);
+        if (t->new_to_orig[m] != NULL && i < t->rows[m])
+            i = t->new_to_orig[m][i];
+        at += (size_t)snprintf(buf + at, n - at, "%s%" PRIu64, m ? ", " : "(", i + 1);
+    }
+    if (at < n)
+        snprintf(buf + at, n - at, ")");
+}
+
+/* The first value of copy 0 that CP-APR cannot take, as a file scan finds it. */
+typedef struct count_scan {
+    const amp_tensor *t;
+    int allow_noninteger;
+    pthread_mutex_t lock;
+    uint64_t at;              /* UINT64_MAX: none yet */
+    uint64_t word, key;
+    double value;
+} count_scan;
+
+static int not_count(double v, int allow_noninteger)
+{
+    return !(v >= 0) || (!allow_noninteger && v != floor(v));
+}
+
+static amp_status scan_chunk(void *ctx, int thread, const amp_chunk_data *c, amp_error *err)
+{
+    count_scan *cs = ctx;
+    (void)thread;
+    (void)err;
+    if (c->mode != 0)
+        return AMP_OK;
+    const int vf32 = cs->t->value_type == AMP_VALUES_F32;
+    for (uint64_t j = 0; j < c->count; j++) {
+        double v = vf32 ? (double)((const float *)c->vals)[j] : ((const double *)c->vals)[j];
+        if (not_count(v, cs->allow_noninteger)) {
+            pthread_mutex_lock(&cs->lock);
+            if (c->at + j < cs->at) {
+                cs->at = c->at + j;
+                cs->word = c->words[j];
+                cs->key = cs->t->copies[0].layout.key_bits > 0 ? c->section->aux : 0;
+                cs->value = v;
+            }
+            pthread_mutex_unlock(&cs->lock);
+            break;
+        }
+    }
     return AMP_OK;
+}
+
+amp_status amp_session_check_counts(amp_session *s, const amp_run_opts *r, const char *path,
+                                    amp_error *err)
+{
+    if (r->opts.method != AMP_METHOD_APR)
+        return AMP_OK;
+    const amp_tensor *t = &s->t;
+    const int allow = r->opts.apr.allow_noninteger;
+    uint64_t at = UINT64_MAX, word = 0, key = 0;
+    double value = 0;
+    if (!t->layout_only && t->copies[0].vals != NULL) {
+        if (amp_cpu_apr_check_values(t, allow, &at, &value) != AMP_OK) {
+            const amp_copy *c = &t->copies[0];
+            word = c->words[at];
+            if (c->layout.key_bits > 0) {
+                size_t b = 0;
+                while (c->block_start[b + 1] <= at)
+                    b++;
+                key = c->block_key[b];
+            }
+        } else {
+            at = UINT64_MAX;
+        }
+    } else {
+        count_scan cs = {.t = t, .allow_noninteger = allow, .at = UINT64_MAX};
+        pthread_mutex_init(&cs.lock, NULL);
+        amp_status rc = amp_tensor_read_chunks(s->f, t, s->threads > 0 ? s->threads : 1, 0,
+                                               scan_chunk, &cs, NULL, NULL, err);
+        pthread_mutex_destroy(&cs.lock);
+        AMP_CHECK(rc);
+        at = cs.at;
+        word = cs.word;
+        key = cs.key;
+        value = cs.value;
+    }
+    if (at == UINT64_MAX)
+        return AMP_OK;
+    char where[AMP_MAX_MODES * 22 + 4];
+    coordinates(t, word, key, where, sizeof where);
+    if (value < 0 || value != value)
+        return AMP_FAIL(err, AMP_ERR_RANGE, "%s: the nonzero at %s has the value %g: Poisson "
+                        "CP (--method cp-apr) models non-negative data", path, where, value);
+    return AMP_FAIL(err, AMP_ERR_RANGE, "%s: the nonzero at %s has the value %.17g, not a "
+                    "count: --method cp-apr models counts (--allow-noninteger takes any "
+                    "non-negative value)", path, where, value);
 }
 
 /* Values far from 1 run scaled by a power of 2 (amp_value_scale_exp),
@@ -378,6 +522,10 @@ amp_status amp_session_scale(amp_session *s, amp_run_opts *r, amp_error *err)
 {
     const amp_tensor *t = &s->t;
     r->value_exp = 0;
+    /* Poisson CP takes counts as they are: its log-likelihood is not that
+     * of a scaled tensor. */
+    if (r->opts.method == AMP_METHOD_APR)
+        return AMP_OK;
     if (s->gr) {
         double lo = ldexp(1, -2 * AMP_VALUE_EXP_MAX), hi = ldexp(1, 2 * AMP_VALUE_EXP_MAX);
         if (t->value_type == AMP_VALUES_F64 && t->nnz > 0 &&

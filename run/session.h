@@ -27,7 +27,8 @@ enum {
     AMP_OPT_STREAM_CHUNK, AMP_OPT_DEVICES, AMP_OPT_PARTITION, AMP_OPT_OVERLAP,
     AMP_OPT_HOST_MEMORY, AMP_OPT_SEND_PARTS, AMP_OPT_METHOD, AMP_OPT_CONSTRAINT, AMP_OPT_L1,
     AMP_OPT_L2, AMP_OPT_ADMM_INNER, AMP_OPT_ADMM_TOL, AMP_OPT_ROWS, AMP_OPT_REPORT,
-    AMP_OPT_REMAP_KERNEL, AMP_OPT_EXCHANGE
+    AMP_OPT_REMAP_KERNEL, AMP_OPT_EXCHANGE, AMP_OPT_INNER, AMP_OPT_KAPPA, AMP_OPT_KAPPA_TOL,
+    AMP_OPT_EPS_DIV_ZERO, AMP_OPT_ALLOW_NONINTEGER
 };
 struct option;
 extern const struct option amp_run_long_options[];
@@ -42,6 +43,7 @@ typedef struct amp_run_opts {
     amp_factor_format init_format;     /* what --init found */
     int gpus;                          /* AMP_GPUS_AUTO, 0 (the CPU) or a count */
     int gpus_given;
+    int tol_given, iters_given;        /* else CP-APR takes its own defaults */
     amp_gpu_opts gpu;
     amp_gpu_als_opts gpu_als;
     const char *gpu_only;              /* the first option of the GPU backend given */
@@ -97,6 +99,12 @@ amp_status amp_session_open(amp_session *s, amp_run_opts *r, const char *path, a
  * The time it took goes to seconds_load and seconds_upload. */
 amp_status amp_session_load(amp_session *s, amp_run_opts *r, const char *path,
                             const amp_session_progress *p, amp_error *err);
+/* CP-APR only: every value a count (AMP_ERR_RANGE naming the first that
+ * is not, by its coordinates), or a non-negative real with
+ * opts.apr.allow_noninteger; read from host memory, or from the file's
+ * chunks where the nonzeros went to the GPUs straight. */
+amp_status amp_session_check_counts(amp_session *s, const amp_run_opts *r, const char *path,
+                                    amp_error *err);
 /* Values far from 1 scaled by a power of 2 (r->value_exp; the GPU
  * backend refuses what it cannot run), unscaled by amp_session_unscale. */
 amp_status amp_session_scale(amp_session *s, amp_run_opts *r, amp_error *err);

@@ -204,9 +204,26 @@ typedef enum amp_precision { AMP_PRECISION_F64 = 0, AMP_PRECISION_F32 } amp_prec
  * projection and shrinkage they give: max(0, .) where non-negative,
  * soft-thresholding by l1 / rho, scaling by rho / (rho + l2). */
 typedef enum amp_method {
-    AMP_METHOD_ALS = 0, AMP_METHOD_ADMM, AMP_METHOD_MU, AMP_METHOD_HALS
+    AMP_METHOD_ALS = 0, AMP_METHOD_ADMM, AMP_METHOD_MU, AMP_METHOD_HALS, AMP_METHOD_APR
 } amp_method;
-#define AMP_NMETHODS 4
+#define AMP_NMETHODS 5
+
+/* CP-APR (Poisson CP, run/cpu/apr.c): its options, with the Tensor
+ * Toolbox's and pyttb's defaults. Its tol is the KKT violation's, and its
+ * iterations the outer ones. */
+#define AMP_APR_INNER_DEFAULT 10u
+#define AMP_APR_INNER_MAX 100000u
+#define AMP_APR_KAPPA_DEFAULT 1e-2
+#define AMP_APR_KAPPA_TOL_DEFAULT 1e-10
+#define AMP_APR_EPS_DEFAULT 1e-10
+#define AMP_APR_TOL_DEFAULT 1e-4
+#define AMP_APR_ITERS_DEFAULT 1000u
+typedef struct amp_apr_opts {
+    unsigned inner;            /* inner iterations per mode, the most */
+    double kappa, kappa_tol;   /* the inactive-entry shift, and below what it applies */
+    double eps_div_zero;       /* the model's value is taken as at least this */
+    int allow_noninteger;      /* non-negative reals, not only counts */
+} amp_apr_opts;
 
 typedef enum amp_constraint { AMP_CONSTRAINT_NONE = 0, AMP_CONSTRAINT_NONNEG } amp_constraint;
 
@@ -259,6 +276,7 @@ typedef struct amp_cpd_opts {
      * One process's run only: its GPUs agree on it (the first GPU reads
      * it, the others wait for its answer), processes do not. */
     const volatile int *stop;
+    amp_apr_opts apr;          /* AMP_METHOD_APR's */
 } amp_cpd_opts;
 
 /* Each of nmodes modes' rule from o (checked: a list has one value or
@@ -283,6 +301,11 @@ typedef struct amp_cpd {
     double fit;
     int converged;             /* stopped because the fit changed by less than tol */
     int stopped;               /* stopped because opts.stop asked */
+    /* CP-APR, after each outer iteration (on_iter's caller reads them):
+     * the Poisson log-likelihood, the KKT violation (the largest of the
+     * modes') and the inner iterations taken; fit is loglik for it. */
+    double loglik, kkt;
+    unsigned inner_iters;
     int pinv_used;             /* a Gram product was singular: pseudo-inverse solve */
     double seconds[AMP_NPHASES];
     /* Per mode, NULL or R x R (row-major): the Gram matrix of starting

@@ -25,6 +25,10 @@ void amp_cpd_opts_init(amp_cpd_opts *o)
     o->precision = AMP_PRECISION_F64;
     o->method = AMP_METHOD_ALS;
     o->admm_inner = AMP_ADMM_INNER_DEFAULT;
+    o->apr.inner = AMP_APR_INNER_DEFAULT;
+    o->apr.kappa = AMP_APR_KAPPA_DEFAULT;
+    o->apr.kappa_tol = AMP_APR_KAPPA_TOL_DEFAULT;
+    o->apr.eps_div_zero = AMP_APR_EPS_DEFAULT;
 }
 
 /* ---- factors ------------------------------------------------------------- */

@@ -679,6 +679,8 @@ done:
 amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
                        amp_error *err)
 {
+    if (o->method == AMP_METHOD_APR)
+        return amp_cpu_apr(t, o, c, err);
     return als_run(t, o, NULL, c, err);
 }
 

@@ -87,6 +87,19 @@ typedef struct amp_cpu_share {
 amp_status amp_cpu_als_share(const amp_tensor *part, const amp_cpd_opts *o, amp_cpu_share *sh,
                              amp_cpd *c, amp_error *err);
 
+/* ---- CP-APR (Poisson CP, apr.c) ----------------------------------------- */
+
+/* CP-APR's multiplicative updates from the factors in c (random or read;
+ * normalized here as pyttb does), o->apr's options, o->tol the KKT
+ * tolerance; c->loglik, c->kkt and c->inner_iters after each outer
+ * iteration. */
+amp_status amp_cpu_apr(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, amp_error *err);
+/* AMP_ERR_RANGE, with the position in copy 0 (*bad) and the value, where
+ * a value held in host memory is negative, or not an integer unless
+ * allow_noninteger; AMP_OK where every one is a count. No message. */
+amp_status amp_cpu_apr_check_values(const amp_tensor *t, int allow_noninteger,
+                                    uint64_t *bad, double *value);
+
 /* The most threads that may call BLAS at once, as the linked BLAS was
  * built for; 0 where it says nothing (a BLAS without such a limit).
  * name: the BLAS and its build limit, for a message. */

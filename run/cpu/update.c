@@ -231,6 +231,7 @@ void amp_cpu_update_rows(const amp_update_args *a, const double *M, double *A, d
         hals_rows(a, M, A, n);
         break;
     case AMP_METHOD_ALS:
+    case AMP_METHOD_APR:   /* apr.c: its own updates, not from an MTTKRP */
         break;
     }
 }

@@ -1,0 +1,437 @@
+/* Poisson CP by alternating Poisson regression, multiplicative updates
+ * (Chi and Kolda 2012, Algorithm 3; the Tensor Toolbox's and pyttb's
+ * cp_apr(algorithm="mu")) on the CPU: the reference of the GPU kernels.
+ *
+ * The factors are kept with columns of unit 1-norm and the weights in
+ * lambda. Per outer iteration and mode n: where a factor entry is below
+ * kappa_tol and its last Phi is positive it is shifted up by kappa (the
+ * inactive-entry fix: an entry at 0 could never grow again). The test is
+ * pyttb's, Phi > 0, so that runs compare with it iteration by iteration;
+ * only where Phi > 1 would the entry grow from 0 by the KKT conditions. B
+ * = A_n diag(lambda); then inner iterations, each one pass over mode n's
+ * copy of the nonzeros (ordered by row n): per nonzero k of row i, the
+ * other modes' rows gathered into pi_k (their Hadamard product), the
+ * model's value m_k = B_i . pi_k, and Phi_i += x_k / max(m_k, eps) pi_k.
+ * The KKT violation max |min(B, 1 - Phi)| over the mode stops them below
+ * tol; else B = B .* Phi. Then lambda = the column sums of B, A_n = B /
+ * lambda. The run stops when no mode needed an update (every mode met the
+ * tolerance at its first inner iteration).
+ *
+ * The log-likelihood after each outer iteration, sum x log m - sum of the
+ * model's entries (= sum lambda, the factors' columns summing to 1), as
+ * pyttb's tt_loglikelihood (the log x! term left out), takes one more pass
+ * over the last mode's copy.
+ *
+ * Bytes per nonzero and inner iteration: 8 (word) + 4 or 8 (value), plus
+ * N - 1 gathered factor rows; FLOPs about (N + 2) R. Rows are independent
+ * within a mode, so threads take rows (dynamic chunks; no atomics), and
+ * every sum over rows runs over fixed blocks in a fixed order: the same
+ * bits for any thread count. */
+#include <config.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp_alloc.h"
+#include "amp_cpu.h"
+#include "amp_threads.h"
+#include "amp_timer.h"
+
+/* Rows per block of the sums over rows (column sums, log-likelihood,
+ * KKT): fixed, so the sums do not depend on the thread count. */
+#define SUM_BLOCK 4096
+
+/* Where each row's nonzeros start in a copy (rows + 1 positions): the
+ * copy is ordered by its output row, and every compact row has one. */
+static amp_status row_starts(const amp_copy *c, unsigned d, uint64_t rows, uint64_t **out,
+                             amp_error *err)
+{
+    uint64_t *p = amp_calloc(rows + 1, sizeof *p, "a row table", err);
+    if (p == NULL)
+        return err->status;
+    const amp_mode_layout *l = &c->layout;
+    const unsigned sh = l->shift[d], wd = l->width[d];
+    const uint64_t mask = wd >= 64 ? UINT64_MAX : (UINT64_C(1) << wd) - 1;
+    const int keyed = l->key_bits > 0;
+    for (uint64_t r = 0; r <= rows; r++)
+        p[r] = c->nnz;
+    size_t blk = 0;
+    uint64_t prev = UINT64_MAX;
+    for (uint64_t k = 0; k < c->nnz; k++) {
+        if (keyed)
+            while (c->block_start[blk + 1] <= k)
+                blk++;
+        uint64_t row = keyed ? amp_blco_field(c->block_key[blk], c->words[k], sh, wd)
+                             : (c->words[k] >> sh) & mask;
+        if (row != prev) {
+            if (row >= rows || (prev != UINT64_MAX && row < prev)) {
+                amp_free(p);
+                return AMP_FAIL(err, AMP_ERR_INTERNAL, "mode %u's copy is not ordered by its "
+                                "rows at nonzero %llu", d + 1, (unsigned long long)k);
+            }
+            for (uint64_t r = prev == UINT64_MAX ? 0 : prev + 1; r <= row; r++)
+                p[r] = k;
+            prev = row;
+        }
+    }
+    *out = p;
+    return AMP_OK;
+}
+
+/* What one pass over a row needs. */
+typedef struct apr_mode {
+    const amp_copy *c;
+    unsigned d, N, R, nother;
+    unsigned sh[AMP_MAX_MODES], wd[AMP_MAX_MODES];
+    uint64_t mask[AMP_MAX_MODES];
+    const double *F[AMP_MAX_MODES];   /* the other modes' factors */
+    const uint64_t *start;            /* row_starts */
+    int vf32;
+} apr_mode;
+
+static void mode_init(apr_mode *am, const amp_tensor *t, const amp_cpd *c, unsigned d,
+                      const uint64_t *start)
+{
+    const amp_copy *cp = &t->copies[d];
+    memset(am, 0, sizeof *am);
+    am->c = cp;
+    am->d = d;
+    am->N = t->nmodes;
+    am->R = c->rank;
+    am->start = start;
+    am->vf32 = t->value_type == AMP_VALUES_F32;
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        if (m == d)
+            continue;
+        unsigned j = am->nother++;
+        am->sh[j] = cp->layout.shift[m];
+        am->wd[j] = cp->layout.width[m];
+        am->mask[j] = am->wd[j] >= 64 ? UINT64_MAX : (UINT64_C(1) << am->wd[j]) - 1;
+        am->F[j] = c->A[m];
+    }
+}
+
+/* The block of nonzero k in a keyed copy, from a block at or before it. */
+static size_t block_of(const amp_copy *c, uint64_t k, size_t from)
+{
+    size_t lo = from, hi = c->nblocks - 1;
+    while (lo < hi) {   /* the last block whose start is <= k */
+        size_t mid = lo + (hi - lo + 1) / 2;
+        if (c->block_start[mid] <= k)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* pi = the Hadamard product of the other modes' rows at nonzero k. */
+static inline void gather_pi(const apr_mode *am, uint64_t k, size_t blk, double *restrict pi)
+{
+    const unsigned R = am->R;
+    const uint64_t w = am->c->words[k];
+    const int keyed = am->c->layout.key_bits > 0;
+    const uint64_t key = keyed ? am->c->block_key[blk] : 0;
+    for (unsigned j = 0; j < am->nother; j++) {
+        uint64_t i = keyed ? amp_blco_field(key, w, am->sh[j], am->wd[j])
+                           : (w >> am->sh[j]) & am->mask[j];
+        const double *restrict row = am->F[j] + i * R;
+        if (j == 0) {
+#pragma omp simd
+            for (unsigned r = 0; r < R; r++)
+                pi[r] = row[r];
+        } else {
+#pragma omp simd
+            for (unsigned r = 0; r < R; r++)
+                pi[r] *= row[r];
+        }
+    }
+    if (am->nother == 0)
+        for (unsigned r = 0; r < R; r++)
+            pi[r] = 1;
+}
+
+static inline double value_at(const apr_mode *am, uint64_t k)
+{
+    return am->vf32 ? (double)((const float *)am->c->vals)[k]
+                    : ((const double *)am->c->vals)[k];
+}
+
+/* Row i's Phi (R values) from B_i, and the row's KKT violation
+ * max |min(B, 1 - Phi)|. */
+static double row_phi(const apr_mode *am, uint64_t i, const double *restrict Bi, double eps,
+                      double *restrict phi, double *restrict pi)
+{
+    const unsigned R = am->R;
+    const uint64_t a = am->start[i], b = am->start[i + 1];
+    for (unsigned r = 0; r < R; r++)
+        phi[r] = 0;
+    size_t blk = am->c->layout.key_bits > 0 ? block_of(am->c, a, 0) : 0;
+    for (uint64_t k = a; k < b; k++) {
+        if (am->c->layout.key_bits > 0)
+            while (am->c->block_start[blk + 1] <= k)
+                blk++;
+        gather_pi(am, k, blk, pi);
+        double m = 0;
+        for (unsigned r = 0; r < R; r++)
+            m += Bi[r] * pi[r];
+        const double w = value_at(am, k) / (m > eps ? m : eps);
+#pragma omp simd
+        for (unsigned r = 0; r < R; r++)
+            phi[r] += w * pi[r];
+    }
+    double kkt = 0;
+    for (unsigned r = 0; r < R; r++) {
+        double v = fabs(fmin(Bi[r], 1 - phi[r]));
+        kkt = v > kkt ? v : kkt;
+    }
+    return kkt;
+}
+
+/* Row i's part of the log-likelihood: sum of x log m over its nonzeros,
+ * with B_i = A_i lambda (lam folded in here). */
+static double row_loglik(const apr_mode *am, uint64_t i, const double *restrict Ai,
+                         const double *restrict lam, double *restrict pi)
+{
+    const unsigned R = am->R;
+    const uint64_t a = am->start[i], b = am->start[i + 1];
+    double s = 0;
+    size_t blk = am->c->layout.key_bits > 0 ? block_of(am->c, a, 0) : 0;
+    for (uint64_t k = a; k < b; k++) {
+        if (am->c->layout.key_bits > 0)
+            while (am->c->block_start[blk + 1] <= k)
+                blk++;
+        gather_pi(am, k, blk, pi);
+        double m = 0;
+        for (unsigned r = 0; r < R; r++)
+            m += lam[r] * Ai[r] * pi[r];
+        const double x = value_at(am, k);
+        if (x != 0)
+            s += x * log(m);
+    }
+    return s;
+}
+
+/* The sums over the row blocks, in block order. */
+static double sum_blocks(const double *part, uint64_t nblocks)
+{
+    double s = 0;
+    for (uint64_t b = 0; b < nblocks; b++)
+        s += part[b];
+    return s;
+}
+
+/* Columns of A (rows x R) to unit 1-norm, their norms multiplied into
+ * lambda (pyttb's ktensor.normalize(normtype=1, mode=n)); a zero column
+ * stays as it is. colpart: room for nblocks x R partial sums. */
+static void normalize_mode(double *A, uint64_t rows, unsigned R, double *lambda,
+                           double *colpart)
+{
+    const uint64_t nb = (rows + SUM_BLOCK - 1) / SUM_BLOCK;
+    const int64_t nbi = (int64_t)nb;
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < nbi; b++) {
+        double *s = colpart + (uint64_t)b * R;
+        for (unsigned r = 0; r < R; r++)
+            s[r] = 0;
+        uint64_t hi = ((uint64_t)b + 1) * SUM_BLOCK < rows ? ((uint64_t)b + 1) * SUM_BLOCK : rows;
+        for (uint64_t i = (uint64_t)b * SUM_BLOCK; i < hi; i++)
+            for (unsigned r = 0; r < R; r++)
+                s[r] += fabs(A[i * R + r]);
+    }
+    double norm[AMP_CPU_MAX_RANK];
+    for (unsigned r = 0; r < R; r++) {
+        norm[r] = 0;
+        for (uint64_t b = 0; b < nb; b++)
+            norm[r] += colpart[b * R + r];
+    }
+    const int64_t n = (int64_t)rows;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        for (unsigned r = 0; r < R; r++)
+            if (norm[r] > 0)
+                A[(uint64_t)i * R + r] *= 1.0 / norm[r];
+    for (unsigned r = 0; r < R; r++)
+        lambda[r] *= norm[r];
+}
+
+amp_status amp_cpu_apr_check_values(const amp_tensor *t, int allow_noninteger,
+                                    uint64_t *bad, double *value)
+{
+    const amp_copy *c = &t->copies[0];
+    const int64_t n = (int64_t)c->nnz;
+    const int vf32 = t->value_type == AMP_VALUES_F32;
+    uint64_t first = UINT64_MAX;
+#pragma omp parallel for reduction(min : first) schedule(static)
+    for (int64_t k = 0; k < n; k++) {
+        double v = vf32 ? (double)((const float *)c->vals)[k] : ((const double *)c->vals)[k];
+        if (v < 0 || (!allow_noninteger && v != floor(v)))
+            first = (uint64_t)k < first ? (uint64_t)k : first;
+    }
+    if (first == UINT64_MAX)
+        return AMP_OK;
+    *bad = first;
+    *value = vf32 ? (double)((const float *)c->vals)[first] : ((const double *)c->vals)[first];
+    return AMP_ERR_RANGE;
+}
+
+amp_status amp_cpu_apr(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, amp_error *err)
+{
+    const unsigned N = t->nmodes, R = c->rank;
+    if (R != o->rank)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", R, o->rank);
+    if (R > AMP_CPU_MAX_RANK)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "rank %u: the most is %u", R, AMP_CPU_MAX_RANK);
+    const int T = amp_thread_count(o->threads);
+    const unsigned inner = o->apr.inner ? o->apr.inner : AMP_APR_INNER_DEFAULT;
+    const double eps = o->apr.eps_div_zero, kappa = o->apr.kappa, kappa_tol = o->apr.kappa_tol;
+    amp_status rc = AMP_OK;
+    uint64_t *start[AMP_MAX_MODES] = {0};
+    double *Phi[AMP_MAX_MODES] = {0};
+    double *scratch = NULL, *colpart = NULL, *rowpart = NULL;
+    uint64_t maxrows = 0;
+    for (unsigned m = 0; m < N; m++)
+        maxrows = c->rows[m] > maxrows ? c->rows[m] : maxrows;
+    const uint64_t maxblocks = (maxrows + SUM_BLOCK - 1) / SUM_BLOCK;
+    for (unsigned m = 0; m < N; m++) {
+        AMP_CHECK_GOTO(row_starts(&t->copies[m], m, c->rows[m], &start[m], err), rc, done);
+        Phi[m] = amp_calloc(c->rows[m] * R + 1, sizeof(double), "CP-APR's Phi", err);
+        if (Phi[m] == NULL) {
+            rc = err->status;
+            goto done;
+        }
+    }
+    scratch = amp_calloc((size_t)T * 2 * R + 2, sizeof(double), "CP-APR's rows", err);
+    colpart = scratch ? amp_calloc(maxblocks * R + 1, sizeof(double), "column sums", err) : NULL;
+    rowpart = colpart ? amp_calloc(maxblocks + 1, sizeof(double), "row sums", err) : NULL;
+    if (rowpart == NULL) {
+        rc = err->status;
+        goto done;
+    }
+
+    memset(c->seconds, 0, sizeof c->seconds);
+    double now = amp_now();
+    const double t_start = now;
+    /* The start, as pyttb's: every factor's columns to unit 1-norm, the
+     * norms into lambda. */
+    for (unsigned r = 0; r < R; r++)
+        c->lambda[r] = 1;
+    for (unsigned m = 0; m < N; m++)
+        normalize_mode(c->A[m], c->rows[m], R, c->lambda, colpart);
+    c->seconds[AMP_PHASE_NORMALIZE] += amp_now() - now;
+    c->iters = 0;
+    c->converged = 0;
+    c->stopped = 0;
+    c->inner_iters = 0;
+    double old_ll = 0;
+    for (unsigned it = 0; it < o->max_iters; it++) {
+        double t_iter = it == 0 ? t_start : amp_now();
+        int converged = 1;
+        double kkt_max = 0;
+        unsigned inner_total = 0;
+        for (unsigned d = 0; d < N; d++) {
+            double *A = c->A[d];
+            const uint64_t rows = c->rows[d];
+            const int64_t nrows = (int64_t)rows;
+            now = amp_now();
+            /* The inactive entries with a positive Phi shifted up (pyttb's
+             * test, above); then B = A diag(lambda), lambda = 1. */
+            const double *P = Phi[d];
+            double *lam = c->lambda;
+            const int shift = it > 0;
+#pragma omp parallel for schedule(static)
+            for (int64_t i = 0; i < nrows; i++)
+                for (unsigned r = 0; r < R; r++) {
+                    uint64_t at = (uint64_t)i * R + r;
+                    if (shift && P[at] > 0 && A[at] < kappa_tol)
+                        A[at] += kappa;
+                    A[at] *= lam[r];
+                }
+            for (unsigned r = 0; r < R; r++)
+                lam[r] = 1;
+            c->seconds[AMP_PHASE_UPDATE] += amp_now() - now;
+
+            apr_mode am;
+            mode_init(&am, t, c, d, start[d]);
+            double kkt = 0;
+            for (unsigned in = 0; in < inner; in++) {
+                inner_total++;
+                now = amp_now();
+                double *Ph = Phi[d];
+                kkt = 0;
+#pragma omp parallel for schedule(dynamic, 64) reduction(max : kkt)
+                for (int64_t i = 0; i < nrows; i++) {
+                    double *pi = scratch + (size_t)amp_thread_id() * 2 * R;
+                    double v = row_phi(&am, (uint64_t)i, A + (uint64_t)i * R, eps,
+                                       Ph + (uint64_t)i * R, pi);
+                    kkt = v > kkt ? v : kkt;
+                }
+                c->seconds[AMP_PHASE_MTTKRP] += amp_now() - now;
+                if (kkt < o->tol)
+                    break;
+                converged = 0;
+                now = amp_now();
+#pragma omp parallel for schedule(static)
+                for (int64_t i = 0; i < nrows; i++)
+                    for (unsigned r = 0; r < R; r++)
+                        A[(uint64_t)i * R + r] *= Ph[(uint64_t)i * R + r];
+                c->seconds[AMP_PHASE_UPDATE] += amp_now() - now;
+            }
+            kkt_max = kkt > kkt_max ? kkt : kkt_max;
+            now = amp_now();
+            normalize_mode(A, rows, R, c->lambda, colpart);
+            c->seconds[AMP_PHASE_NORMALIZE] += amp_now() - now;
+        }
+        /* The log-likelihood, over the last mode's copy. */
+        now = amp_now();
+        {
+            const unsigned d = N - 1;
+            apr_mode am;
+            mode_init(&am, t, c, d, start[d]);
+            const uint64_t rows = c->rows[d];
+            const int64_t nb = (int64_t)((rows + SUM_BLOCK - 1) / SUM_BLOCK);
+            const double *A = c->A[d], *lam = c->lambda;
+#pragma omp parallel for schedule(dynamic, 1)
+            for (int64_t b = 0; b < nb; b++) {
+                double *pi = scratch + (size_t)amp_thread_id() * 2 * R;
+                uint64_t lo = (uint64_t)b * SUM_BLOCK;
+                uint64_t hi = lo + SUM_BLOCK < rows ? lo + SUM_BLOCK : rows;
+                double s = 0;
+                for (uint64_t i = lo; i < hi; i++)
+                    s += row_loglik(&am, i, A + i * R, lam, pi);
+                rowpart[b] = s;
+            }
+            double total = 0;
+            for (unsigned r = 0; r < R; r++)
+                total += c->lambda[r];
+            c->loglik = sum_blocks(rowpart, (uint64_t)nb) - total;
+        }
+        c->seconds[AMP_PHASE_FIT] += amp_now() - now;
+        c->kkt = kkt_max;
+        c->inner_iters = inner_total;
+        c->iters = it + 1;
+        c->fit = c->loglik;
+        double delta = it == 0 ? fabs(c->loglik) : fabs(c->loglik - old_ll);
+        old_ll = c->loglik;
+        if (o->on_iter)
+            o->on_iter(o->ctx, it + 1, c->loglik, delta, amp_now() - t_iter);
+        if (o->stop && *o->stop) {
+            c->stopped = 1;
+            break;
+        }
+        if (converged) {
+            c->converged = 1;
+            break;
+        }
+    }
+done:
+    for (unsigned m = 0; m < N; m++) {
+        amp_free(start[m]);
+        amp_free(Phi[m]);
+    }
+    amp_free(scratch);
+    amp_free(colpart);
+    amp_free(rowpart);
+    return rc;
+}
