@@ -25,10 +25,15 @@ def flatten(suite):
 
 
 class TapResult(unittest.TestResult):
+    """One TAP line per test method, printed when it ends: `not ok` with
+    every failure (subtests' included) as `# ` lines, a skip with its reason."""
+
     def __init__(self):
         super().__init__()
         self.n = 0
         self.failed = 0
+        self._errs = []
+        self._skip = None
 
     def _name(self, test):
         doc = test.shortDescription()
@@ -39,36 +44,47 @@ class TapResult(unittest.TestResult):
         for line in text.rstrip().splitlines():
             print("# " + line)
 
-    def addSuccess(self, test):
+    def startTest(self, test):
+        super().startTest(test)
+        self._errs = []
+        self._skip = None
+
+    def stopTest(self, test):
+        super().stopTest(test)
         self.n += 1
-        print(f"ok {self.n} - {self._name(test)}")
+        if self._errs:
+            self.failed += 1
+            print(f"not ok {self.n} - {self._name(test)}")
+            for e in self._errs:
+                self._diag(e)
+        elif self._skip is not None:
+            print(f"ok {self.n} - {self._name(test)} # SKIP {self._skip}")
+        else:
+            print(f"ok {self.n} - {self._name(test)}")
+
+    def addSuccess(self, test):
+        pass
 
     def addSkip(self, test, reason):
-        self.n += 1
-        print(f"ok {self.n} - {self._name(test)} # SKIP {reason}")
-
-    def _fail(self, test, err):
-        self.n += 1
-        self.failed += 1
-        print(f"not ok {self.n} - {self._name(test)}")
-        self._diag(self._exc_info_to_string(err, test))
+        self._skip = reason
 
     def addFailure(self, test, err):
-        self._fail(test, err)
+        self._errs.append(self._exc_info_to_string(err, test))
 
     def addError(self, test, err):
-        # setUpModule/setUpClass errors come with a _ErrorHolder, not a test.
-        if not hasattr(test, "_testMethodName"):
-            self.failed += 1
-            self._diag(f"{test}: " + self._exc_info_to_string(err, test))
-            return
-        self._fail(test, err)
+        self._errs.append(self._exc_info_to_string(err, test))
+
+    def addSubTest(self, test, subtest, err):
+        if err is not None:
+            if issubclass(err[0], unittest.SkipTest):
+                return
+            self._errs.append(f"{subtest.id()}:\n" + self._exc_info_to_string(err, test))
 
     def addExpectedFailure(self, test, err):
-        self.addSuccess(test)
+        pass
 
     def addUnexpectedSuccess(self, test):
-        self._fail(test, (AssertionError, AssertionError("unexpected success"), None))
+        self._errs.append("unexpected success")
 
 
 def main():
