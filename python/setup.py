@@ -8,8 +8,8 @@ libamped.so (ctypes); the build step decides which libamped it loads:
    libdir's libamped.so (recorded, not copied);
 3. else (or with AMPED_FROM_SOURCE=1) the source tree one level up, built
    in a temporary folder: `../configure --disable-static` (after
-   `autoreconf -fi` where ../configure is missing), `make libamped.la`,
-   and .libs/libamped.so copied into the package (amped/_libs/).
+   `autoreconf -fi` where ../configure is missing), `make lib/libamped.la`,
+   and lib/.libs/libamped.so copied into the package (amped/_libs/).
    configure builds the CUDA backend when it finds nvcc, so on a machine
    with CUDA the package runs on GPUs; AMPED_CONFIGURE_FLAGS adds
    arguments (e.g. "--with-cuda=/usr/local/cuda" or "--without-cuda").
@@ -80,10 +80,10 @@ def build_library(dest):
         flags = shlex.split(os.environ.get("AMPED_CONFIGURE_FLAGS", ""))
         _sh([os.path.join(SRCDIR, "configure"), "--disable-static"] + flags, build)
         jobs = os.environ.get("AMPED_MAKE_JOBS") or str(os.cpu_count() or 2)
-        _sh(["make", "-j" + jobs, "libamped.la"], build)
-        so = os.path.join(build, ".libs", "libamped.so")
+        _sh(["make", "-j" + jobs, "lib/libamped.la"], build)
+        so = os.path.join(build, "lib", ".libs", "libamped.so")
         if not os.path.exists(so):
-            raise SystemExit(f"amped setup: make libamped.la made no {so}")
+            raise SystemExit(f"amped setup: make lib/libamped.la made no {so}")
         real = os.path.realpath(so)
         os.makedirs(dest, exist_ok=True)
         # One file, the real one, under the soname's name (libamped.so.N):

@@ -24,9 +24,9 @@ if ! "$PY" -c 'import numpy' >/dev/null 2>&1; then
     skip_all "no NumPy in $PY (AMP_TEST_PYTHON names a python that has it)"
 fi
 
-AMPED_LIB=$top_builddir/.libs/libamped.so
+AMPED_LIB=$top_builddir/lib/.libs/libamped.so
 if ! test -f "$AMPED_LIB"; then
-    echo "Bail out! $AMPED_LIB is not built (make check builds libamped.la)"
+    echo "Bail out! $AMPED_LIB is not built (make check builds lib/libamped.la)"
     exit 1
 fi
 AMPED_TEST_BUILDDIR=$top_builddir

@@ -499,9 +499,11 @@ class CPResult:
 
     The model's entry at (i1, ..., iN) is
     ``sum_r weights[r] * factors[0][i1, r] * ... * factors[N-1][iN, r]``;
-    each factor is (dims[m], rank) float64, its columns of unit 2-norm,
-    rows of indices that never occur zero. The arrays are NumPy's own,
-    written by the library in place.
+    each factor is (dims[m], rank) float64, rows of indices that never
+    occur zero, its columns scaled as amped-run writes them (their scale in
+    weights: 2-norm after the first iteration, then the largest magnitude
+    where above 1). The arrays are NumPy's own, written by the library in
+    place.
     """
     weights: np.ndarray
     factors: List[np.ndarray]
