@@ -6,7 +6,8 @@ libamped.so (ctypes); the build step decides which libamped it loads:
 1. AMPED_LIB=/path/to/libamped.so: that library (recorded, not copied);
 2. else an installed libamped that pkg-config knows (`amped.pc`): its
    libdir's libamped.so (recorded, not copied);
-3. else (or with AMPED_FROM_SOURCE=1) the source tree one level up, built
+3. else (or with AMPED_FROM_SOURCE=1) the source tree one level up: where
+   it is configured in place (./configure there), by its own make; else
    in a temporary folder: `../configure --disable-static` (after
    `autoreconf -fi` where ../configure is missing), `make lib/libamped.la`,
    and lib/.libs/libamped.so copied into the package (amped/_libs/).
@@ -73,13 +74,20 @@ def build_library(dest):
         raise SystemExit(
             "amped setup: no libamped found (set AMPED_LIB, or install libamped with "
             "amped.pc) and no amped source tree at " + SRCDIR + " to build one from")
-    if not os.path.isfile(os.path.join(SRCDIR, "configure")):
-        _sh(["autoreconf", "-fi"], SRCDIR)
-    build = tempfile.mkdtemp(prefix="amped-lib-")
+    jobs = os.environ.get("AMPED_MAKE_JOBS") or str(os.cpu_count() or 2)
+    in_tree = os.path.isfile(os.path.join(SRCDIR, "config.status"))
+    if in_tree:
+        # Configured in place (the README's quick start): configure cannot
+        # build elsewhere from this tree, so its own build makes the library.
+        build = SRCDIR
+    else:
+        if not os.path.isfile(os.path.join(SRCDIR, "configure")):
+            _sh(["autoreconf", "-fi"], SRCDIR)
+        build = tempfile.mkdtemp(prefix="amped-lib-")
     try:
-        flags = shlex.split(os.environ.get("AMPED_CONFIGURE_FLAGS", ""))
-        _sh([os.path.join(SRCDIR, "configure"), "--disable-static"] + flags, build)
-        jobs = os.environ.get("AMPED_MAKE_JOBS") or str(os.cpu_count() or 2)
+        if not in_tree:
+            flags = shlex.split(os.environ.get("AMPED_CONFIGURE_FLAGS", ""))
+            _sh([os.path.join(SRCDIR, "configure"), "--disable-static"] + flags, build)
         _sh(["make", "-j" + jobs, "lib/libamped.la"], build)
         so = os.path.join(build, "lib", ".libs", "libamped.so")
         if not os.path.exists(so):
@@ -94,9 +102,10 @@ def build_library(dest):
         info = subprocess.run(["grep", "-E", "^#define AMP_HAVE_CUDA 1",
                                os.path.join(build, "config.h")],
                               capture_output=True, text=True).stdout.strip()
-        log("CUDA backend: " + ("yes" if info else "no (configure found no nvcc)"))
+        log("CUDA backend: " + ("yes" if info else "no (no nvcc found, or --without-cuda)"))
     finally:
-        shutil.rmtree(build, ignore_errors=True)
+        if not in_tree:
+            shutil.rmtree(build, ignore_errors=True)
 
 
 def _soname(path):
