@@ -1,7 +1,9 @@
 """Shared helpers of the amped Python tests.
 
 The environment (tests/python.sh sets it; by hand, set it yourself):
-  AMPED_LIB             the libamped.so to test (else the package's own)
+  AMPED_LIB             the libamped.so to test, with the package of this
+                        source tree (python/amped); without it, the amped
+                        that is installed, with its own library
   AMPED_TEST_BUILDDIR   the build tree holding amped-prep and amped-run
                         (their tests are skipped without it, or fail under CI)
   AMP_TEST_DATA         ../shared/data, the real tensors
@@ -25,9 +27,22 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))          # python/, for `import amped`
+# With AMPED_LIB (tests/python.sh, a build tree) the package of this source
+# tree, python/amped; else the amped that is installed (pip install ./python).
+if os.environ.get("AMPED_LIB"):
+    sys.path.insert(0, os.path.dirname(HERE))
 
 import amped  # noqa: E402
+
+#: The folder holding the amped package under test: PYTHONPATH for children.
+AMPED_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(amped.__file__)))
+
+
+def child_env() -> dict:
+    """The environment of a child python that imports the same amped."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = AMPED_PARENT + os.pathsep + env.get("PYTHONPATH", "")
+    return env
 
 CI = os.environ.get("CI") == "true"
 BUILDDIR = os.environ.get("AMPED_TEST_BUILDDIR", "")

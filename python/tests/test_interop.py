@@ -6,7 +6,7 @@ import unittest
 
 import numpy as np
 
-from support import TempDirCase, amped, data_file, fit_of, need_module, read_tns, summed
+from support import TempDirCase, amped, child_env, data_file, fit_of, need_module, read_tns, summed
 
 TOL = 1e-10
 
@@ -31,10 +31,8 @@ class TestModels(TempDirCase):
         import subprocess
         code = ("import sys, amped; bad = [m for m in ('tensorly', 'pyttb', 'sparse', "
                 "'tqdm') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
-        import os
-        env = dict(os.environ)
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           env=env, cwd=os.path.join(os.path.dirname(__file__), ".."))
+                           env=child_env(), cwd=self.tmp)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
     def test_numpy_fit(self):

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import unittest
 
-from support import TempDirCase, amped
+from support import TempDirCase, amped, child_env
 
 CHILD = r"""
 import os, signal, threading, numpy as np, amped
@@ -47,10 +47,9 @@ class TestLeaks(TempDirCase):
         """LeakSanitizer finds no leak with a frame in libamped"""
         if "AMPED_TEST_ASAN_OPTIONS" not in os.environ:
             self.skipTest("not a sanitizer build (libamped is not linked with libasan)")
-        env = dict(os.environ)
+        env = child_env()
         base = env["AMPED_TEST_ASAN_OPTIONS"]
         env["ASAN_OPTIONS"] = (base + ":" if base else "") + "detect_leaks=1:exitcode=0"
-        env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         p = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
                            cwd=self.tmp, env=env, timeout=300)
         self.assertIn("done", p.stdout, p.stderr[-3000:])

@@ -6,9 +6,7 @@ import subprocess
 import sys
 import unittest
 
-from support import SRCDIR, TempDirCase, amped, need_module
-
-PYDIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from support import SRCDIR, TempDirCase, amped, child_env, need_module
 
 
 def example() -> str:
@@ -24,8 +22,7 @@ def example() -> str:
 class TestReadme(TempDirCase):
     def run_example(self, prelude=""):
         code = prelude + example()
-        env = dict(os.environ)
-        env["PYTHONPATH"] = PYDIR + os.pathsep + env.get("PYTHONPATH", "")
+        env = child_env()
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            cwd=self.tmp, env=env, timeout=120)
         self.assertEqual(p.returncode, 0, f"the README's example failed:\n{p.stdout}\n"
