@@ -39,7 +39,10 @@ export AMPED_LIB AMPED_TEST_BUILDDIR PYTHONDONTWRITEBYTECODE
 # looks for those, by the frames of libamped in each report).
 asan=$(ldd "$AMPED_LIB" 2>/dev/null | sed -n 's/.*libasan[^ ]* => \([^ ]*\).*/\1/p' | head -n 1)
 if test -n "$asan"; then
-    LD_PRELOAD=$asan${LD_PRELOAD:+ $LD_PRELOAD}
+    # libstdc++ too, now: ASan intercepts __cxa_throw only where it is
+    # loaded at start (scipy's C++ throws, through pyttb and tensorly).
+    cxx=$("$PY" -c 'import ctypes.util; print(ctypes.util.find_library("stdc++") or "")' 2>/dev/null)
+    LD_PRELOAD=$asan${cxx:+ $cxx}${LD_PRELOAD:+ $LD_PRELOAD}
     AMPED_TEST_ASAN_OPTIONS=${ASAN_OPTIONS:-}
     ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
     export LD_PRELOAD ASAN_OPTIONS AMPED_TEST_ASAN_OPTIONS
