@@ -21,7 +21,6 @@ or ``TypeError`` before any work is done.
 """
 from __future__ import annotations
 
-import ctypes
 import math
 import numbers
 import os

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import unittest
 
-from support import TempDirCase, amped, child_env
+from support import TempDirCase, child_env
 
 CHILD = r"""
 import os, signal, threading, numpy as np, amped
