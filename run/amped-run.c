@@ -863,9 +863,10 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
         printf("%-10s rank %u, at most %u iteration%s, tol %g\n", label, a->r.opts.rank,
                a->r.opts.max_iters, amp_plural(a->r.opts.max_iters), a->r.opts.tol);
         if (a->r.opts.method == AMP_METHOD_APR)
-            printf("           Poisson; at most %u inner iteration%s a mode; kappa %g, "
-                   "kappa-tol %g, eps-div-zero %g; tol is the KKT violation's\n",
+            printf("           Poisson; at most %u inner iteration%s a mode; kappa %g "
+                   "(%s rule), kappa-tol %g, eps-div-zero %g; tol is the KKT violation's\n",
                    a->r.opts.apr.inner, amp_plural(a->r.opts.apr.inner), a->r.opts.apr.kappa,
+                   a->r.opts.apr.shift_rule == AMP_APR_SHIFT_PYTTB ? "pyttb's" : "the KKT",
                    a->r.opts.apr.kappa_tol, a->r.opts.apr.eps_div_zero);
         else if (a->r.opts.method != AMP_METHOD_ALS) {
             printf("           constraints");

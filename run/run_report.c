@@ -145,6 +145,8 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
         put_number(&b, r->opts->apr.kappa_tol);
         put(&b, ",\n  \"eps_div_zero\": ");
         put_number(&b, r->opts->apr.eps_div_zero);
+        put(&b, ",\n  \"kappa_rule\": \"%s\"",
+            r->opts->apr.shift_rule == AMP_APR_SHIFT_PYTTB ? "pyttb" : "kkt");
     }
     put(&b, ",\n");
     if (r->mttkrp_mode_seconds) {

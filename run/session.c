@@ -37,6 +37,7 @@ const struct option amp_run_long_options[] = {
     {"kappa-tol", required_argument, NULL, AMP_OPT_KAPPA_TOL},
     {"eps-div-zero", required_argument, NULL, AMP_OPT_EPS_DIV_ZERO},
     {"allow-noninteger", no_argument, NULL, AMP_OPT_ALLOW_NONINTEGER},
+    {"kappa-rule", required_argument, NULL, AMP_OPT_KAPPA_RULE},
     /* output */
     {"output", required_argument, NULL, 'o'},
     {"format", required_argument, NULL, AMP_OPT_FORMAT},
@@ -223,6 +224,12 @@ static amp_status take_option(amp_run_opts *r, int code, const char *arg, int *t
     case AMP_OPT_ALLOW_NONINTEGER:
         r->opts.apr.allow_noninteger = 1;
         return AMP_OK;
+    case AMP_OPT_KAPPA_RULE: {
+        static const char *const rules[] = {"kkt", "pyttb", NULL};
+        AMP_CHECK(amp_parse_choice(arg, rules, "--kappa-rule", &choice, err));
+        r->opts.apr.shift_rule = choice == 1 ? AMP_APR_SHIFT_PYTTB : AMP_APR_SHIFT_KKT;
+        return AMP_OK;
+    }
     case AMP_OPT_SEED:
         return amp_parse_u64(arg, 0, UINT64_MAX, "--seed", &r->opts.seed, err);
     case AMP_OPT_INIT:

@@ -223,7 +223,14 @@ typedef struct amp_apr_opts {
     double kappa, kappa_tol;   /* the inactive-entry shift, and below what it applies */
     double eps_div_zero;       /* the model's value is taken as at least this */
     int allow_noninteger;      /* non-negative reals, not only counts */
+    /* Which inactive entries the shift lifts: AMP_APR_SHIFT_KKT those whose
+     * Phi is above 1 (the KKT conditions' violators: Chi and Kolda's
+     * rule), AMP_APR_SHIFT_PYTTB every one whose Phi is positive (pyttb
+     * 1.8's cp_apr; it keeps lifting entries that belong at 0, so its runs
+     * rarely meet the KKT tolerance: bench/RESULTS.md). */
+    int shift_rule;
 } amp_apr_opts;
+enum { AMP_APR_SHIFT_KKT = 0, AMP_APR_SHIFT_PYTTB };
 
 typedef enum amp_constraint { AMP_CONSTRAINT_NONE = 0, AMP_CONSTRAINT_NONNEG } amp_constraint;
 

@@ -4,10 +4,11 @@
  *
  * The factors are kept with columns of unit 1-norm and the weights in
  * lambda. Per outer iteration and mode n: where a factor entry is below
- * kappa_tol and its last Phi is positive it is shifted up by kappa (the
- * inactive-entry fix: an entry at 0 could never grow again). The test is
- * pyttb's, Phi > 0, so that runs compare with it iteration by iteration;
- * only where Phi > 1 would the entry grow from 0 by the KKT conditions. B
+ * kappa_tol and its last Phi is above 1 (the KKT conditions say it should
+ * grow) it is shifted up by kappa (the inactive-entry fix: an entry at 0
+ * could never grow again); with the pyttb rule, wherever Phi is positive,
+ * as pyttb's cp_apr does, so that runs compare with it iteration by
+ * iteration (amp_apr_opts.shift_rule). B
  * = A_n diag(lambda); then inner iterations, each one pass over mode n's
  * copy of the nonzeros (ordered by row n): per nonzero k of row i, the
  * other modes' rows gathered into pi_k (their Hadamard product), the
@@ -335,16 +336,17 @@ amp_status amp_cpu_apr(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, a
             const uint64_t rows = c->rows[d];
             const int64_t nrows = (int64_t)rows;
             now = amp_now();
-            /* The inactive entries with a positive Phi shifted up (pyttb's
-             * test, above); then B = A diag(lambda), lambda = 1. */
+            /* The inactive entries that the rule lifts, shifted up; then
+             * B = A diag(lambda), lambda = 1. */
             const double *P = Phi[d];
             double *lam = c->lambda;
             const int shift = it > 0;
+            const double above = o->apr.shift_rule == AMP_APR_SHIFT_PYTTB ? 0 : 1;
 #pragma omp parallel for schedule(static)
             for (int64_t i = 0; i < nrows; i++)
                 for (unsigned r = 0; r < R; r++) {
                     uint64_t at = (uint64_t)i * R + r;
-                    if (shift && P[at] > 0 && A[at] < kappa_tol)
+                    if (shift && P[at] > above && A[at] < kappa_tol)
                         A[at] += kappa;
                     A[at] *= lam[r];
                 }

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""CP-APR's outputs read back independently (tests/run_apr.sh).
+
+    apr_check.py planted OUT.tns TRUTH_PREFIX SEED
+        a rank-5 Poisson tensor drawn from a planted sparse model: the
+        counts as FROSTT text, the truth as TRUTH_PREFIX.modeN.npy and
+        TRUTH_PREFIX.lambda.npy
+    apr_check.py init PREFIX R SEED TNS
+        starting factors for TNS's dims, uniform in [0.1, 1), as npy
+    apr_check.py pyttb TNS INIT_PREFIX R JSON K
+        pyttb's cp_apr (algorithm "mu") from the same start, stopped after
+        k = 1 .. K outer iterations: its log-likelihood against the JSON's
+        after iteration k; exit 1 above 1e-9 relative
+    apr_check.py loglik TNS PREFIX JSON
+        the log-likelihood recomputed from the factor files (npy) and the
+        tensor, against the JSON's final_loglik: exit 1 above 1e-10
+        relative
+    apr_check.py fms TRUTH_PREFIX PREFIX MIN
+        the factor match score of the model in PREFIX against the truth
+        (best matching of components): exit 1 below MIN
+
+Every number is recomputed here from the files with NumPy; nothing of
+amped is imported."""
+import itertools
+import json
+import math
+import sys
+
+import numpy as np
+
+
+def read_tns(path):
+    d = np.loadtxt(path, ndmin=2)
+    subs = d[:, :-1].astype(np.int64) - 1
+    return subs, d[:, -1], tuple(int(n) for n in subs.max(axis=0) + 1)
+
+
+def read_model(prefix, nmodes):
+    A = [np.load(f"{prefix}.mode{m + 1}.npy") for m in range(nmodes)]
+    lam = np.load(f"{prefix}.lambda.npy").reshape(-1)
+    return lam, A
+
+
+def loglik(subs, vals, lam, A):
+    """sum x log m - sum of the model's entries; the model never formed."""
+    P = np.tile(lam, (len(vals), 1))
+    for m, a in enumerate(A):
+        P = P * a[subs[:, m], :]
+    mvals = P.sum(axis=1)
+    total = lam.copy()
+    for a in A:
+        total = total * a.sum(axis=0)
+    nz = vals != 0
+    return float(np.sum(vals[nz] * np.log(mvals[nz])) - total.sum())
+
+
+def planted(out, truth, seed):
+    rng = np.random.default_rng(seed)
+    dims, R = (30, 40, 50), 5
+    A = []
+    for n in dims:
+        a = rng.gamma(1.0, 1.0, (n, R)) * (rng.random((n, R)) < 0.4)
+        a[rng.integers(0, n, R), np.arange(R)] += 1.0   # no empty column
+        A.append(a / a.sum(axis=0))
+    lam = np.array([4000.0, 3000.0, 2500.0, 2000.0, 1500.0])
+    M = np.einsum("r,ir,jr,kr->ijk", lam, *A)
+    X = rng.poisson(M)
+    # Every slice holds a count, so the compact and full index spaces agree.
+    for m, n in enumerate(dims):
+        for i in range(n):
+            sl = [slice(None)] * 3
+            sl[m] = i
+            if X[tuple(sl)].sum() == 0:
+                idx = [0, 0, 0]
+                idx[m] = i
+                X[tuple(idx)] = 1
+    subs = np.argwhere(X > 0)
+    with open(out, "w") as f:
+        for s in subs:
+            f.write(f"{s[0] + 1} {s[1] + 1} {s[2] + 1} {X[tuple(s)]}\n")
+    for m, a in enumerate(A):
+        np.save(f"{truth}.mode{m + 1}.npy", a)
+    np.save(f"{truth}.lambda.npy", lam)
+    print(f"{len(subs)} nonzeros, {int(X.sum())} counts")
+
+
+def init(prefix, R, seed, tns):
+    _, _, shape = read_tns(tns)
+    rng = np.random.default_rng(seed)
+    for m, n in enumerate(shape):
+        np.save(f"{prefix}.mode{m + 1}.npy", rng.uniform(0.1, 1.0, (n, R)))
+
+
+def against_pyttb(tns, init_prefix, R, js, K):
+    import pyttb as ttb
+    subs, vals, shape = read_tns(tns)
+    X = ttb.sptensor(subs, vals.reshape(-1, 1), shape)
+    A0 = [np.load(f"{init_prefix}.mode{m + 1}.npy") for m in range(len(shape))]
+    ours = [it["loglik"] for it in json.load(open(js))["iterations"]]
+    worst = 0.0
+    for k in range(1, K + 1):
+        _, _, out = ttb.cp_apr(X, R, init=ttb.ktensor([a.copy() for a in A0]), maxiters=k,
+                               printitn=0)
+        if k > len(ours):
+            break
+        rel = abs(ours[k - 1] - out["obj"]) / abs(out["obj"])
+        worst = max(worst, rel)
+        print(f"iteration {k}: amped {ours[k - 1]:.15e} pyttb {out['obj']:.15e} rel {rel:.2e}")
+    print(f"largest relative difference {worst:.2e}")
+    return worst <= 1e-9
+
+
+def check_loglik(tns, prefix, js):
+    subs, vals, shape = read_tns(tns)
+    lam, A = read_model(prefix, len(shape))
+    ours = json.load(open(js))["final_loglik"]
+    mine = loglik(subs, vals, lam, A)
+    rel = abs(ours - mine) / abs(mine)
+    print(f"recomputed {mine:.15e}, reported {ours:.15e}, rel {rel:.2e}")
+    return rel <= 1e-10
+
+
+def fms(truth, prefix, least):
+    lt, At = read_model(truth, 3)
+    le, Ae = read_model(prefix, 3)
+    R = len(lt)
+    score = np.zeros((R, R))
+    for p in range(R):
+        for q in range(R):
+            s = 1 - abs(lt[p] - le[q]) / max(lt[p], le[q])
+            for a, b in zip(At, Ae):
+                u, v = a[:, p], b[:, q]
+                s *= abs(u @ v) / (np.linalg.norm(u) * np.linalg.norm(v))
+            score[p, q] = s
+    best = max(np.mean([score[p, perm[p]] for p in range(R)])
+               for perm in itertools.permutations(range(R)))
+    print(f"factor match score {best:.4f} (at least {least})")
+    return best >= least
+
+
+def main(argv):
+    cmd = argv[1]
+    if cmd == "planted":
+        planted(argv[2], argv[3], int(argv[4]))
+        return 0
+    if cmd == "init":
+        init(argv[2], int(argv[3]), int(argv[4]), argv[5])
+        return 0
+    if cmd == "pyttb":
+        return 0 if against_pyttb(argv[2], argv[3], int(argv[4]), argv[5], int(argv[6])) else 1
+    if cmd == "loglik":
+        return 0 if check_loglik(argv[2], argv[3], argv[4]) else 1
+    if cmd == "fms":
+        return 0 if fms(argv[2], argv[3], float(argv[4])) else 1
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,143 @@
+#!/bin/sh
+# Poisson CP (--method cp-apr, issue 42) end to end, read back by
+# tests/apr_check.py with NumPy: on a tensor of counts drawn from a planted
+# rank-5 model, the model is recovered (factor match score at least 0.95),
+# the run meets its KKT tolerance, and the log-likelihood the JSON reports
+# is the one recomputed from the factor files; from the same start as
+# pyttb's cp_apr (its shift rule, --kappa-rule pyttb), the log-likelihood
+# after every outer iteration is pyttb's to 1e-9, on the planted tensor and
+# on splatt-med (a real tensor of counts); the same bits on 1 and 2
+# threads; values that are not counts refused by their coordinates; the
+# options at their edges.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+need_program "$AMPED_PREP" "$AMPED_RUN"
+need_real_data
+PY=${AMP_TEST_PYTHON:-python3}
+CHECK="$top_srcdir/tests/apr_check.py"
+if ! "$PY" -c 'import numpy' >/dev/null 2>&1; then
+    if test "${CI:-}" = true; then
+        echo "Bail out! no NumPy in $PY (CI=true needs it: .ci/run sets AMP_TEST_PYTHON)"
+        exit 1
+    fi
+    skip_all "no NumPy in $PY (AMP_TEST_PYTHON names a python that has it)"
+fi
+have_pyttb=yes
+"$PY" -c 'import pyttb' >/dev/null 2>&1 || have_pyttb=
+if test -z "$have_pyttb" && test "${CI:-}" = true; then
+    echo "Bail out! no pyttb in $PY (CI=true needs it: .ci/run sets AMP_TEST_PYTHON)"
+    exit 1
+fi
+
+# A check by apr_check.py: its last line as the test's, its output on failure.
+py_check() {   # description, apr_check.py arguments...
+    _what=$1
+    shift
+    if "$PY" "$CHECK" "$@" >"$T/py.out" 2>&1; then
+        pass "$_what: $(tail -n 1 "$T/py.out")"
+    else
+        fail "$_what"
+        sed 's/^/# /' "$T/py.out"
+    fi
+}
+
+# ---- a planted model ----------------------------------------------------
+"$PY" "$CHECK" planted "$T/p.tns" "$T/truth" 5 >"$T/planted.out" 2>&1 ||
+    { cat "$T/planted.out"; echo "Bail out! apr_check.py planted failed"; exit 1; }
+run "$AMPED_PREP" -q -o "$T/p.amp" "$T/p.tns"
+check_status "a planted Poisson tensor ($(cat "$T/planted.out")) prepares" 0
+
+run "$AMPED_RUN" --method cp-apr -r 5 --gpus 0 --seed 3 --iters 400 -o "$T/est" \
+    --format npy --json "$T/est.json" "$T/p.amp"
+check_status "cp-apr, rank 5, on the CPU: exit 0" 0
+check_contains "the header says Poisson and the KKT rule" "$RUN_OUT" "Poisson; at most 10 inner"
+check_contains "the iteration lines' header" "$RUN_OUT" "iter  loglik             kkt        inner"
+check_contains "it meets the KKT tolerance (1e-4, the default)" "$RUN_OUT" "(converged), KKT violation"
+py_check "the model is recovered" fms "$T/truth" "$T/est" 0.95
+py_check "the JSON's log-likelihood is the factor files' recomputed" \
+    loglik "$T/p.tns" "$T/est" "$T/est.json"
+last=$("$PY" -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+it = j["iterations"][-1]
+print(it["inner"], it["kkt"] < j["tol"], j["tol"], j["max_iters"], j["kappa_rule"], j["inner"])' "$T/est.json")
+is "converged: every mode met the tolerance at its first inner iteration; the defaults" \
+    "$last" "3 True 0.0001 400 kkt 10"
+
+# The same bits for any thread count.
+run "$AMPED_RUN" --method cp-apr -r 5 --gpus 0 --seed 3 --iters 30 -t 1 -o "$T/t1" \
+    --format npy "$T/p.amp"
+sed -n 's/^ *\([0-9]*  -[0-9].*\)  *[0-9.]*$/\1/p' "$RUN_OUT" >"$T/t1.lines"
+run "$AMPED_RUN" --method cp-apr -r 5 --gpus 0 --seed 3 --iters 30 -t 2 -o "$T/t2" \
+    --format npy "$T/p.amp"
+sed -n 's/^ *\([0-9]*  -[0-9].*\)  *[0-9.]*$/\1/p' "$RUN_OUT" >"$T/t2.lines"
+check "1 and 2 threads: the same log-likelihood, KKT and inner iterations at every iteration" \
+    cmp -s "$T/t1.lines" "$T/t2.lines"
+same=yes
+for f in mode1 mode2 mode3 lambda; do
+    cmp -s "$T/t1.$f.npy" "$T/t2.$f.npy" || same=
+done
+is "1 and 2 threads: the same factor files, byte for byte" "$same" yes
+test -s "$T/t1.lines" || fail "no iteration lines read"
+
+# ---- against pyttb, from the same start --------------------------------
+if test -n "$have_pyttb"; then
+    "$PY" "$CHECK" init "$T/i5" 5 11 "$T/p.tns"
+    run "$AMPED_RUN" -q --method cp-apr -r 5 --gpus 0 --init "$T/i5" --iters 6 \
+        --kappa-rule pyttb --json "$T/py.json" "$T/p.amp"
+    check_status "the planted tensor from a given start, pyttb's shift rule" 0
+    py_check "planted: every outer iteration's log-likelihood is pyttb's" \
+        pyttb "$T/p.tns" "$T/i5" 5 "$T/py.json" 6
+    SPLATT=$AMP_TEST_DATA/splatt-med.tns
+    run "$AMPED_PREP" -q -o "$T/s.amp" "$SPLATT"
+    "$PY" "$CHECK" init "$T/i4" 4 12 "$SPLATT"
+    run "$AMPED_RUN" -q --method cp-apr -r 4 --gpus 0 --init "$T/i4" --iters 3 \
+        --kappa-rule pyttb --json "$T/s.json" "$T/s.amp"
+    check_status "splatt-med (counts 1 to 5) from a given start" 0
+    py_check "splatt-med: every outer iteration's log-likelihood is pyttb's" \
+        pyttb "$SPLATT" "$T/i4" 4 "$T/s.json" 3
+else
+    for what in "planted, from a given start" "planted against pyttb" \
+        "splatt-med from a given start" "splatt-med against pyttb"; do
+        skip "$what" "no pyttb in $PY"
+    done
+fi
+
+# ---- what is not a count ----------------------------------------------
+printf '1 1 1 3\n2 1 1 2.5\n1 2 1 1\n2 2 2 4\n' >"$T/frac.tns"
+run "$AMPED_PREP" -q -o "$T/frac.amp" "$T/frac.tns"
+run "$AMPED_RUN" --method cp-apr -r 1 --gpus 0 "$T/frac.amp"
+check_status "a value of 2.5: exit 1" 1
+check_contains "named by its coordinates, from 1" "$RUN_ERR" \
+    "the nonzero at (2, 1, 1) has the value 2.5, not a count"
+check_contains "and the option that takes it" "$RUN_ERR" "--allow-noninteger"
+run "$AMPED_RUN" -q --method cp-apr -r 1 --gpus 0 --iters 5 --allow-noninteger "$T/frac.amp"
+check_status "--allow-noninteger takes it" 0
+printf '1 1 1 3\n2 1 1 2\n1 2 1 -1\n2 2 2 4\n' >"$T/neg.tns"
+run "$AMPED_PREP" -q -o "$T/neg.amp" "$T/neg.tns"
+run "$AMPED_RUN" --method cp-apr -r 1 --gpus 0 --allow-noninteger "$T/neg.amp"
+check_status "a negative value, even with --allow-noninteger: exit 1" 1
+check_contains "named by its coordinates" "$RUN_ERR" "the nonzero at (1, 2, 1) has the value -1"
+
+# ---- options at their edges ----------------------------------------------
+while IFS='|' read -r args status msg; do
+    # shellcheck disable=SC2086
+    run "$AMPED_RUN" --method cp-apr --gpus 0 $args "$T/p.amp"
+    check_status "cp-apr $args: exit $status" "$status"
+    check_contains "cp-apr $args: says why" "$RUN_ERR" "$msg"
+done <<'EOF'
+--inner 0|2|invalid value '0' for --inner
+--inner 100001|2|invalid value '100001' for --inner
+--kappa -1|2|invalid value '-1' for --kappa
+--kappa-tol x|2|invalid value 'x' for --kappa-tol
+--eps-div-zero 0|2|--eps-div-zero 0: give a positive number
+--kappa-rule paper|2|invalid value 'paper' for --kappa-rule: expected one of 'kkt', 'pyttb'
+--constraint nonneg|2|--method cp-apr takes no --constraint
+--l1 0.1|2|--method cp-apr takes no --constraint, --l1 or --l2
+--gpus 1 --iters 2|1|--method cp-apr runs on the CPU backend for now
+EOF
+run "$AMPED_RUN" -q --method cp-apr -r 2 --gpus 0 --inner 1 --iters 2 --tol 0 \
+    --json "$T/i1.json" "$T/p.amp"
+check_status "--inner 1 --tol 0" 0
+is "one inner iteration a mode, every outer iteration run" \
+    "$("$PY" -c 'import json, sys; print([i["inner"] for i in json.load(open(sys.argv[1]))["iterations"]])' "$T/i1.json")" \
+    "[3, 3]"
+done_testing
