@@ -63,7 +63,8 @@ static void usage(void)
            "\n"
            "Constraints (see amped-run(1), METHODS):\n"
            "      --method=M       als (unconstrained), ao-admm, mu (multiplicative\n"
-           "                       updates) or hals (default als)\n"
+           "                       updates), hals, or cp-apr (Poisson CP for counts)\n"
+           "                       (default als)\n"
            "      --constraint=C   none or nonneg, for every mode or as a list, one per\n"
            "                       mode: nonneg,none,nonneg (default none; mu: nonneg)\n"
            "      --l1=L           sparsity penalty L sum|a| per factor, one value or a\n"
@@ -73,6 +74,17 @@ static void usage(void)
            "      --admm-inner=N   AO-ADMM inner iterations, 1 to %u (default %u)\n"
            "      --admm-tol=T     AO-ADMM: a row stops its inner iterations once its\n"
            "                       residuals are below T relative (default 0: never)\n"
+           "\n"
+           "Poisson CP, --method cp-apr (counts; --tol is the KKT tolerance, default\n"
+           "1e-4, and --iters the outer iterations, default %u):\n"
+           "      --inner=N        inner iterations per mode, the most (default %u)\n"
+           "      --kappa=K        the shift that lifts inactive entries (default %g)\n"
+           "      --kappa-tol=T    entries below T are inactive (default %g)\n"
+           "      --kappa-rule=R   kkt: lift where Phi > 1; pyttb: where Phi > 0, as\n"
+           "                       pyttb's cp_apr (default kkt)\n"
+           "      --eps-div-zero=E the model's value is at least E where divided by\n"
+           "                       (default %g)\n"
+           "      --allow-noninteger  take non-negative values that are not counts\n"
            "\n"
            "Output:\n"
            "  -o, --output=PREFIX  write the factors as PREFIX.mode1.mat ... PREFIX.modeN.mat\n"
@@ -149,7 +161,8 @@ static void usage(void)
            "\n"
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
            "Report bugs: see %s.\n", AMP_CPU_MAX_RANK, d.rank, d.max_iters, d.tol, d.seed,
-           AMP_ADMM_INNER_MAX, d.admm_inner, AMP_SEND_PARTS_MAX,
+           AMP_ADMM_INNER_MAX, d.admm_inner, AMP_APR_ITERS_DEFAULT, d.apr.inner, d.apr.kappa,
+           d.apr.kappa_tol, d.apr.eps_div_zero, AMP_SEND_PARTS_MAX,
            AMP_STREAM_CHUNK_DEFAULT, PACKAGE_BUGREPORT);
 }
 
