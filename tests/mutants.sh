@@ -151,6 +151,19 @@ gpu-admm-rho @@ run/cuda/constrained.cu @@ tr > 0 && isfinite(tr) ? tr / R : 1; 
 auto-remap-any-file @@ run/cuda/memory_plan.c @@ s->remap <= s->avail && s->remap_in_file) @@ s->remap <= s->avail) @@ tests/test_memory_plan
 EOF
 )
+# Issue 42: Poisson CP's planted bugs (the issue's three first), caught by
+# run_apr.sh's pyttb comparison, model recovery and log-likelihood check.
+mutants="$mutants
+$(cat <<'EOF'
+apr-no-kappa-shift @@ run/cpu/apr.c @@                         A[at] += kappa; @@                         A[at] += 0; @@ tests/run_apr.sh
+apr-eps-wrong-side @@ run/cpu/apr.c @@ value_at(am, k) / (m > eps ? m : eps); @@ value_at(am, k) / (m > eps ? eps : m); @@ tests/run_apr.sh
+apr-krp-wrong-row @@ run/cpu/apr.c @@                            : (w >> am->sh[j]) & am->mask[j]; @@                            : (w >> am->sh[0]) & am->mask[0]; @@ tests/run_apr.sh
+apr-loglik-no-total @@ run/cpu/apr.c @@ c->loglik = sum_blocks(rowpart, (uint64_t)nb) - total; @@ c->loglik = sum_blocks(rowpart, (uint64_t)nb); @@ tests/run_apr.sh
+apr-converged-always @@ run/cpu/apr.c @@                 converged = 0; @@                 (void)0; @@ tests/run_apr.sh
+apr-normalize-l2 @@ run/cpu/apr.c @@                 s[r] += fabs(A[i * R + r]); @@                 s[r] += A[i * R + r] * A[i * R + r]; @@ tests/run_apr.sh
+apr-count-any-real @@ run/cpu/apr.c @@ if (v < 0 || (!allow_noninteger && v != floor(v))) @@ if (v < 0 || (!allow_noninteger && v != v)) @@ tests/run_apr.sh
+EOF
+)"
 # Issue 40: mutants of the code's contracts (the update rules with every
 # constraint, the loop, the outputs, the processes' statistics, prep, the
 # format's reserved and ranged fields, the option parsers), written before
