@@ -175,6 +175,7 @@ static double row_phi(const apr_mode *am, uint64_t i, const double *restrict Bi,
                 blk++;
         gather_pi(am, k, blk, pi);
         double m = 0;
+#pragma omp simd reduction(+ : m)
         for (unsigned r = 0; r < R; r++)
             m += Bi[r] * pi[r];
         const double w = value_at(am, k) / (m > eps ? m : eps);
