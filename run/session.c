@@ -382,11 +382,15 @@ amp_status amp_session_load(amp_session *s, amp_run_opts *r, const char *path,
 {
     double t0 = amp_now();
     if (r->opts.method == AMP_METHOD_APR && r->gpus != 0) {
-        /* Not on the GPU backend yet: the CPU's, unless GPUs were asked for. */
-        if (r->gpus_given || r->gpu.ndevices > 0)
-            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method cp-apr runs on the CPU backend "
-                            "for now: give --gpus 0 (or leave --gpus out)");
-        r->gpus = 0;
+        /* One GPU (run/cuda/apr.cu), its copies resident or streamed;
+         * without --gpus, the first GPU found, else the CPU. */
+        if (r->gpus > 1)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method cp-apr runs on one GPU for now, "
+                            "and --%s asks for %d: give --gpus 1, or --gpus 0 for the CPU",
+                            r->gpu.ndevices > 0 ? "devices" : "gpus", r->gpus);
+        if (r->gpu.memory == AMP_MEMORY_REMAP)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--memory remap: not with --method "
+                            "cp-apr for now; --memory resident, stream or compressed");
     }
     if (r->keep_host)
         AMP_CHECK(load_host(s, p, err));

@@ -18,6 +18,11 @@
     apr_check.py fms TRUTH_PREFIX PREFIX MIN
         the factor match score of the model in PREFIX against the truth
         (best matching of components): exit 1 below MIN
+    apr_check.py same JSON_A JSON_B TOL exact|any
+        two runs' log-likelihoods after every outer iteration (the GPU's
+        against the CPU's from the same start): exit 1 where one differs
+        by more than TOL relative, the counts of iterations differ, or
+        (exact) the inner iterations of one do
 
 Every number is recomputed here from the files with NumPy; nothing of
 amped is imported."""
@@ -138,6 +143,26 @@ def fms(truth, prefix, least):
     return best >= least
 
 
+def same(js_a, js_b, tol, exact_inner):
+    """Every outer iteration's log-likelihood of run b within tol
+    (relative) of run a's, as many iterations, and (exact_inner) the same
+    inner iterations at each."""
+    a = json.load(open(js_a))["iterations"]
+    b = json.load(open(js_b))["iterations"]
+    worst = 0.0
+    for k, (x, y) in enumerate(zip(a, b)):
+        rel = abs(x["loglik"] - y["loglik"]) / abs(x["loglik"])
+        worst = max(worst, rel)
+        if rel > tol or (exact_inner and x["inner"] != y["inner"]):
+            print(f"iteration {k + 1}: {x['loglik']:.15e} ({x['inner']} inner) against "
+                  f"{y['loglik']:.15e} ({y['inner']} inner), rel {rel:.2e}")
+    good = len(a) == len(b) and len(a) > 0 and worst <= tol
+    good = good and (not exact_inner or [x["inner"] for x in a] == [y["inner"] for y in b])
+    print(f"{len(b)} iterations of {len(a)}, largest relative difference {worst:.2e} "
+          f"(tolerance {tol:g})")
+    return good
+
+
 def main(argv):
     cmd = argv[1]
     if cmd == "planted":
@@ -150,6 +175,8 @@ def main(argv):
         return 0 if against_pyttb(argv[2], argv[3], int(argv[4]), argv[5], int(argv[6])) else 1
     if cmd == "loglik":
         return 0 if check_loglik(argv[2], argv[3], argv[4]) else 1
+    if cmd == "same":
+        return 0 if same(argv[2], argv[3], float(argv[4]), argv[5] == "exact") else 1
     if cmd == "fms":
         return 0 if fms(argv[2], argv[3], float(argv[4])) else 1
     print(__doc__, file=sys.stderr)

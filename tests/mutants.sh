@@ -18,8 +18,8 @@
 # updating). Prints one line per mutant and the counts; exits 1 unless
 # every mutant run is caught.
 #
-# GPU mutants (every test they name is tests/test_gpu or
-# tests/test_multi_gpu) run only with AMP_MUTANTS_CUDA=1 on a machine with
+# GPU mutants (every test they name is tests/test_gpu, tests/test_multi_gpu
+# or tests/test_gpu_apr) run only with AMP_MUTANTS_CUDA=1 on a machine with
 # two GPUs; otherwise they are listed as not run, which is no failure.
 # Where the GPU machine cannot build (no headers, no libtool), --export
 # builds them here with CUDA and copies each one's test programs, and the
@@ -149,6 +149,10 @@ gpu-hals-sweep @@ run/cuda/update_hals.cu @@ for (int q = c + 1; q < RP; q++) @@
 gpu-hals-scale @@ run/cuda/update_hals.cu @@ va[it] = k < total ? At[k] * s_scale[col] : 0.0; @@ va[it] = k < total ? At[k] : 0.0; @@ tests/test_gpu
 gpu-admm-rho @@ run/cuda/constrained.cu @@ tr > 0 && isfinite(tr) ? tr / R : 1; @@ tr > 0 && isfinite(tr) ? tr / (R + 1) : 1; @@ tests/test_gpu
 auto-remap-any-file @@ run/cuda/memory_plan.c @@ s->remap <= s->avail && s->remap_in_file) @@ s->remap <= s->avail) @@ tests/test_memory_plan
+gpu-apr-eps-side @@ run/cuda/apr.cu @@ x[u] / (dot[u] > eps ? dot[u] : eps); @@ x[u] / (dot[u] < eps ? dot[u] : eps); @@ tests/test_gpu_apr
+gpu-apr-krp-row @@ run/cuda/apr.cu @@ p[u][j] *= g[m][u][j]; @@ p[u][j] *= g[0][u][j]; @@ tests/test_gpu_apr
+gpu-apr-shift-rule @@ run/cuda/apr.cu @@ if (shift && (double)Phi[i] > above && v < kappa_tol) @@ if (shift && (double)Phi[i] > above) @@ tests/test_gpu_apr
+gpu-apr-last-row-store @@ run/cuda/apr.cu @@ apr_flush<real, RPL>(Phi, R, cur, acc, 1, lane); @@ apr_flush<real, RPL>(Phi, R, cur, acc, 0, lane); @@ tests/test_gpu_apr
 EOF
 )
 # Issue 42: Poisson CP's planted bugs (the issue's three first), caught by
@@ -212,7 +216,7 @@ fi
 gpu_only() {
     local t
     for t in $1; do
-        case $t in tests/test_gpu | tests/test_multi_gpu) ;; *) return 1 ;; esac
+        case $t in tests/test_gpu | tests/test_multi_gpu | tests/test_gpu_apr) ;; *) return 1 ;; esac
     done
 }
 
@@ -233,7 +237,7 @@ echo "mutants: building the unmutated tree in $work"
 cd "$work/_b" || exit 1
 if [ -n "$export_dir" ]; then
     mkdir -p "$export_dir/base"
-    cp tests/test_gpu tests/test_multi_gpu "$export_dir/base/" || exit 1
+    cp tests/test_gpu tests/test_multi_gpu tests/test_gpu_apr "$export_dir/base/" || exit 1
 fi
 
 # A log's failures, one a line: FAIL lines by test and number (the text may

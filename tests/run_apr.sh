@@ -7,8 +7,10 @@
 # pyttb's cp_apr (its shift rule, --kappa-rule pyttb), the log-likelihood
 # after every outer iteration is pyttb's to 1e-9, on the planted tensor and
 # on splatt-med (a real tensor of counts); the same bits on 1 and 2
-# threads; values that are not counts refused by their coordinates; the
-# options at their edges.
+# threads; on one GPU (resident, streamed, from compressed chunks; f64 and
+# f32), every outer iteration's log-likelihood the CPU's from the same
+# start (skipped without a GPU); values that are not counts refused by
+# their coordinates; the options at their edges.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_program "$AMPED_PREP" "$AMPED_RUN"
 need_real_data
@@ -101,6 +103,57 @@ else
     done
 fi
 
+# ---- one GPU against the CPU, from the same start -----------------------
+# --tol 0 runs every inner iteration, so that a KKT violation next to the
+# tolerance cannot part the two runs' paths: each outer iteration's
+# log-likelihood within 1e-9 relative of the CPU's (f64; only the order of
+# the sums differs), resident, streamed in chunks of 1024 nonzeros (rows
+# cut between chunks) and from compressed chunks of 1000; f32 (Phi and the
+# gathered rows in f32) within 1e-4, a bound set before the first GPU run.
+# Then a run to convergence meets the KKT tolerance on the GPU too.
+if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
+    "$PY" "$CHECK" init "$T/ig" 5 21 "$T/p.tns"
+    run "$AMPED_PREP" -q --chunk-nnz 1000 -o "$T/p1k.amp" "$T/p.tns"
+    check_status "the planted tensor in chunks of 1000 nonzeros prepares" 0
+    run "$AMPED_RUN" -q --method cp-apr -r 5 --gpus 0 --init "$T/ig" --iters 8 --tol 0 \
+        --json "$T/g0.json" "$T/p.amp"
+    check_status "GPU section: the CPU's run from a given start" 0
+    while IFS='|' read -r what file args tol; do
+        # shellcheck disable=SC2086
+        run "$AMPED_RUN" -q --method cp-apr -r 5 --gpus 1 --init "$T/ig" --iters 8 --tol 0 \
+            $args --json "$T/g1.json" "$T/$file"
+        check_status "one GPU, $what: exit 0" 0
+        py_check "one GPU, $what: every outer iteration's log-likelihood is the CPU's" \
+            same "$T/g0.json" "$T/g1.json" "$tol" exact
+    done <<'EOF2'
+resident|p.amp|--memory resident|1e-9
+streamed|p.amp|--memory stream --stream-chunk 1024|1e-9
+from compressed chunks|p1k.amp|--memory compressed|1e-9
+resident, f32|p.amp|--memory resident --precision f32|1e-4
+streamed, f32|p.amp|--memory stream --stream-chunk 1024 --precision f32|1e-4
+EOF2
+    run "$AMPED_RUN" --method cp-apr -r 5 --gpus 1 --seed 3 --iters 400 --json "$T/gc.json" \
+        "$T/p.amp"
+    check_status "one GPU, to convergence: exit 0" 0
+    check_contains "one GPU: it meets the KKT tolerance" "$RUN_OUT" "(converged), KKT violation"
+    check_contains "one GPU: the backend is the GPU" "$RUN_OUT" "backend:   gpu "
+    SPLATT=$AMP_TEST_DATA/splatt-med.tns
+    run "$AMPED_PREP" -q -f -o "$T/s.amp" "$SPLATT"
+    "$PY" "$CHECK" init "$T/is" 4 12 "$SPLATT"
+    run "$AMPED_RUN" -q --method cp-apr -r 4 --gpus 0 --init "$T/is" --iters 5 --tol 0 \
+        --json "$T/s0.json" "$T/s.amp"
+    check_status "splatt-med on the CPU from a given start" 0
+    for mem in resident stream; do
+        run "$AMPED_RUN" -q --method cp-apr -r 4 --gpus 1 --memory $mem --init "$T/is" \
+            --iters 5 --tol 0 --json "$T/s1.json" "$T/s.amp"
+        check_status "splatt-med on one GPU, $mem: exit 0" 0
+        py_check "splatt-med on one GPU, $mem: every outer iteration's log-likelihood is the CPU's" \
+            same "$T/s0.json" "$T/s1.json" 1e-9 exact
+    done
+else
+    skip "one GPU against the CPU (cp-apr)" "no CUDA device (amped-run --list-devices fails)"
+fi
+
 # ---- what is not a count ----------------------------------------------
 printf '1 1 1 3\n2 1 1 2.5\n1 2 1 1\n2 2 2 4\n' >"$T/frac.tns"
 run "$AMPED_PREP" -q -o "$T/frac.amp" "$T/frac.tns"
@@ -132,7 +185,8 @@ done <<'EOF'
 --kappa-rule paper|2|invalid value 'paper' for --kappa-rule: expected one of 'kkt', 'pyttb'
 --constraint nonneg|2|--method cp-apr takes no --constraint
 --l1 0.1|2|--method cp-apr takes no --constraint, --l1 or --l2
---gpus 1 --iters 2|1|--method cp-apr runs on the CPU backend for now
+--gpus 2 --iters 2|1|--method cp-apr runs on one GPU for now, and --gpus asks for 2
+--gpus 1 --memory remap --iters 2|1|--memory remap: not with --method cp-apr
 EOF
 run "$AMPED_RUN" -q --method cp-apr -r 2 --gpus 0 --inner 1 --iters 2 --tol 0 \
     --json "$T/i1.json" "$T/p.amp"

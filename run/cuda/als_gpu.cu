@@ -1489,6 +1489,12 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
                                             amp_gpu_run_stats *stats, amp_error *err)
 {
     const unsigned ngpus = p ? p->ngpus : 1, procs = group ? group->size : 1;
+    if (o->method == AMP_METHOD_APR) {
+        if (ngpus > 1 || procs > 1)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method cp-apr runs on one GPU for now, "
+                            "not %u%s", ngpus, procs > 1 ? " over several processes" : "");
+        return amp_gpu_cpd_apr(g[0], o, c, stats, err);
+    }
     if (c->rank != o->rank)
         return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", c->rank, o->rank);
     if (ngpus > 1 && comms == NULL)
@@ -1581,11 +1587,15 @@ extern "C" size_t amp_gpu_als_bytes(const amp_tensor *t, unsigned rank, int f32,
                                    amp_method method, uint64_t chunk_nnz)
 {
     size_t vsize = amp_value_size(t->value_type), bytes = 0;
-    /* A factor row: f64, its f32 shadow, AO-ADMM's dual. */
-    size_t per = (f32 ? 12 : 8) + (method == AMP_METHOD_ADMM ? 8 : 0);
+    /* A factor row: f64, its f32 shadow, AO-ADMM's dual; CP-APR's: f64 and
+     * its Phi (f64, or an f32 shadow and f32 Phi). */
+    size_t per = method == AMP_METHOD_APR ? 16
+                 : (f32 ? 12 : 8) + (method == AMP_METHOD_ADMM ? 8 : 0);
     /* M: f64, f32, or both when the f32 MTTKRP's output is converted for
-     * cuBLAS (above the fused solve's ranks) or a constrained update. */
-    const size_t per_m = !f32                                                     ? 8
+     * cuBLAS (above the fused solve's ranks) or a constrained update;
+     * CP-APR has none (its column sums: one value a column per 256 rows). */
+    const size_t per_m = method == AMP_METHOD_APR                                 ? 1
+                         : !f32                                                     ? 8
                          : rank > AMP_GPU_SOLVE_MAX_RANK || method != AMP_METHOD_ALS ? 12
                                                                                       : 4;
     uint64_t max_rows = 0;

@@ -289,6 +289,24 @@ amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comm
                                  const amp_gpu_als_opts *go, amp_cpd *c,
                                  amp_gpu_run_stats *stats, amp_error *err);
 
+/* ---- CP-APR on one GPU (apr.cu) ------------------------------------------ */
+
+/* CP-APR (Poisson CP, o->method AMP_METHOD_APR) with the tensor on g's
+ * device: run/cpu/apr.c's algorithm from c's factors (host, f64; c->lambda
+ * is not read: the start is normalized into lambda, as there), o->apr's
+ * options and o->tol the KKT tolerance, the same outputs (c->loglik, kkt,
+ * inner_iters before each o->on_iter, fit = loglik, iters, converged,
+ * stopped after o->stop asks) and c->seconds the GPU time of each phase
+ * (MTTKRP: the Phi passes with their KKT violation; UPDATE: shifts and
+ * updates; NORMALIZE; FIT: the log-likelihood). Phi and the gathered rows
+ * in f32 under AMP_PRECISION_F32, everything else f64. g resident,
+ * streamed or from compressed chunks; two copies remapped are refused
+ * (AMP_ERR_UNSUPPORTED). stats (NULL, or the one GPU's): phase, and per
+ * mode mttkrp (the Phi passes) and busy. amp_gpu_cpd_als and
+ * amp_gpu_cpd_als_multi (of one GPU) call it for AMP_METHOD_APR. */
+amp_status amp_gpu_cpd_apr(const amp_gpu_tensor *g, const amp_cpd_opts *o, amp_cpd *c,
+                           amp_gpu_run_stats *stats, amp_error *err);
+
 /* Device bytes a decomposition of t at this rank by this method needs:
  * the factors, their f32 shadows, the MTTKRP output and scratch (and
  * AO-ADMM's duals, a constrained f32 run's f64 M), plus the mode copies

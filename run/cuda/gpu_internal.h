@@ -193,6 +193,14 @@ struct amp_gpu_tensor {
     gpu_remap *remap;   /* NULL unless two copies remapped */
 };
 
+/* Nonzeros [c0, c0 + n) of streamed copy c (not from compressed chunks)
+ * into ring buffer b, on g->copy_stream once the kernel that read that
+ * buffer last is done (g->consumed[b]); g->copied[b] is recorded after
+ * it. A kernel of the chunk waits for copied[b] on its own stream and
+ * records consumed[b] there after it (mttkrp.cu's run_range, apr.cu). */
+amp_status gpu_queue_chunk(const amp_gpu_tensor *g, const gpu_copy *c, int b, uint64_t c0,
+                           uint64_t n, amp_error *err);
+
 /* Streaming from compressed chunks (zstream.cu). gpu_zstream_new reads
  * every chunk of f on `threads` threads, checks it and keeps its stored
  * bytes; gpu_zstream_run feeds copy d's chunks through g's ring: for each,

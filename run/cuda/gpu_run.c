@@ -255,6 +255,8 @@ static size_t device_budget(const amp_gpu_opts *o, const amp_cuda_device *d)
  * tensor on one GPU of one process, positions in 32 bits), else why not. */
 static const char *no_remap(const amp_gpu_run *r, const amp_tensor *part)
 {
+    if (r->method == AMP_METHOD_APR)   /* apr.cu: not wired to the remap between modes */
+        return "--method cp-apr";
     if (r->n > 1 || r->group || r->have_part)
         return "several GPUs";
     if (part->nnz > UINT32_MAX)
@@ -792,6 +794,13 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
     r->threads = cpd->threads;
     if (r->n > 1 && !amp_comm_available() && !asked && !r->group)
         r->n = 1;   /* every GPU, as far as a build without NCCL can join them */
+    /* CP-APR runs on one GPU (apr.cu): every visible GPU means the first. */
+    if (r->method == AMP_METHOD_APR && r->n > 1 && !asked && !r->group)
+        r->n = 1;
+    if (r->method == AMP_METHOD_APR && (r->n > 1 || r->group))
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--method cp-apr runs on one GPU "
+                       "for now, not %u%s; --gpus 1 runs it on one, --gpus 0 on the CPU", r->n,
+                       r->group ? " GPUs of each of several processes" : " GPUs");
     if (r->group && r->group->size > 1 && !amp_comm_available())
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "the GPUs of %u processes need "
                        "NCCL, and this build has none (configure --with-nccl); --gpus 0 runs "

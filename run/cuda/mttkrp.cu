@@ -681,10 +681,8 @@ static amp_status launch_zchunk(void *ctx, int b, uint64_t at, uint64_t count, a
     return launch(z->fn, z->a, z->g->sm_count, z->per_sm, z->lanes, z->s, err);
 }
 
-/* Nonzeros [c0, c0 + n) of streamed copy c into ring buffer b, on the
- * copy stream once the kernel that read that buffer last is done. */
-static amp_status queue_chunk(const amp_gpu_tensor *g, const gpu_copy *c, int b, uint64_t c0,
-                              uint64_t n, amp_error *err)
+amp_status gpu_queue_chunk(const amp_gpu_tensor *g, const gpu_copy *c, int b, uint64_t c0,
+                           uint64_t n, amp_error *err)
 {
     const size_t vsize = g->vals_f32 ? 4 : 8;
     CUDA_TRY(cudaStreamWaitEvent(g->copy_stream, g->consumed[b], 0), err);
@@ -706,8 +704,8 @@ extern "C" amp_status amp_gpu_prefetch(const amp_gpu_tensor *g, unsigned d, amp_
     const uint64_t end = c->early_nnz;
     unsigned i = 0;
     for (uint64_t c0 = 0; c0 < end && i < AMP_GPU_RING; c0 += g->chunk_nnz, i++)
-        AMP_CHECK(queue_chunk(g, c, (int)i, c0, end - c0 < g->chunk_nnz ? end - c0 : g->chunk_nnz,
-                              err));
+        AMP_CHECK(gpu_queue_chunk(g, c, (int)i, c0,
+                                  end - c0 < g->chunk_nnz ? end - c0 : g->chunk_nnz, err));
     w->pf_copy = (int)d;
     w->pf_count = i;
     w->pf_end = end;
@@ -773,7 +771,7 @@ static amp_status run_range(const amp_gpu_tensor *g, const gpu_copy *c, mttkrp_a
         const int b = (int)(i % AMP_GPU_RING);
         const uint64_t n = end - c0 < g->chunk_nnz ? end - c0 : g->chunk_nnz;
         if (i >= queued)
-            AMP_CHECK(queue_chunk(g, c, b, c0, n, err));
+            AMP_CHECK(gpu_queue_chunk(g, c, b, c0, n, err));
         CUDA_TRY(cudaStreamWaitEvent(s, g->copied[b], 0), err);
         a.words = g->ring_words[b];
         a.vals = g->ring_vals[b];
