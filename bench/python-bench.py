@@ -77,6 +77,44 @@ def reset_peak():
         return False
 
 
+def memfd_bytes():
+    """Bytes of this process's memfds (libamped builds a tensor from arrays
+    into one: shmem, held in memory but not in VmRSS unless mapped)."""
+    total = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:"):
+                total += os.stat(f"/proc/self/fd/{fd}").st_blocks * 512
+        except OSError:
+            pass
+    return total
+
+
+class Sampler:
+    """The largest VmRSS + memfd bytes seen every `every` seconds while a
+    call runs in another thread (the call releases the GIL)."""
+
+    def __init__(self, every=0.02):
+        import threading
+        self.every, self.peak, self._stop = every, 0, threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while True:
+            self.peak = max(self.peak, proc_status()["VmRSS"] + memfd_bytes())
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, proc_status()["VmRSS"] + memfd_bytes())
+
+
 def mib(b):
     return b / 2**20
 
@@ -212,12 +250,15 @@ def cmd_fromcoo_child(a):
     if a.int64:
         idx = idx.astype(np.int64)
     base = proc_status()
+    base_fd = memfd_bytes()
     reset = reset_peak()
-    t0 = time.perf_counter()
-    t = amped.Tensor.from_coo(idx, vals, shape=dims, index_base=1, threads=a.threads)
-    t1 = time.perf_counter()
+    with Sampler() as smp:
+        t0 = time.perf_counter()
+        t = amped.Tensor.from_coo(idx, vals, shape=dims, index_base=1, threads=a.threads)
+        t1 = time.perf_counter()
     after = proc_status()
-    out = dict(nnz=int(vals.shape[0]), nmodes=int(idx.shape[0]), tensor_nnz=t.nnz,
+    out = dict(sampled_extra=smp.peak - base["VmRSS"] - base_fd,
+               memfd=memfd_bytes() - base_fd, nnz=int(vals.shape[0]), nmodes=int(idx.shape[0]), tensor_nnz=t.nnz,
                index_dtype=str(idx.dtype), value_dtype=str(vals.dtype),
                arrays=int(idx.nbytes + vals.nbytes),
                coord_bytes=int(idx.shape[0] * 8 * vals.shape[0]),
@@ -228,8 +269,8 @@ def cmd_fromcoo_child(a):
         t2 = time.perf_counter()
         t.save(a.save)
         t3 = time.perf_counter()
-        s = proc_status()
-        out.update(save_s=t3 - t2, hwm_save=s["VmHWM"])
+        st = proc_status()
+        out.update(save_s=t3 - t2, hwm_save=st["VmHWM"])
     print(json.dumps(out))
 
 
@@ -263,18 +304,24 @@ def cmd_fromcoo(a):
           f"indices as int64 ({mib(d64['arrays']):.0f} MiB). One copy of the coordinates at 8 "
           f"bytes an index: {mib(cb):.0f} MiB. {a.threads} threads; {a.reps} runs of each, "
           f"interleaved; medians (peaks: the largest).")
-    print("s: the call alone (amped-prep: its process). extra peak: the process's peak during "
-          "the call less its RSS just before it (VmHWM reset through /proc/self/clear_refs" +
+    print("s: the call alone (amped-prep: its process). process peak: the largest VmHWM of the "
+          "Python process (amped-prep: wait4's ru_maxrss). extra peak RSS: the process's peak "
+          "during the call less its RSS just before it (VmHWM reset through "
+          "/proc/self/clear_refs" +
           ("" if d0["reset"] else ": REFUSED here, so VmHWM is the whole process's") +
-          "), in MiB and in copies of the coordinates; held after: the RSS the tensor keeps.")
+          "), in MiB and in copies of the coordinates. from_coo builds the .amp in a memfd "
+          "(shmem: in memory, but not in RSS): memfd is its size after the call, and RSS + "
+          "memfd the largest sum of the two sampled every 20 ms during the call, less the sum "
+          "before. held after: RSS after the call less RSS before.")
     print()
-    print("| | s | process wall s | process peak RSS MiB | extra peak MiB | "
-          "extra peak, coordinate copies | held after MiB |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| | s | process wall s | process peak RSS MiB | extra peak RSS MiB | "
+          "extra peak RSS, coordinate copies | memfd MiB | extra RSS + memfd MiB (copies) | "
+          "held after MiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     pr = rows["prep"]
     p_wall = med([x["wall"] for x in pr])
     print(f"| `amped-prep -t {a.threads} {os.path.basename(a.bin)} -o x.amp` | {p_wall:.3f} | "
-          f"{p_wall:.3f} | {mib(max(x['rss'] for x in pr)):.0f} | | | |")
+          f"{p_wall:.3f} | {mib(max(x['rss'] for x in pr)):.0f} | | | | | |")
     fc = {}
     for who, label in (("py", f"`Tensor.from_coo`, {d0['index_dtype']} indices"),
                        ("py64", "`Tensor.from_coo`, int64 indices"),
@@ -291,15 +338,19 @@ def cmd_fromcoo(a):
             extra = med([x["hwm_after"] - x["rss_before"] for x in r])
             held = f"{mib(med([x['rss_after'] - x['rss_before'] for x in r])):.0f}"
         fc[who] = (secs, extra)
+        peak = max(max(x["hwm_before"], x["hwm_after"], x.get("hwm_save", 0)) for x in r)
+        both = med([x["sampled_extra"] for x in r])
         print(f"| {label} | {scol} | {med([x['wall'] for x in r]):.3f} | "
-              f"{mib(max(x['rss'] for x in r)):.0f} | {mib(extra):.0f} | {extra / cb:.2f} | "
+              f"{mib(peak):.0f} | {mib(extra):.0f} | {extra / cb:.2f} | "
+              f"{mib(med([x['memfd'] for x in r])):.0f} | {mib(both):.0f} ({both / cb:.2f}) | "
               f"{held} |")
     print()
     for who in ("py", "py64"):
         secs, extra = fc[who]
         print(f"from_coo ({rows[who][0]['index_dtype']}) over amped-prep: {secs / p_wall:.3f} of "
-              f"its wall time (target: at most 1); extra peak {extra / cb:.2f} copies of the "
-              f"coordinates (target: at most 1).")
+              f"its wall time (target: at most 1); extra peak RSS {extra / cb:.2f} copies of the "
+              f"coordinates, RSS + memfd {med([x['sampled_extra'] for x in rows[who]]) / cb:.2f} "
+              f"(target: at most 1).")
     print("every run: amped-prep " + ", ".join(f"{x['wall']:.3f}" for x in pr) + " s; " +
           "; ".join(f"{who} " + ", ".join(f"{x['from_coo_s']:.3f} s/{mib(x['hwm_after'] - x['rss_before']):.0f} MiB"
                                             for x in rows[who]) for who in ("py", "py64", "save")))
@@ -345,8 +396,14 @@ def cmd_compare_child(a):
                                printitn=0)
         iters, fit = int(out["iters"]) + 1, float(out["fit"])
     else:
+        init = None
+        if a.same_init:
+            # pyttb's draw (cp_als, init="random"), which is also TensorLy's
+            # (random_state=seed): the same model after every iteration.
+            np.random.seed(a.seed)
+            init = [np.random.uniform(0, 1, (d, a.rank)) for d in dims]
         res = amped.cp(x, a.rank, iters=a.iters, tol=0, gpus=0, threads=a.threads,
-                       seed=a.seed, progress=False)
+                       seed=a.seed, init=init, progress=False)
         iters, fit = res.iters, res.fit
     t3 = time.perf_counter()
     after = proc_status()
@@ -375,6 +432,9 @@ def cmd_compare(a):
           f"arrays. s/iter: the decomposition call's wall time / iterations (its set-up "
           f"included). Peak RSS: the process's; extra: its peak during the call over its RSS "
           f"before it. OMP_WAIT_POLICY unset unless the row says so (see the overhead table). "
+          f"The last amped row starts from the factors pyttb draws (np.random.seed, uniform; "
+          f"TensorLy's random_state draws the same), passed as cp(init=...): its fit should "
+          f"equal theirs. "
           f"Memory available now: {mib(avail):.0f} MiB.")
     print()
     print("| tensor | nnz | dims (dense MiB) | tool | s/iter | peak RSS MiB | extra MiB | "
@@ -386,7 +446,7 @@ def cmd_compare(a):
         name = os.path.basename(tns)
         dense = math.prod(dims) * 8
         dcol = f"{' x '.join(map(str, dims))} ({mib(dense):,.1f})"
-        for tool in ("tensorly", "pyttb", "amped", "amped-passive"):
+        for tool in ("tensorly", "pyttb", "amped", "amped-passive", "amped-init"):
             if tool == "tensorly" and 3 * dense > avail // 2:
                 print(f"| {name} | {len(vals):,} | {dcol} | TensorLy | skipped: dense "
                       f"{dense / 1e9:,.3g} GB, and parafac holds about 3 dense copies, over half "
@@ -396,18 +456,21 @@ def cmd_compare(a):
             for _ in range(a.reps):
                 argv = [sys.executable, SELF, "compare-child", tool.split("-")[0], tns,
                         str(a.rank), str(a.iters), str(a.threads), str(a.seed)]
-                pol = "passive" if tool == "amped-passive" else None
+                if tool == "amped-init":
+                    argv.append("--same-init")
+                pol = "passive" if tool in ("amped-passive", "amped-init") else None
                 wall, rss, d = measure(argv, policy_env(env, pol), stdout_json=True)
                 d.update(wall=wall, rss=rss)
                 runs.append(d)
             label = {"tensorly": "TensorLy parafac", "pyttb": "pyttb cp_als",
-                     "amped": "amped.cp", "amped-passive": "amped.cp, OMP_WAIT_POLICY=passive"}[tool]
+                     "amped": "amped.cp", "amped-passive": "amped.cp, OMP_WAIT_POLICY=passive",
+                     "amped-init": "amped.cp, passive, pyttb's starting factors"}[tool]
             it = runs[0]["iters"]
             print(f"| {name} | {len(vals):,} | {dcol} | {label} | "
                   f"{med([r['cp_s'] for r in runs]) / it:.5f} | "
                   f"{mib(max(r['rss'] for r in runs)):.0f} | "
                   f"{mib(med([r['hwm_after'] - r['rss_before'] for r in runs])):.1f} | "
-                  f"{med([r['fit'] for r in runs]):.6f} |")
+                  f"{med([r['fit'] for r in runs]):.8f} |")
             sys.stdout.flush()
 
 
@@ -445,6 +508,7 @@ def main():
     s.add_argument("tns")
     for k in ("rank", "iters", "threads", "seed"):
         s.add_argument(k, type=int)
+    s.add_argument("--same-init", action="store_true")
     a = ap.parse_args()
     {"overhead": cmd_overhead, "cp-child": cmd_cp_child, "fromcoo": cmd_fromcoo,
      "fromcoo-child": cmd_fromcoo_child, "compare": cmd_compare,
