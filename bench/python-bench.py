@@ -43,6 +43,7 @@ def measure(argv, env=None, stdout_json=False):
         data = p.stdout.read() if stdout_json else b""
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
+        measure.cpu = ru.ru_utime + ru.ru_stime
         p.returncode = os.waitstatus_to_exitcode(status)
         if p.returncode != 0:
             errf.seek(0)
@@ -168,13 +169,14 @@ def cmd_overhead(a):
                     with open(js) as f:
                         d = json.load(f)
                     rows[who].append(dict(wall=wall, rss=rss, total=d["timings"]["total"],
-                                          load=d["timings"]["load"], fit=d["final_fit"]))
+                                          load=d["timings"]["load"], fit=d["final_fit"],
+                                          cpu=measure.cpu))
                 else:
                     pol = "passive" if who == "pyp" else None
                     wall, rss, d = measure(py_argv, policy_env(env, pol), stdout_json=True)
                     rows[who].append(dict(wall=wall, rss=rss, total=d["total"], load=d["load"],
                                           fit=d["fit"], inproc=d["inproc"],
-                                          import_s=d["import_s"]))
+                                          import_s=d["import_s"], cpu=measure.cpu))
     print(f"{a.label}: rank {a.rank}, {a.iters} iterations (--tol 0), --gpus {a.gpus}, "
           f"{a.threads} threads; {a.reps} runs of each, interleaved; medians.")
     print("process wall: fork to exit (the Python process includes the interpreter's start "
@@ -183,11 +185,12 @@ def cmd_overhead(a):
           "timed inside the Python process. amped-run starts itself again with "
           "OMP_WAIT_POLICY=passive; the package sets no policy, so the Python process runs "
           "with libgomp's default (spinning) unless its environment says otherwise: both are "
-          "shown.")
+          "shown. CPU s: the process's user + system seconds (wait4), less sensitive than wall "
+          "time to other programs on the machine, but counting libgomp's spinning.")
     print()
     print("| | process wall s | run total s | min process wall s | min run total s | load s | "
-          "import s | load + cp s | peak RSS MiB | final fit |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "import s | load + cp s | CPU s | peak RSS MiB | final fit |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     names = {"run": "amped-run", "py": "Python, OMP_WAIT_POLICY unset",
              "pyp": "Python, OMP_WAIT_POLICY=passive"}
     for who in kinds:
@@ -197,6 +200,7 @@ def cmd_overhead(a):
         print(f"| {names[who]} | {med([x['wall'] for x in r]):.3f} | "
               f"{med([x['total'] for x in r]):.3f} | {min(x['wall'] for x in r):.3f} | "
               f"{min(x['total'] for x in r):.3f} | {med([x['load'] for x in r]):.3f}{extra} "
+              f"{med([x['cpu'] for x in r]):.3f} | "
               f"{mib(max(x['rss'] for x in r)):.0f} | {r[0]['fit']:.10f} |")
     print()
     for who in ("py", "pyp"):
@@ -206,6 +210,9 @@ def cmd_overhead(a):
             print(f"{names[who]} over amped-run, {how}: process wall {w / w_run:.4f} "
                   f"({100 * (w / w_run - 1):+.2f}%), run total {t / t_run:.4f} "
                   f"({100 * (t / t_run - 1):+.2f}%).")
+        c_run, c = med([x["cpu"] for x in rows["run"]]), med([x["cpu"] for x in rows[who]])
+        print(f"{names[who]} over amped-run, CPU seconds (medians): {c / c_run:.4f} "
+              f"({100 * (c / c_run - 1):+.2f}%).")
     print("Target (issue 41): at most +2%.")
     for who in kinds:
         print(f"every run, {names[who]}: wall " +
