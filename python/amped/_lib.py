@@ -127,7 +127,20 @@ def _candidates() -> List[str]:
     return found
 
 
+def _wait_passively() -> None:
+    """OpenMP's threads wait passively, as amped-run's do (issue 40).
+
+    libgomp reads its wait policy once, as it is loaded (with libamped,
+    unless something loaded it before), and by default spins: on a machine
+    whose CPUs other work shares, a spinning thread takes the CPU from the
+    one it waits for (bench/RESULTS.md, "Python over libamped"). A user's
+    own OMP_WAIT_POLICY or GOMP_SPINCOUNT stays."""
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "passive"
+
+
 def _load() -> "tuple[ctypes.CDLL, str]":
+    _wait_passively()
     errors = []
     for path in _candidates():
         try:
