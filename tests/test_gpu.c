@@ -463,9 +463,18 @@ static int check_gpu_als_as(const char *name, const amp_tensor *t, unsigned R, u
      * jf17k-4mode rank 7 streamed: 0.0269 vs 0.0245), while rd100m's f32
      * and f64 fits agree to 3e-7 over 10 iterations. This catches a
      * broken f32 path; the f64 checks above are the exact ones. */
-    ok(!fails && fabs(fit[1][1] - fit[1][0]) <= 1e-2 && zero_cols == 0, "%s: CP-ALS rank %u "
-       "f32: GPU fit %.8f, CPU %.8f (tolerance 1e-2), the same columns nonzero and finite",
-       name, R, fit[1][1], fit[1][0]);
+    /* A singular V in f32 (a pseudo-inverse, forced or not): f32's
+     * rounding puts the eigenvalues that should be 0 far above the cut
+     * (R eps max|w| in f64), so which are inverted depends on the sum
+     * order, and the run's path on that (an H200 run reached 0.245 where
+     * the CPU reached 1.0): only finiteness, as for f64 above. */
+    if (pinv[0] || pinv[1])
+        ok(!fails && isfinite(fit[1][1]) && zero_cols == 0, "%s: CP-ALS rank %u f32: GPU fit "
+           "%.8f, CPU %.8f, finite (a singular V)", name, R, fit[1][1], fit[1][0]);
+    else
+        ok(!fails && fabs(fit[1][1] - fit[1][0]) <= 1e-2 && zero_cols == 0, "%s: CP-ALS rank "
+           "%u f32: GPU fit %.8f, CPU %.8f (tolerance 1e-2), the same columns nonzero and "
+           "finite", name, R, fit[1][1], fit[1][0]);
     if (zero_cols)
         diag("%" PRIu64 " factor columns zero on one backend only, or not finite", zero_cols);
     ok(pinv[0] == pinv[1], "%s: CP-ALS rank %u: pseudo-inverse used on both or neither (%d)",
