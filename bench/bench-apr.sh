@@ -20,3 +20,45 @@ for t in splatt-med; do   # counts 1 to 5, no empty slice (pyttb keeps those row
     "$prep" -q -f -o "$data/$t.amp" "$tns" || exit 1
     "$py" "$here/apr-pyttb.py" "$run" "$tns" "$data/$t.amp" "$rank" "$iters" "$threads" "$data" || exit 1
 done
+
+# ---- one GPU: an inner iteration against the MTTKRP ----------------------
+# On rd100m (AMP_TENSOR), rank AMP_GPU_RANK (32), f64: each mode's MTTKRP
+# (--mttkrp-only, resident) against CP-APR's Phi passes (model values and
+# Phi; the update and the KKT check are the update phase), per inner
+# iteration and mode; a whole outer iteration of 10 inner iterations a
+# mode; and streamed against resident. rd100m's values are reals in (0, 1):
+# --allow-noninteger runs them, the same work per nonzero as counts.
+if "$run" --list-devices >/dev/null 2>&1 && [ "${AMP_APR_GPU:-1}" != 0 ]; then
+    t=${AMP_TENSOR:-rd100m}
+    case $t in rd100m) need_rd100m ;; cpu20m) need_cpu20m ;; esac
+    amp="$data/$t.amp"
+    [ -f "$amp" ] || "$prep" -q -o "$amp" "$tns" || exit 1
+    R=${AMP_GPU_RANK:-32}
+    "$run" "$amp" -q --gpus 1 -r "$R" --mttkrp-only --iters 5 --json "$data/apr-mttkrp.json" || exit 1
+    for mem in resident stream; do
+        "$run" "$amp" -q --gpus 1 --memory $mem -r "$R" --method cp-apr --allow-noninteger \
+            --iters 3 --tol 0 --json "$data/apr-$mem.json" || exit 1
+    done
+    "$py" - "$data" "$t" "$R" <<'PY'
+import json, statistics, sys
+d, t, R = sys.argv[1], sys.argv[2], sys.argv[3]
+m = json.load(open(f"{d}/apr-mttkrp.json"))
+per_mode = [s / m["mttkrp"]["rounds"] for s in m["mttkrp"]["mode_seconds"]]
+mtt = sum(per_mode) / len(per_mode)
+print(f"\n{t}, rank {R}, f64, one GPU ({m.get('device', '?')}): MTTKRP {mtt * 1e3:.2f} ms a mode (mean of "
+      + ", ".join(f"{x * 1e3:.2f}" for x in per_mode) + ")")
+out = {}
+for mem in ("resident", "stream"):
+    j = json.load(open(f"{d}/apr-{mem}.json"))
+    its = j["iterations"][1:]   # the first pays the start
+    inner = sum(i["inner"] for i in its)
+    phi = sum(i["phases"]["mttkrp"] for i in its) / inner
+    upd = sum(i["phases"]["update"] for i in its) / inner
+    outer = statistics.median(i["seconds"] for i in its)
+    out[mem] = (phi, upd, outer)
+    print(f"{mem:9s}: Phi pass {phi * 1e3:.2f} ms, update and KKT {upd * 1e3:.2f} ms an inner iteration "
+          f"({(phi + upd) / mtt:.2f}x the MTTKRP); outer iteration of 10 inner a mode {outer * 1e3:.1f} ms")
+r, s = out["resident"], out["stream"]
+print(f"streamed over resident, per inner iteration: {(s[0] + s[1]) / (r[0] + r[1]):.3f}x")
+PY
+fi

@@ -60,12 +60,16 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for part in $parts; do
     case $part in
     overhead)
-        need_cpu20m
-        amp="$data/cpu20m.amp"
-        [ -f "$amp" ] || "$prep" -q -o "$amp" "$tns"
-        echo
-        "$py" "$worker" overhead --run "$run" --amp "$amp" --label cpu20m --rank "$rank" \
-            --iters "$iters" --threads "$threads" --gpus 0 --reps "$reps"
+        # AMP_PY_CPU=0: the GPU's run alone (on a GPU host, whose CPU run
+        # was taken elsewhere).
+        if [ "${AMP_PY_CPU:-1}" != 0 ]; then
+            need_cpu20m
+            amp="$data/cpu20m.amp"
+            [ -f "$amp" ] || "$prep" -q -o "$amp" "$tns"
+            echo
+            "$py" "$worker" overhead --run "$run" --amp "$amp" --label cpu20m --rank "$rank" \
+                --iters "$iters" --threads "$threads" --gpus 0 --reps "$reps"
+        fi
         if "$run" --list-devices >/dev/null 2>&1; then
             need_rd100m
             amp="$data/rd100m.amp"
