@@ -127,30 +127,41 @@ static size_t block_of(const amp_copy *c, uint64_t k, size_t from)
     return lo;
 }
 
-/* pi = the Hadamard product of the other modes' rows at nonzero k. */
-static inline void gather_pi(const apr_mode *am, uint64_t k, size_t blk, double *restrict pi)
+/* The Hadamard product of the other modes' rows at nonzero k: the one row
+ * itself where there is one other mode, else into pi (the first two
+ * multiplied as they are read: a copy into pi first would make every load
+ * of pi wait on the copy's wider stores). */
+static inline __attribute__((always_inline)) const double *gather_pi(
+    const apr_mode *am, uint64_t k, size_t blk, double *restrict pi)
 {
     const unsigned R = am->R;
     const uint64_t w = am->c->words[k];
     const int keyed = am->c->layout.key_bits > 0;
     const uint64_t key = keyed ? am->c->block_key[blk] : 0;
+    const double *row[AMP_MAX_MODES];
+    if (am->nother == 0) {   /* a tensor of one mode: the product of none */
+        for (unsigned r = 0; r < R; r++)
+            pi[r] = 1;
+        return pi;
+    }
     for (unsigned j = 0; j < am->nother; j++) {
         uint64_t i = keyed ? amp_blco_field(key, w, am->sh[j], am->wd[j])
                            : (w >> am->sh[j]) & am->mask[j];
-        const double *restrict row = am->F[j] + i * R;
-        if (j == 0) {
-#pragma omp simd
-            for (unsigned r = 0; r < R; r++)
-                pi[r] = row[r];
-        } else {
-#pragma omp simd
-            for (unsigned r = 0; r < R; r++)
-                pi[r] *= row[r];
-        }
+        row[j] = am->F[j] + i * R;
     }
-    if (am->nother == 0)
+    if (am->nother == 1)
+        return row[0];
+    const double *restrict r0 = row[0], *restrict r1 = row[1];
+#pragma omp simd
+    for (unsigned r = 0; r < R; r++)
+        pi[r] = r0[r] * r1[r];
+    for (unsigned j = 2; j < am->nother; j++) {
+        const double *restrict rj = row[j];
+#pragma omp simd
         for (unsigned r = 0; r < R; r++)
-            pi[r] = 1;
+            pi[r] *= rj[r];
+    }
+    return pi;
 }
 
 static inline double value_at(const apr_mode *am, uint64_t k)
@@ -159,8 +170,38 @@ static inline double value_at(const apr_mode *am, uint64_t k)
                     : ((const double *)am->c->vals)[k];
 }
 
+/* Three modes, unkeyed (most tensors): the two rows read where they lie,
+ * no product stored, the model's value and Phi's sum in two sweeps. */
+static inline __attribute__((always_inline)) void phi_three(
+    const apr_mode *am, uint64_t a, uint64_t b, const double *restrict Bi, double eps,
+    double *restrict phi)
+{
+    const unsigned R = am->R;
+    const uint64_t *restrict words = am->c->words;
+    const double *restrict F0 = am->F[0], *restrict F1 = am->F[1];
+    const unsigned s0 = am->sh[0], s1 = am->sh[1];
+    const uint64_t m0 = am->mask[0], m1 = am->mask[1];
+    uint64_t k = a;
+    for (; k < b; k++) {
+        const uint64_t w = words[k];
+        const double *restrict r0 = F0 + ((w >> s0) & m0) * R;
+        const double *restrict r1 = F1 + ((w >> s1) & m1) * R;
+        double m = 0;
+#pragma omp simd reduction(+ : m)
+        for (unsigned r = 0; r < R; r++)
+            m += Bi[r] * r0[r] * r1[r];
+        const double x = value_at(am, k) / (m > eps ? m : eps);
+#pragma omp simd
+        for (unsigned r = 0; r < R; r++)
+            phi[r] += x * r0[r] * r1[r];
+    }
+}
+
 /* Row i's Phi (R values) from B_i, and the row's KKT violation
- * max |min(B, 1 - Phi)|. */
+ * max |min(B, 1 - Phi)|. The CPU's widest vectors where it has them. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("default", "avx2")))
+#endif
 static double row_phi(const apr_mode *am, uint64_t i, const double *restrict Bi, double eps,
                       double *restrict phi, double *restrict pi)
 {
@@ -169,23 +210,26 @@ static double row_phi(const apr_mode *am, uint64_t i, const double *restrict Bi,
     for (unsigned r = 0; r < R; r++)
         phi[r] = 0;
     size_t blk = am->c->layout.key_bits > 0 ? block_of(am->c, a, 0) : 0;
+    if (am->nother == 2 && am->c->layout.key_bits == 0)
+        phi_three(am, a, b, Bi, eps, phi);
+    else
     for (uint64_t k = a; k < b; k++) {
         if (am->c->layout.key_bits > 0)
             while (am->c->block_start[blk + 1] <= k)
                 blk++;
-        gather_pi(am, k, blk, pi);
+        const double *restrict p = gather_pi(am, k, blk, pi);
         double m = 0;
 #pragma omp simd reduction(+ : m)
         for (unsigned r = 0; r < R; r++)
-            m += Bi[r] * pi[r];
+            m += Bi[r] * p[r];
         const double w = value_at(am, k) / (m > eps ? m : eps);
 #pragma omp simd
         for (unsigned r = 0; r < R; r++)
-            phi[r] += w * pi[r];
+            phi[r] += w * p[r];
     }
     double kkt = 0;
     for (unsigned r = 0; r < R; r++) {
-        double v = fabs(fmin(Bi[r], 1 - phi[r]));
+        double d = 1 - phi[r], v = fabs(Bi[r] < d ? Bi[r] : d);
         kkt = v > kkt ? v : kkt;
     }
     return kkt;
@@ -204,10 +248,10 @@ static double row_loglik(const apr_mode *am, uint64_t i, const double *restrict 
         if (am->c->layout.key_bits > 0)
             while (am->c->block_start[blk + 1] <= k)
                 blk++;
-        gather_pi(am, k, blk, pi);
+        const double *restrict p = gather_pi(am, k, blk, pi);
         double m = 0;
         for (unsigned r = 0; r < R; r++)
-            m += lam[r] * Ai[r] * pi[r];
+            m += lam[r] * Ai[r] * p[r];
         const double x = value_at(am, k);
         if (x != 0)
             s += x * log(m);
