@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """CP-APR's outputs read back independently (tests/run_apr.sh).
 
-    apr_check.py planted OUT.tns TRUTH_PREFIX SEED
-        a rank-5 Poisson tensor drawn from a planted sparse model: the
+    apr_check.py planted OUT.tns TRUTH_PREFIX SEED [NMODES]
+        a rank-5 Poisson tensor of 3 (or 4) modes drawn from a planted
+        sparse model: the
         counts as FROSTT text, the truth as TRUTH_PREFIX.modeN.npy and
         TRUTH_PREFIX.lambda.npy
     apr_check.py init PREFIX R SEED TNS
@@ -59,30 +60,31 @@ def loglik(subs, vals, lam, A):
     return float(np.sum(vals[nz] * np.log(mvals[nz])) - total.sum())
 
 
-def planted(out, truth, seed):
+def planted(out, truth, seed, nmodes=3):
     rng = np.random.default_rng(seed)
-    dims, R = (30, 40, 50), 5
+    dims, R = ((30, 40, 50) if nmodes == 3 else (20, 25, 30, 15)), 5
     A = []
     for n in dims:
         a = rng.gamma(1.0, 1.0, (n, R)) * (rng.random((n, R)) < 0.4)
         a[rng.integers(0, n, R), np.arange(R)] += 1.0   # no empty column
         A.append(a / a.sum(axis=0))
     lam = np.array([4000.0, 3000.0, 2500.0, 2000.0, 1500.0])
-    M = np.einsum("r,ir,jr,kr->ijk", lam, *A)
+    letters = "ijkl"[:len(dims)]
+    M = np.einsum("r," + ",".join(c + "r" for c in letters) + "->" + letters, lam, *A)
     X = rng.poisson(M)
     # Every slice holds a count, so the compact and full index spaces agree.
     for m, n in enumerate(dims):
         for i in range(n):
-            sl = [slice(None)] * 3
+            sl = [slice(None)] * len(dims)
             sl[m] = i
             if X[tuple(sl)].sum() == 0:
-                idx = [0, 0, 0]
+                idx = [0] * len(dims)
                 idx[m] = i
                 X[tuple(idx)] = 1
     subs = np.argwhere(X > 0)
     with open(out, "w") as f:
         for s in subs:
-            f.write(f"{s[0] + 1} {s[1] + 1} {s[2] + 1} {X[tuple(s)]}\n")
+            f.write(" ".join(str(i + 1) for i in s) + f" {X[tuple(s)]}\n")
     for m, a in enumerate(A):
         np.save(f"{truth}.mode{m + 1}.npy", a)
     np.save(f"{truth}.lambda.npy", lam)
@@ -126,8 +128,15 @@ def check_loglik(tns, prefix, js):
 
 
 def fms(truth, prefix, least):
-    lt, At = read_model(truth, 3)
-    le, Ae = read_model(prefix, 3)
+    nmodes = 1
+    while True:
+        try:
+            np.load(f"{truth}.mode{nmodes + 1}.npy")
+            nmodes += 1
+        except OSError:
+            break
+    lt, At = read_model(truth, nmodes)
+    le, Ae = read_model(prefix, nmodes)
     R = len(lt)
     score = np.zeros((R, R))
     for p in range(R):
@@ -166,7 +175,7 @@ def same(js_a, js_b, tol, exact_inner):
 def main(argv):
     cmd = argv[1]
     if cmd == "planted":
-        planted(argv[2], argv[3], int(argv[4]))
+        planted(argv[2], argv[3], int(argv[4]), int(argv[5]) if len(argv) > 5 else 3)
         return 0
     if cmd == "init":
         init(argv[2], int(argv[3]), int(argv[4]), argv[5])

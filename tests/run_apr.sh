@@ -154,6 +154,27 @@ else
     skip "one GPU against the CPU (cp-apr)" "no CUDA device (amped-run --list-devices fails)"
 fi
 
+# ---- four modes: the pass that takes any number of modes ------------------
+"$PY" "$CHECK" planted "$T/p4.tns" "$T/truth4" 6 4 >"$T/planted4.out" 2>&1 ||
+    { cat "$T/planted4.out"; echo "Bail out! apr_check.py planted (4 modes) failed"; exit 1; }
+run "$AMPED_PREP" -q -o "$T/p4.amp" "$T/p4.tns"
+check_status "a planted 4-mode Poisson tensor ($(cat "$T/planted4.out")) prepares" 0
+run "$AMPED_RUN" -q --method cp-apr -r 5 --gpus 0 --seed 3 --iters 400 -o "$T/est4" \
+    --format npy --json "$T/est4.json" "$T/p4.amp"
+check_status "cp-apr on 4 modes: exit 0" 0
+py_check "4 modes: the model is recovered" fms "$T/truth4" "$T/est4" 0.95
+py_check "4 modes: the JSON's log-likelihood is the factor files' recomputed" \
+    loglik "$T/p4.tns" "$T/est4" "$T/est4.json"
+if test -n "$have_pyttb"; then
+    "$PY" "$CHECK" init "$T/i45" 5 13 "$T/p4.tns"
+    run "$AMPED_RUN" -q --method cp-apr -r 5 --gpus 0 --init "$T/i45" --iters 4 \
+        --kappa-rule pyttb --json "$T/py4.json" "$T/p4.amp"
+    py_check "4 modes: every outer iteration's log-likelihood is pyttb's" \
+        pyttb "$T/p4.tns" "$T/i45" 5 "$T/py4.json" 4
+else
+    skip "4 modes against pyttb" "no pyttb in $PY"
+fi
+
 # ---- what is not a count ----------------------------------------------
 printf '1 1 1 3\n2 1 1 2.5\n1 2 1 1\n2 2 2 4\n' >"$T/frac.tns"
 run "$AMPED_PREP" -q -o "$T/frac.amp" "$T/frac.tns"
