@@ -731,6 +731,9 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
                                       amp_progress_callback, &bar, err);
         amp_progress_end(&bar);
         AMP_CHECK(rc);
+        /* CP-APR's counts, read from the file by each process (its part
+         * holds them in the run's numbering, which no message should use). */
+        AMP_CHECK(amp_session_check_counts(ss, &a->r, a->path, err));
     }
     a->report.path = a->path;
     a->report.t = &ss->t;
@@ -819,7 +822,8 @@ static amp_status say_long_solve(const run_args *a, const run_state *s, amp_erro
  * processes, by the largest of every process's values. */
 static amp_status scale_values(run_args *a, run_state *s, amp_error *err)
 {
-    if (s->dist && !s->ss.gr)
+    /* Poisson CP takes counts as they are (amp_session_scale). */
+    if (s->dist && !s->ss.gr && a->r.opts.method != AMP_METHOD_APR)
         return amp_dist_scale(s->dist, &a->r.value_exp, err);
     return amp_session_scale(&s->ss, &a->r, err);
 }
@@ -912,9 +916,6 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
     a->r.opts.on_iter = on_iter;
     a->r.opts.ctx = a;
     a->cpd = &s->ss.c;
-    if (s->dist && a->r.opts.method == AMP_METHOD_APR)
-        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method cp-apr runs in one process for "
-                        "now, not under mpirun");
     AMP_CHECK(s->dist && !s->ss.gr ? amp_dist_als(s->dist, &a->r.opts, &s->ss.c, err)
                                    : amp_session_als(&s->ss, &a->r, err));
     if (s->ss.c.pinv_used)

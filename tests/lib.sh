@@ -343,8 +343,9 @@ AWK_NUM='function num(x) { return x ~ /^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-
 
 # The fits of a JSON report (amped-run --json), one a line, 17 digits (null
 # where a fit was not finite, which max_diff refuses).
-fits() {
-    sed -n 's/.*{"iter": [0-9]*, "fit": \([^,]*\),.*/\1/p' "$1"
+fits() {   # (CP-APR's report: its log-likelihoods)
+    sed -n -e 's/.*{"iter": [0-9]*, "fit": \([^,]*\),.*/\1/p' \
+        -e 's/.*{"iter": [0-9]*, "loglik": \([^,]*\),.*/\1/p' "$1"
 }
 
 # max_diff A B: the largest |a - b| / (1 + |b|) over the numbers of two

@@ -72,7 +72,7 @@ compare() {
         within "$_l: the factor files as one process's" \
             "$(factors_diff "$T/one" "$T/many")" "$_tol_factor"
         _rows=$(grep -c '"process": ' "$T/many.json")
-        _finals=$(grep -c '^final fit:' "$RUN_OUT")
+        _finals=$(grep -cE '^final (fit|log-likelihood):' "$RUN_OUT")
         if test "$_rows" -eq "$_np" && test "$_finals" -eq 1; then
             pass "$_l: one report, with $_np rows of processes"
         else
@@ -106,6 +106,10 @@ for spec in "3 600,500,400" "4 90,80,70,60" "5 30,25,20,15,10"; do
     compare "random $1 modes" "$T/gen$1.amp" "2 3" als -r 5 --iters 5
     compare "random $1 modes" "$T/gen$1.amp" "3" hals -r 5 --iters 5 --constraint nonneg
 done
+# Poisson CP (issue 42): each process's rows, the KKT violation's largest
+# and the log-likelihood's sum over the processes, every mode's rows to all.
+compare sample "$T/sample.amp" "2 3" cp-apr -r 4 --iters 4
+compare "random 4 modes" "$T/gen4.amp" "3" cp-apr -r 5 --iters 4 --allow-noninteger
 TOL_F32=1
 compare "random 3 modes, f32 MTTKRP" "$T/gen3.amp" "2" als -r 5 --iters 5 --precision f32
 TOL_F32=

@@ -687,6 +687,8 @@ amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
 amp_status amp_cpu_als_share(const amp_tensor *part, const amp_cpd_opts *o, amp_cpu_share *sh,
                              amp_cpd *c, amp_error *err)
 {
+    if (o->method == AMP_METHOD_APR)
+        return amp_cpu_apr_share(part, o, sh, c, err);
     const amp_group *g = sh->group;
     if (sh->p->kind != AMP_PARTITION_OWNER || sh->p->ngpus != g->size || g->rank >= g->size ||
         sh->p->nmodes != part->nmodes)

@@ -94,6 +94,11 @@ amp_status amp_cpu_als_share(const amp_tensor *part, const amp_cpd_opts *o, amp_
  * tolerance; c->loglik, c->kkt and c->inner_iters after each outer
  * iteration. */
 amp_status amp_cpu_apr(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, amp_error *err);
+/* The same as one process of several (amp_cpu_als_share's arguments): its
+ * rows of every mode updated here, the KKT violation's maximum and the
+ * log-likelihood's sum taken over the group, each mode's rows sent to all. */
+amp_status amp_cpu_apr_share(const amp_tensor *part, const amp_cpd_opts *o, amp_cpu_share *sh,
+                             amp_cpd *c, amp_error *err);
 /* AMP_ERR_RANGE, with the position in copy 0 (*bad) and the value, where
  * a value held in host memory is negative, or not an integer unless
  * allow_noninteger; AMP_OK where every one is a count. No message. */

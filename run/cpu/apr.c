@@ -322,7 +322,58 @@ amp_status amp_cpu_apr_check_values(const amp_tensor *t, int allow_noninteger,
     return AMP_ERR_RANGE;
 }
 
-amp_status amp_cpu_apr(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, amp_error *err)
+/* The rows of mode d this process updates: every row when alone. */
+static void owned(const amp_cpu_share *sh, const amp_cpd *c, unsigned d, uint64_t *own,
+                  uint64_t *nown)
+{
+    *own = 0;
+    *nown = c->rows[d];
+    if (sh != NULL) {
+        *own = sh->p->modes[d].row_begin[sh->group->rank];
+        *nown = sh->p->modes[d].row_count[sh->group->rank];
+    }
+}
+
+/* Several processes: every process's rows of mode d to all (c holds every
+ * row in the run's order), so that each normalizes the same factor. */
+static amp_status share_mode(amp_cpu_share *sh, amp_cpd *c, unsigned d, amp_error *err)
+{
+    const amp_group *g = sh->group;
+    const amp_part_mode *pm = &sh->p->modes[d];
+    uint64_t offset[AMP_MAX_GPUS], count[AMP_MAX_GPUS];
+    for (unsigned k = 0; k < g->size; k++) {
+        offset[k] = pm->row_begin[k] * c->rank;
+        count[k] = pm->row_count[k] * c->rank;
+    }
+    double t0 = amp_now();
+    AMP_CHECK(g->ops->allgatherv(g->ctx, c->A[d], offset, count, err));
+    double dt = amp_now() - t0;
+    sh->exchange += dt;
+    c->seconds[AMP_PHASE_COMM] += dt;
+    return AMP_OK;
+}
+
+/* A value summed (max: the largest) over every process. */
+static amp_status share_value(amp_cpu_share *sh, double *v, int max, double *seconds,
+                              amp_error *err)
+{
+    if (sh == NULL)
+        return AMP_OK;
+    double t0 = amp_now();
+    AMP_CHECK(sh->group->ops->allreduce(sh->group->ctx, v, 1, max, err));
+    double dt = amp_now() - t0;
+    sh->exchange += dt;
+    seconds[AMP_PHASE_COMM] += dt;
+    return AMP_OK;
+}
+
+/* CP-APR on t, alone (sh NULL) or as one process of several: t is then
+ * this process's part (its rows of each mode, in the run's order), it
+ * updates those rows, the KKT violation's maximum and the log-likelihood's
+ * sum are taken over every process, and each mode's rows go to all before
+ * the mode is normalized, so c ends the same on every process. */
+static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_share *sh,
+                          amp_cpd *c, amp_error *err)
 {
     const unsigned N = t->nmodes, R = c->rank;
     if (R != o->rank)
@@ -380,6 +431,9 @@ amp_status amp_cpu_apr(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, a
             double *A = c->A[d];
             const uint64_t rows = c->rows[d];
             const int64_t nrows = (int64_t)rows;
+            uint64_t own, nown;
+            owned(sh, c, d, &own, &nown);
+            const int64_t lo = (int64_t)own, hi = (int64_t)(own + nown);
             now = amp_now();
             /* The inactive entries that the rule lifts, shifted up; then
              * B = A diag(lambda), lambda = 1. */
@@ -408,24 +462,27 @@ amp_status amp_cpu_apr(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, a
                 double *Ph = Phi[d];
                 kkt = 0;
 #pragma omp parallel for schedule(dynamic, 64) reduction(max : kkt)
-                for (int64_t i = 0; i < nrows; i++) {
+                for (int64_t i = lo; i < hi; i++) {
                     double *pi = scratch + (size_t)amp_thread_id() * 2 * R;
                     double v = row_phi(&am, (uint64_t)i, A + (uint64_t)i * R, eps,
                                        Ph + (uint64_t)i * R, pi);
                     kkt = v > kkt ? v : kkt;
                 }
                 c->seconds[AMP_PHASE_MTTKRP] += amp_now() - now;
+                AMP_CHECK_GOTO(share_value(sh, &kkt, 1, c->seconds, err), rc, done);
                 if (kkt < o->tol)
                     break;
                 converged = 0;
                 now = amp_now();
 #pragma omp parallel for schedule(static)
-                for (int64_t i = 0; i < nrows; i++)
+                for (int64_t i = lo; i < hi; i++)
                     for (unsigned r = 0; r < R; r++)
                         A[(uint64_t)i * R + r] *= Ph[(uint64_t)i * R + r];
                 c->seconds[AMP_PHASE_UPDATE] += amp_now() - now;
             }
             kkt_max = kkt > kkt_max ? kkt : kkt_max;
+            if (sh != NULL)
+                AMP_CHECK_GOTO(share_mode(sh, c, d, err), rc, done);
             now = amp_now();
             normalize_mode(A, rows, R, c->lambda, colpart);
             c->seconds[AMP_PHASE_NORMALIZE] += amp_now() - now;
@@ -449,10 +506,11 @@ amp_status amp_cpu_apr(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, a
                     s += row_loglik(&am, i, A + i * R, lam, pi);
                 rowpart[b] = s;
             }
-            double total = 0;
+            double total = 0, sum = sum_blocks(rowpart, (uint64_t)nb);
+            AMP_CHECK_GOTO(share_value(sh, &sum, 0, c->seconds, err), rc, done);
             for (unsigned r = 0; r < R; r++)
                 total += c->lambda[r];
-            c->loglik = sum_blocks(rowpart, (uint64_t)nb) - total;
+            c->loglik = sum - total;
         }
         c->seconds[AMP_PHASE_FIT] += amp_now() - now;
         c->kkt = kkt_max;
@@ -481,4 +539,15 @@ done:
     amp_free(colpart);
     amp_free(rowpart);
     return rc;
+}
+
+amp_status amp_cpu_apr(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, amp_error *err)
+{
+    return apr_run(t, o, NULL, c, err);
+}
+
+amp_status amp_cpu_apr_share(const amp_tensor *part, const amp_cpd_opts *o, amp_cpu_share *sh,
+                             amp_cpd *c, amp_error *err)
+{
+    return apr_run(part, o, sh, c, err);
 }
