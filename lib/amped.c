@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,18 +74,20 @@ const char *amped_version_string(void)
     return PACKAGE_VERSION;
 }
 
-const char *amped_build_info(void)
+static char build_info[512];
+
+/* Once: the first calls may come from several threads at once. */
+static void make_build_info(void)
 {
-    static char info[512];
-    static int done;
-    if (!done) {
+    char *info = build_info;
+    {
         char blas[64], cuda[64] = "none";
         unsigned limit = amp_cpu_blas_thread_limit(blas, sizeof blas);
         (void)limit;
 #ifdef AMP_HAVE_CUDA
         amp_cuda_version_string(cuda, sizeof cuda);
 #endif
-        snprintf(info, sizeof info, "version: %s\ncuda: %s\ncuda runtime: %s\nnccl: %s\n"
+        snprintf(info, sizeof build_info, "version: %s\ncuda: %s\ncuda runtime: %s\nnccl: %s\n"
                  "openmp: %s\nblas: %s\n", PACKAGE_VERSION,
 #ifdef AMP_HAVE_CUDA
                  "yes",
@@ -103,9 +106,14 @@ const char *amped_build_info(void)
                  "no",
 #endif
                  blas);
-        done = 1;
     }
-    return info;
+}
+
+const char *amped_build_info(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_build_info);
+    return build_info;
 }
 
 void amped_set_threads(int threads)
@@ -577,8 +585,8 @@ static void on_iter(void *ctx, unsigned iter, double fit, double delta, double s
 }
 
 /* The model of s, with its rows' original indices, into a new result. */
-static amped_status take_model(const amp_session *s, run_ctx *x, const amp_run_opts *r,
-                               double t_start, amped_result **out)
+static amped_status take_model(const amp_session *s, run_ctx *x, double t_start,
+                               amped_result **out)
 {
     const amp_cpd *c = &s->c;
     const amp_tensor *t = &s->t;
@@ -638,7 +646,6 @@ static amped_status take_model(const amp_session *s, run_ctx *x, const amp_run_o
     } else {
         snprintf(res->backend, sizeof res->backend, "cpu");
     }
-    (void)r;
     *out = res;
     return AMPED_OK;
 }
@@ -692,7 +699,7 @@ amped_status amped_cp(const amped_tensor *t, const amped_options *o,
     if (rc == AMP_OK) {
         amp_session_unscale(&s, &r);
         s.seconds_load += seconds_open;   /* as amped-run counts it: the file's tables too */
-        st = take_model(&s, &x, &r, t_start, out);
+        st = take_model(&s, &x, t_start, out);
     } else {
         st = fail(&err);
     }
