@@ -183,9 +183,9 @@ def cmd_overhead(a):
           "and `import amped` with NumPy); run total: the run's own `total` (load included): "
           "amped-run's JSON, the result's `times['total']`; load + cp: amped.load + amped.cp "
           "timed inside the Python process. amped-run starts itself again with "
-          "OMP_WAIT_POLICY=passive; the package sets no policy, so the Python process runs "
-          "with libgomp's default (spinning) unless its environment says otherwise: both are "
-          "shown. CPU s: the process's user + system seconds (wait4), less sensitive than wall "
+          "OMP_WAIT_POLICY=passive, and so does the package (d74ac6c on) where the "
+          "environment sets no policy: 'unset' is then the package's default, and both rows "
+          "wait passively (before d74ac6c, 'unset' spun). CPU s: the process's user + system seconds (wait4), less sensitive than wall "
           "time to other programs on the machine, but counting libgomp's spinning.")
     print()
     print("| | process wall s | run total s | min process wall s | min run total s | load s | "
