@@ -73,8 +73,10 @@ static void usage(void)
            "  -d, --dims=D1,D2,...  dimensions, 2 to %d modes\n"
            "  -s, --exponent=S      power-law exponent, 0 (uniform) to 4 (default: 1.2)\n"
            "      --seed=N          random seed (default: 1)\n"
-           "      --values=KIND     real (uniform in (0,1], 6 decimals) or counts\n"
-           "                        (integers 1 to 10) (default: real)\n"
+           "      --values=KIND     real (uniform in (0,1], 6 decimals), counts\n"
+           "                        (integers 1 to 10) or ones (1 a draw: amped-prep's\n"
+           "                        sum of repeats makes each value the number of\n"
+           "                        draws that hit it, as count data arise) (default: real)\n"
            "  -h, --help            display this help and exit\n"
            "  -V, --version         output version information and exit\n",
            AMP_MAX_MODES);
@@ -93,12 +95,12 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    static const char *const value_kinds[] = {"real", "counts", NULL};
+    static const char *const value_kinds[] = {"real", "counts", "ones", NULL};
     const char *output = NULL;
     uint64_t nnz = 0, seed = 1, dims[AMP_MAX_MODES];
     size_t nmodes = 0;
     double s = 1.2;
-    int counts = 0, c;
+    int values = 0, c;   /* index in value_kinds */
     amp_error err = {0};
     argv[0] = (char *)PROGRAM;   /* getopt's own messages use it */
     while ((c = getopt_long(argc, argv, "o:n:d:s:hV", opts, NULL)) != -1) {
@@ -122,7 +124,7 @@ int main(int argc, char **argv)
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             break;
         case 'v':
-            if (amp_parse_choice(optarg, value_kinds, "--values", &counts, &err))
+            if (amp_parse_choice(optarg, value_kinds, "--values", &values, &err))
                 return amp_usage_error(PROGRAM, "%s", amp_error_message(&err));
             break;
         case 'h': usage(); return EXIT_SUCCESS;
@@ -169,8 +171,9 @@ int main(int argc, char **argv)
         for (size_t m = 0; m < nmodes; m++)
             t.ind[m][k] = draw(&law[m], uniform01(key + m));
         double u = uniform01(key + nmodes);
-        t.val[k] = counts ? (double)(1 + (uint64_t)(u * 10 - 1e-12))
-                          : fmax(1e-6, round(u * 1e6) / 1e6);
+        t.val[k] = values == 2 ? 1.0
+                 : values == 1 ? (double)(1 + (uint64_t)(u * 10 - 1e-12))
+                               : fmax(1e-6, round(u * 1e6) / 1e6);
     }
     t.nnz = nnz;
     memcpy(t.dims, dims, nmodes * sizeof *dims);

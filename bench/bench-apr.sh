@@ -25,15 +25,16 @@ else
 fi
 
 # ---- one GPU: an inner iteration against the MTTKRP ----------------------
-# On rd100m (AMP_TENSOR), rank AMP_GPU_RANK (32), f64: each mode's MTTKRP
-# (--mttkrp-only, resident) against CP-APR's Phi passes (model values and
-# Phi; the update and the KKT check are the update phase), per inner
-# iteration and mode; a whole outer iteration of 10 inner iterations a
-# mode; and streamed against resident. rd100m's values are reals in (0, 1):
-# --allow-noninteger runs them, the same work per nonzero as counts.
+# On rd100m-counts (AMP_TENSOR: rd100m's samples counted, see lib.sh),
+# rank AMP_GPU_RANK (32), f64: each mode's MTTKRP (--mttkrp-only,
+# resident) against CP-APR's Phi passes (model values and Phi; the update
+# and the KKT check are the update phase), per inner iteration and mode; a
+# whole outer iteration of 10 inner iterations a mode; and streamed against
+# resident. AMP_TENSOR=rd100m (reals in (0, 1)) runs with
+# --allow-noninteger, the same work per nonzero.
 if "$run" --list-devices >/dev/null 2>&1 && [ "${AMP_APR_GPU:-1}" != 0 ]; then
-    t=${AMP_TENSOR:-rd100m}
-    case $t in rd100m) need_rd100m ;; cpu20m) need_cpu20m ;; esac
+    t=${AMP_TENSOR:-rd100m-counts}
+    case $t in rd100m-counts) need_rd100m_counts ;; rd100m) need_rd100m ;; cpu20m) need_cpu20m ;; esac
     amp="$data/$t.amp"
     [ -f "$amp" ] || "$prep" -q -o "$amp" "$tns" || exit 1
     R=${AMP_GPU_RANK:-32}
@@ -63,5 +64,17 @@ for mem in ("resident", "stream"):
           f"({(phi + upd) / mtt:.2f}x the MTTKRP); outer iteration of 10 inner a mode {outer * 1e3:.1f} ms")
 r, s = out["resident"], out["stream"]
 print(f"streamed over resident, per inner iteration: {(s[0] + s[1]) / (r[0] + r[1]):.3f}x")
+# The bytes an inner iteration must move, mean over the modes: the mode's
+# copy once (8-byte word and the value per nonzero), every factor once (the
+# mode's own for the model values), Phi written, and the update's pass over
+# B and Phi (read both, write B).
+T, Rn = m["tensor"], int(R)
+vs = 4 if T["values"] == "f32" else 8
+cd = T["compact_dims"]
+floor = sum(T["nnz"] * (8 + vs) + sum(cd) * Rn * 8 + 4 * c * Rn * 8 for c in cd) / len(cd)
+per = r[0] + r[1]
+print(f"bytes floor of an inner iteration (mean over modes) {floor / 1e9:.3f} GB: resident reaches "
+      f"{floor / per / 1e9:.0f} GB/s, {floor / per / 4.0e12 * 100:.1f}% of 4.0 TB/s (the baselines' measured "
+      f"device-to-device rate)")
 PY
 fi

@@ -13,7 +13,11 @@
 # Env:   AMP_BENCH_DIR (default: bench/data), AMP_NNZ (1750000000 draws; repeats
 #        are summed), AMP_RANK (32), AMP_ITERS (5), AMP_RUNS (which runs, default
 #        "1r 2r 1s 2s": GPUs and r(esident) or s(treamed)), AMP_METHODS (default
-#        "als"; ao-admm, mu and hals run with --constraint nonneg)
+#        "als"; ao-admm, mu and hals run with --constraint nonneg; cp-apr wants
+#        AMP_VALUES=ones), AMP_VALUES (amped-gen --values: counts, the
+#        default, draws 1 to 10; ones makes each value the number of draws
+#        that hit the coordinate, count data's form; its file is
+#        amazon-shape-ones.amp)
 set -eu
 build=$(pwd)
 data=${AMP_BENCH_DIR:-$build/bench/data}
@@ -22,8 +26,10 @@ rank=${AMP_RANK:-32}
 iters=${AMP_ITERS:-5}
 runs=${AMP_RUNS:-1r 2r 1s 2s}
 methods=${AMP_METHODS:-als}
+values=${AMP_VALUES:-counts}
 step=${1:-all}
-amp="$data/amazon-shape.amp"
+case $values in counts) name=amazon-shape ;; *) name=amazon-shape-$values ;; esac
+amp="$data/$name.amp"
 mkdir -p "$data"
 
 # measured OUT ERR cmd...: run cmd, stdout to OUT, stderr to ERR; print its
@@ -42,10 +48,10 @@ PY
 }
 
 if [ "$step" = prep ] || [ "$step" = all ]; then
-    bin="$data/amazon-shape.bin"
+    bin="$data/$name.bin"
     echo "## billion scale: Amazon reviews' shape, $nnz draws ($(date -u +%Y-%m-%d), $(nproc) cores)"
     measured "$data/gen.out" "$data/gen.err" "$build/bench/amped-gen" -o "$bin" --nnz "$nnz" \
-        --dims 4821207,1774269,1805187 --exponent 0.8 --values counts \
+        --dims 4821207,1774269,1805187 --exponent 0.8 --values "$values" \
         || { cat "$data/gen.err"; exit 1; }
     cat "$data/gen.err"
     ls -l "$bin"
@@ -64,7 +70,7 @@ if [ "$step" = run ] || [ "$step" = all ]; then
         case $r in *s) mem=stream ;; *) mem=resident ;; esac
         out="$data/billion-$m-$r"
         set -- --method "$m"
-        [ "$m" = als ] || set -- "$@" --constraint nonneg
+        case $m in als) ;; cp-apr) set -- "$@" --inner "${AMP_INNER:-10}" ;; *) set -- "$@" --constraint nonneg ;; esac
         echo "### $m, $g GPU(s), $mem"
         measured "$out.txt" "$out.err" "$build/amped-run" --gpus "$g" --memory "$mem" -r "$rank" \
             --iters "$iters" --tol 0 "$@" --json "$out.json" "$amp" || { cat "$out.txt" "$out.err"; exit 1; }
@@ -77,8 +83,13 @@ print("iterations (s):", " ".join("%.3f" % s for s in it), "| median after the f
 if "gpus" in d:
     print("device bytes per GPU:", " ".join("%.1f GiB" % (g["device_bytes"] / 2**30) for g in d["gpus"]))
 t = d["timings"]
-print("per iteration: mttkrp %.3f s, %s %.3f s; final fit %.10f" % (t["mttkrp"] / len(it),
-      "solve" if d["method"] == "als" else "update", t["solve" if d["method"] == "als" else "update"] / len(it), d["final_fit"]))
+if d["method"] == "cp-apr":
+    inner = sum(i["inner"] for i in d["iterations"])
+    print("per inner iteration: Phi pass %.3f s, update %.3f s (%d inner); final log-likelihood %.10g"
+          % (t["mttkrp"] / inner, t["update"] / inner, inner, d["final_loglik"]))
+else:
+    print("per iteration: mttkrp %.3f s, %s %.3f s; final fit %.10f" % (t["mttkrp"] / len(it),
+          "solve" if d["method"] == "als" else "update", t["solve" if d["method"] == "als" else "update"] / len(it), d["final_fit"]))
 PY
     done
     done

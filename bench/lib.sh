@@ -20,10 +20,21 @@ need_python3() {
 }
 
 # A tensor made by the baselines' own generator, as the peers' baseline
-# figures were: need_powerlaw NAME SAMPLES EXPONENT DIM..., sets $tns.
+# figures were: need_powerlaw NAME SAMPLES EXPONENT DIM..., sets $tns. On a
+# machine without a C compiler (the GPU hosts), bench/powerlaw-counts draws
+# the same tensor (tests/powerlaw_counts.sh checks that it does) as FROSTT
+# binary.
 need_powerlaw() {
     tns="$data/$1.tns"
     [ -f "$tns" ] && return 0
+    [ -f "$data/$1.bin" ] && { tns="$data/$1.bin"; return 0; }
+    if ! command -v "${CC:-cc}" >/dev/null 2>&1 && [ -x "$build/bench/powerlaw-counts" ]; then
+        _n=$1
+        shift
+        tns="$data/$_n.bin"
+        "$build/bench/powerlaw-counts" --values hash "$tns" "$@"
+        return
+    fi
     [ -f "$baselines/powerlaw-gen.c" ] || { echo "bench: need $baselines/powerlaw-gen.c" >&2; exit 1; }
     ${CC:-cc} -O2 -fopenmp -o "$data/powerlaw-gen" "$baselines/powerlaw-gen.c" -lm
     (cd "$data" && ./powerlaw-gen "$@")
@@ -36,6 +47,15 @@ need_cpu20m() { need_powerlaw cpu20m 38000000 1.2 200000 100000 50000; }
 # rd100m, Reddit-2015's shape (68.8 M distinct nonzeros, Zipf 1.2), as the
 # baselines' README makes it.
 need_rd100m() { need_powerlaw rd100m 130000000 1.2 8211298 176962 8116559; }
+
+# rd100m-counts: rd100m's samples and pattern, each value the number of
+# samples that hit the coordinate (how Reddit's counts arise), for CP-APR.
+need_rd100m_counts() {
+    tns="$data/rd100m-counts.bin"
+    [ -f "$tns" ] && return 0
+    need_built "$build/bench/powerlaw-counts"
+    "$build/bench/powerlaw-counts" "$tns" 130000000 1.2 8211298 176962 8116559
+}
 
 # $threads: AMP_THREADS, or 1 2 4 ... up to and including nproc.
 sweep_threads() {

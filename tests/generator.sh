@@ -98,6 +98,22 @@ is "--values counts: integers from 1 to 10" "$bad" 0
 run "$AMPED_PREP" --stats --duplicates keep "$T/counts.tns"
 check_status "amped-prep reads the --values counts tensor" 0
 check_contains "--values counts: both ends drawn" "$RUN_OUT" "values:     min 1, max 10,"
+gen 2 "$T/counts-s15.tns" --seed 7 --values counts --exponent 1.5
+# --values ones: the draws of --values counts with 1 each; amped-prep's sum
+# of repeats makes each value the number of draws that hit the coordinate
+# (counted here in awk: distinct coordinates, the largest multiplicity, the
+# sum of squares for the norm).
+gen 2 "$T/ones.tns" --seed 7 --values ones --exponent 1.5
+check_status "--values ones exits 0" 0
+is "--values ones: the coordinates of --values counts (same draws)" \
+    "$(cut -d' ' -f1-3 "$T/ones.tns" | cksum)" "$(cut -d' ' -f1-3 "$T/counts-s15.tns" 2>/dev/null | cksum)"
+is "--values ones: every value is 1" "$(awk '$4 != 1 { n++ } END { print n + 0 }' "$T/ones.tns")" 0
+want=$(awk '{ c[$1 " " $2 " " $3]++ } END { for (k in c) { n++; s += c[k] * c[k]; if (c[k] > m) m = c[k] }
+            printf "nonzeros:   %d|max %d, norm %.2f", n, m, sqrt(s) }' "$T/ones.tns")
+run "$AMPED_PREP" --stats "$T/ones.tns"
+check_status "amped-prep sums the --values ones tensor" 0
+check_contains "--values ones: the distinct coordinates, as awk counts them" "$RUN_OUT" "${want%%|*}"
+check_contains "--values ones: the largest count and the norm, as awk counts them" "$RUN_OUT" "${want#*|}"
 
 # ---- power law -------------------------------------------------------------------
 # max_degree FILE MODE: entries in the fullest slice of MODE (awk).
