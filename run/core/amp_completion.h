@@ -1,0 +1,58 @@
+/* CP completion's pieces that every backend shares (amp_core.h has its
+ * options): which stored entries --holdout keeps out of the fit, and the
+ * test entries of --holdout-file in the run's (compact) numbering.
+ * Nothing here prints or exits. */
+#ifndef AMP_COMPLETION_H
+#define AMP_COMPLETION_H
+
+#include <stdint.h>
+
+#include "amp_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef __CUDACC__
+#define AMP_COMPLETION_INLINE __host__ __device__ __forceinline__
+#else
+#define AMP_COMPLETION_INLINE inline
+#endif
+
+/* SplitMix64's finalizer: every input bit moves every output bit. */
+static AMP_COMPLETION_INLINE uint64_t amp_completion_mix(uint64_t z)
+{
+    z += UINT64_C(0x9e3779b97f4a7c15);
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* The holdout draw of one entry: a number in [0, 1) from its ORIGINAL
+ * coordinates (0-based, the file's own, whatever amped-prep's relabelling
+ * and shards) and the seed, folded mode by mode. The entry is a test
+ * entry where the draw is below the holdout fraction, so the selection is
+ * the same whatever the layout, the thread count or the backend, and a
+ * smaller fraction selects a subset of a larger one's. */
+static AMP_COMPLETION_INLINE double amp_holdout_draw(const uint64_t *orig, unsigned nmodes,
+                                                     uint64_t seed)
+{
+    uint64_t h = amp_completion_mix(seed ^ UINT64_C(0x6a09e667f3bcc909));
+    for (unsigned m = 0; m < nmodes; m++)
+        h = amp_completion_mix(h ^ orig[m]);
+    return (double)(h >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* The test set of n entries given by their original 0-based coordinates
+ * (ind[m][k], each below t->dims[m]: checked by the caller) and values,
+ * in t's compact numbering (AMP_TEST_NO_ROW for a slice t has no nonzero
+ * in). t: a layout at least (amp_tensor_load_layout). Free with
+ * amp_test_set_free. */
+amp_status amp_test_set_build(const amp_tensor *t, uint64_t n, uint64_t *const *ind,
+                              const double *val, amp_test_set *out, amp_error *err);
+void amp_test_set_free(amp_test_set *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
