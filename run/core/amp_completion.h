@@ -19,6 +19,12 @@ extern "C" {
 #define AMP_COMPLETION_INLINE inline
 #endif
 
+/* A row's system counts as singular where a squared Cholesky pivot is at
+ * or below AMP_COMPLETION_PIVOT R eps times its largest diagonal entry
+ * (ridge included): rounding alone leaves pivots near R eps there when
+ * the row has fewer entries than the rank, and the solve would be noise. */
+#define AMP_COMPLETION_PIVOT 1000.0
+
 /* SplitMix64's finalizer: every input bit moves every output bit. */
 static AMP_COMPLETION_INLINE uint64_t amp_completion_mix(uint64_t z)
 {

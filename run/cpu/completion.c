@@ -194,7 +194,7 @@ static int solve_row(const cmp_mode *cm, uint64_t i, double l2, cmp_scratch *s, 
                                           (lapack_int)R);
     if (info != 0)
         return ROW_SINGULAR;
-    const double tiny = (double)R * DBL_EPSILON * (maxdiag + l2);
+    const double tiny = AMP_COMPLETION_PIVOT * (double)R * DBL_EPSILON * (maxdiag + l2);
     for (unsigned j = 0; j < R; j++) {
         const double p = s->K[(size_t)j * R + j];
         if (!(p * p > tiny))
