@@ -36,7 +36,7 @@ py_check() {   # description, completion_check.py arguments...
 }
 
 # ---- the dense masked reference, from the same start ----------------------
-"$PY" "$CHECK" random "$T/r3.tns" 9,7,6 160 1 &&
+"$PY" "$CHECK" random "$T/r3.tns" 9,7,6 300 1 &&
     "$PY" "$CHECK" random "$T/r4.tns" 6,5,4,3 150 2 &&
     "$PY" "$CHECK" init "$T/i3" 3 11 "$T/r3.tns" &&
     "$PY" "$CHECK" init "$T/i4" 4 12 "$T/r4.tns" ||
@@ -71,18 +71,18 @@ EOF
 # reference keeps them as amped-run does, and the report counts them.
 "$PY" "$CHECK" init "$T/i3" 2 11 "$T/r3.tns"
 run "$AMPED_RUN" -q --gpus 0 --observed nonzeros -r 2 --init "$T/i3" --iters 4 --tol 0 \
-    --l2 0.1 --holdout 0.93 --seed 2 --json "$T/un.json" -o "$T/un" --format npy \
+    --l2 0.1 --holdout 0.97 --seed 2 --json "$T/un.json" -o "$T/un" --format npy \
     "$T/r3.amp"
-check_status "holdout 0.93: exit 0" 0
+check_status "holdout 0.97: exit 0" 0
 un=$("$PY" -c 'import json, sys
 print(sum(json.load(open(sys.argv[1]))["completion"]["unobserved_rows"]))' "$T/un.json")
-check "holdout 0.93: some rows have no training entry ($un)" test "${un:-0}" -gt 0
-py_check "holdout 0.93: the reference keeps those rows too" \
-    reference "$T/r3.tns" "$T/i3" "$T/un.json" "$T/un" 0.1 holdout 0.93 2
-py_check "holdout 0.93: the rows counted as the data says" \
-    recompute "$T/r3.tns" "$T/un" "$T/un.json" holdout 0.93 2
+check "holdout 0.97: some rows have no training entry ($un)" test "${un:-0}" -gt 0
+py_check "holdout 0.97: the reference keeps those rows too" \
+    reference "$T/r3.tns" "$T/i3" "$T/un.json" "$T/un" 0.1 holdout 0.97 2
+py_check "holdout 0.97: the rows counted as the data says" \
+    recompute "$T/r3.tns" "$T/un" "$T/un.json" holdout 0.97 2
 run "$AMPED_RUN" --gpus 0 --observed nonzeros -r 2 --init "$T/i3" --iters 2 --l2 0.1 \
-    --holdout 0.93 --seed 2 "$T/r3.amp"
+    --holdout 0.97 --seed 2 "$T/r3.amp"
 check_contains "the summary says how many rows kept their value" "$RUN_OUT" \
     "rows kept: $un with no training entry"
 

@@ -167,14 +167,14 @@ static int solve_row(const cmp_mode *cm, uint64_t i, double l2, cmp_scratch *s, 
     size_t blk = keyed && a < e ? block_of(c, a) : 0;
     unsigned n = 0;
     uint64_t count = 0;
-    for (uint64_t k = a; k < e; k++) {
+    for (uint64_t j = a; j < e; j++) {
         if (keyed)
-            while (c->block_start[blk + 1] <= k)
+            while (c->block_start[blk + 1] <= j)
                 blk++;
-        if (is_held(cm->held, k))
+        if (is_held(cm->held, j))
             continue;
-        gather_k(cm, c->words[k], keyed ? c->block_key[blk] : 0, s->Z + (size_t)n * R);
-        s->zx[n++] = value_at(cm, k);
+        gather_k(cm, c->words[j], keyed ? c->block_key[blk] : 0, s->Z + (size_t)n * R);
+        s->zx[n++] = value_at(cm, j);
         count++;
         if (n == CMP_BATCH) {
             flush_batch(s, n, R);
