@@ -177,8 +177,10 @@ EOF
 mutants="$mutants
 $(cat <<'EOF'
 cmp-drop-first-entry @@ run/cpu/completion.c @@ for (uint64_t j = a; j < e; j++) { @@ for (uint64_t j = a + 1; j < e; j++) { @@ tests/run_completion.sh
-cmp-ridge-wrong-sign @@ run/cpu/completion.c @@ s->K[(size_t)j * R + j] += l2; @@ s->K[(size_t)j * R + j] -= l2; @@ tests/run_completion.sh
-cmp-ridge-on-rhs @@ run/cpu/completion.c @@ s->K[(size_t)j * R + j] += l2; @@ s->b[j] += l2; @@ tests/run_completion.sh
+cmp-ridge-wrong-sign @@ run/cpu/completion.c @@         K[(size_t)j * R + j] += l2; @@         K[(size_t)j * R + j] -= l2; @@ tests/run_completion.sh
+cmp-ridge-on-rhs @@ run/cpu/completion.c @@         K[(size_t)j * R + j] += l2; @@         b[j] += l2; @@ tests/run_completion.sh
+cmp-solve-skips-column @@ run/cpu/completion.c @@             b[q] -= K[(size_t)q * R + j] * hj; @@             b[q] -= q ? K[(size_t)q * R + j] * hj : 0; @@ tests/run_completion.sh
+cmp-piece-dropped @@ run/cpu/completion.c @@ for (uint64_t k = first_piece(pc, i); k < pc->n && pc->row[k] == i; @@ for (uint64_t k = first_piece(pc, i) + 1; k < pc->n && pc->row[k] == i; @@ tests/run_completion.sh
 cmp-batch-overwrites @@ run/cpu/completion.c @@ 1.0, s->Z, (int)R, 1.0, @@ 1.0, s->Z, (int)R, 0.0, @@ tests/run_completion.sh
 cmp-k-missing-mode @@ run/cpu/completion.c @@     for (unsigned j = 1; j < cm->nother; j++) { @@     for (unsigned j = 1; j + 1 < cm->nother; j++) { @@ tests/run_completion.sh
 cmp-kept-unscaled @@ run/cpu/completion.c @@                         h[r] *= lam[r]; @@                         h[r] *= 1; @@ tests/run_completion.sh

@@ -10,10 +10,12 @@
  *
  * Per mode n, one pass over mode n's copy (ordered by row n), threads
  * owning whole rows (dynamic chunks of rows, amp_cpu_row_starts): a row's
- * k vectors are gathered into a batch of CMP_BATCH, the batch's k k^T
- * added to the system with one dsyrk and its x k with one dgemv; then
- * the system (the ridge on its diagonal) is factored (dpotrf) and solved
- * (dpotrs) while it is in cache, and h written over the row. Rows are
+ * k vectors are gathered into batches of CMP_BATCH, each added into the
+ * row's system with one dsyrk and its x k with one dgemv; then the system
+ * (the ridge on its diagonal) is factored and solved while it is in cache
+ * (by hand up to rank CMP_SOLVE_R, else dpotrf and dpotrs), and h written
+ * over the row. Rows longer than 2 CMP_PIECE nonzeros are built in pieces
+ * by all threads (cmp_pieces), their systems summed in piece order. Rows are
  * independent, so no atomics, and a row's arithmetic does not depend on
  * the thread count: the same bits for any -t. A row with no training
  * entry, or whose system is singular (a pivot at or below R eps times its
@@ -56,9 +58,25 @@ void openblas_set_num_threads(int n);
 /* k vectors per dsyrk: enough to make it a matrix product, few enough
  * that the batch (CMP_BATCH x R doubles) stays in L1 at rank 16. */
 #define CMP_BATCH 32
+/* The passes over the nonzeros also as AVX2 and FMA code where the CPU has
+ * them (picked at load time; the binary stays portable). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#define CMP_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define CMP_CLONES
+#endif
+
 /* Rows per block of the sums over rows: fixed, so the sums do not depend
  * on the thread count; a thread takes whole blocks. */
 #define CMP_BLOCK 64
+/* Up to this rank a row's system is factored and solved by hand (a
+ * LAPACK call costs more than the arithmetic there), above by dpotrf and
+ * dpotrs. */
+#define CMP_SOLVE_R 64
+/* Nonzeros a piece of a long row (cmp_pieces), at the least. */
+#define CMP_PIECE 4096
+/* The most the pieces' systems of one mode take together (bytes). */
+#define CMP_PIECE_BYTES ((uint64_t)256 << 20)
 
 /* What one pass over mode d's copy needs. */
 typedef struct cmp_mode {
@@ -119,8 +137,10 @@ static size_t block_of(const amp_copy *c, uint64_t k)
 }
 
 /* k of nonzero at (word w, block key key) into out: the other modes' rows
- * multiplied in mode order. */
-static inline void gather_k(const cmp_mode *cm, uint64_t w, uint64_t key, double *restrict out)
+ * multiplied in mode order, the first two as they are read (a copy into
+ * out first would make every load of out wait on the copy's stores). */
+static inline __attribute__((always_inline)) void gather_k(const cmp_mode *cm, uint64_t w,
+                                                           uint64_t key, double *restrict out)
 {
     const unsigned R = cm->R;
     if (cm->nother == 0) {
@@ -129,10 +149,16 @@ static inline void gather_k(const cmp_mode *cm, uint64_t w, uint64_t key, double
         return;
     }
     const double *restrict r0 = cm->F[0] + amp_blco_field(key, w, cm->sh[0], cm->wd[0]) * R;
+    if (cm->nother == 1) {
+        for (unsigned r = 0; r < R; r++)
+            out[r] = r0[r];
+        return;
+    }
+    const double *restrict r1 = cm->F[1] + amp_blco_field(key, w, cm->sh[1], cm->wd[1]) * R;
 #pragma omp simd
     for (unsigned r = 0; r < R; r++)
-        out[r] = r0[r];
-    for (unsigned j = 1; j < cm->nother; j++) {
+        out[r] = r0[r] * r1[r];
+    for (unsigned j = 2; j < cm->nother; j++) {
         const double *restrict rj = cm->F[j] + amp_blco_field(key, w, cm->sh[j], cm->wd[j]) * R;
 #pragma omp simd
         for (unsigned r = 0; r < R; r++)
@@ -140,80 +166,128 @@ static inline void gather_k(const cmp_mode *cm, uint64_t w, uint64_t key, double
     }
 }
 
-/* The batch's n k vectors and values added into the system. */
-static void flush_batch(cmp_scratch *s, unsigned n, unsigned R)
+/* The batch's n k vectors and values added into K (upper) and b. */
+static void flush_batch(cmp_scratch *s, unsigned n, unsigned R, double *K, double *b)
 {
     if (n == 0)
         return;
     cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)R, (int)n, 1.0, s->Z, (int)R, 1.0,
-                s->K, (int)R);
+                K, (int)R);
     cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)R, 1.0, s->Z, (int)R, s->zx, 1, 1.0,
-                s->b, 1);
+                b, 1);
 }
 
-enum { ROW_SOLVED = 0, ROW_UNOBSERVED, ROW_SINGULAR };
-
-/* Row i's system from its training entries, solved into h (R values; on
- * entry its kept value, left there when the row is unobserved or
- * singular). */
-static int solve_row(const cmp_mode *cm, uint64_t i, double l2, cmp_scratch *s, double *h)
+/* The training entries among nonzeros [a, e) of the copy (one row's, or
+ * a piece of one) added into K (R x R, upper), b and *count, in batches
+ * of CMP_BATCH k vectors through dsyrk and dgemv. (Entry by entry by hand
+ * took 40% longer at rank 16 on cpu20m: bench/RESULTS.md.) */
+CMP_CLONES static void accumulate(const cmp_mode *cm, uint64_t a, uint64_t e, cmp_scratch *s,
+                                  double *K, double *b, uint64_t *count)
 {
     const unsigned R = cm->R;
     const amp_copy *c = cm->c;
-    const uint64_t a = cm->start[i], e = cm->start[i + 1];
     const int keyed = c->layout.key_bits > 0;
-    memset(s->K, 0, (size_t)R * R * sizeof *s->K);
-    memset(s->b, 0, (size_t)R * sizeof *s->b);
     size_t blk = keyed && a < e ? block_of(c, a) : 0;
     unsigned n = 0;
-    uint64_t count = 0;
     for (uint64_t j = a; j < e; j++) {
         if (keyed)
             while (c->block_start[blk + 1] <= j)
                 blk++;
         if (is_held(cm->held, j))
             continue;
+        ++*count;
         gather_k(cm, c->words[j], keyed ? c->block_key[blk] : 0, s->Z + (size_t)n * R);
         s->zx[n++] = value_at(cm, j);
-        count++;
         if (n == CMP_BATCH) {
-            flush_batch(s, n, R);
+            flush_batch(s, n, R, K, b);
             n = 0;
         }
     }
-    flush_batch(s, n, R);
+    flush_batch(s, n, R, K, b);
+}
+
+/* K = U^T U in place (U upper, row-major), right-looking, and K h = b
+ * solved into b; 0 where a pivot is not above tiny (the system is
+ * singular). The small ranks' factorization: LAPACK's call costs more
+ * than the arithmetic there. The same steps as the GPU kernel's. */
+static int small_solve(unsigned R, double *restrict K, double *restrict b, double tiny)
+{
+    for (unsigned j = 0; j < R; j++) {
+        double *restrict Kj = K + (size_t)j * R;
+        const double piv = Kj[j];
+        if (!(piv > tiny))
+            return 0;
+        const double dj = sqrt(piv);
+        Kj[j] = dj;
+        for (unsigned q = j + 1; q < R; q++)
+            Kj[q] /= dj;
+        for (unsigned p = j + 1; p < R; p++) {
+            const double up = Kj[p];
+            double *restrict Kp = K + (size_t)p * R;
+#pragma omp simd
+            for (unsigned q = p; q < R; q++)
+                Kp[q] -= up * Kj[q];
+        }
+    }
+    for (unsigned j = 0; j < R; j++) {   /* U^T y = b */
+        const double yj = b[j] / K[(size_t)j * R + j];
+        for (unsigned q = j + 1; q < R; q++)
+            b[q] -= K[(size_t)j * R + q] * yj;
+        b[j] = yj;
+    }
+    for (unsigned j = R; j-- > 0;) {     /* U h = y */
+        const double hj = b[j] / K[(size_t)j * R + j];
+        for (unsigned q = 0; q < j; q++)
+            b[q] -= K[(size_t)q * R + j] * hj;
+        b[j] = hj;
+    }
+    return 1;
+}
+
+enum { ROW_SOLVED = 0, ROW_UNOBSERVED, ROW_SINGULAR };
+
+/* A row's system (K upper, b; count training entries) with the ridge,
+ * solved into h (R values; on entry its kept value, left there when the
+ * row is unobserved or singular). K and b are overwritten. */
+static int finish_row(unsigned R, double *K, double *b, uint64_t count, double l2, double *h)
+{
     if (count == 0)
         return ROW_UNOBSERVED;
     double maxdiag = 0;
     for (unsigned j = 0; j < R; j++) {
-        maxdiag = s->K[(size_t)j * R + j] > maxdiag ? s->K[(size_t)j * R + j] : maxdiag;
-        s->K[(size_t)j * R + j] += l2;
+        maxdiag = K[(size_t)j * R + j] > maxdiag ? K[(size_t)j * R + j] : maxdiag;
+        K[(size_t)j * R + j] += l2;
+    }
+    const double tiny = AMP_COMPLETION_PIVOT * (double)R * DBL_EPSILON * (maxdiag + l2);
+    if (R <= CMP_SOLVE_R) {
+        if (!small_solve(R, K, b, tiny))
+            return ROW_SINGULAR;
+        memcpy(h, b, (size_t)R * sizeof *h);
+        return ROW_SOLVED;
     }
     /* Row-major upper is column-major lower. */
-    lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', (lapack_int)R, s->K,
-                                          (lapack_int)R);
+    lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', (lapack_int)R, K, (lapack_int)R);
     if (info != 0)
         return ROW_SINGULAR;
-    const double tiny = AMP_COMPLETION_PIVOT * (double)R * DBL_EPSILON * (maxdiag + l2);
     for (unsigned j = 0; j < R; j++) {
-        const double p = s->K[(size_t)j * R + j];
+        const double p = K[(size_t)j * R + j];
         if (!(p * p > tiny))
             return ROW_SINGULAR;
     }
-    LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', (lapack_int)R, 1, s->K, (lapack_int)R, s->b,
+    LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', (lapack_int)R, 1, K, (lapack_int)R, b,
                         (lapack_int)R);
-    memcpy(h, s->b, (size_t)R * sizeof *h);
+    memcpy(h, b, (size_t)R * sizeof *h);
     return ROW_SOLVED;
 }
 
-/* Row i's squared residuals with h: training ones into sums[0], their
+/* The squared residuals of nonzeros [a, e) of the copy (one row's, or a
+ * piece of one) with the row's h: training ones into sums[0], their
  * values' squares into sums[1], test ones into sums[2]. */
-static void row_residuals(const cmp_mode *cm, uint64_t i, const double *restrict h,
-                          double *restrict kbuf, double *sums)
+CMP_CLONES static void residuals(const cmp_mode *cm, uint64_t a, uint64_t e,
+                                 const double *restrict h, double *restrict kbuf, double *sums)
 {
     const unsigned R = cm->R;
     const amp_copy *c = cm->c;
-    const uint64_t a = cm->start[i], e = cm->start[i + 1];
     const int keyed = c->layout.key_bits > 0;
     size_t blk = keyed && a < e ? block_of(c, a) : 0;
     for (uint64_t k = a; k < e; k++) {
@@ -232,6 +306,73 @@ static void row_residuals(const cmp_mode *cm, uint64_t i, const double *restrict
             sums[1] += x * x;
         }
     }
+}
+
+/* Rows longer than this many nonzeros are built in pieces of `piece` by
+ * several threads at once (a power-law row can hold a fifth of a mode's
+ * nonzeros, and one thread owning it would leave the others idle), the
+ * pieces' systems then summed in piece order: fixed pieces, so the sums
+ * do not depend on the thread count. */
+typedef struct cmp_pieces {
+    uint64_t piece;       /* nonzeros a piece; rows above 2 piece are split */
+    uint64_t n;           /* pieces */
+    uint64_t *row, *lo;   /* each piece's row and first nonzero, in row order */
+} cmp_pieces;
+
+static void pieces_free(cmp_pieces *p)
+{
+    amp_free(p->row);
+    amp_free(p->lo);
+    memset(p, 0, sizeof *p);
+}
+
+static int is_heavy(const cmp_pieces *p, const uint64_t *start, uint64_t i)
+{
+    return start[i + 1] - start[i] > 2 * p->piece;
+}
+
+static amp_status pieces_new(const uint64_t *start, uint64_t rows, uint64_t piece,
+                             cmp_pieces *p, amp_error *err)
+{
+    memset(p, 0, sizeof *p);
+    p->piece = piece;
+    for (uint64_t i = 0; i < rows; i++)
+        if (is_heavy(p, start, i))
+            p->n += (start[i + 1] - start[i] + piece - 1) / piece;
+    p->row = amp_calloc(p->n + 1, sizeof *p->row, "the pieces of long rows", err);
+    p->lo = p->row ? amp_calloc(p->n + 1, sizeof *p->lo, "the pieces of long rows", err) : NULL;
+    if (p->lo == NULL) {
+        pieces_free(p);
+        return err->status;
+    }
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < rows; i++)
+        if (is_heavy(p, start, i))
+            for (uint64_t a = start[i]; a < start[i + 1]; a += piece) {
+                p->row[k] = i;
+                p->lo[k++] = a;
+            }
+    return AMP_OK;
+}
+
+/* The first piece of heavy row i. */
+static uint64_t first_piece(const cmp_pieces *p, uint64_t i)
+{
+    uint64_t lo = 0, hi = p->n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (p->row[mid] < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static uint64_t piece_end(const cmp_pieces *p, const uint64_t *start, uint64_t k)
+{
+    const uint64_t e = p->lo[k] + p->piece, end = start[p->row[k] + 1];
+    return e < end ? e : end;
 }
 
 static void mode_init(cmp_mode *cm, const amp_tensor *t, const amp_cpd *c, unsigned d,
@@ -387,7 +528,11 @@ amp_status amp_cpu_completion(const amp_tensor *t, const amp_cpd_opts *o, amp_cp
     const int T = amp_thread_count(o->threads);
     amp_status rc = AMP_OK;
     uint64_t *start[AMP_MAX_MODES] = {0}, *held[AMP_MAX_MODES] = {0};
-    double *scratch = NULL, *part = NULL, *tpart = NULL;
+    double *scratch = NULL, *part = NULL, *tpart = NULL, *pbuf = NULL;
+    cmp_pieces pieces[AMP_MAX_MODES];
+    memset(pieces, 0, sizeof pieces);
+    /* A piece's system, count and residual sums. */
+    const size_t pstride = (size_t)R * R + R + 4;
     uint64_t maxrows = 1, n_held = 0;
     for (unsigned m = 0; m < N; m++)
         maxrows = c->rows[m] > maxrows ? c->rows[m] : maxrows;
@@ -433,6 +578,23 @@ amp_status amp_cpu_completion(const amp_tensor *t, const amp_cpd_opts *o, amp_cp
         rc = err->status;
         goto done;
     }
+    /* Long rows' pieces: CMP_PIECE nonzeros, or more where their systems
+     * would take more than CMP_PIECE_BYTES (high ranks); a function of
+     * the tensor and the rank alone, never of the thread count. */
+    {
+        uint64_t piece = CMP_PIECE, most = 0;
+        const uint64_t need = (uint64_t)t->nnz * pstride * sizeof(double) / CMP_PIECE_BYTES + 1;
+        piece = need > piece ? need : piece;
+        for (unsigned m = 0; m < N; m++) {
+            AMP_CHECK_GOTO(pieces_new(start[m], c->rows[m], piece, &pieces[m], err), rc, done);
+            most = pieces[m].n > most ? pieces[m].n : most;
+        }
+        pbuf = amp_calloc(most * pstride + 1, sizeof(double), "the long rows' systems", err);
+        if (pbuf == NULL) {
+            rc = err->status;
+            goto done;
+        }
+    }
     c->completion.n_train = t->nnz - n_held;
     c->completion.n_test = co->test ? co->test->n : n_held;
     c->seconds[AMP_PHASE_MTTKRP] += amp_now() - now;
@@ -450,11 +612,23 @@ amp_status amp_cpu_completion(const amp_tensor *t, const amp_cpd_opts *o, amp_cp
             mode_init(&cm, t, c, d, start[d], held[d]);
             double *A = c->A[d];
             const double *lam = c->lambda, l2 = rule[d].l2;
-            const uint64_t rows = c->rows[d];
+            const uint64_t rows = c->rows[d], *st = start[d];
             const int64_t nb = (int64_t)((rows + CMP_BLOCK - 1) / CMP_BLOCK);
             double *bsum = part + maxblocks * 2 * R;   /* 3 a block: residual sums */
+            const cmp_pieces *pc = &pieces[d];
+            const int64_t np = (int64_t)pc->n;
             uint64_t unobserved = 0, singular = 0;
             now = amp_now();
+            /* The long rows' pieces first, every thread at once. */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(T)
+            for (int64_t k = 0; k < np; k++) {
+                cmp_scratch s = scratch_of(scratch, amp_thread_id(), R);
+                double *K = pbuf + (uint64_t)k * pstride, *bb = K + (size_t)R * R;
+                memset(K, 0, ((size_t)R * R + R) * sizeof *K);
+                uint64_t cnt = 0;
+                accumulate(&cm, pc->lo[k], piece_end(pc, st, (uint64_t)k), &s, K, bb, &cnt);
+                bb[R] = (double)cnt;
+            }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(T) \
     reduction(+ : unobserved, singular)
             for (int64_t b = 0; b < nb; b++) {
@@ -467,24 +641,60 @@ amp_status amp_cpu_completion(const amp_tensor *t, const amp_cpd_opts *o, amp_cp
                     /* The kept value: the row as the model has it. */
                     for (unsigned r = 0; r < R; r++)
                         h[r] *= lam[r];
-                    const int how = solve_row(&cm, i, l2, &s, h);
+                    memset(s.K, 0, (size_t)R * R * sizeof *s.K);
+                    memset(s.b, 0, (size_t)R * sizeof *s.b);
+                    uint64_t cnt = 0;
+                    const int heavy = is_heavy(pc, st, i);
+                    if (heavy) {
+                        /* Its pieces' systems, in piece order. */
+                        for (uint64_t k = first_piece(pc, i); k < pc->n && pc->row[k] == i;
+                             k++) {
+                            const double *K = pbuf + k * pstride, *bb = K + (size_t)R * R;
+                            for (size_t q = 0; q < (size_t)R * R; q++)
+                                s.K[q] += K[q];
+                            for (unsigned r = 0; r < R; r++)
+                                s.b[r] += bb[r];
+                            cnt += (uint64_t)bb[R];
+                        }
+                    } else {
+                        accumulate(&cm, st[i], st[i + 1], &s, s.K, s.b, &cnt);
+                    }
+                    const int how = finish_row(R, s.K, s.b, cnt, l2, h);
                     unobserved += how == ROW_UNOBSERVED;
                     singular += how == ROW_SINGULAR;
-                    if (last)
-                        row_residuals(&cm, i, h, s.k, sums);
+                    if (last && !heavy)
+                        residuals(&cm, st[i], st[i + 1], h, s.k, sums);
                 }
                 for (int q = 0; q < 3; q++)
                     bsum[(uint64_t)b * 3 + (uint64_t)q] = sums[q];
             }
+            /* The long rows' residuals, by pieces again. */
+            if (last) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(T)
+                for (int64_t k = 0; k < np; k++) {
+                    cmp_scratch s = scratch_of(scratch, amp_thread_id(), R);
+                    double *sums = pbuf + (uint64_t)k * pstride + (size_t)R * R + R + 1;
+                    sums[0] = sums[1] = sums[2] = 0;
+                    residuals(&cm, pc->lo[k], piece_end(pc, st, (uint64_t)k),
+                              A + pc->row[k] * R, s.k, sums);
+                }
+            }
             c->seconds[AMP_PHASE_MTTKRP] += amp_now() - now;
             c->completion.unobserved[d] = unobserved;
             c->completion.singular[d] = singular;
-            if (last)
+            if (last) {
                 for (int64_t b = 0; b < nb; b++) {
                     sse_train += bsum[b * 3];
                     sq_train += bsum[b * 3 + 1];
                     sse_test += bsum[b * 3 + 2];
                 }
+                for (int64_t k = 0; k < np; k++) {
+                    const double *sums = pbuf + (uint64_t)k * pstride + (size_t)R * R + R + 1;
+                    sse_train += sums[0];
+                    sq_train += sums[1];
+                    sse_test += sums[2];
+                }
+            }
             now = amp_now();
             normalize(A, rows, R, it == 0, c->lambda, part);
             c->seconds[AMP_PHASE_NORMALIZE] += amp_now() - now;
@@ -516,7 +726,9 @@ done:
     for (unsigned m = 0; m < N; m++) {
         amp_free(start[m]);
         amp_free(held[m]);
+        pieces_free(&pieces[m]);
     }
+    amp_free(pbuf);
     amp_free(scratch);
     amp_free(part);
     amp_free(tpart);
