@@ -151,6 +151,38 @@ py_check "90% hidden: the test RMSE of the best start is below 2 sigma" \
     rmse "$T/p$best.json" 0.02
 py_check "90% hidden: its report recomputed from the factor files" \
     recompute "$T/p.tns" "$T/p$best" "$T/p$best.json" file "$T/pt.tns"
+# The summary's numbers are the JSON's (which recompute checked): the
+# final line, the counts, the rows kept; and each iteration line's.
+run "$AMPED_RUN" --gpus 0 --observed nonzeros -r 3 --l2 0.01 --seed "$best" --iters 30 \
+    --tol 0 --holdout-file "$T/pt.tns" --json "$T/pp.json" -o "$T/pp" --format npy "$T/p.amp"
+check_status "the planted run printing its report: exit 0" 0
+py_check "the printed report recomputed from the factor files" \
+    recompute "$T/p.tns" "$T/pp" "$T/pp.json" file "$T/pt.tns"
+check "every number printed is the JSON's, to the digits printed" "$PY" -c '
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+out = open(sys.argv[2]).read()
+c = j["completion"]
+m = re.search(r"final fit: (\S+) on the (\d+) training entries after (\d+) iterations? "
+              r"\((?:converged|iteration limit)\); RMSE train (\S+), test (\S+) \((\d+) entries\)", out)
+k = re.search(r"rows kept: (\d+) with no training entry, (\d+) with a singular system \(by mode:((?: \d+/\d+)+)\)", out)
+assert m and k, "no final or rows-kept line"
+assert abs(float(m.group(1)) - j["final_fit"]) <= 1e-10, "fit"
+assert int(m.group(2)) == c["n_train"] and int(m.group(6)) == c["n_test"], "counts"
+assert int(m.group(3)) == len(j["iterations"]), "iterations"
+for g, key in ((4, "rmse_train"), (5, "rmse_test")):
+    assert abs(float(m.group(g)) - c[key]) <= 1e-6 * c[key], key
+pairs = [tuple(map(int, p.split("/"))) for p in k.group(3).split()]
+assert [a for a, b in pairs] == c["unobserved_rows"] and [b for a, b in pairs] == c["singular_rows"]
+assert int(k.group(1)) == sum(c["unobserved_rows"]) and int(k.group(2)) == sum(c["singular_rows"])
+lines = re.findall(r"^ *(\d+)  (\S+)  (\S+)  (\S+)  (\S+) +\S+$", out, re.M)
+assert len(lines) == len(j["iterations"]), "iteration lines"
+for (it, fit, tr, te, dl), rec in zip(lines, j["iterations"]):
+    assert int(it) == rec["iter"] and abs(float(fit) - rec["fit"]) <= 1e-10
+    assert abs(float(tr) - rec["rmse_train"]) <= 1e-6 * rec["rmse_train"]
+    assert abs(float(te) - rec["rmse_test"]) <= 1e-6 * rec["rmse_test"]
+    assert abs(float(dl) - rec["delta"]) <= 1e-3 * max(rec["delta"], 1e-300)
+' "$T/pp.json" "$RUN_OUT"
 
 # ---- the holdout selection: the same whatever the layout ----------------
 # Other shards and chunks renumber and reorder the copies; other thread
