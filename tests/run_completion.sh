@@ -279,6 +279,16 @@ done <<EOF
 --observed nonzeros --method hals|--observed nonzeros --method hals|not --method hals
 --observed nonzeros --l1|--observed nonzeros --l1 0.1|takes --l2 (its ridge), not --constraint or --l1
 EOF
+# Several GPUs and the remapped copies are refused before any device is
+# touched (exit 1: not a usage error, a limit of this version).
+run "$AMPED_RUN" -q --gpus 2 --observed nonzeros -r 2 --iters 1 "$T/r3.amp"
+check_status "--observed nonzeros on 2 GPUs: refused (exit 1)" 1
+check_contains "--observed nonzeros on 2 GPUs: the message says one GPU" "$RUN_ERR" \
+    "runs on one GPU for now, and --gpus asks for 2"
+run "$AMPED_RUN" -q --memory remap --observed nonzeros -r 2 --iters 1 "$T/r3.amp"
+check_status "--observed nonzeros with --memory remap: refused (exit 1)" 1
+check_contains "--observed nonzeros with --memory remap: the message says so" "$RUN_ERR" \
+    "--memory remap: not with --observed nonzeros"
 printf '1 1 1 0.5\n1 8 1 0.25\n' >"$T/bad1.tns"
 printf '1 1 1 0.5\n1 1 x 0.25\n' >"$T/bad2.tns"
 printf '1 1 1 0.5\n0 1 1 0.25\n' >"$T/bad3.tns"
