@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "amp_cli.h"
-#include "amp_coo.h"
 #include "amp_cpu.h"
 #include "amp_parse.h"
 #include "amp_timer.h"
@@ -382,48 +381,6 @@ amp_status amp_run_opts_check(amp_run_opts *r, amp_error *err)
     return AMP_OK;
 }
 
-/* --holdout-file: a .tns of test entries (1-based, as FROSTT's), read by
- * amped-prep's reader with t's dimensions as the bound, each index
- * checked there (the message names the file and line). */
-static amp_status read_test_set(const amp_tensor *t, const char *path, amp_test_set *out,
-                                amp_error *err)
-{
-    amp_read_opts ro;
-    amp_read_opts_init(&ro);
-    ro.format = AMP_INPUT_TNS;
-    ro.index_base = 1;
-    ro.ndims = t->nmodes;
-    for (unsigned m = 0; m < t->nmodes; m++)
-        ro.dims[m] = t->dims[m];
-    ro.duplicates = AMP_DUP_KEEP;   /* each line is a test entry */
-    amp_coo coo;
-    amp_read_info info;
-    memset(&coo, 0, sizeof coo);
-    if (amp_read_tensor(path, &ro, &coo, &info, err) != AMP_OK) {
-        /* The reader's advice names amped-prep's options: not this program's. */
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        char *advice = strstr(msg, " (use --");
-        if (advice != NULL)
-            *advice = '\0';
-        const amp_status st = err->status;
-        err->status = AMP_OK;   /* amp_error_set keeps the first failure's message */
-        return amp_error_set(err, st, err->src_file, err->src_line, "%s (the test "
-                             "entries of --holdout-file: FROSTT text, 1-based, within the "
-                             "tensor's dimensions)", msg);
-    }
-    amp_status rc = AMP_OK;
-    if (coo.nmodes != t->nmodes)
-        rc = AMP_FAIL(err, AMP_ERR_PARSE, "%s: %u modes, and the tensor has %u", path,
-                      coo.nmodes, t->nmodes);
-    else if (coo.nnz == 0)
-        rc = AMP_FAIL(err, AMP_ERR_PARSE, "%s: no test entry", path);
-    else
-        rc = amp_test_set_build(t, coo.nnz, coo.ind, coo.val, out, err);
-    amp_coo_free(&coo);
-    return rc;
-}
-
 amp_status amp_session_open(amp_session *s, amp_run_opts *r, const char *path, amp_error *err)
 {
     AMP_CHECK(amp_file_open(path, &s->f, err));
@@ -437,7 +394,7 @@ amp_status amp_session_open(amp_session *s, amp_run_opts *r, const char *path, a
         return rc;
     }
     if (r->holdout_file) {
-        AMP_CHECK(read_test_set(&s->t, r->holdout_file, &s->test, err));
+        AMP_CHECK(amp_test_set_read(&s->t, r->holdout_file, &s->test, err));
         r->opts.completion.test = &s->test;
     }
     return AMP_OK;

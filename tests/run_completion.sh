@@ -293,16 +293,20 @@ printf '1 1 1 0.5\n1 8 1 0.25\n' >"$T/bad1.tns"
 printf '1 1 1 0.5\n1 1 x 0.25\n' >"$T/bad2.tns"
 printf '1 1 1 0.5\n0 1 1 0.25\n' >"$T/bad3.tns"
 printf '1 1 1 1 0.5\n' >"$T/bad4.tns"
+printf '# a comment\n1 1 1 0.5\n2 2 2 1.5e\n' >"$T/bad5.tns"
+printf '# only a comment\n\n' >"$T/bad6.tns"
 while IFS='|' read -r what file text; do
     run "$AMPED_RUN" -q --gpus 0 -r 2 --iters 1 --observed nonzeros --holdout-file "$T/$file" \
         "$T/r3.amp"
     check_status "a bad holdout file, $what: exit 1" 1
     check_contains "a bad holdout file, $what: the file and line named" "$RUN_ERR" "$text"
 done <<'EOF'
-an index beyond the dimension|bad1.tns|bad1.tns:2: index 8 in mode 2 exceeds the given dimension 7
-not a number|bad2.tns|bad2.tns:2: field 3
-index 0|bad3.tns|bad3.tns:2: index 0 in mode 1
-4 modes for 3|bad4.tns|bad4.tns:1:
+an index beyond the dimension|bad1.tns|bad1.tns:2: index 8 of mode 2 is outside the tensor's 1 to 7
+not an index|bad2.tns|bad2.tns:2: field 3: 'x' is not an index
+index 0|bad3.tns|bad3.tns:2: index 0 of mode 1 is outside
+4 modes for 3|bad4.tns|bad4.tns:1: expected 4 fields (3 indices and a value
+a value that is not a number|bad5.tns|bad5.tns:3: field 4: '1.5e' is not a finite number
+no entry|bad6.tns|bad6.tns: no test entry
 EOF
 run "$AMPED_RUN" -q --gpus 0 -r 2 --iters 1 --observed nonzeros --holdout-file \
     "$T/none.tns" "$T/r3.amp"

@@ -58,6 +58,18 @@ amp_status amp_test_set_build(const amp_tensor *t, uint64_t n, uint64_t *const *
                               const double *val, amp_test_set *out, amp_error *err);
 void amp_test_set_free(amp_test_set *s);
 
+/* --holdout-file: FROSTT text (a line an entry: t->nmodes 1-based indices
+ * and a value; blank lines and '#' comments skipped), each index checked
+ * against t's dimensions, into *out as amp_test_set_build gives it. A bad
+ * line fails naming the file and the line (AMP_ERR_PARSE, or
+ * AMP_ERR_RANGE for an index outside the tensor); no entry at all is
+ * AMP_ERR_PARSE; repeated coordinates are separate entries. Written here
+ * rather than taken from amped-prep's reader (prep/) because run/ may not
+ * include prep (tests/layout.sh); its rules are the same for these
+ * files. */
+amp_status amp_test_set_read(const amp_tensor *t, const char *path, amp_test_set *out,
+                             amp_error *err);
+
 #ifdef __cplusplus
 }
 #endif
