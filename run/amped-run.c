@@ -86,6 +86,16 @@ static void usage(void)
            "                       (default %g)\n"
            "      --allow-noninteger  take non-negative values that are not counts\n"
            "\n"
+           "Missing entries (see amped-run(1), MISSING ENTRIES):\n"
+           "      --observed=WHICH all: every cell is data, an absent one a zero (CP-ALS);\n"
+           "                       nonzeros: fit the stored entries only (completion);\n"
+           "                       --l2 is then each row's ridge (default all)\n"
+           "      --holdout=F      completion: keep a share F in [0, 1) of the stored\n"
+           "                       entries out of the fit, drawn by --seed, and report\n"
+           "                       their RMSE each iteration (default 0)\n"
+           "      --holdout-file=FILE  completion: the test entries from a .tns file\n"
+           "                       (1-based, within the tensor's dimensions) instead\n"
+           "\n"
            "Output:\n"
            "  -o, --output=PREFIX  write the factors as PREFIX.mode1.mat ... PREFIX.modeN.mat\n"
            "                       and PREFIX.lambda.mat, in the original index space,\n"
@@ -265,10 +275,19 @@ static void on_iter(void *ctx, unsigned iter, double fit, double delta, double s
         rec->kkt = a->cpd->kkt;
         rec->inner = a->cpd->inner_iters;
     }
+    const int completion = a->r.opts.completion.observed == AMP_OBSERVED_NONZEROS;
+    if (completion && a->report.niters > 0) {
+        amp_iter_record *rec = &a->report.iters[a->report.niters - 1];
+        rec->rmse_train = a->cpd->completion.rmse_train;
+        rec->rmse_test = a->cpd->completion.rmse_test;
+    }
     if (!a->quiet) {
         if (apr)
             printf("%6u  %.10e  %.3e  %5u  %8.3f\n", iter, a->cpd->loglik, a->cpd->kkt,
                    a->cpd->inner_iters, seconds);
+        else if (completion)
+            printf("%6u  %.10f  %.6e  %.6e  %.3e  %8.3f\n", iter, fit,
+                   a->cpd->completion.rmse_train, a->cpd->completion.rmse_test, delta, seconds);
         else
             printf("%6u  %.10f  %.3e  %8.3f\n", iter, fit, delta, seconds);
         fflush(stdout);
@@ -869,6 +888,44 @@ static void warn_zero_factors(const run_args *a, const amp_cpd *c, const char *w
                  : "");
 }
 
+/* Completion's header lines: what is fitted, the ridge, the test entries. */
+static void say_completion(const run_args *a, const run_state *s)
+{
+    const amp_completion_opts *co = &a->r.opts.completion;
+    printf("           observed: the %" PRIu64 " stored entries only; ridge l2",
+           s->ss.t.nnz);
+    for (unsigned m = 0; m < s->ss.t.nmodes; m++)
+        printf("%s%g", m ? "," : " ", a->r.rule[m].l2);
+    if (co->test)
+        printf("; test entries from %s (%" PRIu64 ")\n", a->r.holdout_file, co->test->n);
+    else if (co->holdout > 0)
+        printf("; holdout %g of them (seed %" PRIu64 ")\n", co->holdout, a->r.opts.seed);
+    else
+        printf("; no test entries\n");
+}
+
+/* Completion's rows that kept their value, once the run is over. */
+static void say_kept_rows(const run_args *a, const amp_cpd *c)
+{
+    uint64_t unobserved = 0, singular = 0;
+    for (unsigned m = 0; m < c->nmodes; m++) {
+        unobserved += c->completion.unobserved[m];
+        singular += c->completion.singular[m];
+    }
+    printf("rows kept: %" PRIu64 " with no training entry, %" PRIu64 " with a singular system "
+           "(by mode:", unobserved, singular);
+    for (unsigned m = 0; m < c->nmodes; m++)
+        printf(" %" PRIu64 "/%" PRIu64, c->completion.unobserved[m], c->completion.singular[m]);
+    printf(")\n");
+    int ridge = 0;
+    for (unsigned m = 0; m < c->nmodes; m++)
+        ridge |= a->r.rule[m].l2 > 0;
+    if (singular > 0 && !ridge)
+        amp_log(AMP_LOG_WARN, "%" PRIu64 " row%s had fewer training entries than the rank "
+                "allows and kept their value: --l2 (a ridge) makes every row's system "
+                "solvable", singular, amp_plural(singular));
+}
+
 /* CP-ALS on the chosen backend, its report filled in and the factors
  * written. */
 static amp_status decompose(run_args *a, run_state *s, amp_error *err)
@@ -908,8 +965,12 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
         else
             printf("           random starting factors, seed %" PRIu64 "\n", a->r.opts.seed);
         AMP_CHECK(say_long_solve(a, s, err));
+        if (a->r.opts.completion.observed == AMP_OBSERVED_NONZEROS)
+            say_completion(a, s);
         if (a->r.opts.method == AMP_METHOD_APR)
             printf("  iter  loglik             kkt        inner  seconds\n");
+        else if (a->r.opts.completion.observed == AMP_OBSERVED_NONZEROS)
+            printf("  iter  fit (train)   rmse train    rmse test     delta      seconds\n");
         else
             printf("  iter  fit           delta      seconds\n");
     }
@@ -925,6 +986,10 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
     warn_zero_factors(a, &s->ss.c, "final");
     a->report.final_fit = s->ss.c.fit;
     a->report.converged = s->ss.c.converged;
+    if (a->r.opts.completion.observed == AMP_OBSERVED_NONZEROS) {
+        a->report.completion = &s->ss.c;
+        a->report.holdout_file = a->r.holdout_file;
+    }
     a->report.phase_seconds = s->ss.c.seconds;
     double t_out = amp_now();
     if (a->output) {
@@ -1003,6 +1068,9 @@ static amp_status start_dist(run_args *a, run_state *s, amp_error *err)
     if (a->mttkrp_only || a->check)
         return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--mttkrp-only and --check run in one "
                         "process, not under mpirun");
+    if (a->r.opts.completion.observed == AMP_OBSERVED_NONZEROS)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--observed nonzeros runs in one process "
+                        "for now, not under mpirun");
     /* Collective: every process asks, whether or not it keeps the answer. */
     int fair;
     AMP_CHECK(amp_dist_threads(s->dist, &fair, &s->cpus, &s->cpu_sharers, err));
@@ -1094,7 +1162,15 @@ static int run(run_args *a)
             printf("final log-likelihood: %.10e after %u iteration%s (%s), KKT violation "
                    "%.3e\n", s.ss.c.loglik, s.ss.c.iters, s.ss.c.iters == 1 ? "" : "s",
                    a->report.converged ? "converged" : "iteration limit", s.ss.c.kkt);
-        else
+        else if (a->r.opts.completion.observed == AMP_OBSERVED_NONZEROS) {
+            printf("final fit: %.10f on the %" PRIu64 " training entries after %u iteration%s "
+                   "(%s); RMSE train %.6e, test %.6e (%" PRIu64 " entries)\n", s.ss.c.fit,
+                   s.ss.c.completion.n_train, s.ss.c.iters, s.ss.c.iters == 1 ? "" : "s",
+                   a->report.converged ? "converged" : "iteration limit",
+                   s.ss.c.completion.rmse_train, s.ss.c.completion.rmse_test,
+                   s.ss.c.completion.n_test);
+            say_kept_rows(a, &s.ss.c);
+        } else
             printf("final fit: %.10f after %u iteration%s (%s)\n", s.ss.c.fit, s.ss.c.iters,
                    s.ss.c.iters == 1 ? "" : "s",
                    a->report.converged ? "converged" : "iteration limit");

@@ -90,6 +90,30 @@ static void put_double_array(sbuf *b, const double *v, unsigned n)
     put(b, "]");
 }
 
+/* --observed nonzeros: what was fitted and tested, and the rows kept. */
+static void put_completion(sbuf *b, const amp_run_report *r)
+{
+    const amp_cpd *c = r->completion;
+    const unsigned N = r->t->nmodes;
+    put(b, ",\n  \"completion\": {\"observed\": \"nonzeros\", \"holdout\": ");
+    put_number(b, r->opts->completion.holdout);
+    put(b, ", \"holdout_file\": ");
+    if (r->holdout_file)
+        put_string(b, r->holdout_file);
+    else
+        put(b, "null");
+    put(b, ", \"n_train\": %" PRIu64 ", \"n_test\": %" PRIu64 ", \"rmse_train\": ",
+        c->completion.n_train, c->completion.n_test);
+    put_number(b, c->completion.rmse_train);
+    put(b, ", \"rmse_test\": ");
+    put_number(b, c->completion.rmse_test);
+    put(b, ",\n                 \"unobserved_rows\": ");
+    put_u64_array(b, c->completion.unobserved, N);
+    put(b, ", \"singular_rows\": ");
+    put_u64_array(b, c->completion.singular, N);
+    put(b, "}");
+}
+
 amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_error *err)
 {
     const char *const *phase_names = amp_report_phase_names;
@@ -148,6 +172,8 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
         put(&b, ",\n  \"kappa_rule\": \"%s\"",
             r->opts->apr.shift_rule == AMP_APR_SHIFT_PYTTB ? "pyttb" : "kkt");
     }
+    if (r->completion)
+        put_completion(&b, r);
     put(&b, ",\n");
     if (r->mttkrp_mode_seconds) {
         double total = 0;
@@ -178,6 +204,12 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
             put_number(&b, it->fit);
             put(&b, ", \"delta\": ");
             put_number(&b, it->delta);
+            if (r->completion) {
+                put(&b, ", \"rmse_train\": ");
+                put_number(&b, it->rmse_train);
+                put(&b, ", \"rmse_test\": ");
+                put_number(&b, it->rmse_test);
+            }
         }
         put(&b, ", \"seconds\": ");
         put_number(&b, it->seconds);

@@ -14,6 +14,9 @@ typedef struct amp_iter_record {
      * the log-likelihood, the KKT violation, the inner iterations. */
     double loglik, kkt;
     unsigned inner;
+    /* --observed nonzeros: the RMSEs on the training and test entries
+     * (rmse_test NAN without test entries). */
+    double rmse_train, rmse_test;
     double phase[AMP_NPHASES];   /* this iteration's time in each phase */
 } amp_iter_record;
 
@@ -90,6 +93,10 @@ typedef struct amp_run_report {
     /* -o: the prefix and the run identifier its manifest holds (NULL for
      * a ktensor, which has none), or NULL */
     const char *factors_prefix, *factors_run;
+    /* --observed nonzeros: the run's counts (NULL otherwise) and
+     * --holdout-file's path (or NULL). */
+    const amp_cpd *completion;
+    const char *holdout_file;
 } amp_run_report;
 
 /* One iteration; phase_so_far: each phase's time from the start of the

@@ -38,6 +38,10 @@ const struct option amp_run_long_options[] = {
     {"eps-div-zero", required_argument, NULL, AMP_OPT_EPS_DIV_ZERO},
     {"allow-noninteger", no_argument, NULL, AMP_OPT_ALLOW_NONINTEGER},
     {"kappa-rule", required_argument, NULL, AMP_OPT_KAPPA_RULE},
+    /* missing entries (completion) */
+    {"observed", required_argument, NULL, AMP_OPT_OBSERVED},
+    {"holdout", required_argument, NULL, AMP_OPT_HOLDOUT},
+    {"holdout-file", required_argument, NULL, AMP_OPT_HOLDOUT_FILE},
     /* output */
     {"output", required_argument, NULL, 'o'},
     {"format", required_argument, NULL, AMP_OPT_FORMAT},
@@ -230,6 +234,22 @@ static amp_status take_option(amp_run_opts *r, int code, const char *arg, int *t
         r->opts.apr.shift_rule = choice == 1 ? AMP_APR_SHIFT_PYTTB : AMP_APR_SHIFT_KKT;
         return AMP_OK;
     }
+    case AMP_OPT_OBSERVED: {
+        static const char *const observed[] = {"all", "nonzeros", NULL};
+        AMP_CHECK(amp_parse_choice(arg, observed, "--observed", &choice, err));
+        r->opts.completion.observed = choice == 1 ? AMP_OBSERVED_NONZEROS : AMP_OBSERVED_ALL;
+        return AMP_OK;
+    }
+    case AMP_OPT_HOLDOUT:
+        r->holdout_given = 1;
+        AMP_CHECK(amp_parse_double(arg, 0, 1, "--holdout", &r->opts.completion.holdout, err));
+        if (r->opts.completion.holdout >= 1)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "invalid value '%s' for --holdout: expected a "
+                            "fraction of the stored entries, at least 0 and below 1", arg);
+        return AMP_OK;
+    case AMP_OPT_HOLDOUT_FILE:
+        r->holdout_file = arg;
+        return AMP_OK;
     case AMP_OPT_SEED:
         return amp_parse_u64(arg, 0, UINT64_MAX, "--seed", &r->opts.seed, err);
     case AMP_OPT_INIT:
@@ -344,6 +364,15 @@ amp_status amp_run_opts_check(amp_run_opts *r, amp_error *err)
         if (!r->iters_given)
             r->opts.max_iters = AMP_APR_ITERS_DEFAULT;
     }
+    if (r->opts.completion.observed != AMP_OBSERVED_NONZEROS &&
+        (r->holdout_given || r->holdout_file))
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s holds entries out of a fit to the stored "
+                        "entries: give --observed nonzeros too (--observed all fits every "
+                        "cell, an absent one as a zero)",
+                        r->holdout_given ? "--holdout" : "--holdout-file");
+    if (r->holdout_given && r->holdout_file)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--holdout draws the test entries from the stored "
+                        "ones, --holdout-file reads them: give one");
     if (r->opts.method == AMP_METHOD_MU && r->opts.rules.n_constraint == 0) {
         /* MU keeps factors non-negative whatever it is told: say so. */
         r->opts.rules.n_constraint = 1;
@@ -360,9 +389,15 @@ amp_status amp_session_open(amp_session *s, amp_run_opts *r, const char *path, a
     /* A constraint list's length is checked against the modes before the
      * nonzeros are read. */
     amp_status rc = amp_rules_resolve(&r->opts, s->t.nmodes, r->rule, err);
-    if (rc != AMP_OK)
+    if (rc != AMP_OK) {
         s->late_usage = 1;
-    return rc;
+        return rc;
+    }
+    if (r->holdout_file) {
+        AMP_CHECK(amp_test_set_read(&s->t, r->holdout_file, &s->test, err));
+        r->opts.completion.test = &s->test;
+    }
+    return AMP_OK;
 }
 
 static amp_status load_host(amp_session *s, const amp_session_progress *p, amp_error *err)
@@ -391,6 +426,16 @@ amp_status amp_session_load(amp_session *s, amp_run_opts *r, const char *path,
         if (r->gpu.memory == AMP_MEMORY_REMAP)
             return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--memory remap: not with --method "
                             "cp-apr for now; --memory resident, stream or compressed");
+    }
+    if (r->opts.completion.observed == AMP_OBSERVED_NONZEROS && r->gpus != 0) {
+        /* One GPU (run/cuda/completion.cu), resident or streamed. */
+        if (r->gpus > 1)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--observed nonzeros runs on one GPU for "
+                            "now, and --%s asks for %d: give --gpus 1, or --gpus 0 for the CPU",
+                            r->gpu.ndevices > 0 ? "devices" : "gpus", r->gpus);
+        if (r->gpu.memory == AMP_MEMORY_REMAP)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--memory remap: not with --observed "
+                            "nonzeros for now; --memory resident, stream or compressed");
     }
     if (r->keep_host)
         AMP_CHECK(load_host(s, p, err));
@@ -537,6 +582,9 @@ amp_status amp_session_scale(amp_session *s, amp_run_opts *r, amp_error *err)
      * of a scaled tensor. */
     if (r->opts.method == AMP_METHOD_APR)
         return AMP_OK;
+    /* Completion's residuals, RMSEs and ridge are in the data's units. */
+    if (r->opts.completion.observed == AMP_OBSERVED_NONZEROS)
+        return AMP_OK;
     if (s->gr) {
         double lo = ldexp(1, -2 * AMP_VALUE_EXP_MAX), hi = ldexp(1, 2 * AMP_VALUE_EXP_MAX);
         if (t->value_type == AMP_VALUES_F64 && t->nnz > 0 &&
@@ -588,6 +636,7 @@ void amp_session_close(amp_session *s)
     amp_gpu_run_close(s->gr);
     s->gr = NULL;
     amp_cpd_free(&s->c);
+    amp_test_set_free(&s->test);
     if (s->have_t)
         amp_tensor_free(&s->t);
     s->have_t = 0;

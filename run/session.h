@@ -11,6 +11,7 @@
 #ifndef AMP_SESSION_H
 #define AMP_SESSION_H
 
+#include "amp_completion.h"
 #include "amp_core.h"
 #include "gpu_run.h"
 
@@ -28,7 +29,8 @@ enum {
     AMP_OPT_HOST_MEMORY, AMP_OPT_SEND_PARTS, AMP_OPT_METHOD, AMP_OPT_CONSTRAINT, AMP_OPT_L1,
     AMP_OPT_L2, AMP_OPT_ADMM_INNER, AMP_OPT_ADMM_TOL, AMP_OPT_ROWS, AMP_OPT_REPORT,
     AMP_OPT_REMAP_KERNEL, AMP_OPT_EXCHANGE, AMP_OPT_INNER, AMP_OPT_KAPPA, AMP_OPT_KAPPA_TOL,
-    AMP_OPT_EPS_DIV_ZERO, AMP_OPT_ALLOW_NONINTEGER, AMP_OPT_KAPPA_RULE
+    AMP_OPT_EPS_DIV_ZERO, AMP_OPT_ALLOW_NONINTEGER, AMP_OPT_KAPPA_RULE,
+    AMP_OPT_OBSERVED, AMP_OPT_HOLDOUT, AMP_OPT_HOLDOUT_FILE
 };
 struct option;
 extern const struct option amp_run_long_options[];
@@ -52,6 +54,9 @@ typedef struct amp_run_opts {
     int keep_host;
     amp_mode_rule rule[AMP_MAX_MODES]; /* each mode's, from opts.rules */
     int value_exp;                     /* the run is of 2^value_exp X */
+    /* Completion: --holdout given (even 0), --holdout-file's path. */
+    int holdout_given;
+    const char *holdout_file;
 } amp_run_opts;
 
 void amp_run_opts_init(amp_run_opts *r);
@@ -80,6 +85,7 @@ typedef struct amp_session {
     int late_usage;          /* the options disagree with the file (a usage error) */
     double file_norm_sq;     /* t's |X|^2 before scaling */
     double seconds_load, seconds_upload, seconds_start;
+    amp_test_set test;       /* --holdout-file's entries (test.idx NULL: none) */
 } amp_session;
 
 /* Progress as the session loads: a phase beginning (its name, unit and
@@ -92,7 +98,10 @@ typedef struct amp_session_progress {
 } amp_session_progress;
 
 /* Open path and read its layout, and resolve the per-mode rules against
- * its modes (a list of the wrong length: AMP_ERR_USAGE and late_usage). */
+ * its modes (a list of the wrong length: AMP_ERR_USAGE and late_usage);
+ * --holdout-file's entries read and checked against its dimensions
+ * (AMP_ERR_PARSE or AMP_ERR_RANGE naming the file and line) into s->test,
+ * which r->opts.completion.test then points at. */
 amp_status amp_session_open(amp_session *s, amp_run_opts *r, const char *path, amp_error *err);
 /* The nonzeros where the backend wants them: the GPUs' parts (r->gpus
  * not 0; s->gr stays NULL where the CPU runs instead), else host memory.

@@ -18,8 +18,8 @@
 # updating). Prints one line per mutant and the counts; exits 1 unless
 # every mutant run is caught.
 #
-# GPU mutants (every test they name is tests/test_gpu, tests/test_multi_gpu
-# or tests/test_gpu_apr) run only with AMP_MUTANTS_CUDA=1 on a machine with
+# GPU mutants (every test they name is tests/test_gpu, tests/test_multi_gpu,
+# tests/test_gpu_apr or tests/test_gpu_completion) run only with AMP_MUTANTS_CUDA=1 on a machine with
 # two GPUs; otherwise they are listed as not run, which is no failure.
 # Where the GPU machine cannot build (no headers, no libtool), --export
 # builds them here with CUDA and copies each one's test programs, and the
@@ -170,6 +170,27 @@ apr-normalize-l2 @@ run/cpu/apr.c @@                 s[r] += fabs(A[i * R + r]);
 apr-count-any-real @@ run/cpu/apr.c @@ if (v < 0 || (!allow_noninteger && v != floor(v))) @@ if (v < 0 || (!allow_noninteger && v != v)) @@ tests/run_apr.sh
 EOF
 )"
+# Issue 43: CP completion's planted bugs (a dropped observation, the ridge
+# on the wrong side, a term missing from the per-row system), caught by
+# run_completion.sh's dense masked reference and planted recovery; and the
+# GPU kernel's (run on a GPU by tests/test_gpu_completion).
+mutants="$mutants
+$(cat <<'EOF'
+cmp-drop-first-entry @@ run/cpu/completion.c @@ for (uint64_t j = a; j < e; j++) { @@ for (uint64_t j = a + 1; j < e; j++) { @@ tests/run_completion.sh
+cmp-ridge-wrong-sign @@ run/cpu/completion.c @@         K[(size_t)j * R + j] += l2; @@         K[(size_t)j * R + j] -= l2; @@ tests/run_completion.sh
+cmp-ridge-on-rhs @@ run/cpu/completion.c @@         K[(size_t)j * R + j] += l2; @@         b[j] += l2; @@ tests/run_completion.sh
+cmp-solve-skips-column @@ run/cpu/completion.c @@             b[q] -= K[(size_t)q * R + j] * hj; @@             b[q] -= q ? K[(size_t)q * R + j] * hj : 0; @@ tests/run_completion.sh
+cmp-piece-dropped @@ run/cpu/completion.c @@ for (uint64_t k = first_piece(pc, i); k < pc->n && pc->row[k] == i; @@ for (uint64_t k = first_piece(pc, i) + 1; k < pc->n && pc->row[k] == i; @@ tests/run_completion.sh
+cmp-batch-overwrites @@ run/cpu/completion.c @@ 1.0, s->Z, (int)R, 1.0, @@ 1.0, s->Z, (int)R, 0.0, @@ tests/run_completion.sh
+cmp-k-missing-mode @@ run/cpu/completion.c @@     for (unsigned j = 1; j < cm->nother; j++) { @@     for (unsigned j = 1; j + 1 < cm->nother; j++) { @@ tests/run_completion.sh
+cmp-kept-unscaled @@ run/cpu/completion.c @@                         h[r] *= lam[r]; @@                         h[r] *= 1; @@ tests/run_completion.sh
+cmp-holdout-seedless @@ run/core/amp_completion.h @@ uint64_t h = amp_completion_mix(seed ^ UINT64_C(0x6a09e667f3bcc909)); @@ uint64_t h = amp_completion_mix(UINT64_C(0x6a09e667f3bcc909)); @@ tests/run_completion.sh
+gpu-cmp-rhs-unweighted @@ run/cuda/completion.cu @@ sys[e] += x * ks[e - T]; @@ sys[e] += ks[e - T]; @@ tests/test_gpu_completion
+gpu-cmp-ridge-sign @@ run/cuda/completion.cu @@ sys[j * R - j * (j - 1) / 2] += a.l2; @@ sys[j * R - j * (j - 1) / 2] -= a.l2; @@ tests/test_gpu_completion
+gpu-cmp-carry-dropped @@ run/cuda/completion.cu @@ sys[e] += a.carry_in[e]; @@ sys[e] += 0 * a.carry_in[e]; @@ tests/test_gpu_completion
+gpu-cmp-back-subst @@ run/cuda/completion.cu @@ for (unsigned q = lane; q < jj; q += 32) @@ for (unsigned q = lane + 1; q < jj; q += 32) @@ tests/test_gpu_completion
+EOF
+)"
 # Issue 40: mutants of the code's contracts (the update rules with every
 # constraint, the loop, the outputs, the processes' statistics, prep, the
 # format's reserved and ranged fields, the option parsers), written before
@@ -218,7 +239,7 @@ fi
 gpu_only() {
     local t
     for t in $1; do
-        case $t in tests/test_gpu | tests/test_multi_gpu | tests/test_gpu_apr) ;; *) return 1 ;; esac
+        case $t in tests/test_gpu | tests/test_multi_gpu | tests/test_gpu_apr | tests/test_gpu_completion) ;; *) return 1 ;; esac
     done
 }
 
@@ -239,7 +260,7 @@ echo "mutants: building the unmutated tree in $work"
 cd "$work/_b" || exit 1
 if [ -n "$export_dir" ]; then
     mkdir -p "$export_dir/base"
-    cp tests/test_gpu tests/test_multi_gpu tests/test_gpu_apr "$export_dir/base/" || exit 1
+    cp tests/test_gpu tests/test_multi_gpu tests/test_gpu_apr tests/test_gpu_completion "$export_dir/base/" || exit 1
 fi
 
 # A log's failures, one a line: FAIL lines by test and number (the text may

@@ -232,6 +232,28 @@ typedef struct amp_apr_opts {
 } amp_apr_opts;
 enum { AMP_APR_SHIFT_KKT = 0, AMP_APR_SHIFT_PYTTB };
 
+/* CP completion (--observed nonzeros; run/cpu/completion.c, amp_completion.h):
+ * least squares on the stored entries only, an absent cell being no
+ * observation rather than a zero. Every other field of amp_cpd_opts keeps
+ * its meaning; rules' l2 is each mode's ridge. */
+typedef enum amp_observed { AMP_OBSERVED_ALL = 0, AMP_OBSERVED_NONZEROS } amp_observed;
+/* Test entries kept apart from the tensor (--holdout-file): n entries,
+ * idx[k * nmodes + m] the compact index of entry k in mode m, or
+ * AMP_TEST_NO_ROW where the tensor has no nonzero in that slice (the
+ * model is 0 there, as the factor files written say). */
+#define AMP_TEST_NO_ROW UINT64_MAX
+typedef struct amp_test_set {
+    uint64_t n;
+    unsigned nmodes;
+    uint64_t *idx;
+    double *val;
+} amp_test_set;
+typedef struct amp_completion_opts {
+    amp_observed observed;
+    double holdout;              /* share of the stored entries kept out of the fit, [0, 1) */
+    const amp_test_set *test;    /* --holdout-file's entries, or NULL */
+} amp_completion_opts;
+
 typedef enum amp_constraint { AMP_CONSTRAINT_NONE = 0, AMP_CONSTRAINT_NONNEG } amp_constraint;
 
 /* The floor of MU and HALS: an entry at 0 could never grow again. */
@@ -284,6 +306,7 @@ typedef struct amp_cpd_opts {
      * it, the others wait for its answer), processes do not. */
     const volatile int *stop;
     amp_apr_opts apr;          /* AMP_METHOD_APR's */
+    amp_completion_opts completion;
 } amp_cpd_opts;
 
 /* Each of nmodes modes' rule from o (checked: a list has one value or
@@ -321,6 +344,14 @@ typedef struct amp_cpd {
      * backend adds this to mode m's Gram until it first updates mode m;
      * their MTTKRP rows are zero, so the update makes them zero. */
     double *start_gram[AMP_MAX_MODES];
+    /* --observed nonzeros, after each iteration (on_iter's caller reads
+     * them): fit is 1 - |x - m| / |x| over the training entries. */
+    struct {
+        double rmse_train, rmse_test;    /* rmse_test NAN without test entries */
+        uint64_t n_train, n_test;
+        uint64_t unobserved[AMP_MAX_MODES];   /* rows with no training entry: kept */
+        uint64_t singular[AMP_MAX_MODES];     /* rows whose system was singular: kept */
+    } completion;
 } amp_cpd;
 
 void amp_cpd_opts_init(amp_cpd_opts *o);

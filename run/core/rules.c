@@ -51,6 +51,16 @@ amp_status amp_rules_resolve(const amp_cpd_opts *o, unsigned nmodes, amp_mode_ru
                             "needs --constraint nonneg on every mode (mode %u has none); "
                             "ao-admm and hals take other constraints", m + 1);
     }
+    /* Completion's normal equations take a ridge, row by row. */
+    const int completion = o->completion.observed == AMP_OBSERVED_NONZEROS;
+    if (completion && o->method != AMP_METHOD_ALS)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--observed nonzeros fits by least squares "
+                        "(--method als), not --method %s", amp_method_name(o->method));
+    if (completion && (r->n_constraint || r->n_l1))
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--observed nonzeros takes --l2 (its ridge), "
+                        "not --constraint or --l1");
+    if (completion)
+        any = 0;
     if (o->method == AMP_METHOD_ALS && any)
         return AMP_FAIL(err, AMP_ERR_USAGE, "--method als takes no constraint or penalty: "
                         "use --method ao-admm, hals or mu");

@@ -87,6 +87,25 @@ typedef struct amp_cpu_share {
 amp_status amp_cpu_als_share(const amp_tensor *part, const amp_cpd_opts *o, amp_cpu_share *sh,
                              amp_cpd *c, amp_error *err);
 
+/* Where each row of mode d's copy c starts (rows + 1 positions, the last
+ * c->nnz; a row with no nonzero starts where the next does), malloc'd into
+ * *out: the copy is ordered by its output row (AMP_ERR_INTERNAL if not).
+ * Threads that own rows walk their own nonzeros with it, no atomics. */
+amp_status amp_cpu_row_starts(const amp_copy *c, unsigned d, uint64_t rows, uint64_t **out,
+                              amp_error *err);
+
+/* ---- CP completion (--observed nonzeros, completion.c) ------------------ */
+
+/* CP-ALS fitted to the stored entries only (o->completion): per mode and
+ * row, the normal equations of the row's training entries plus the
+ * mode's ridge (o->rules' l2) built in one pass over the mode's copy and
+ * solved by Cholesky; rows with no training entry or a singular system
+ * keep their value; lambda as CP-ALS takes it. c->completion (RMSEs,
+ * counts) and c->fit (over the training entries) before each on_iter.
+ * f64 whatever o->precision. One process (several: AMP_ERR_UNSUPPORTED). */
+amp_status amp_cpu_completion(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
+                              amp_error *err);
+
 /* ---- CP-APR (Poisson CP, apr.c) ----------------------------------------- */
 
 /* CP-APR's multiplicative updates from the factors in c (random or read;

@@ -43,10 +43,8 @@
  * KKT): fixed, so the sums do not depend on the thread count. */
 #define SUM_BLOCK 4096
 
-/* Where each row's nonzeros start in a copy (rows + 1 positions): the
- * copy is ordered by its output row, and every compact row has one. */
-static amp_status row_starts(const amp_copy *c, unsigned d, uint64_t rows, uint64_t **out,
-                             amp_error *err)
+amp_status amp_cpu_row_starts(const amp_copy *c, unsigned d, uint64_t rows, uint64_t **out,
+                              amp_error *err)
 {
     uint64_t *p = amp_calloc(rows + 1, sizeof *p, "a row table", err);
     if (p == NULL)
@@ -392,7 +390,7 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
         maxrows = c->rows[m] > maxrows ? c->rows[m] : maxrows;
     const uint64_t maxblocks = (maxrows + SUM_BLOCK - 1) / SUM_BLOCK;
     for (unsigned m = 0; m < N; m++) {
-        AMP_CHECK_GOTO(row_starts(&t->copies[m], m, c->rows[m], &start[m], err), rc, done);
+        AMP_CHECK_GOTO(amp_cpu_row_starts(&t->copies[m], m, c->rows[m], &start[m], err), rc, done);
         Phi[m] = amp_calloc(c->rows[m] * R + 1, sizeof(double), "CP-APR's Phi", err);
         if (Phi[m] == NULL) {
             rc = err->status;

@@ -1495,6 +1495,12 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
                             "not %u%s", ngpus, procs > 1 ? " over several processes" : "");
         return amp_gpu_cpd_apr(g[0], o, c, stats, err);
     }
+    if (o->completion.observed == AMP_OBSERVED_NONZEROS) {
+        if (ngpus > 1 || procs > 1)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--observed nonzeros runs on one GPU for "
+                            "now, not %u%s", ngpus, procs > 1 ? " over several processes" : "");
+        return amp_gpu_cpd_completion(g[0], t, o, c, stats, err);
+    }
     if (c->rank != o->rank)
         return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", c->rank, o->rank);
     if (ngpus > 1 && comms == NULL)

@@ -307,6 +307,28 @@ amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comm
 amp_status amp_gpu_cpd_apr(const amp_gpu_tensor *g, const amp_cpd_opts *o, amp_cpd *c,
                            amp_gpu_run_stats *stats, amp_error *err);
 
+/* ---- CP completion on one GPU (completion.cu) ---------------------------- */
+
+/* The largest rank completion takes on the GPU: a row's packed system and
+ * its k (R (R + 1) / 2 + 2 R + 1 doubles) in one warp's shared memory. */
+#define AMP_GPU_COMPLETION_MAX_RANK 64u
+
+/* CP completion (o->completion.observed AMP_OBSERVED_NONZEROS) with the
+ * tensor on g's device: run/cpu/completion.c's algorithm from c's factors
+ * and lambda (host, f64), the same outputs (c->completion and c->fit
+ * before each o->on_iter, iters, converged, stopped) and c->seconds the
+ * GPU time of each phase (MTTKRP: the fused pass that builds and solves
+ * the rows' systems; NORMALIZE; FIT: the residuals). t: g's tensor as the
+ * host holds it (its relabelling draws the holdout; layout only is
+ * enough). The gathered rows and k k^T's products in f32 under
+ * AMP_PRECISION_F32, every sum and the solve f64. g resident, streamed
+ * or from compressed chunks; two copies remapped are refused
+ * (AMP_ERR_UNSUPPORTED); ranks 1 to AMP_GPU_COMPLETION_MAX_RANK.
+ * amp_gpu_cpd_als and amp_gpu_cpd_als_multi (of one GPU) call it. */
+amp_status amp_gpu_cpd_completion(const amp_gpu_tensor *g, const amp_tensor *t,
+                                  const amp_cpd_opts *o, amp_cpd *c,
+                                  amp_gpu_run_stats *stats, amp_error *err);
+
 /* Device bytes a decomposition of t at this rank by this method needs:
  * the factors, their f32 shadows, the MTTKRP output and scratch (and
  * AO-ADMM's duals, a constrained f32 run's f64 M), plus the mode copies

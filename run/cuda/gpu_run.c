@@ -167,6 +167,7 @@ struct amp_gpu_run {
     int f32;                          /* the MTTKRP's precision */
     unsigned rank;                    /* the decomposition's */
     amp_method method;                /* its method: what the device must hold */
+    int completion;                   /* --observed nonzeros (completion.cu) */
     int threads;                      /* CPU threads for the host's work */
     unsigned nmodes;
     uint64_t nnz[AMP_MAX_GPUS][AMP_MAX_MODES], rows[AMP_MAX_GPUS][AMP_MAX_MODES];
@@ -257,6 +258,8 @@ static const char *no_remap(const amp_gpu_run *r, const amp_tensor *part)
 {
     if (r->method == AMP_METHOD_APR)   /* apr.cu: not wired to the remap between modes */
         return "--method cp-apr";
+    if (r->completion)                 /* completion.cu: likewise */
+        return "--observed nonzeros";
     if (r->n > 1 || r->group || r->have_part)
         return "several GPUs";
     if (part->nnz > UINT32_MAX)
@@ -791,12 +794,20 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
     r->f32 = cpd->precision == AMP_PRECISION_F32;
     r->rank = cpd->rank;
     r->method = cpd->method;
+    r->completion = cpd->completion.observed == AMP_OBSERVED_NONZEROS;
     r->threads = cpd->threads;
     if (r->n > 1 && !amp_comm_available() && !asked && !r->group)
         r->n = 1;   /* every GPU, as far as a build without NCCL can join them */
     /* CP-APR runs on one GPU (apr.cu): every visible GPU means the first. */
     if (r->method == AMP_METHOD_APR && r->n > 1 && !asked && !r->group)
         r->n = 1;
+    /* Completion too (completion.cu). */
+    if (r->completion && r->n > 1 && !asked && !r->group)
+        r->n = 1;
+    if (r->completion && (r->n > 1 || r->group))
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--observed nonzeros runs on one "
+                       "GPU for now, not %u%s; --gpus 1 runs it on one, --gpus 0 on the CPU",
+                       r->n, r->group ? " GPUs of each of several processes" : " GPUs");
     if (r->method == AMP_METHOD_APR && (r->n > 1 || r->group))
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--method cp-apr runs on one GPU "
                        "for now, not %u%s; --gpus 1 runs it on one, --gpus 0 on the CPU", r->n,
