@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "amp_core.h"
+#include "amp_gcp.h"
 
 typedef struct amp_iter_record {
     unsigned iter;
@@ -14,6 +15,9 @@ typedef struct amp_iter_record {
      * the log-likelihood, the KKT violation, the inner iterations. */
     double loglik, kkt;
     unsigned inner;
+    /* GCP, per epoch (fit: gcp_loss): amp_cpd's gcp_* after it. */
+    double gcp_loss, gcp_stderr, gcp_exact, gcp_rate;
+    int gcp_failed;
     double phase[AMP_NPHASES];   /* this iteration's time in each phase */
 } amp_iter_record;
 
@@ -90,6 +94,8 @@ typedef struct amp_run_report {
     /* -o: the prefix and the run identifier its manifest holds (NULL for
      * a ktensor, which has none), or NULL */
     const char *factors_prefix, *factors_run;
+    /* --method gcp: the sample sizes and weights the run took, or NULL */
+    const amp_gcp_plan *gcp_plan;
 } amp_run_report;
 
 /* One iteration; phase_so_far: each phase's time from the start of the
