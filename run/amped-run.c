@@ -794,7 +794,10 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
             v.rows[m] = ss->t.rows[m] ? ss->t.rows[m] : 1;
             v.cells = v.cells > UINT64_MAX / v.rows[m] ? UINT64_MAX : v.cells * v.rows[m];
         }
-        AMP_CHECK(amp_gcp_resolve(&a->r.opts.gcp, &v, &a->gcp_plan, err));
+        if (amp_gcp_resolve(&a->r.opts.gcp, &v, &a->gcp_plan, err) != AMP_OK) {
+            a->late_usage = err->status == AMP_ERR_USAGE;   /* the samples against the file */
+            return err->status;
+        }
         a->report.gcp_plan = &a->gcp_plan;
         if (ss->gcp_gpu > 0) {
             a->report.backend = "gpu";
