@@ -177,7 +177,7 @@ EOF
 mutants="$mutants
 $(cat <<'EOF'
 gcp-zero-weight @@ run/cpu/gcp.c @@ y[j] = ((uint64_t)j < snz ? b->wnz : b->wz) @@ y[j] = ((uint64_t)j < snz ? b->wnz : b->wnz) @@ tests/test_gcp tests/run_gcp.sh
-gcp-plan-zero-weight @@ run/core/gcp.c @@ p->grad_wz = p->grad_z ? (double)zeros / (double)p->grad_z : 0; @@ p->grad_wz = p->grad_z ? (double)v->cells / (double)p->grad_z : 0; @@ tests/run_gcp.sh
+gcp-plan-zero-weight @@ run/core/gcp.c @@ p->grad_wz = p->grad_z ? (double)zeros / (double)p->grad_z : 0; @@ p->grad_wz = p->grad_z ? (double)v->cells / (double)p->grad_z : 0; @@ tests/test_gcp tests/run_gcp.sh
 gcp-gradient-sign @@ run/cpu/gcp.c @@                     g[r] += z[r]; @@                     g[r] -= z[r]; @@ tests/test_gcp tests/run_gcp.sh
 gcp-no-projection @@ run/cpu/gcp.c @@         A[i] = a > lower ? a : lower; @@         A[i] = a; @@ tests/test_gcp tests/run_gcp.sh
 gpu-gcp-zero-weight @@ run/cuda/gcp.cu @@ (j < a.b.snz ? a.b.wnz : a.b.wz) * amp_gcp_df @@ (j < a.b.snz ? a.b.wnz : a.b.wnz) * amp_gcp_df @@ tests/test_gpu_gcp

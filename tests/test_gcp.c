@@ -402,7 +402,7 @@ static int whole_run(const amp_tensor *t, int threads, double *out, amp_error *e
 
 int main(void)
 {
-    plan(2 * AMP_GCP_NLOSSES + 1 + 5 + 9 + 2 + 3 + 2 + 1);
+    plan(2 * AMP_GCP_NLOSSES + 1 + 5 + 9 + 2 + 3 + 2 + 1 + 1);
     test_losses();
     amp_coo x;
     tiny(&x, 17);
@@ -418,6 +418,19 @@ int main(void)
     test_exact(&u);
     test_adam();
     test_bits(&u, &u3);
+    {
+        /* The plan's weights: nnz / s_nz and (cells - nnz) / s_z, the
+         * pyttb defaults where not given. */
+        amp_gcp_opts go = {0};
+        amp_gcp_plan p;
+        amp_error e = {0};
+        go.grad_given = 1, go.grad_nz = 8, go.grad_z = 6;
+        int good = amp_gcp_resolve(&go, &u.s.view, &p, &e) == AMP_OK;
+        ok(good && p.grad_wnz == 30.0 / 8 && p.grad_wz == 90.0 / 6 && p.loss_nz == 30 &&
+               p.loss_z == 30 && p.loss_wnz == 1 && p.loss_wz == 3,
+           "the strata's weights: nnz / s_nz and (cells - nnz) / s_z (%g, %g; the fixed "
+           "sample's %g, %g)", p.grad_wnz, p.grad_wz, p.loss_wnz, p.loss_wz);
+    }
     double r1[64], r3[64];
     amp_error err = {0};
     int a = whole_run(&u.t, 1, r1, &err), b = a && whole_run(&u.t, 3, r3, &err);
