@@ -63,7 +63,8 @@ static void usage(void)
            "\n"
            "Constraints (see amped-run(1), METHODS):\n"
            "      --method=M       als (unconstrained), ao-admm, mu (multiplicative\n"
-           "                       updates), hals, or cp-apr (Poisson CP for counts)\n"
+           "                       updates), hals, cp-apr (Poisson CP for counts), or\n"
+           "                       gcp (generalized CP: --loss)\n"
            "                       (default als)\n"
            "      --constraint=C   none or nonneg, for every mode or as a list, one per\n"
            "                       mode: nonneg,none,nonneg (default none; mu: nonneg)\n"
@@ -95,6 +96,21 @@ static void usage(void)
            "                       their RMSE each iteration (default 0)\n"
            "      --holdout-file=FILE  completion: the test entries from a .tns file\n"
            "                       (1-based, within the tensor's dimensions) instead\n"
+           "\n"
+           "Generalized CP, --method gcp (stochastic gradients and Adam; --iters is the\n"
+           "epochs, default %u; --tol 0, the default, stops only on failed epochs):\n"
+           "      --loss=L         gaussian, poisson, poisson-log, bernoulli-logit,\n"
+           "                       bernoulli-odds, gamma, rayleigh or huber (default\n"
+           "                       gaussian)\n"
+           "      --samples-grad=N or NONZEROS,ZEROS  cells sampled a step (default\n"
+           "                       max(1000, 3 nnz/1000) of each, at most nnz)\n"
+           "      --samples-loss=N or NONZEROS,ZEROS  the fixed sample of the loss\n"
+           "                       estimate (default max(100000, nnz/100), at most nnz)\n"
+           "      --epoch-iters=N  Adam steps an epoch (default %u)\n"
+           "      --rate=R         Adam's step size (default %g)\n"
+           "      --decay=D        the rate's factor after a failed epoch (default %g)\n"
+           "      --max-fails=N    failed epochs allowed; one more stops (default %u)\n"
+           "      --huber-delta=D  the huber loss's threshold (default %g)\n"
            "\n"
            "Output:\n"
            "  -o, --output=PREFIX  write the factors as PREFIX.mode1.mat ... PREFIX.modeN.mat\n"
@@ -172,7 +188,8 @@ static void usage(void)
            "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n"
            "Report bugs: see %s.\n", AMP_CPU_MAX_RANK, d.rank, d.max_iters, d.tol, d.seed,
            AMP_ADMM_INNER_MAX, d.admm_inner, AMP_APR_ITERS_DEFAULT, d.apr.inner, d.apr.kappa,
-           d.apr.kappa_tol, d.apr.eps_div_zero, AMP_SEND_PARTS_MAX,
+           d.apr.kappa_tol, d.apr.eps_div_zero, AMP_GCP_EPOCHS_DEFAULT, d.gcp.epoch_iters,
+           d.gcp.rate, d.gcp.decay, d.gcp.max_fails, d.gcp.huber_delta, AMP_SEND_PARTS_MAX,
            AMP_STREAM_CHUNK_DEFAULT, PACKAGE_BUGREPORT);
 }
 
@@ -259,6 +276,7 @@ typedef struct run_args {
     const amp_cpd *cpd;        /* the decomposition on_iter reports on */
     int late_usage;            /* the options disagree with the file: exit 2 */
     unsigned place_stop;       /* test hooks: the signal after this many renames */
+    amp_gcp_plan gcp_plan;     /* --method gcp: the samples it takes */
 } run_args;
 
 static void on_iter(void *ctx, unsigned iter, double fit, double delta, double seconds)
@@ -269,6 +287,7 @@ static void on_iter(void *ctx, unsigned iter, double fit, double delta, double s
         AMP_OK)
         amp_log_error(&err);
     const int apr = a->r.opts.method == AMP_METHOD_APR;
+    const int gcp = a->r.opts.method == AMP_METHOD_GCP;
     if (apr && a->report.niters > 0) {
         amp_iter_record *rec = &a->report.iters[a->report.niters - 1];
         rec->loglik = a->cpd->loglik;
@@ -281,8 +300,23 @@ static void on_iter(void *ctx, unsigned iter, double fit, double delta, double s
         rec->rmse_train = a->cpd->completion.rmse_train;
         rec->rmse_test = a->cpd->completion.rmse_test;
     }
+    if (gcp && a->report.niters > 0) {
+        amp_iter_record *rec = &a->report.iters[a->report.niters - 1];
+        rec->gcp_loss = a->cpd->gcp_loss;
+        rec->gcp_stderr = a->cpd->gcp_stderr;
+        rec->gcp_exact = a->cpd->gcp_exact;
+        rec->gcp_rate = a->cpd->gcp_rate;
+        rec->gcp_failed = a->cpd->gcp_failed;
+    }
     if (!a->quiet) {
-        if (apr)
+        if (gcp) {
+            char exact[32] = "-";
+            if (!isnan(a->cpd->gcp_exact))
+                snprintf(exact, sizeof exact, "%.10e", a->cpd->gcp_exact);
+            printf("%6u  %.10e  %.3e  %-17s  %.2e  %8.3f%s\n", iter, a->cpd->gcp_loss,
+                   a->cpd->gcp_stderr, exact, a->cpd->gcp_rate, seconds,
+                   a->cpd->gcp_failed ? "  failed: back to the epoch's start" : "");
+        } else if (apr)
             printf("%6u  %.10e  %.3e  %5u  %8.3f\n", iter, a->cpd->loglik, a->cpd->kkt,
                    a->cpd->inner_iters, seconds);
         else if (completion)
@@ -771,7 +805,25 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
     for (unsigned k = 0; ss->gr && k < amp_gpu_run_count(ss->gr); k++)
         if (amp_gpu_run_note(ss->gr, k))
             amp_log(AMP_LOG_WARN, "%s", amp_gpu_run_note(ss->gr, k));
-    if (ss->gr == NULL && a->r.gpus != 0 && a->r.gpu_only)
+    if (a->r.opts.method == AMP_METHOD_GCP) {
+        /* The plan the backend will take, for the header and the JSON
+         * (its checks fail there too, with the same message). */
+        amp_gcp_view v = {.nmodes = ss->t.nmodes, .nnz = ss->t.nnz, .cells = 1};
+        for (unsigned m = 0; m < ss->t.nmodes; m++) {
+            v.rows[m] = ss->t.rows[m] ? ss->t.rows[m] : 1;
+            v.cells = v.cells > UINT64_MAX / v.rows[m] ? UINT64_MAX : v.cells * v.rows[m];
+        }
+        if (amp_gcp_resolve(&a->r.opts.gcp, &v, &a->gcp_plan, err) != AMP_OK) {
+            a->late_usage = err->status == AMP_ERR_USAGE;   /* the samples against the file */
+            return err->status;
+        }
+        a->report.gcp_plan = &a->gcp_plan;
+        if (ss->gcp_gpu > 0) {
+            a->report.backend = "gpu";
+            a->report.device = ss->gcp_device_name;
+        }
+    }
+    if (ss->gr == NULL && ss->gcp_gpu == 0 && a->r.gpus != 0 && a->r.gpu_only)
         amp_log(AMP_LOG_WARN, "%s applies to the GPU backend; this run is on the CPU (no GPU "
                 "found, or the rank is above what the GPU backend takes): ignored",
                 a->r.gpu_only);
@@ -789,7 +841,10 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
 
 static void print_loaded(const run_args *a, const run_state *s)
 {
-    print_tensor(a, &s->ss.t, s->ss.threads, s->ss.gr != NULL);
+    print_tensor(a, &s->ss.t, s->ss.threads, s->ss.gr != NULL || s->ss.gcp_gpu > 0);
+    if (s->ss.gcp_gpu > 0)
+        printf("backend:   gpu %d (%s), GCP's form of the tensor resident (16 bytes a "
+               "nonzero), precision f64\n", s->ss.gcp_gpu - 1, s->ss.gcp_device_name);
     if (s->ss.gr)
         print_gpus(a, &s->ss.t, s->ss.gr);
     if (s->dist && s->ss.gr)
@@ -934,9 +989,25 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
         char label[16];
         snprintf(label, sizeof label, "%s:", a->r.opts.method == AMP_METHOD_ALS ? "cp-als"
                                             : amp_method_name(a->r.opts.method));
-        printf("%-10s rank %u, at most %u iteration%s, tol %g\n", label, a->r.opts.rank,
-               a->r.opts.max_iters, amp_plural(a->r.opts.max_iters), a->r.opts.tol);
-        if (a->r.opts.method == AMP_METHOD_APR)
+        printf("%-10s rank %u, at most %u %s%s, tol %g\n", label, a->r.opts.rank,
+               a->r.opts.max_iters, a->r.opts.method == AMP_METHOD_GCP ? "epoch" : "iteration",
+               amp_plural(a->r.opts.max_iters), a->r.opts.tol);
+        if (a->r.opts.method == AMP_METHOD_GCP) {
+            const amp_gcp_opts *g = &a->r.opts.gcp;
+            const amp_gcp_plan *p = &a->gcp_plan;
+            printf("           loss %s", amp_gcp_loss_names[g->loss]);
+            if (g->loss == AMP_GCP_HUBER)
+                printf(" (delta %g)", g->huber_delta);
+            printf(", factors %s; Adam, %u steps an epoch, rate %g, decay %g, at most %u "
+                   "failed epoch%s\n", isfinite(p->lower) ? "at least 0" : "unbounded",
+                   g->epoch_iters, g->rate, g->decay, g->max_fails, amp_plural(g->max_fails));
+            printf("           a step samples %" PRIu64 " nonzeros and %" PRIu64 " zeros; the "
+                   "loss estimate %" PRIu64 " and %" PRIu64 " (fixed); exact loss %s\n",
+                   p->grad_nz, p->grad_z, p->loss_nz, p->loss_z,
+                   p->exact == AMP_GCP_EXACT_ENUMERATE ? "over every cell"
+                   : p->exact == AMP_GCP_EXACT_CLOSED  ? "in closed form"
+                                                       : "not computed (too many cells)");
+        } else if (a->r.opts.method == AMP_METHOD_APR)
             printf("           Poisson; at most %u inner iteration%s a mode; kappa %g "
                    "(%s rule), kappa-tol %g, eps-div-zero %g; tol is the KKT violation's\n",
                    a->r.opts.apr.inner, amp_plural(a->r.opts.apr.inner), a->r.opts.apr.kappa,
@@ -967,7 +1038,10 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
         AMP_CHECK(say_long_solve(a, s, err));
         if (a->r.opts.completion.observed == AMP_OBSERVED_NONZEROS)
             say_completion(a, s);
-        if (a->r.opts.method == AMP_METHOD_APR)
+        if (a->r.opts.method == AMP_METHOD_GCP)
+            printf(" epoch  loss (estimate)   stderr     exact loss         rate      "
+                   "seconds\n");
+        else if (a->r.opts.method == AMP_METHOD_APR)
             printf("  iter  loglik             kkt        inner  seconds\n");
         else if (a->r.opts.completion.observed == AMP_OBSERVED_NONZEROS)
             printf("  iter  fit (train)   rmse train    rmse test     delta      seconds\n");
@@ -977,6 +1051,9 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
     a->r.opts.on_iter = on_iter;
     a->r.opts.ctx = a;
     a->cpd = &s->ss.c;
+    if (s->dist && a->r.opts.method == AMP_METHOD_GCP)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method gcp runs in one process for now, "
+                        "not under mpirun");
     AMP_CHECK(s->dist && !s->ss.gr ? amp_dist_als(s->dist, &a->r.opts, &s->ss.c, err)
                                    : amp_session_als(&s->ss, &a->r, err));
     if (s->ss.c.pinv_used)
@@ -1158,7 +1235,14 @@ static int run(run_args *a)
     }
     if (!a->quiet)
     {
-        if (a->r.opts.method == AMP_METHOD_APR)
+        if (a->r.opts.method == AMP_METHOD_GCP)
+            printf("final loss (estimate): %.10e after %u epoch%s (%s), %u failed\n",
+                   s.ss.c.fit, s.ss.c.iters, s.ss.c.iters == 1 ? "" : "s",
+                   s.ss.c.stopped ? "stopped" : a->report.converged ? "converged"
+                   : s.ss.c.gcp_fails > a->r.opts.gcp.max_fails ? "failed epochs"
+                                                               : "epoch limit",
+                   s.ss.c.gcp_fails);
+        else if (a->r.opts.method == AMP_METHOD_APR)
             printf("final log-likelihood: %.10e after %u iteration%s (%s), KKT violation "
                    "%.3e\n", s.ss.c.loglik, s.ss.c.iters, s.ss.c.iters == 1 ? "" : "s",
                    a->report.converged ? "converged" : "iteration limit", s.ss.c.kkt);

@@ -174,6 +174,33 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
     }
     if (r->completion)
         put_completion(&b, r);
+    const int gcp = r->opts->method == AMP_METHOD_GCP;
+    if (gcp) {
+        const amp_gcp_opts *g = &r->opts->gcp;
+        put(&b, ",\n  \"loss\": \"%s\"", amp_gcp_loss_names[g->loss]);
+        if (g->loss == AMP_GCP_HUBER) {
+            put(&b, ",\n  \"huber_delta\": ");
+            put_number(&b, g->huber_delta);
+        }
+        if (r->gcp_plan) {
+            const amp_gcp_plan *p = r->gcp_plan;
+            put(&b, ",\n  \"samples_grad\": [%" PRIu64 ", %" PRIu64 "], \"samples_loss\": [%"
+                PRIu64 ", %" PRIu64 "], \"exact\": \"%s\"", p->grad_nz, p->grad_z, p->loss_nz,
+                p->loss_z, p->exact == AMP_GCP_EXACT_ENUMERATE ? "enumerated"
+                           : p->exact == AMP_GCP_EXACT_CLOSED  ? "closed"
+                                                               : "none");
+            put(&b, ",\n  \"lower_bound\": ");
+            if (isfinite(p->lower))
+                put_number(&b, p->lower);
+            else
+                put(&b, "null");
+        }
+        put(&b, ",\n  \"epoch_iters\": %u, \"rate\": ", g->epoch_iters);
+        put_number(&b, g->rate);
+        put(&b, ", \"decay\": ");
+        put_number(&b, g->decay);
+        put(&b, ", \"max_fails\": %u", g->max_fails);
+    }
     put(&b, ",\n");
     if (r->mttkrp_mode_seconds) {
         double total = 0;
@@ -193,7 +220,17 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
     put(&b, "  \"iterations\": [");
     for (unsigned i = 0; i < r->niters; i++) {
         const amp_iter_record *it = &r->iters[i];
-        if (r->opts->method == AMP_METHOD_APR) {
+        if (gcp) {
+            put(&b, "%s\n    {\"iter\": %u, \"loss\": ", i ? "," : "", it->iter);
+            put_number(&b, it->gcp_loss);
+            put(&b, ", \"loss_stderr\": ");
+            put_number(&b, it->gcp_stderr);
+            put(&b, ", \"loss_exact\": ");
+            put_number(&b, it->gcp_exact);
+            put(&b, ", \"rate\": ");
+            put_number(&b, it->gcp_rate);
+            put(&b, ", \"failed\": %s", it->gcp_failed ? "true" : "false");
+        } else if (r->opts->method == AMP_METHOD_APR) {
             put(&b, "%s\n    {\"iter\": %u, \"loglik\": ", i ? "," : "", it->iter);
             put_number(&b, it->loglik);
             put(&b, ", \"kkt\": ");
@@ -221,7 +258,7 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
         put(&b, "}}");
     }
     put(&b, "%s],\n  \"%s\": ", r->niters ? "\n  " : "",
-        r->opts->method == AMP_METHOD_APR ? "final_loglik" : "final_fit");
+        r->opts->method == AMP_METHOD_APR ? "final_loglik" : gcp ? "final_loss" : "final_fit");
     if (r->niters)
         put_number(&b, r->final_fit);
     else

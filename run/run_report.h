@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "amp_core.h"
+#include "amp_gcp.h"
 
 typedef struct amp_iter_record {
     unsigned iter;
@@ -17,6 +18,9 @@ typedef struct amp_iter_record {
     /* --observed nonzeros: the RMSEs on the training and test entries
      * (rmse_test NAN without test entries). */
     double rmse_train, rmse_test;
+    /* GCP, per epoch (fit: gcp_loss): amp_cpd's gcp_* after it. */
+    double gcp_loss, gcp_stderr, gcp_exact, gcp_rate;
+    int gcp_failed;
     double phase[AMP_NPHASES];   /* this iteration's time in each phase */
 } amp_iter_record;
 
@@ -97,6 +101,8 @@ typedef struct amp_run_report {
      * --holdout-file's path (or NULL). */
     const amp_cpd *completion;
     const char *holdout_file;
+    /* --method gcp: the sample sizes and weights the run took, or NULL */
+    const amp_gcp_plan *gcp_plan;
 } amp_run_report;
 
 /* One iteration; phase_so_far: each phase's time from the start of the

@@ -42,6 +42,15 @@ const struct option amp_run_long_options[] = {
     {"observed", required_argument, NULL, AMP_OPT_OBSERVED},
     {"holdout", required_argument, NULL, AMP_OPT_HOLDOUT},
     {"holdout-file", required_argument, NULL, AMP_OPT_HOLDOUT_FILE},
+    /* GCP */
+    {"loss", required_argument, NULL, AMP_OPT_LOSS},
+    {"samples-grad", required_argument, NULL, AMP_OPT_SAMPLES_GRAD},
+    {"samples-loss", required_argument, NULL, AMP_OPT_SAMPLES_LOSS},
+    {"epoch-iters", required_argument, NULL, AMP_OPT_EPOCH_ITERS},
+    {"rate", required_argument, NULL, AMP_OPT_RATE},
+    {"decay", required_argument, NULL, AMP_OPT_DECAY},
+    {"max-fails", required_argument, NULL, AMP_OPT_MAX_FAILS},
+    {"huber-delta", required_argument, NULL, AMP_OPT_HUBER_DELTA},
     /* output */
     {"output", required_argument, NULL, 'o'},
     {"format", required_argument, NULL, AMP_OPT_FORMAT},
@@ -175,6 +184,32 @@ static amp_status usage(amp_status rc, amp_error *err)
     return rc == AMP_OK ? AMP_OK : AMP_ERR_USAGE;
 }
 
+/* --samples-grad, --samples-loss: N (N nonzeros and N zeros, as pyttb's
+ * integer) or NONZEROS,ZEROS. */
+static amp_status parse_samples(const char *text, const char *what, uint64_t *nz, uint64_t *z,
+                                amp_error *err)
+{
+    uint64_t v[2];
+    size_t n = 0;
+    if (empty_item(text))
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s %s: value %u is empty: give N, or "
+                        "NONZEROS,ZEROS", what, text, empty_item(text));
+    AMP_CHECK(amp_parse_u64_list(text, 2, 0, UINT64_C(1) << 40, what, v, &n, err));
+    if (n == 0)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s needs N, or NONZEROS,ZEROS", what);
+    *nz = v[0];
+    *z = n == 2 ? v[1] : v[0];
+    if (*nz + *z == 0)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s %s: no samples at all", what, text);
+    return AMP_OK;
+}
+
+static void gcp_only(amp_run_opts *r, const char *name)
+{
+    if (r->gcp_only == NULL)
+        r->gcp_only = name;
+}
+
 static void gpu_only(amp_run_opts *r, const char *name)
 {
     if (r->gpu_only == NULL)
@@ -193,7 +228,8 @@ static amp_status take_option(amp_run_opts *r, int code, const char *arg, int *t
     static const char *const exchanges[] = {"auto", "nccl", "copy", NULL};
     _Static_assert(AMP_EXCHANGE_AUTO == 0 && AMP_EXCHANGE_NCCL == 1 && AMP_EXCHANGE_COPY == 2,
                    "exchanges[] follows AMP_EXCHANGE_*");
-    static const char *const methods[] = {"als", "ao-admm", "mu", "hals", "cp-apr", NULL};
+    static const char *const methods[] = {"als", "ao-admm", "mu", "hals", "cp-apr", "gcp",
+                                          NULL};
     uint64_t u;
     int choice;
     *taken = 1;
@@ -249,6 +285,53 @@ static amp_status take_option(amp_run_opts *r, int code, const char *arg, int *t
         return AMP_OK;
     case AMP_OPT_HOLDOUT_FILE:
         r->holdout_file = arg;
+        return AMP_OK;
+    case AMP_OPT_LOSS:
+        gcp_only(r, "--loss");
+        AMP_CHECK(amp_parse_choice(arg, amp_gcp_loss_names, "--loss", &choice, err));
+        r->opts.gcp.loss = (amp_gcp_loss)choice;
+        return AMP_OK;
+    case AMP_OPT_SAMPLES_GRAD:
+        gcp_only(r, "--samples-grad");
+        r->opts.gcp.grad_given = 1;
+        return parse_samples(arg, "--samples-grad", &r->opts.gcp.grad_nz, &r->opts.gcp.grad_z,
+                             err);
+    case AMP_OPT_SAMPLES_LOSS:
+        gcp_only(r, "--samples-loss");
+        r->opts.gcp.loss_given = 1;
+        return parse_samples(arg, "--samples-loss", &r->opts.gcp.loss_nz, &r->opts.gcp.loss_z,
+                             err);
+    case AMP_OPT_EPOCH_ITERS:
+        gcp_only(r, "--epoch-iters");
+        AMP_CHECK(amp_parse_u64(arg, 1, AMP_RUN_MAX_ITERS, "--epoch-iters", &u, err));
+        r->opts.gcp.epoch_iters = (unsigned)u;
+        return AMP_OK;
+    case AMP_OPT_RATE:
+        gcp_only(r, "--rate");
+        AMP_CHECK(amp_parse_double(arg, 0, 1e300, "--rate", &r->opts.gcp.rate, err));
+        if (!(r->opts.gcp.rate > 0))
+            return AMP_FAIL(err, AMP_ERR_USAGE, "--rate %s: give a positive step size", arg);
+        return AMP_OK;
+    case AMP_OPT_DECAY:
+        gcp_only(r, "--decay");
+        AMP_CHECK(amp_parse_double(arg, 0, 1, "--decay", &r->opts.gcp.decay, err));
+        if (!(r->opts.gcp.decay > 0))
+            return AMP_FAIL(err, AMP_ERR_USAGE, "--decay %s: give a factor above 0 and at most "
+                            "1 (the rate's after a failed epoch)", arg);
+        return AMP_OK;
+    case AMP_OPT_MAX_FAILS:
+        gcp_only(r, "--max-fails");
+        AMP_CHECK(amp_parse_u64(arg, 0, AMP_RUN_MAX_ITERS, "--max-fails", &u, err));
+        r->opts.gcp.max_fails = (unsigned)u;
+        return AMP_OK;
+    case AMP_OPT_HUBER_DELTA:
+        gcp_only(r, "--huber-delta");
+        r->huber_delta_given = 1;
+        AMP_CHECK(amp_parse_double(arg, 0, 1e300, "--huber-delta", &r->opts.gcp.huber_delta,
+                                   err));
+        if (!(r->opts.gcp.huber_delta > 0))
+            return AMP_FAIL(err, AMP_ERR_USAGE, "--huber-delta %s: give a positive threshold",
+                            arg);
         return AMP_OK;
     case AMP_OPT_SEED:
         return amp_parse_u64(arg, 0, UINT64_MAX, "--seed", &r->opts.seed, err);
@@ -373,6 +456,20 @@ amp_status amp_run_opts_check(amp_run_opts *r, amp_error *err)
     if (r->holdout_given && r->holdout_file)
         return AMP_FAIL(err, AMP_ERR_USAGE, "--holdout draws the test entries from the stored "
                         "ones, --holdout-file reads them: give one");
+    if (r->gcp_only && r->opts.method != AMP_METHOD_GCP)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s applies to --method gcp, and the method is %s",
+                        r->gcp_only, amp_method_name(r->opts.method));
+    if (r->opts.method == AMP_METHOD_GCP) {
+        if (r->huber_delta_given && r->opts.gcp.loss != AMP_GCP_HUBER)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "--huber-delta is the threshold of --loss "
+                            "huber, and the loss is %s", amp_gcp_loss_names[r->opts.gcp.loss]);
+        /* pyttb's stop: epochs (1000) and failed epochs, no tolerance. */
+        if (!r->tol_given)
+            r->opts.tol = 0;
+        if (!r->iters_given)
+            r->opts.max_iters = AMP_GCP_EPOCHS_DEFAULT;
+        r->opts.gcp.scale_start = r->init == NULL;
+    }
     if (r->opts.method == AMP_METHOD_MU && r->opts.rules.n_constraint == 0) {
         /* MU keeps factors non-negative whatever it is told: say so. */
         r->opts.rules.n_constraint = 1;
@@ -436,6 +533,32 @@ amp_status amp_session_load(amp_session *s, amp_run_opts *r, const char *path,
         if (r->gpu.memory == AMP_MEMORY_REMAP)
             return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--memory remap: not with --observed "
                             "nonzeros for now; --memory resident, stream or compressed");
+    }
+    s->gcp_gpu = 0;
+    if (r->opts.method == AMP_METHOD_GCP) {
+        /* The CPU reads the nonzeros (the sampler's form is built from
+         * them); one GPU, where asked or found, takes that form. */
+        if (r->gpus > 1)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method gcp runs on one GPU for now, "
+                            "and --%s asks for %d: give --gpus 1, or --gpus 0 for the CPU",
+                            r->gpu.ndevices > 0 ? "devices" : "gpus", r->gpus);
+        if (r->gpus != 0 && r->gpu.memory != AMP_MEMORY_AUTO &&
+            r->gpu.memory != AMP_MEMORY_RESIDENT)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--memory %s: --method gcp keeps its "
+                            "sampler's form of the tensor (16 bytes a nonzero) resident on the "
+                            "GPU, as drawing an absent cell looks the cell up among every "
+                            "nonzero; --memory resident or auto",
+                            amp_memory_name(r->gpu.memory));
+        if (r->gpus != 0) {
+            int dev = -1;
+            AMP_CHECK(amp_gpu_gcp_pick(&r->gpu, &dev, s->gcp_device_name,
+                                       sizeof s->gcp_device_name, err));
+            s->gcp_gpu = dev + 1;
+        }
+        if (!s->external_load)
+            AMP_CHECK(load_host(s, p, err));
+        s->seconds_load = amp_now() - t0;
+        return s->external_load ? AMP_OK : amp_session_check_counts(s, r, path, err);
     }
     if (r->keep_host)
         AMP_CHECK(load_host(s, p, err));
@@ -524,9 +647,42 @@ static amp_status scan_chunk(void *ctx, int thread, const amp_chunk_data *c, amp
     return AMP_OK;
 }
 
+/* GCP: the first value of copy 0 (in host memory) that the loss does
+ * not model, named by its coordinates. */
+static amp_status check_gcp_values(const amp_session *s, const amp_run_opts *r,
+                                   const char *path, amp_error *err)
+{
+    const amp_tensor *t = &s->t;
+    const amp_copy *c = &t->copies[0];
+    if (t->layout_only || c->vals == NULL)
+        return AMP_OK;
+    const int vf32 = t->value_type == AMP_VALUES_F32;
+    const amp_gcp_loss loss = r->opts.gcp.loss;
+    size_t b = 0;
+    for (uint64_t k = 0; k < c->nnz; k++) {
+        const double v = vf32 ? (double)((const float *)c->vals)[k] : ((const double *)c->vals)[k];
+        const char *what;
+        if (amp_gcp_value_ok(loss, v, &what))
+            continue;
+        uint64_t key = 0;
+        if (c->layout.key_bits > 0) {
+            while (c->block_start[b + 1] <= k)
+                b++;
+            key = c->block_key[b];
+        }
+        char where[AMP_MAX_MODES * 22 + 4];
+        coordinates(t, c->words[k], key, where, sizeof where);
+        return AMP_FAIL(err, AMP_ERR_RANGE, "%s: the nonzero at %s has the value %.17g: --loss "
+                        "%s models %s data", path, where, v, amp_gcp_loss_names[loss], what);
+    }
+    return AMP_OK;
+}
+
 amp_status amp_session_check_counts(amp_session *s, const amp_run_opts *r, const char *path,
                                     amp_error *err)
 {
+    if (r->opts.method == AMP_METHOD_GCP)
+        return check_gcp_values(s, r, path, err);
     if (r->opts.method != AMP_METHOD_APR)
         return AMP_OK;
     const amp_tensor *t = &s->t;
@@ -580,7 +736,7 @@ amp_status amp_session_scale(amp_session *s, amp_run_opts *r, amp_error *err)
     r->value_exp = 0;
     /* Poisson CP takes counts as they are: its log-likelihood is not that
      * of a scaled tensor. */
-    if (r->opts.method == AMP_METHOD_APR)
+    if (r->opts.method == AMP_METHOD_APR || r->opts.method == AMP_METHOD_GCP)
         return AMP_OK;
     /* Completion's residuals, RMSEs and ridge are in the data's units. */
     if (r->opts.completion.observed == AMP_OBSERVED_NONZEROS)
@@ -617,6 +773,8 @@ amp_status amp_session_start(amp_session *s, amp_run_opts *r, amp_error *err)
 
 amp_status amp_session_als(amp_session *s, amp_run_opts *r, amp_error *err)
 {
+    if (r->opts.method == AMP_METHOD_GCP && s->gcp_gpu > 0)
+        return amp_gpu_gcp_run(s->gcp_gpu - 1, &s->t, &r->opts, &s->c, err);
     return s->gr ? amp_gpu_run_als(s->gr, &s->t, &r->opts, &r->gpu_als, &s->c, err)
                  : amp_cpu_als(&s->t, &r->opts, &s->c, err);
 }

@@ -30,7 +30,10 @@ enum {
     AMP_OPT_L2, AMP_OPT_ADMM_INNER, AMP_OPT_ADMM_TOL, AMP_OPT_ROWS, AMP_OPT_REPORT,
     AMP_OPT_REMAP_KERNEL, AMP_OPT_EXCHANGE, AMP_OPT_INNER, AMP_OPT_KAPPA, AMP_OPT_KAPPA_TOL,
     AMP_OPT_EPS_DIV_ZERO, AMP_OPT_ALLOW_NONINTEGER, AMP_OPT_KAPPA_RULE,
-    AMP_OPT_OBSERVED, AMP_OPT_HOLDOUT, AMP_OPT_HOLDOUT_FILE
+    AMP_OPT_OBSERVED, AMP_OPT_HOLDOUT, AMP_OPT_HOLDOUT_FILE,
+    /* GCP's, numbered apart so that other options can join the list above */
+    AMP_OPT_LOSS = 400, AMP_OPT_SAMPLES_GRAD, AMP_OPT_SAMPLES_LOSS, AMP_OPT_EPOCH_ITERS,
+    AMP_OPT_RATE, AMP_OPT_DECAY, AMP_OPT_MAX_FAILS, AMP_OPT_HUBER_DELTA
 };
 struct option;
 extern const struct option amp_run_long_options[];
@@ -45,7 +48,9 @@ typedef struct amp_run_opts {
     amp_factor_format init_format;     /* what --init found */
     int gpus;                          /* AMP_GPUS_AUTO, 0 (the CPU) or a count */
     int gpus_given;
-    int tol_given, iters_given;        /* else CP-APR takes its own defaults */
+    int tol_given, iters_given;        /* else CP-APR and GCP take their own defaults */
+    const char *gcp_only;              /* the first option of GCP's given */
+    int huber_delta_given;
     amp_gpu_opts gpu;
     amp_gpu_als_opts gpu_als;
     const char *gpu_only;              /* the first option of the GPU backend given */
@@ -86,6 +91,10 @@ typedef struct amp_session {
     double file_norm_sq;     /* t's |X|^2 before scaling */
     double seconds_load, seconds_upload, seconds_start;
     amp_test_set test;       /* --holdout-file's entries (test.idx NULL: none) */
+    /* GCP on a GPU (gpu_run.h, amp_gpu_gcp_run): its CUDA device + 1,
+     * and its name; 0: GCP runs on the CPU (or the method is another). */
+    int gcp_gpu;
+    char gcp_device_name[256];
 } amp_session;
 
 /* Progress as the session loads: a phase beginning (its name, unit and

@@ -19,7 +19,8 @@
 # every mutant run is caught.
 #
 # GPU mutants (every test they name is tests/test_gpu, tests/test_multi_gpu,
-# tests/test_gpu_apr or tests/test_gpu_completion) run only with AMP_MUTANTS_CUDA=1 on a machine with
+# tests/test_gpu_apr, tests/test_gpu_completion or tests/test_gpu_gcp) run only with
+# AMP_MUTANTS_CUDA=1 on a machine with
 # two GPUs; otherwise they are listed as not run, which is no failure.
 # Where the GPU machine cannot build (no headers, no libtool), --export
 # builds them here with CUDA and copies each one's test programs, and the
@@ -191,6 +192,21 @@ gpu-cmp-carry-dropped @@ run/cuda/completion.cu @@ sys[e] += a.carry_in[e]; @@ s
 gpu-cmp-back-subst @@ run/cuda/completion.cu @@ for (unsigned q = lane; q < jj; q += 32) @@ for (unsigned q = lane + 1; q < jj; q += 32) @@ tests/test_gpu_completion
 EOF
 )"
+# Issue 43: GCP's planted bugs (a wrong stratum weight, a gradient's sign,
+# a dropped bound projection), in the CPU's reference and the GPU's
+# kernels, caught by test_gcp's expectations and run_gcp.sh's runs, and by
+# test_gpu_gcp against the CPU.
+mutants="$mutants
+$(cat <<'EOF'
+gcp-zero-weight @@ run/cpu/gcp.c @@ y[j] = ((uint64_t)j < snz ? b->wnz : b->wz) @@ y[j] = ((uint64_t)j < snz ? b->wnz : b->wnz) @@ tests/test_gcp tests/run_gcp.sh
+gcp-plan-zero-weight @@ run/core/gcp.c @@ p->grad_wz = p->grad_z ? (double)zeros / (double)p->grad_z : 0; @@ p->grad_wz = p->grad_z ? (double)v->cells / (double)p->grad_z : 0; @@ tests/test_gcp tests/run_gcp.sh
+gcp-gradient-sign @@ run/cpu/gcp.c @@                     g[r] += z[r]; @@                     g[r] -= z[r]; @@ tests/test_gcp tests/run_gcp.sh
+gcp-no-projection @@ run/cpu/gcp.c @@         A[i] = a > lower ? a : lower; @@         A[i] = a; @@ tests/test_gcp tests/run_gcp.sh
+gpu-gcp-zero-weight @@ run/cuda/gcp.cu @@ (j < a.b.snz ? a.b.wnz : a.b.wz) * amp_gcp_df @@ (j < a.b.snz ? a.b.wnz : a.b.wnz) * amp_gcp_df @@ tests/test_gpu_gcp
+gpu-gcp-gradient-sign @@ run/cuda/gcp.cu @@ atomicAdd(&a.f.G[n][rows[n] * R + r], z); @@ atomicAdd(&a.f.G[n][rows[n] * R + r], -z); @@ tests/test_gpu_gcp
+gpu-gcp-no-projection @@ run/cuda/gcp.cu @@         A[i] = x > lower ? x : lower; @@         A[i] = x; @@ tests/test_gpu_gcp
+EOF
+)"
 # Issue 40: mutants of the code's contracts (the update rules with every
 # constraint, the loop, the outputs, the processes' statistics, prep, the
 # format's reserved and ranged fields, the option parsers), written before
@@ -239,7 +255,9 @@ fi
 gpu_only() {
     local t
     for t in $1; do
-        case $t in tests/test_gpu | tests/test_multi_gpu | tests/test_gpu_apr | tests/test_gpu_completion) ;; *) return 1 ;; esac
+        case $t in tests/test_gpu | tests/test_multi_gpu | tests/test_gpu_apr | tests/test_gpu_completion | \
+            tests/test_gpu_gcp) ;;
+        *) return 1 ;; esac
     done
 }
 
@@ -260,7 +278,8 @@ echo "mutants: building the unmutated tree in $work"
 cd "$work/_b" || exit 1
 if [ -n "$export_dir" ]; then
     mkdir -p "$export_dir/base"
-    cp tests/test_gpu tests/test_multi_gpu tests/test_gpu_apr tests/test_gpu_completion "$export_dir/base/" || exit 1
+    cp tests/test_gpu tests/test_multi_gpu tests/test_gpu_apr tests/test_gpu_completion \
+        tests/test_gpu_gcp "$export_dir/base/" || exit 1
 fi
 
 # A log's failures, one a line: FAIL lines by test and number (the text may

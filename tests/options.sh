@@ -114,8 +114,8 @@ done <<EOF
 --constraint nonneg,positive|invalid value 'positive' for --constraint: expected one of 'none', 'nonneg'
 --constraint NONNEG|invalid value 'NONNEG' for --constraint: expected one of 'none', 'nonneg'
 --constraint nonneg,none|--constraint lists 2 values and the tensor has 3 modes: give one value, or one per mode
---method ALS|invalid value 'ALS' for --method: expected one of 'als', 'ao-admm', 'mu', 'hals', 'cp-apr'
---method ''|invalid value '' for --method: expected one of 'als', 'ao-admm', 'mu', 'hals', 'cp-apr'
+--method ALS|invalid value 'ALS' for --method: expected one of 'als', 'ao-admm', 'mu', 'hals', 'cp-apr', 'gcp'
+--method ''|invalid value '' for --method: expected one of 'als', 'ao-admm', 'mu', 'hals', 'cp-apr', 'gcp'
 --precision f16|invalid value 'f16' for --precision: expected one of 'f64', 'f32'
 --format npz|invalid value 'npz' for --format: expected one of 'text', 'npy', 'ktensor'
 --rows some|invalid value 'some' for --rows: expected one of 'all', 'nonempty'

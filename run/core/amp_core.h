@@ -204,9 +204,10 @@ typedef enum amp_precision { AMP_PRECISION_F64 = 0, AMP_PRECISION_F32 } amp_prec
  * projection and shrinkage they give: max(0, .) where non-negative,
  * soft-thresholding by l1 / rho, scaling by rho / (rho + l2). */
 typedef enum amp_method {
-    AMP_METHOD_ALS = 0, AMP_METHOD_ADMM, AMP_METHOD_MU, AMP_METHOD_HALS, AMP_METHOD_APR
+    AMP_METHOD_ALS = 0, AMP_METHOD_ADMM, AMP_METHOD_MU, AMP_METHOD_HALS, AMP_METHOD_APR,
+    AMP_METHOD_GCP
 } amp_method;
-#define AMP_NMETHODS 5
+#define AMP_NMETHODS 6
 
 /* CP-APR (Poisson CP, run/cpu/apr.c): its options, with the Tensor
  * Toolbox's and pyttb's defaults. Its tol is the KKT violation's, and its
@@ -253,6 +254,39 @@ typedef struct amp_completion_opts {
     double holdout;              /* share of the stored entries kept out of the fit, [0, 1) */
     const amp_test_set *test;    /* --holdout-file's entries, or NULL */
 } amp_completion_opts;
+/* GCP (generalized CP by stochastic gradients and Adam, Kolda and Hong
+ * 2020; run/core/amp_gcp.h, run/cpu/gcp.c): the loss, the stratified
+ * samples, Adam's step. The losses are pyttb's (amp_gcp.h). */
+typedef enum amp_gcp_loss {
+    AMP_GCP_GAUSSIAN = 0, AMP_GCP_POISSON, AMP_GCP_POISSON_LOG, AMP_GCP_BERNOULLI_LOGIT,
+    AMP_GCP_BERNOULLI_ODDS, AMP_GCP_GAMMA, AMP_GCP_RAYLEIGH, AMP_GCP_HUBER
+} amp_gcp_loss;
+#define AMP_GCP_NLOSSES 8
+/* The defaults of pyttb's gcp_opt with its Adam (and the Tensor
+ * Toolbox's); the sample sizes' defaults depend on the tensor
+ * (amp_gcp_resolve). */
+#define AMP_GCP_EPOCH_ITERS_DEFAULT 1000u
+#define AMP_GCP_EPOCHS_DEFAULT 1000u
+#define AMP_GCP_RATE_DEFAULT 1e-3
+#define AMP_GCP_DECAY_DEFAULT 0.1
+#define AMP_GCP_MAX_FAILS_DEFAULT 1u
+#define AMP_GCP_HUBER_DELTA_DEFAULT 0.25
+typedef struct amp_gcp_opts {
+    amp_gcp_loss loss;
+    /* Samples per gradient step and in the fixed sample of the loss
+     * estimate: nonzeros and absent cells (zeros); *_given 0: the
+     * defaults. */
+    uint64_t grad_nz, grad_z, loss_nz, loss_z;
+    int grad_given, loss_given;
+    unsigned epoch_iters;      /* Adam steps an epoch */
+    double rate, decay;        /* step size; its factor after a failed epoch */
+    unsigned max_fails;        /* failed epochs allowed: the run stops at one more */
+    double huber_delta;        /* the Huber loss's threshold */
+    /* 1: the starting factors are random and scaled as pyttb scales its
+     * random start (amp_gcp_start); 0: taken as given (--init), only
+     * their columns' norms spread evenly over the modes. */
+    int scale_start;
+} amp_gcp_opts;
 
 typedef enum amp_constraint { AMP_CONSTRAINT_NONE = 0, AMP_CONSTRAINT_NONNEG } amp_constraint;
 
@@ -307,6 +341,7 @@ typedef struct amp_cpd_opts {
     const volatile int *stop;
     amp_apr_opts apr;          /* AMP_METHOD_APR's */
     amp_completion_opts completion;
+    amp_gcp_opts gcp;          /* AMP_METHOD_GCP's */
 } amp_cpd_opts;
 
 /* Each of nmodes modes' rule from o (checked: a list has one value or
@@ -336,6 +371,13 @@ typedef struct amp_cpd {
      * modes') and the inner iterations taken; fit is loglik for it. */
     double loglik, kkt;
     unsigned inner_iters;
+    /* GCP, after each epoch (fit is gcp_loss): the loss estimated on the
+     * fixed sample and that estimate's standard error, the exact loss (NAN
+     * where it is not computed: amp_gcp.h), the epoch's step size, whether
+     * it failed (the estimate rose: its factors dropped), failures so far. */
+    double gcp_loss, gcp_stderr, gcp_exact, gcp_rate;
+    int gcp_failed;
+    unsigned gcp_fails;
     int pinv_used;             /* a Gram product was singular: pseudo-inverse solve */
     double seconds[AMP_NPHASES];
     /* Per mode, NULL or R x R (row-major): the Gram matrix of starting

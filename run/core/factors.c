@@ -29,6 +29,13 @@ void amp_cpd_opts_init(amp_cpd_opts *o)
     o->apr.kappa = AMP_APR_KAPPA_DEFAULT;
     o->apr.kappa_tol = AMP_APR_KAPPA_TOL_DEFAULT;
     o->apr.eps_div_zero = AMP_APR_EPS_DEFAULT;
+    o->gcp.loss = AMP_GCP_GAUSSIAN;
+    o->gcp.epoch_iters = AMP_GCP_EPOCH_ITERS_DEFAULT;
+    o->gcp.rate = AMP_GCP_RATE_DEFAULT;
+    o->gcp.decay = AMP_GCP_DECAY_DEFAULT;
+    o->gcp.max_fails = AMP_GCP_MAX_FAILS_DEFAULT;
+    o->gcp.huber_delta = AMP_GCP_HUBER_DELTA_DEFAULT;
+    o->gcp.scale_start = 1;
 }
 
 /* ---- factors ------------------------------------------------------------- */

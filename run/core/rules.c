@@ -8,7 +8,8 @@
 
 const char *amp_method_name(amp_method m)
 {
-    static const char *const names[AMP_NMETHODS] = {"als", "ao-admm", "mu", "hals", "cp-apr"};
+    static const char *const names[AMP_NMETHODS] = {"als", "ao-admm", "mu", "hals", "cp-apr",
+                                                         "gcp"};
     return (unsigned)m < AMP_NMETHODS ? names[m] : "?";
 }
 
@@ -68,6 +69,11 @@ amp_status amp_rules_resolve(const amp_cpd_opts *o, unsigned nmodes, amp_mode_ru
     if (o->method == AMP_METHOD_APR && (r->n_constraint || r->n_l1 || r->n_l2))
         return AMP_FAIL(err, AMP_ERR_USAGE, "--method cp-apr takes no --constraint, --l1 or "
                         "--l2: its factors are non-negative by its model");
+    /* GCP's bound comes with its loss (amp_gcp_lower_bound). */
+    if (o->method == AMP_METHOD_GCP && (r->n_constraint || r->n_l1 || r->n_l2))
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--method gcp takes no --constraint, --l1 or "
+                        "--l2: its loss sets its bound (non-negative factors for poisson, "
+                        "bernoulli-odds, gamma and rayleigh)");
     if (o->method == AMP_METHOD_ADMM && (o->admm_inner < 1 || o->admm_inner > AMP_ADMM_INNER_MAX))
         return AMP_FAIL(err, AMP_ERR_USAGE, "AO-ADMM takes 1 to %u inner iterations, not %u",
                         AMP_ADMM_INNER_MAX, o->admm_inner);

@@ -683,6 +683,8 @@ amp_status amp_cpu_als(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
         return amp_cpu_apr(t, o, c, err);
     if (o->completion.observed == AMP_OBSERVED_NONZEROS)
         return amp_cpu_completion(t, o, c, err);
+    if (o->method == AMP_METHOD_GCP)
+        return amp_cpu_gcp(t, o, c, err);
     return als_run(t, o, NULL, c, err);
 }
 
@@ -694,6 +696,9 @@ amp_status amp_cpu_als_share(const amp_tensor *part, const amp_cpd_opts *o, amp_
     if (o->completion.observed == AMP_OBSERVED_NONZEROS)
         return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--observed nonzeros runs in one process "
                         "for now, not under mpirun");
+    if (o->method == AMP_METHOD_GCP)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method gcp runs in one process for now, "
+                        "not under mpirun");
     const amp_group *g = sh->group;
     if (sh->p->kind != AMP_PARTITION_OWNER || sh->p->ngpus != g->size || g->rank >= g->size ||
         sh->p->nmodes != part->nmodes)

@@ -6,6 +6,7 @@
 #define AMP_CPU_H
 
 #include "amp_core.h"
+#include "amp_gcp.h"
 #include "amp_group.h"
 
 #ifdef __cplusplus
@@ -123,6 +124,37 @@ amp_status amp_cpu_apr_share(const amp_tensor *part, const amp_cpd_opts *o, amp_
  * allow_noninteger; AMP_OK where every one is a count. No message. */
 amp_status amp_cpu_apr_check_values(const amp_tensor *t, int allow_noninteger,
                                     uint64_t *bad, double *value);
+
+/* ---- GCP (generalized CP by stochastic gradients and Adam, gcp.c) ------- */
+
+/* GCP-Adam from the factors in c (random, scaled as pyttb's start, or
+ * read: o->gcp.scale_start), o->gcp's options, o->max_iters epochs, o->tol
+ * (0: none) the relative decrease of the estimated loss below which an
+ * epoch ends the run; c->gcp_* before each on_iter (fit: the estimate),
+ * the factors written with unit columns and lambda at the end. One
+ * process (AMP_ERR_UNSUPPORTED from amp_cpu_als_share). */
+amp_status amp_cpu_gcp(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, amp_error *err);
+/* The pieces, the reference of the GPU's (tests): the gradient of batch
+ * b's estimate of the loss into G (rows[m] x R each, every row written),
+ * the estimate itself and its standard error, the exact loss (kind:
+ * amp_gcp_exact_kind's; NAN for none), from factors A (lambda 1). */
+amp_status amp_cpu_gcp_gradient(const amp_gcp_view *v, const double *const *A, unsigned R,
+                                amp_gcp_loss loss, double delta, const amp_gcp_batch *b,
+                                double *const *G, amp_error *err);
+amp_status amp_cpu_gcp_estimate(const amp_gcp_view *v, const double *const *A, unsigned R,
+                                amp_gcp_loss loss, double delta, const amp_gcp_batch *b,
+                                double *est, double *se, amp_error *err);
+amp_status amp_cpu_gcp_exact(const amp_gcp_view *v, const double *const *A, unsigned R,
+                             amp_gcp_loss loss, double delta, int kind, double *loss_out,
+                             amp_error *err);
+/* One Adam step on n entries (step: the rate now; b1t, b2t: 1 - beta^t
+ * for the step count t), each entry at least lower. */
+void amp_cpu_gcp_adam(double *A, const double *G, double *M, double *V, uint64_t n,
+                      double step, double b1t, double b2t, double lower);
+/* AMP_ERR_RANGE with the first value (its position in key order, *bad)
+ * that the loss does not model; *what: the data it models. No message. */
+amp_status amp_cpu_gcp_check_values(const amp_gcp_view *v, amp_gcp_loss loss, uint64_t *bad,
+                                    const char **what);
 
 /* The most threads that may call BLAS at once, as the linked BLAS was
  * built for; 0 where it says nothing (a BLAS without such a limit).

@@ -232,6 +232,7 @@ void amp_cpu_update_rows(const amp_update_args *a, const double *M, double *A, d
         break;
     case AMP_METHOD_ALS:
     case AMP_METHOD_APR:   /* apr.c: its own updates, not from an MTTKRP */
+    case AMP_METHOD_GCP:   /* gcp.c: Adam on sampled gradients */
         break;
     }
 }

@@ -7,6 +7,7 @@
 
 #include "amp_comm.h"
 #include "amp_core.h"
+#include "amp_gcp.h"
 #include "amp_group.h"
 #include "gpu_run.h"
 #include "stream_pack.h"
@@ -328,6 +329,29 @@ amp_status amp_gpu_cpd_apr(const amp_gpu_tensor *g, const amp_cpd_opts *o, amp_c
 amp_status amp_gpu_cpd_completion(const amp_gpu_tensor *g, const amp_tensor *t,
                                   const amp_cpd_opts *o, amp_cpd *c,
                                   amp_gpu_run_stats *stats, amp_error *err);
+/* ---- GCP on one GPU (gcp.cu) ---------------------------------------------- */
+
+/* GCP-Adam (run/cpu/gcp.c's algorithm, the same draws) on CUDA device
+ * `device`, t in host memory: its form for the sampler (amp_gcp_source:
+ * keys and values, 16 bytes a nonzero, and the row tables) built on the
+ * host and resident on the device with the factors, Adam's moments and
+ * the epoch's saved copies (7 R sum(rows) doubles). c as amp_cpu_gcp
+ * leaves it; c->seconds the GPU time of each phase (MTTKRP: sampling and
+ * the gradient; UPDATE: Adam; FIT: the estimate and the exact loss). */
+amp_status amp_gpu_gcp(int device, const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
+                       amp_error *err);
+/* The pieces on the device, from and to host memory, for the tests
+ * against run/cpu/gcp.c's (amp_cpu_gcp_gradient, _estimate, _exact). */
+amp_status amp_gpu_gcp_gradient_host(int device, const amp_gcp_view *v, const double *const *A,
+                                     unsigned R, amp_gcp_loss loss, double delta,
+                                     const amp_gcp_batch *b, double *const *G, amp_error *err);
+amp_status amp_gpu_gcp_estimate_host(int device, const amp_gcp_view *v, const double *const *A,
+                                     unsigned R, amp_gcp_loss loss, double delta,
+                                     const amp_gcp_batch *b, double *est, double *se,
+                                     amp_error *err);
+amp_status amp_gpu_gcp_exact_host(int device, const amp_gcp_view *v, const double *const *A,
+                                  unsigned R, amp_gcp_loss loss, double delta, int kind,
+                                  double *loss_out, amp_error *err);
 
 /* Device bytes a decomposition of t at this rank by this method needs:
  * the factors, their f32 shadows, the MTTKRP output and scratch (and

@@ -36,6 +36,25 @@ unsigned amp_gpu_visible(void)
     return 0;
 }
 
+amp_status amp_gpu_gcp_pick(const amp_gpu_opts *o, int *ordinal, char *name, size_t name_size,
+                            amp_error *err)
+{
+    *ordinal = -1;
+    if (name_size)
+        name[0] = '\0';
+    if (o->gpus == AMP_GPUS_AUTO && o->ndevices == 0)
+        return AMP_OK;
+    return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "this build has no CUDA backend (configure "
+                    "--with-cuda); --gpus 0 runs on the CPU");
+}
+
+amp_status amp_gpu_gcp_run(int ordinal, const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
+                           amp_error *err)
+{
+    (void)ordinal, (void)t, (void)o, (void)c;
+    return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "this build has no CUDA backend");
+}
+
 /* Without CUDA no run is ever opened: the rest is never called. */
 amp_status amp_gpu_run_join(amp_gpu_run *run, amp_error *err)
 {
@@ -953,6 +972,40 @@ unsigned amp_gpu_visible(void)
     int count = 0;
     amp_error e = {0};
     return amp_cuda_device_count(&count, &e) == AMP_OK && count > 0 ? (unsigned)count : 0;
+}
+
+amp_status amp_gpu_gcp_pick(const amp_gpu_opts *o, int *ordinal, char *name, size_t name_size,
+                            amp_error *err)
+{
+    amp_cuda_device dev[AMP_MAX_GPUS];
+    int count = 0;
+    amp_error e = {0};
+    *ordinal = -1;
+    if (name_size)
+        name[0] = '\0';
+    const int asked = o->gpus != AMP_GPUS_AUTO || o->ndevices > 0;
+    if (amp_cuda_list_devices(dev, AMP_MAX_GPUS, &count, &e) != AMP_OK || count == 0) {
+        if (!asked)
+            return AMP_OK;
+        return AMP_FAIL(err, e.status ? e.status : AMP_ERR_NO_DEVICE, "%s; --gpus 0 runs GCP on "
+                        "the CPU", e.status ? amp_error_message(&e) : "no CUDA device");
+    }
+    if (o->ndevices > 1)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method gcp runs on one GPU for now, and "
+                        "--devices lists %u", o->ndevices);
+    const int k = o->ndevices == 1 ? o->devices[0] : 0;
+    if (k < 0 || k >= count || k >= AMP_MAX_GPUS)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--devices: there is no GPU %d; this machine has %d",
+                        k, count);
+    *ordinal = dev[k].ordinal;
+    snprintf(name, name_size, "%s", dev[k].name);
+    return AMP_OK;
+}
+
+amp_status amp_gpu_gcp_run(int ordinal, const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
+                           amp_error *err)
+{
+    return amp_gpu_gcp(ordinal, t, o, c, err);
 }
 
 unsigned amp_gpu_run_count(const amp_gpu_run *r)

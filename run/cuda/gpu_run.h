@@ -177,6 +177,17 @@ void amp_gpu_run_close(amp_gpu_run *run);
 /* The CUDA devices this process sees: 0 without CUDA or a driver. */
 unsigned amp_gpu_visible(void);
 
+/* GCP (--method gcp) on one GPU: the device o asks for (--devices, one;
+ * else the first), its number in *ordinal and its name; *ordinal -1 (and
+ * AMP_OK) where o asks for none in particular (AMP_GPUS_AUTO) and there
+ * is none, or the build has no CUDA. */
+amp_status amp_gpu_gcp_pick(const amp_gpu_opts *o, int *ordinal, char *name, size_t name_size,
+                            amp_error *err);
+/* GCP-Adam on that GPU (run/cuda/gcp.cu) from t in host memory: as
+ * amp_cpu_gcp, with the same draws; c->seconds the GPU's phases. */
+amp_status amp_gpu_gcp_run(int ordinal, const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
+                           amp_error *err);
+
 /* The GPUs this process would see, counted without starting CUDA:
  * CUDA_VISIBLE_DEVICES's entries where it is set, else the driver's
  * /proc/driver/nvidia/gpus; 0 when neither says. */

@@ -1,0 +1,86 @@
+#!/bin/sh
+# GCP (generalized CP by stochastic gradients and Adam, issue 43).
+#
+# CPU: amped-run against pyttb's gcp_opt (Adam) per epoch of 1000 steps on
+# splatt-med (counts 1 to 5, ../shared/data), loss AMP_LOSS (poisson), rank
+# AMP_RANK (16), AMP_EPOCHS (3) epochs, the same sample sizes (pyttb's
+# defaults, which amped takes too), on AMP_THREADS threads (2). Run from
+# the build directory; python from AMP_PYTHON (python3), with pyttb.
+#
+# One GPU (skipped unless amped-run --list-devices finds one): rank
+# AMP_GPU_RANK (32) bernoulli-logit on rd100m's pattern, every stored
+# entry 1 (rd100m-counts, each distinct coordinate once, its value set to
+# 1), AMP_GPU_EPOCHS (2) epochs of 1000 Adam steps of 50,000 nonzeros and
+# 50,000 zeros each (issue 43's 100,000 samples a step); the target is an
+# epoch in at most 1 s. The bytes floor of a step is printed beside:
+# every step's Adam reads and writes every factor entry (64 bytes each,
+# R sum(rows) of them) besides the samples' gathers (8 N R bytes and as
+# many atomics a sample).
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+need_built "$prep" "$run"
+py=${AMP_PYTHON:-python3}
+shared=${AMP_TEST_DATA:-$src/../shared/data}
+loss=${AMP_LOSS:-poisson} rank=${AMP_RANK:-16} epochs=${AMP_EPOCHS:-3} threads=${AMP_THREADS:-2}
+if "$py" -c 'import pyttb' 2>/dev/null; then
+    echo "| tensor | loss | rank | samples | epochs | pyttb s/epoch | amped s/epoch | ratio | amped final estimate | pyttb final estimate |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
+    for t in splatt-med; do
+        tns=$shared/$t.tns
+        [ -f "$tns" ] || continue
+        "$prep" -q -f -o "$data/$t.amp" "$tns" || exit 1
+        "$py" "$here/gcp-pyttb.py" "$run" "$tns" "$data/$t.amp" "$loss" "$rank" "$epochs" \
+            "$threads" "$data" || exit 1
+    done
+else
+    echo "bench-gcp: no pyttb in $py (AMP_PYTHON): the comparison with pyttb is skipped"
+fi
+
+if "$run" --list-devices >/dev/null 2>&1 && [ "${AMP_GCP_GPU:-1}" != 0 ]; then
+    need_rd100m_counts
+    ones="$data/rd100m-ones.bin"
+    if [ ! -f "$ones" ]; then
+        cp "$tns" "$ones.tmp" || exit 1
+        # FROSTT binary v1: the values follow the header (28 bytes) and the
+        # dimensions; each distinct coordinate's count becomes 1.
+        "$py" - "$ones.tmp" <<'PY' || exit 1
+import sys
+import numpy as np
+h = np.fromfile(sys.argv[1], dtype="<u4", count=3)
+iw, vw = int(h[1]), int(h[2])
+modes, nnz = np.fromfile(sys.argv[1], dtype="<u8", count=2, offset=12)
+at = 28 + int(modes) * iw
+v = np.memmap(sys.argv[1], dtype="<f8" if vw == 8 else "<f4", mode="r+", offset=at,
+              shape=(int(nnz),))
+v[:] = 1
+v.flush()
+PY
+        mv "$ones.tmp" "$ones" || exit 1
+    fi
+    amp="$data/rd100m-ones.amp"
+    [ -f "$amp" ] || "$prep" -q -o "$amp" "$ones" || exit 1
+    R=${AMP_GPU_RANK:-32}
+    E=${AMP_GPU_EPOCHS:-2}
+    "$run" "$amp" -q --gpus 1 -r "$R" --method gcp --loss bernoulli-logit --iters "$E" \
+        --max-fails "$E" --epoch-iters 1000 --samples-grad 50000,50000 \
+        --samples-loss 100000,100000 --json "$data/gcp-gpu.json" || exit 1
+    "$py" - "$data/gcp-gpu.json" "$R" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+R = int(sys.argv[2])
+rows = sum(j["tensor"]["compact_dims"])
+N = j["tensor"]["modes"]
+s = sum(j["samples_grad"])
+adam = 64 * R * rows
+gather = s * 16 * N * R
+ep = [i["seconds"] for i in j["iterations"]]
+print(f"rd100m ones (bernoulli-logit), rank {R}, one GPU ({j.get('device', '?')}): "
+      f"s an epoch of 1000 steps: " + ", ".join(f"{x:.3f}" for x in ep)
+      + " (target 1 s)")
+print(f"  per step: Adam {adam / 1e9:.2f} GB (64 B x R x {rows} rows), samples "
+      f"{gather / 1e9:.3f} GB ({s} x 16 N R B); an epoch's floor "
+      f"{1000 * (adam + gather) / 3.35e12:.2f} s at 3.35 TB/s (H100)")
+PY
+else
+    echo "bench-gcp: no CUDA device (amped-run --list-devices fails): the GPU part is skipped"
+fi

@@ -1,0 +1,568 @@
+/* GCP by stochastic gradients and Adam (GCP-Adam: Kolda and Hong,
+ * "Stochastic gradients for large-scale tensor decomposition", SIMODS
+ * 2020, Algorithm 2 with stratified sampling; pyttb's gcp_opt with its
+ * Adam and the Tensor Toolbox's gcp_opt) on the CPU: the reference of the
+ * GPU's kernels (run/cuda/gcp.cu).
+ *
+ * Per step: a stratified sample (amp_gcp.h) drawn under the step's key;
+ * per sample j the model's value m_j = sum_r prod_n A_n(i_n, r) and
+ * y_j = w_j f'(x_j, m_j); the gradient of mode n, G_n(i, :) = sum over the
+ * samples in row i of y_j times the Hadamard product of the other modes'
+ * rows (the sampled MTTKRP); then Adam on every entry of every factor
+ * (beta1 0.9, beta2 0.999, eps 1e-8; step = rate decay^fails), each entry
+ * projected onto the loss's lower bound. After each epoch (epoch_iters
+ * steps) the loss is estimated on the fixed sample (step 0's draws, the
+ * same cells every epoch); an epoch whose estimate rose fails: the
+ * factors and Adam's moments go back to the epoch's start (as the Tensor
+ * Toolbox's gcp_opt and GenTen do; pyttb 1.8 keeps its moments of the
+ * step before and counts Adam's steps epoch_iters at a time, which this
+ * does not copy), and the rate is multiplied by decay. The run stops after
+ * max_fails + 1 failures, or the epochs (--iters), or where --tol asks.
+ *
+ * Determinism: every sum is over fixed blocks or in a fixed order, and a
+ * gradient row is summed by the one thread that owns it, in sample order
+ * (each thread scans every sample's row of that mode and takes its own):
+ * the same bits for any thread count, and (the draws keyed on ordinals,
+ * every sum over rows in ordinal order) for any layout of the file.
+ *
+ * Per sample and step: N rows of R read (8 N R bytes), (N + 1) R FLOPs
+ * for the value, N (N - 1) R for the N gradients' products; per step,
+ * Adam reads and writes 4 arrays of sum(rows) R (64 bytes an entry). */
+#include <config.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp_alloc.h"
+#include "amp_cpu.h"
+#include "amp_threads.h"
+#include "amp_timer.h"
+
+/* Samples, cells or rows per block of the sums: fixed, so the sums do not
+ * depend on the thread count. */
+#define BLOCK 4096
+
+#define ADAM_BETA1 0.9
+#define ADAM_BETA2 0.999
+#define ADAM_EPS 1e-8
+
+typedef struct gcp_ws {
+    const amp_gcp_view *v;
+    unsigned N, R;
+    amp_gcp_loss loss;
+    double delta;
+    uint64_t cap;          /* samples */
+    uint64_t *rows;        /* cap x N */
+    double *x, *y;         /* cap */
+    double *part;          /* block sums */
+    uint64_t nparts;
+    double *scratch;       /* R a thread */
+} gcp_ws;
+
+static void ws_free(gcp_ws *w)
+{
+    amp_free(w->rows);
+    amp_free(w->x);
+    amp_free(w->y);
+    amp_free(w->part);
+    amp_free(w->scratch);
+    memset(w, 0, sizeof *w);
+}
+
+static amp_status ws_init(gcp_ws *w, const amp_gcp_view *v, unsigned R, amp_gcp_loss loss,
+                          double delta, uint64_t cap, uint64_t nparts, amp_error *err)
+{
+    memset(w, 0, sizeof *w);
+    w->v = v;
+    w->N = v->nmodes;
+    w->R = R;
+    w->loss = loss;
+    w->delta = delta;
+    w->cap = cap;
+    w->nparts = nparts;
+    const int T = amp_max_threads();
+    w->rows = amp_calloc(cap * w->N + 1, sizeof *w->rows, "GCP's sampled rows", err);
+    w->x = w->rows ? amp_calloc(cap + 1, sizeof *w->x, "GCP's sampled values", err) : NULL;
+    w->y = w->x ? amp_calloc(cap + 1, sizeof *w->y, "GCP's sampled derivatives", err) : NULL;
+    w->part = w->y ? amp_calloc(nparts + 1, sizeof *w->part, "GCP's block sums", err) : NULL;
+    w->scratch = w->part ? amp_calloc((size_t)T * R + 1, sizeof *w->scratch, "GCP's rows",
+                                      err)
+                         : NULL;
+    if (w->scratch == NULL) {
+        ws_free(w);
+        return err->status;
+    }
+    return AMP_OK;
+}
+
+/* Batch b's samples into w->rows and w->x. */
+static amp_status draw(gcp_ws *w, const amp_gcp_batch *b, amp_error *err)
+{
+    const amp_gcp_view *v = w->v;
+    const unsigned N = w->N;
+    const int64_t s = (int64_t)(b->snz + b->sz);
+    if ((uint64_t)s > w->cap)
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "GCP: %lld samples, room for %llu", (long long)s,
+                        (unsigned long long)w->cap);
+    uint64_t *rows = w->rows;
+    double *x = w->x;
+    uint64_t bad = UINT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (int64_t j = 0; j < s; j++)
+        if (amp_gcp_sample(v, b->key, (uint64_t)j, b->snz, rows + (uint64_t)j * N, x + j))
+            bad = (uint64_t)j < bad ? (uint64_t)j : bad;
+    if (bad != UINT64_MAX)
+        return AMP_FAIL(err, AMP_ERR_RANGE, "GCP's sampler drew %d stored cells in a row for "
+                        "one zero: the tensor (%llu of %llu cells stored) is too dense for "
+                        "stratified sampling; give --samples-grad and --samples-loss with 0 "
+                        "zeros", AMP_GCP_ZERO_ATTEMPTS, (unsigned long long)v->nnz,
+                        (unsigned long long)v->cells);
+    return AMP_OK;
+}
+
+/* The model's value at a cell given by its rows. */
+static inline double model_at(const double *const *A, unsigned N, unsigned R,
+                              const uint64_t *rows)
+{
+    double s = 0;
+    for (unsigned r = 0; r < R; r++) {
+        double p = 1;
+        for (unsigned m = 0; m < N; m++)
+            p *= A[m][rows[m] * R + r];
+        s += p;
+    }
+    return s;
+}
+
+static amp_status estimate(gcp_ws *w, const double *const *A, const amp_gcp_batch *b,
+                           double *est, double *se, amp_error *err)
+{
+    AMP_CHECK(draw(w, b, err));
+    const uint64_t s = b->snz + b->sz;
+    const int64_t nb = (int64_t)((s + BLOCK - 1) / BLOCK);
+    if ((uint64_t)nb * 4 > w->nparts)
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "GCP: too few block sums");
+    const unsigned N = w->N, R = w->R;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < nb; k++) {
+        double s1 = 0, q1 = 0, s0 = 0, q0 = 0;
+        const uint64_t hi = ((uint64_t)k + 1) * BLOCK < s ? ((uint64_t)k + 1) * BLOCK : s;
+        for (uint64_t j = (uint64_t)k * BLOCK; j < hi; j++) {
+            const double f = amp_gcp_f(w->loss, w->x[j], model_at(A, N, R, w->rows + j * N),
+                                       w->delta);
+            if (j < b->snz) {
+                s1 += f;
+                q1 += f * f;
+            } else {
+                s0 += f;
+                q0 += f * f;
+            }
+        }
+        double *p = w->part + (uint64_t)k * 4;
+        p[0] = s1, p[1] = q1, p[2] = s0, p[3] = q0;
+    }
+    double S1 = 0, Q1 = 0, S0 = 0, Q0 = 0;
+    for (int64_t k = 0; k < nb; k++) {
+        const double *p = w->part + (uint64_t)k * 4;
+        S1 += p[0], Q1 += p[1], S0 += p[2], Q0 += p[3];
+    }
+    *est = b->wnz * S1 + b->wz * S0;
+    /* Each stratum's sample variance; the estimate's variance is
+     * sum over strata of w^2 s var. */
+    const double n1 = (double)b->snz, n0 = (double)b->sz;
+    const double v1 = b->snz > 1 ? fmax(0, (Q1 - S1 * S1 / n1) / (n1 - 1)) : 0;
+    const double v0 = b->sz > 1 ? fmax(0, (Q0 - S0 * S0 / n0) / (n0 - 1)) : 0;
+    *se = sqrt(b->wnz * b->wnz * n1 * v1 + b->wz * b->wz * n0 * v0);
+    return AMP_OK;
+}
+
+static amp_status gradient(gcp_ws *w, const double *const *A, const amp_gcp_batch *b,
+                           double *const *G, amp_error *err)
+{
+    AMP_CHECK(draw(w, b, err));
+    const amp_gcp_view *v = w->v;
+    const unsigned N = w->N, R = w->R;
+    const int64_t s = (int64_t)(b->snz + b->sz);
+    const uint64_t snz = b->snz;
+    double *y = w->y;
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < s; j++) {
+        const double m = model_at(A, N, R, w->rows + (uint64_t)j * N);
+        y[j] = ((uint64_t)j < snz ? b->wnz : b->wz) * amp_gcp_df(w->loss, w->x[j], m, w->delta);
+    }
+    for (unsigned n = 0; n < N; n++) {
+        double *Gn = G[n];
+#pragma omp parallel
+        {
+            int tid, nt;
+            uint64_t lo, hi;
+            amp_thread_range(v->rows[n], &tid, &nt, &lo, &hi);
+            double *z = w->scratch + (size_t)tid * R;
+            memset(Gn + lo * R, 0, (hi - lo) * R * sizeof *Gn);
+            for (int64_t j = 0; j < s; j++) {
+                const uint64_t *rows = w->rows + (uint64_t)j * N;
+                const uint64_t i = rows[n];
+                if (i < lo || i >= hi)
+                    continue;
+                for (unsigned r = 0; r < R; r++)
+                    z[r] = y[j];
+                for (unsigned m = 0; m < N; m++) {
+                    if (m == n)
+                        continue;
+                    const double *a = A[m] + rows[m] * R;
+                    for (unsigned r = 0; r < R; r++)
+                        z[r] *= a[r];
+                }
+                double *g = Gn + i * R;
+                for (unsigned r = 0; r < R; r++)
+                    g[r] += z[r];
+            }
+        }
+    }
+    return AMP_OK;
+}
+
+/* The Gram (kind 0: R x R, A'A) or column sums (kind 1: R) of mode m's
+ * factor, summed over fixed blocks of ordinals, the blocks in order. */
+static amp_status ordinal_sums(const gcp_ws *w, const double *A, unsigned m, int kind,
+                               double *out, amp_error *err)
+{
+    const amp_gcp_view *v = w->v;
+    const unsigned R = w->R;
+    const size_t per = kind == 0 ? (size_t)R * R : R;
+    const int64_t nb = (int64_t)((v->rows[m] + BLOCK - 1) / BLOCK);
+    double *part = amp_calloc((size_t)nb * per + 1, sizeof *part, "GCP's row sums", err);
+    if (part == NULL)
+        return err->status;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < nb; k++) {
+        double *p = part + (size_t)k * per;
+        const uint64_t hi =
+            ((uint64_t)k + 1) * BLOCK < v->rows[m] ? ((uint64_t)k + 1) * BLOCK : v->rows[m];
+        for (uint64_t o = (uint64_t)k * BLOCK; o < hi; o++) {
+            const double *a = A + v->row_of[m][o] * R;
+            if (kind == 0)
+                for (unsigned r = 0; r < R; r++)
+                    for (unsigned q = 0; q < R; q++)
+                        p[r * R + q] += a[r] * a[q];
+            else
+                for (unsigned r = 0; r < R; r++)
+                    p[r] += a[r];
+        }
+    }
+    for (size_t i = 0; i < per; i++) {
+        double s = 0;
+        for (int64_t k = 0; k < nb; k++)
+            s += part[(size_t)k * per + i];
+        out[i] = s;
+    }
+    amp_free(part);
+    return AMP_OK;
+}
+
+static amp_status exact(gcp_ws *w, const double *const *A, int kind, double *out,
+                        amp_error *err)
+{
+    const amp_gcp_view *v = w->v;
+    const unsigned N = w->N, R = w->R;
+    *out = NAN;
+    if (kind == AMP_GCP_EXACT_NONE)
+        return AMP_OK;
+    const uint64_t n = kind == AMP_GCP_EXACT_ENUMERATE ? v->cells : v->nnz;
+    const int64_t nb = (int64_t)((n + BLOCK - 1) / BLOCK);
+    double *part = amp_calloc((size_t)nb + 1, sizeof *part, "GCP's exact loss", err);
+    if (part == NULL)
+        return err->status;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < nb; k++) {
+        uint64_t rows[AMP_MAX_MODES];
+        const uint64_t lo = (uint64_t)k * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+        double s = 0;
+        if (kind == AMP_GCP_EXACT_ENUMERATE) {
+            /* Every cell in key order, merged with the stored ones. */
+            uint64_t a = 0, z = v->nnz;
+            while (a < z) {
+                uint64_t mid = a + (z - a) / 2;
+                if (v->key[mid] < lo)
+                    a = mid + 1;
+                else
+                    z = mid;
+            }
+            for (uint64_t cell = lo; cell < hi; cell++) {
+                double x = 0;
+                while (a < v->nnz && v->key[a] == cell)
+                    x += v->val[a++];
+                amp_gcp_rows_of(v, cell, rows);
+                s += amp_gcp_f(w->loss, x, model_at(A, N, R, rows), w->delta);
+            }
+        } else {
+            /* The stored cells' loss, less what the closed form counts
+             * for them as zeros. */
+            for (uint64_t j = lo; j < hi; j++) {
+                amp_gcp_rows_of(v, v->key[j], rows);
+                const double m = model_at(A, N, R, rows);
+                s += amp_gcp_f(w->loss, v->val[j], m, w->delta) -
+                     amp_gcp_f(w->loss, 0, m, w->delta);
+            }
+        }
+        part[k] = s;
+    }
+    double total = 0;
+    for (int64_t k = 0; k < nb; k++)
+        total += part[k];
+    amp_free(part);
+    if (kind == AMP_GCP_EXACT_CLOSED) {
+        /* Every cell's f(0, m): gaussian m^2, |M|^2 = sum_rs prod_n
+         * (A_n'A_n)_rs; poisson m, sum(M) = sum_r prod_n colsum_n(r). */
+        const int gauss = w->loss == AMP_GCP_GAUSSIAN;
+        const size_t per = gauss ? (size_t)R * R : R;
+        double *acc = amp_calloc(per, sizeof *acc, "GCP's closed form", err);
+        double *one = acc ? amp_calloc(per, sizeof *one, "GCP's closed form", err) : NULL;
+        if (one == NULL) {
+            amp_free(acc);
+            return err->status;
+        }
+        for (size_t i = 0; i < per; i++)
+            acc[i] = 1;
+        amp_status rc = AMP_OK;
+        for (unsigned m = 0; m < N && rc == AMP_OK; m++) {
+            rc = ordinal_sums(w, A[m], m, gauss ? 0 : 1, one, err);
+            for (size_t i = 0; i < per; i++)
+                acc[i] *= one[i];
+        }
+        double all = 0;
+        for (size_t i = 0; i < per; i++)
+            all += acc[i];
+        amp_free(acc);
+        amp_free(one);
+        AMP_CHECK(rc);
+        total += all;
+    }
+    *out = total;
+    return AMP_OK;
+}
+
+/* The most samples of a plan's batches, and the block sums they need. */
+static void plan_sizes(const amp_gcp_plan *p, uint64_t *cap, uint64_t *parts)
+{
+    uint64_t g = p->grad_nz + p->grad_z, l = p->loss_nz + p->loss_z;
+    *cap = g > l ? g : l;
+    *parts = (*cap + BLOCK - 1) / BLOCK * 4;
+}
+
+amp_status amp_cpu_gcp_gradient(const amp_gcp_view *v, const double *const *A, unsigned R,
+                                amp_gcp_loss loss, double delta, const amp_gcp_batch *b,
+                                double *const *G, amp_error *err)
+{
+    gcp_ws w;
+    const uint64_t s = b->snz + b->sz;
+    AMP_CHECK(ws_init(&w, v, R, loss, delta, s, (s + BLOCK - 1) / BLOCK * 4, err));
+    amp_status rc = gradient(&w, A, b, G, err);
+    ws_free(&w);
+    return rc;
+}
+
+amp_status amp_cpu_gcp_estimate(const amp_gcp_view *v, const double *const *A, unsigned R,
+                                amp_gcp_loss loss, double delta, const amp_gcp_batch *b,
+                                double *est, double *se, amp_error *err)
+{
+    gcp_ws w;
+    const uint64_t s = b->snz + b->sz;
+    AMP_CHECK(ws_init(&w, v, R, loss, delta, s, (s + BLOCK - 1) / BLOCK * 4, err));
+    amp_status rc = estimate(&w, A, b, est, se, err);
+    ws_free(&w);
+    return rc;
+}
+
+amp_status amp_cpu_gcp_exact(const amp_gcp_view *v, const double *const *A, unsigned R,
+                             amp_gcp_loss loss, double delta, int kind, double *loss_out,
+                             amp_error *err)
+{
+    gcp_ws w;
+    AMP_CHECK(ws_init(&w, v, R, loss, delta, 1, 4, err));
+    amp_status rc = exact(&w, A, kind, loss_out, err);
+    ws_free(&w);
+    return rc;
+}
+
+void amp_cpu_gcp_adam(double *A, const double *G, double *M, double *V, uint64_t n,
+                      double step, double b1t, double b2t, double lower)
+{
+    const int64_t nn = (int64_t)n;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nn; i++) {
+        const double g = G[i];
+        const double m = ADAM_BETA1 * M[i] + (1 - ADAM_BETA1) * g;
+        const double v = ADAM_BETA2 * V[i] + (1 - ADAM_BETA2) * g * g;
+        M[i] = m;
+        V[i] = v;
+        const double a = A[i] - step * (m / b1t) / (sqrt(v / b2t) + ADAM_EPS);
+        A[i] = a > lower ? a : lower;
+    }
+}
+
+amp_status amp_cpu_gcp_check_values(const amp_gcp_view *v, amp_gcp_loss loss, uint64_t *bad,
+                                    const char **what)
+{
+    for (uint64_t k = 0; k < v->nnz; k++)
+        if (!amp_gcp_value_ok(loss, v->val[k], what)) {
+            *bad = k;
+            return AMP_ERR_RANGE;
+        }
+    amp_gcp_value_ok(loss, 0, what);
+    return AMP_OK;
+}
+
+amp_status amp_cpu_gcp(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, amp_error *err)
+{
+    const unsigned N = t->nmodes, R = c->rank;
+    if (R != o->rank)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", R, o->rank);
+    const amp_gcp_opts *go = &o->gcp;
+    if (go->epoch_iters == 0)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "GCP needs at least one step an epoch");
+    amp_gcp_source src;
+    double t0 = amp_now();
+    memset(c->seconds, 0, sizeof c->seconds);
+    AMP_CHECK(amp_gcp_source_build(t, o->threads, &src, err));
+    const amp_gcp_view *v = &src.view;
+    amp_status rc = AMP_OK;
+    gcp_ws w;
+    memset(&w, 0, sizeof w);
+    double *G[AMP_MAX_MODES] = {0}, *Mo[AMP_MAX_MODES] = {0}, *Vo[AMP_MAX_MODES] = {0};
+    double *A0[AMP_MAX_MODES] = {0}, *M0[AMP_MAX_MODES] = {0}, *V0[AMP_MAX_MODES] = {0};
+    amp_gcp_plan p;
+    {
+        uint64_t bad;
+        const char *what;
+        if (amp_cpu_gcp_check_values(v, go->loss, &bad, &what) != AMP_OK) {
+            rc = AMP_FAIL(err, AMP_ERR_RANGE, "--loss %s models %s data, and the tensor holds "
+                          "the value %.17g", amp_gcp_loss_names[go->loss], what, v->val[bad]);
+            goto done;
+        }
+    }
+    AMP_CHECK_GOTO(amp_gcp_resolve(go, v, &p, err), rc, done);
+    {
+        uint64_t cap, parts;
+        plan_sizes(&p, &cap, &parts);
+        AMP_CHECK_GOTO(ws_init(&w, v, R, go->loss, go->huber_delta, cap, parts, err), rc, done);
+    }
+    for (unsigned m = 0; m < N; m++) {
+        const size_t n = (size_t)c->rows[m] * R + 1;
+        G[m] = amp_calloc(n, sizeof(double), "GCP's gradient", err);
+        Mo[m] = G[m] ? amp_calloc(n, sizeof(double), "Adam's moments", err) : NULL;
+        Vo[m] = Mo[m] ? amp_calloc(n, sizeof(double), "Adam's moments", err) : NULL;
+        A0[m] = Vo[m] ? amp_calloc(n, sizeof(double), "GCP's saved factors", err) : NULL;
+        M0[m] = A0[m] ? amp_calloc(n, sizeof(double), "Adam's saved moments", err) : NULL;
+        V0[m] = M0[m] ? amp_calloc(n, sizeof(double), "Adam's saved moments", err) : NULL;
+        if (V0[m] == NULL) {
+            rc = err->status;
+            goto done;
+        }
+    }
+    c->seconds[AMP_PHASE_UPDATE] += amp_now() - t0;
+
+    amp_gcp_start(v, go->scale_start ? t->norm_sq : -1, R, c->A);
+    const double *const *A = (const double *const *)c->A;
+    const amp_gcp_batch lb = {amp_gcp_step_key(o->seed, 0), p.loss_nz, p.loss_z, p.loss_wnz,
+                              p.loss_wz};
+    double now = amp_now();
+    double f_prev, se;
+    AMP_CHECK_GOTO(estimate(&w, A, &lb, &f_prev, &se, err), rc, done);
+    c->seconds[AMP_PHASE_FIT] += amp_now() - now;
+    c->gcp_loss = f_prev;
+    c->gcp_stderr = se;
+    c->gcp_exact = NAN;
+    c->gcp_fails = 0;
+    c->gcp_failed = 0;
+    c->iters = 0;
+    c->converged = 0;
+    c->stopped = 0;
+    c->fit = f_prev;
+    for (unsigned m = 0; m < N; m++) {
+        const size_t bytes = (size_t)c->rows[m] * R * sizeof(double);
+        memcpy(A0[m], c->A[m], bytes);
+    }
+    uint64_t adam_t = 0;
+    unsigned fails = 0;
+    for (unsigned e = 0; e < o->max_iters; e++) {
+        const double t_epoch = amp_now();
+        const double step = go->rate * pow(go->decay, fails);
+        for (unsigned it = 0; it < go->epoch_iters; it++) {
+            const uint64_t id = 1 + (uint64_t)e * go->epoch_iters + it;
+            const amp_gcp_batch gb = {amp_gcp_step_key(o->seed, id), p.grad_nz, p.grad_z,
+                                      p.grad_wnz, p.grad_wz};
+            now = amp_now();
+            AMP_CHECK_GOTO(gradient(&w, A, &gb, G, err), rc, done);
+            double t1 = amp_now();
+            c->seconds[AMP_PHASE_MTTKRP] += t1 - now;
+            adam_t++;
+            const double b1t = 1 - pow(ADAM_BETA1, (double)adam_t);
+            const double b2t = 1 - pow(ADAM_BETA2, (double)adam_t);
+            for (unsigned m = 0; m < N; m++)
+                amp_cpu_gcp_adam(c->A[m], G[m], Mo[m], Vo[m], c->rows[m] * R, step, b1t, b2t,
+                                 p.lower);
+            c->seconds[AMP_PHASE_UPDATE] += amp_now() - t1;
+        }
+        now = amp_now();
+        double f;
+        AMP_CHECK_GOTO(estimate(&w, A, &lb, &f, &se, err), rc, done);
+        AMP_CHECK_GOTO(exact(&w, A, p.exact, &c->gcp_exact, err), rc, done);
+        c->seconds[AMP_PHASE_FIT] += amp_now() - now;
+        const int failed = !(f <= f_prev);
+        const double before = f_prev;
+        c->gcp_loss = f;
+        c->gcp_stderr = se;
+        c->gcp_rate = step;
+        c->gcp_failed = failed;
+        c->iters = e + 1;
+        if (failed) {
+            /* Back to the epoch's start: factors, moments, Adam's count. */
+            fails++;
+            for (unsigned m = 0; m < N; m++) {
+                const size_t bytes = (size_t)c->rows[m] * R * sizeof(double);
+                memcpy(c->A[m], A0[m], bytes);
+                memcpy(Mo[m], M0[m], bytes);
+                memcpy(Vo[m], V0[m], bytes);
+            }
+            adam_t -= go->epoch_iters;
+        } else {
+            for (unsigned m = 0; m < N; m++) {
+                const size_t bytes = (size_t)c->rows[m] * R * sizeof(double);
+                memcpy(A0[m], c->A[m], bytes);
+                memcpy(M0[m], Mo[m], bytes);
+                memcpy(V0[m], Vo[m], bytes);
+            }
+            f_prev = f;
+        }
+        c->gcp_fails = fails;
+        c->fit = f_prev;
+        if (o->on_iter)
+            o->on_iter(o->ctx, e + 1, f, before - f, amp_now() - t_epoch);
+        if (o->stop && *o->stop) {
+            c->stopped = 1;
+            break;
+        }
+        if (fails > go->max_fails)
+            break;
+        if (!failed && o->tol > 0 && before - f < o->tol * fabs(before)) {
+            c->converged = 1;
+            break;
+        }
+    }
+    c->fit = f_prev;
+    amp_gcp_finish(v, R, c->A, c->lambda);
+done:
+    for (unsigned m = 0; m < N; m++) {
+        amp_free(G[m]);
+        amp_free(Mo[m]);
+        amp_free(Vo[m]);
+        amp_free(A0[m]);
+        amp_free(M0[m]);
+        amp_free(V0[m]);
+    }
+    ws_free(&w);
+    amp_gcp_source_free(&src);
+    return rc;
+}

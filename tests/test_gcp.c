@@ -1,0 +1,446 @@
+/* GCP's pieces on the CPU (run/core/amp_gcp.h, run/core/gcp.c,
+ * run/cpu/gcp.c) against references written here.
+ *
+ *  - Each loss's value against pyttb's formula (pyttb/gcp/handles.py,
+ *    written out again here) to 1e-13 relative, and its derivative
+ *    against a central difference (step 1e-6 relative; the difference's
+ *    own error is about h^2 f''' + eps f / h, below 1e-6 relative at these
+ *    points), on both sides of huber's threshold.
+ *  - The tensor in GCP's form: keys ascending, the same keys and values
+ *    for a file in 1 shard and in 3; a sample's nonzeros are stored cells,
+ *    its zeros absent ones, the same cells for the same key.
+ *  - The sampled gradient's expectation: the mean of 4000 batches' (8
+ *    nonzeros and 8 zeros each, on a 6 x 5 x 4 tensor of 30 nonzeros)
+ *    against the full gradient enumerated over every cell, each entry
+ *    within 5 standard errors of the mean (the errors measured from the
+ *    batches themselves; 45 entries, so a false failure has odds below
+ *    1e-4, and the draws are fixed by their keys, so it either always
+ *    passes or always fails), for gaussian, poisson and bernoulli-logit.
+ *    A wrong stratum weight biases the mean by a third of the zeros'
+ *    share, tens of standard errors.
+ *  - The loss estimate: its mean over 4000 batches within 5 standard
+ *    errors of the exact loss, and the standard error it reports within
+ *    15% of the estimates' spread.
+ *  - The exact loss: enumerated over the cells against a plain sum here
+ *    (1e-12), and the closed forms (gaussian, poisson) against the
+ *    enumeration (1e-10 relative).
+ *  - Adam's step: the projection onto the lower bound, and the first
+ *    step's size (rate times the gradient's sign).
+ *  - The same bits on 1 and 3 threads (gradient, estimate, a whole run of
+ *    3 epochs) and for the file in 1 and 3 shards (gradient, in ordinal
+ *    order). */
+#include <config.h>
+
+#include <math.h>
+
+#include "cpd_util.h"
+#include "amp_gcp.h"
+#include "amp_threads.h"
+
+#define EPS AMP_GCP_EPS
+
+/* pyttb's handles, as pyttb writes them. */
+static double pyttb_f(int loss, double x, double m, double t)
+{
+    switch (loss) {
+    case AMP_GCP_GAUSSIAN: return (m - x) * (m - x);
+    case AMP_GCP_POISSON: return m - x * log(m + EPS);
+    case AMP_GCP_POISSON_LOG: return exp(m) - x * m;
+    case AMP_GCP_BERNOULLI_LOGIT: return log(exp(m) + 1) - x * m;
+    case AMP_GCP_BERNOULLI_ODDS: return log(m + 1) - x * log(m + EPS);
+    case AMP_GCP_GAMMA: return x / (m + EPS) + log(m + EPS);
+    case AMP_GCP_RAYLEIGH:
+        return 2 * log(m + EPS) + (M_PI / 4) * (x / (m + EPS)) * (x / (m + EPS));
+    case AMP_GCP_HUBER: {
+        double d = fabs(x - m);
+        return d < t ? d * d : 2 * t * d - t * t;
+    }
+    }
+    return NAN;
+}
+
+static void test_losses(void)
+{
+    const double xs[] = {0, 1, 3}, ms[] = {-1.3, 0.02, 0.3, 1.7, 4.2};
+    const double delta = 0.25;
+    for (int loss = 0; loss < AMP_GCP_NLOSSES; loss++) {
+        double worst_f = 0, worst_d = 0;
+        const int bounded = isfinite(amp_gcp_lower_bound(loss));
+        for (size_t i = 0; i < sizeof xs / sizeof *xs; i++)
+            for (size_t j = 0; j < sizeof ms / sizeof *ms; j++) {
+                double x = xs[i], m = ms[j];
+                const char *what;
+                if (!amp_gcp_value_ok((amp_gcp_loss)loss, x, &what) || (bounded && m < 0))
+                    continue;
+                if (loss == AMP_GCP_HUBER)   /* both sides of the threshold, not on it */
+                    m = x + (j % 2 ? 0.1 : 0.7) * (j < 2 ? -1 : 1);
+                double f = amp_gcp_f(loss, x, m, delta), r = pyttb_f(loss, x, m, delta);
+                worst_f = fmax(worst_f, fabs(f - r) / fmax(1, fabs(r)));
+                double h = 1e-6 * fmax(1e-2, fabs(m));
+                double fd = (amp_gcp_f(loss, x, m + h, delta) - amp_gcp_f(loss, x, m - h, delta)) /
+                            (2 * h);
+                double d = amp_gcp_df(loss, x, m, delta);
+                worst_d = fmax(worst_d, fabs(d - fd) / fmax(1, fabs(d)));
+            }
+        ok(worst_f < 1e-13, "%s: the value is pyttb's formula (worst %.1e)",
+           amp_gcp_loss_names[loss], worst_f);
+        ok(worst_d < 1e-6, "%s: the derivative is the central difference's (worst %.1e)",
+           amp_gcp_loss_names[loss], worst_d);
+    }
+    ok(amp_gcp_lower_bound(AMP_GCP_POISSON) == 0 && amp_gcp_lower_bound(AMP_GCP_GAMMA) == 0 &&
+           amp_gcp_lower_bound(AMP_GCP_RAYLEIGH) == 0 &&
+           amp_gcp_lower_bound(AMP_GCP_BERNOULLI_ODDS) == 0 &&
+           isinf(amp_gcp_lower_bound(AMP_GCP_GAUSSIAN)) &&
+           isinf(amp_gcp_lower_bound(AMP_GCP_BERNOULLI_LOGIT)),
+       "the lower bounds: 0 for poisson, bernoulli-odds, gamma, rayleigh; none else");
+}
+
+/* A 6 x 5 x 4 tensor of 30 distinct cells of value 1 or 2 (loss-dependent
+ * values set after loading). */
+static void tiny(amp_coo *x, uint64_t seed)
+{
+    const shape s = {"tiny", 3, {6, 5, 4}, 0, 0};
+    amp_error err = {0};
+    if (amp_coo_init(x, 3, &err) || amp_coo_reserve(x, 30, &err))
+        exit(99);
+    for (unsigned m = 0; m < 3; m++)
+        x->dims[m] = s.dims[m];
+    int used[120] = {0};
+    uint64_t n = 0;
+    /* Every slice nonempty first (a diagonal), then random cells. */
+    for (uint64_t k = 0; k < 6; k++) {
+        uint64_t c = (k * 5 + k % 5) * 4 + k % 4;
+        used[c] = 1;
+        x->ind[0][n] = k, x->ind[1][n] = k % 5, x->ind[2][n] = k % 4;
+        x->val[n++] = 1;
+    }
+    while (n < 30) {
+        uint64_t c = rng_next(&seed) % 120;
+        if (used[c])
+            continue;
+        used[c] = 1;
+        x->ind[0][n] = c / 20, x->ind[1][n] = c / 4 % 5, x->ind[2][n] = c % 4;
+        x->val[n++] = 1 + (double)(rng_next(&seed) % 2);
+    }
+    x->nnz = n;
+}
+
+typedef struct setup {
+    amp_tensor t;
+    amp_gcp_source s;
+    double *A[3];
+    unsigned R;
+} setup;
+
+static int setup_open(setup *u, const amp_coo *x, const char *name, uint32_t shards)
+{
+    amp_error err = {0};
+    memset(u, 0, sizeof *u);
+    if (!prepare(x, name, shards, 7, &u->t))
+        return 0;
+    if (amp_gcp_source_build(&u->t, 0, &u->s, &err) != AMP_OK) {
+        diag("%s", amp_error_message(&err));
+        return 0;
+    }
+    u->R = 3;
+    /* Factors keyed on the original index, so the same model in any layout. */
+    for (unsigned m = 0; m < 3; m++) {
+        u->A[m] = calloc(u->t.rows[m] * u->R, sizeof(double));
+        for (uint64_t o = 0; o < u->s.view.rows[m]; o++) {
+            uint64_t row = u->s.view.row_of[m][o];
+            for (unsigned r = 0; r < u->R; r++)
+                u->A[m][row * u->R + r] = 0.2 + 0.6 * (double)((o * 7 + r * 3 + m) % 5) / 4;
+        }
+    }
+    return 1;
+}
+
+static void setup_close(setup *u)
+{
+    for (unsigned m = 0; m < 3; m++)
+        free(u->A[m]);
+    amp_gcp_source_free(&u->s);
+    amp_tensor_free(&u->t);
+}
+
+static double model(const setup *u, const uint64_t *rows)
+{
+    double s = 0;
+    for (unsigned r = 0; r < u->R; r++)
+        s += u->A[0][rows[0] * u->R + r] * u->A[1][rows[1] * u->R + r] *
+             u->A[2][rows[2] * u->R + r];
+    return s;
+}
+
+/* The stored value of a cell, 0 if absent: a plain scan. */
+static double stored(const amp_gcp_view *v, uint64_t key)
+{
+    for (uint64_t k = 0; k < v->nnz; k++)
+        if (v->key[k] == key)
+            return v->val[k];
+    return 0;
+}
+
+/* The full loss and gradient, every cell enumerated. */
+static double full(const setup *u, int loss, double *const *G)
+{
+    const amp_gcp_view *v = &u->s.view;
+    const unsigned R = u->R;
+    double F = 0;
+    for (unsigned m = 0; m < 3; m++)
+        memset(G[m], 0, u->t.rows[m] * R * sizeof(double));
+    for (uint64_t c = 0; c < v->cells; c++) {
+        uint64_t rows[3];
+        amp_gcp_rows_of(v, c, rows);
+        const double x = stored(v, c), m = model(u, rows);
+        F += amp_gcp_f(loss, x, m, 0.25);
+        const double g = amp_gcp_df(loss, x, m, 0.25);
+        for (unsigned n = 0; n < 3; n++)
+            for (unsigned r = 0; r < R; r++) {
+                double z = g;
+                for (unsigned q = 0; q < 3; q++)
+                    if (q != n)
+                        z *= u->A[q][rows[q] * R + r];
+                G[n][rows[n] * R + r] += z;
+            }
+    }
+    return F;
+}
+
+static double *const *alloc_g(const setup *u, double **G)
+{
+    for (unsigned m = 0; m < 3; m++)
+        G[m] = calloc(u->t.rows[m] * u->R + 1, sizeof(double));
+    return G;
+}
+
+static void test_source(const setup *u, const setup *u3)
+{
+    const amp_gcp_view *v = &u->s.view, *w = &u3->s.view;
+    int asc = 1;
+    for (uint64_t k = 1; k < v->nnz; k++)
+        asc &= v->key[k - 1] < v->key[k];
+    ok(asc && v->nnz == 30 && v->cells == 120, "the keys ascend, 30 of them, of 120 cells");
+    ok(w->nnz == v->nnz && memcmp(w->key, v->key, 30 * 8) == 0 &&
+           memcmp(w->val, v->val, 30 * 8) == 0,
+       "1 shard and 3: the same keys and values");
+    const amp_gcp_batch b = {amp_gcp_step_key(5, 7), 500, 500, 0, 0};
+    int nz_ok = 1, z_ok = 1, same = 1;
+    for (uint64_t j = 0; j < 1000; j++) {
+        uint64_t rows[3], rows2[3], o[3];
+        double x, x2;
+        if (amp_gcp_sample(v, b.key, j, b.snz, rows, &x) ||
+            amp_gcp_sample(v, b.key, j, b.snz, rows2, &x2)) {
+            nz_ok = 0;
+            break;
+        }
+        same &= x == x2 && memcmp(rows, rows2, sizeof rows) == 0;
+        /* The cell's key from its rows, through the ordinals. */
+        for (unsigned m = 0; m < 3; m++)
+            for (o[m] = 0; v->row_of[m][o[m]] != rows[m]; o[m]++)
+                ;
+        uint64_t key = (o[0] * v->rows[1] + o[1]) * v->rows[2] + o[2];
+        if (j < b.snz)
+            nz_ok &= x != 0 && stored(v, key) == x;
+        else
+            z_ok &= x == 0 && !amp_gcp_stored(v, key);
+    }
+    ok(nz_ok, "the nonzero stratum draws stored cells, with their values");
+    ok(z_ok, "the zero stratum draws absent cells");
+    ok(same, "the same key draws the same cells");
+}
+
+static void test_expectation(const setup *u, int loss)
+{
+    const amp_gcp_view *v = &u->s.view;
+    const unsigned R = u->R, K = 4000;
+    double *Gf[3], *G[3], *S[3], *Q[3];
+    alloc_g(u, Gf), alloc_g(u, G), alloc_g(u, S), alloc_g(u, Q);
+    const double F = full(u, loss, Gf);
+    amp_error err = {0};
+    int rc_ok = 1;
+    double es = 0, eq = 0, se_sum = 0;
+    const uint64_t snz = 8, sz = 8;
+    for (unsigned k = 0; k < K && rc_ok; k++) {
+        const amp_gcp_batch b = {amp_gcp_step_key(11, 1 + k), snz, sz,
+                                 (double)v->nnz / snz, (double)(v->cells - v->nnz) / sz};
+        double est, se;
+        rc_ok = amp_cpu_gcp_gradient(v, (const double *const *)u->A, R, loss, 0.25, &b, G,
+                                     &err) == AMP_OK &&
+                amp_cpu_gcp_estimate(v, (const double *const *)u->A, R, loss, 0.25, &b, &est,
+                                     &se, &err) == AMP_OK;
+        es += est, eq += est * est, se_sum += se;
+        for (unsigned m = 0; m < 3; m++)
+            for (uint64_t i = 0; i < u->t.rows[m] * R; i++)
+                S[m][i] += G[m][i], Q[m][i] += G[m][i] * G[m][i];
+    }
+    if (!rc_ok)
+        diag("%s", amp_error_message(&err));
+    double worst = 0;
+    for (unsigned m = 0; m < 3; m++)
+        for (uint64_t i = 0; i < u->t.rows[m] * R; i++) {
+            double mean = S[m][i] / K, var = (Q[m][i] / K - mean * mean) * K / (K - 1);
+            double z = fabs(mean - Gf[m][i]) / (sqrt(fmax(var, 0) / K) + 1e-12);
+            worst = fmax(worst, z);
+        }
+    ok(rc_ok && worst < 5, "%s: the sampled gradient's mean over %u batches is the full "
+       "gradient (worst entry %.2f standard errors off)", amp_gcp_loss_names[loss], K, worst);
+    double mean = es / K, sd = sqrt(fmax(0, (eq / K - mean * mean) * K / (K - 1)));
+    double z = fabs(mean - F) / (sd / sqrt(K));
+    ok(rc_ok && z < 5, "%s: the loss estimate's mean is the exact loss %.6g (%.2f standard "
+       "errors off)", amp_gcp_loss_names[loss], F, z);
+    double ratio = se_sum / K / sd;
+    ok(rc_ok && fabs(ratio - 1) < 0.15, "%s: the reported standard error is the estimates' "
+       "spread (ratio %.3f)", amp_gcp_loss_names[loss], ratio);
+    for (unsigned m = 0; m < 3; m++)
+        free(Gf[m]), free(G[m]), free(S[m]), free(Q[m]);
+}
+
+static void test_exact(const setup *u)
+{
+    const amp_gcp_view *v = &u->s.view;
+    amp_error err = {0};
+    double *G[3];
+    alloc_g(u, G);
+    double worst = 0, worst_closed = 0;
+    int rc_ok = 1;
+    for (int loss = 0; loss < AMP_GCP_NLOSSES; loss++) {
+        double ref = full(u, loss, G), got = NAN, closed = NAN;
+        rc_ok &= amp_cpu_gcp_exact(v, (const double *const *)u->A, u->R, loss, 0.25,
+                                   AMP_GCP_EXACT_ENUMERATE, &got, &err) == AMP_OK;
+        worst = fmax(worst, fabs(got - ref) / fabs(ref));
+        if (loss == AMP_GCP_GAUSSIAN || loss == AMP_GCP_POISSON) {
+            rc_ok &= amp_cpu_gcp_exact(v, (const double *const *)u->A, u->R, loss, 0.25,
+                                       AMP_GCP_EXACT_CLOSED, &closed, &err) == AMP_OK;
+            worst_closed = fmax(worst_closed, fabs(closed - ref) / fabs(ref));
+        }
+    }
+    ok(rc_ok && worst < 1e-12, "the exact loss over every cell, each loss (worst %.1e)", worst);
+    ok(rc_ok && worst_closed < 1e-10, "the closed forms (gaussian, poisson) (worst %.1e)",
+       worst_closed);
+    for (unsigned m = 0; m < 3; m++)
+        free(G[m]);
+}
+
+static void test_adam(void)
+{
+    double A[4] = {0.01, 0.5, -0.2, 2}, G[4] = {100, -3, 5, 0}, M[4] = {0}, V[4] = {0};
+    amp_cpu_gcp_adam(A, G, M, V, 4, 0.1, 1 - 0.9, 1 - 0.999, 0);
+    ok(A[0] == 0 && A[2] == 0, "Adam projects onto the lower bound 0");
+    ok(fabs(A[1] - 0.6) < 1e-6 && A[3] == 2, "the first step moves by the rate against the "
+       "gradient's sign (%.9f), not at all where it is 0", A[1]);
+    double B[1] = {0.01}, H[1] = {100}, P[1] = {0}, W[1] = {0};
+    amp_cpu_gcp_adam(B, H, P, W, 1, 0.1, 1 - 0.9, 1 - 0.999, -INFINITY);
+    ok(fabs(B[0] + 0.09) < 1e-6, "without a bound it goes below 0 (%.9f)", B[0]);
+}
+
+static int same_g(const setup *a, const setup *b, double *const *Ga, double *const *Gb)
+{
+    /* In ordinal order: the two files may number their rows apart. */
+    for (unsigned m = 0; m < 3; m++)
+        for (uint64_t o = 0; o < a->s.view.rows[m]; o++)
+            if (memcmp(Ga[m] + a->s.view.row_of[m][o] * a->R,
+                       Gb[m] + b->s.view.row_of[m][o] * b->R, a->R * sizeof(double)) != 0)
+                return 0;
+    return 1;
+}
+
+static void test_bits(const setup *u, const setup *u3)
+{
+    amp_error err = {0};
+    double *G1[3], *G2[3], *G3[3];
+    alloc_g(u, G1), alloc_g(u, G2), alloc_g(u3, G3);
+    const amp_gcp_batch b = {amp_gcp_step_key(3, 9), 20, 40, 1.5, 2.25};
+    double e1, s1, e2, s2;
+    amp_set_threads(1);
+    int rc_ok = amp_cpu_gcp_gradient(&u->s.view, (const double *const *)u->A, u->R,
+                                     AMP_GCP_BERNOULLI_LOGIT, 0, &b, G1, &err) == AMP_OK &&
+                amp_cpu_gcp_estimate(&u->s.view, (const double *const *)u->A, u->R,
+                                     AMP_GCP_BERNOULLI_LOGIT, 0, &b, &e1, &s1, &err) == AMP_OK;
+    amp_set_threads(3);
+    rc_ok &= amp_cpu_gcp_gradient(&u->s.view, (const double *const *)u->A, u->R,
+                                  AMP_GCP_BERNOULLI_LOGIT, 0, &b, G2, &err) == AMP_OK &&
+             amp_cpu_gcp_estimate(&u->s.view, (const double *const *)u->A, u->R,
+                                  AMP_GCP_BERNOULLI_LOGIT, 0, &b, &e2, &s2, &err) == AMP_OK;
+    rc_ok &= amp_cpu_gcp_gradient(&u3->s.view, (const double *const *)u3->A, u3->R,
+                                  AMP_GCP_BERNOULLI_LOGIT, 0, &b, G3, &err) == AMP_OK;
+    ok(rc_ok && same_g(u, u, G1, G2) && e1 == e2 && s1 == s2,
+       "1 and 3 threads: the same gradient and estimate, bit for bit");
+    ok(rc_ok && same_g(u, u3, G1, G3), "1 shard and 3: the same gradient, bit for bit");
+    for (unsigned m = 0; m < 3; m++)
+        free(G1[m]), free(G2[m]), free(G3[m]);
+}
+
+/* Three epochs of a whole run on t threads: the final factors. */
+static int whole_run(const amp_tensor *t, int threads, double *out, amp_error *err)
+{
+    amp_cpd_opts o;
+    amp_cpd_opts_init(&o);
+    o.method = AMP_METHOD_GCP;
+    o.rank = 3;
+    o.max_iters = 3;
+    o.tol = 0;
+    o.seed = 4;
+    o.threads = threads;
+    o.gcp.loss = AMP_GCP_POISSON;
+    o.gcp.epoch_iters = 50;
+    amp_set_threads(threads);
+    amp_cpd c;
+    memset(&c, 0, sizeof c);
+    if (amp_cpd_init_random(t, 3, 4, &c, err) != AMP_OK)
+        return 0;
+    int good = amp_cpu_als(t, &o, &c, err) == AMP_OK && c.iters >= 1 && isfinite(c.fit);
+    size_t at = 0;
+    for (unsigned m = 0; good && m < 3; m++)
+        for (uint64_t i = 0; i < t->rows[m] * 3; i++) {
+            good &= c.A[m][i] >= 0;
+            out[at++] = c.A[m][i];
+        }
+    amp_cpd_free(&c);
+    return good;
+}
+
+int main(void)
+{
+    plan(2 * AMP_GCP_NLOSSES + 1 + 5 + 9 + 2 + 3 + 2 + 1 + 1);
+    test_losses();
+    amp_coo x;
+    tiny(&x, 17);
+    setup u, u3;
+    if (!setup_open(&u, &x, "gcp1.amp", 1) || !setup_open(&u3, &x, "gcp3.amp", 3)) {
+        printf("Bail out! the tiny tensor did not prepare\n");
+        return 1;
+    }
+    test_source(&u, &u3);
+    test_expectation(&u, AMP_GCP_GAUSSIAN);
+    test_expectation(&u, AMP_GCP_POISSON);
+    test_expectation(&u, AMP_GCP_BERNOULLI_LOGIT);
+    test_exact(&u);
+    test_adam();
+    test_bits(&u, &u3);
+    {
+        /* The plan's weights: nnz / s_nz and (cells - nnz) / s_z, the
+         * pyttb defaults where not given. */
+        amp_gcp_opts go = {0};
+        amp_gcp_plan p;
+        amp_error e = {0};
+        go.grad_given = 1, go.grad_nz = 8, go.grad_z = 6;
+        int good = amp_gcp_resolve(&go, &u.s.view, &p, &e) == AMP_OK;
+        ok(good && p.grad_wnz == 30.0 / 8 && p.grad_wz == 90.0 / 6 && p.loss_nz == 30 &&
+               p.loss_z == 30 && p.loss_wnz == 1 && p.loss_wz == 3,
+           "the strata's weights: nnz / s_nz and (cells - nnz) / s_z (%g, %g; the fixed "
+           "sample's %g, %g)", p.grad_wnz, p.grad_wz, p.loss_wnz, p.loss_wz);
+    }
+    double r1[64], r3[64];
+    amp_error err = {0};
+    int a = whole_run(&u.t, 1, r1, &err), b = a && whole_run(&u.t, 3, r3, &err);
+    if (!b)
+        diag("%s", amp_error_message(&err));
+    ok(b && memcmp(r1, r3, sizeof(double) * 3 * (6 + 5 + 4)) == 0,
+       "a run of 3 epochs: the same factors on 1 and 3 threads, bit for bit, none negative "
+       "(poisson)");
+    setup_close(&u);
+    setup_close(&u3);
+    amp_coo_free(&x);
+    return 0;
+}
