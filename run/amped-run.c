@@ -748,6 +748,10 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
     amp_status rc = amp_session_load(ss, &a->r, a->path, &p, err);
     amp_progress_end(&bar);
     AMP_CHECK(rc);
+    /* A process of several on its GPUs holds only its GPUs' parts, in the
+     * run's numbering: CP-APR's counts, as on the CPU, from the file. */
+    if (s->dist && a->r.gpus != 0)
+        AMP_CHECK(amp_session_check_counts(ss, &a->r, a->path, err));
     a->report.seconds_load = before + ss->seconds_load;
     for (unsigned k = 0; ss->gr && k < amp_gpu_run_count(ss->gr); k++)
         if (amp_gpu_run_note(ss->gr, k))
