@@ -947,9 +947,7 @@ static amp_status shift_scale(gpu_apr *w, unsigned d, int shift, const amp_cpd_o
 
 /* One inner iteration's Phi of mode d over this GPU's nonzeros (they fall
  * in its own rows only: the shards own disjoint rows), and its KKT
- * violation over its rows, the largest of every GPU's (the same on all,
- * so that all take the same decision) into host[0] (queued only: the
- * caller waits). The max is order-free: the same bits however reduced. */
+ * violation over its rows into w->kkt (queued only). */
 template <typename P>
 static amp_status phi_pass(gpu_apr *w, unsigned d, amp_error *err)
 {
@@ -963,6 +961,14 @@ static amp_status phi_pass(gpu_apr *w, unsigned d, amp_error *err)
                                                                   w->kkt);
         CUDA_TRY(cudaGetLastError(), err);
     }
+    return AMP_OK;
+}
+
+/* The KKT violation, the largest of every GPU's (the same on all, so that
+ * all take the same decision; a max is order-free: the same bits however
+ * reduced), into host[0] (queued only: the caller waits). */
+static amp_status kkt_out(gpu_apr *w, amp_error *err)
+{
     /* The bits of a non-negative double (apr_kkt), so a max of doubles. */
     AMP_CHECK(amp_comm_allreduce(w->comm, (double *)w->kkt, 1, 1, w->s, err));
     CUDA_TRY(cudaMemcpyAsync(w->host, w->kkt, sizeof(double), cudaMemcpyDeviceToHost, w->s), err);
@@ -995,27 +1001,32 @@ static amp_status exchange(gpu_apr *w, unsigned d, amp_error *err)
 }
 
 /* The log-likelihood's sum of x log m over this GPU's nonzeros of the
- * last mode's copy, and lambda, queued to the host; on several GPUs every
- * GPU's partial into its slot, the slots filled in across GPUs (one
- * nonzero a slot: exact) for log_sum to add in GPU order. */
+ * last mode's copy (on one GPU into host[1]), and lambda, queued to the
+ * host. */
 static amp_status log_terms(gpu_apr *w, amp_error *err)
 {
     const unsigned N = w->N, R = w->R;
     CUDA_TRY(cudaMemsetAsync(w->ll_total, 0, sizeof(double), w->s), err);
     AMP_CHECK(over_copy(w, N - 1, w->ll_args, w->ll_fn, w->ll_per_sm, 1, err));
-    if (w->ngpus > 1) {
-        CUDA_TRY(cudaMemsetAsync(w->ll_slots, 0, w->ngpus * sizeof(double), w->s), err);
-        CUDA_TRY(cudaMemcpyAsync(w->ll_slots + w->gpu, w->ll_total, sizeof(double),
-                                 cudaMemcpyDeviceToDevice, w->s), err);
-        AMP_CHECK(amp_comm_allreduce(w->comm, w->ll_slots, w->ngpus, 0, w->s, err));
-        CUDA_TRY(cudaMemcpyAsync(w->host + 2 + R, w->ll_slots, w->ngpus * sizeof(double),
-                                 cudaMemcpyDeviceToHost, w->s), err);
-    } else {
+    if (w->ngpus == 1)
         CUDA_TRY(cudaMemcpyAsync(w->host + 1, w->ll_total, sizeof(double),
                                  cudaMemcpyDeviceToHost, w->s), err);
-    }
     CUDA_TRY(cudaMemcpyAsync(w->host + 2, w->lambda, R * sizeof(double), cudaMemcpyDeviceToHost,
                              w->s), err);
+    return AMP_OK;
+}
+
+/* Several GPUs: every GPU's partial into its slot, the slots filled in
+ * across GPUs (one nonzero term a slot: exact) and queued to the host
+ * for log_sum to add in GPU order. */
+static amp_status log_share(gpu_apr *w, amp_error *err)
+{
+    CUDA_TRY(cudaMemsetAsync(w->ll_slots, 0, w->ngpus * sizeof(double), w->s), err);
+    CUDA_TRY(cudaMemcpyAsync(w->ll_slots + w->gpu, w->ll_total, sizeof(double),
+                             cudaMemcpyDeviceToDevice, w->s), err);
+    AMP_CHECK(amp_comm_allreduce(w->comm, w->ll_slots, w->ngpus, 0, w->s, err));
+    CUDA_TRY(cudaMemcpyAsync(w->host + 2 + w->R, w->ll_slots, w->ngpus * sizeof(double),
+                             cudaMemcpyDeviceToHost, w->s), err);
     return AMP_OK;
 }
 
@@ -1096,7 +1107,14 @@ static amp_status iterate(gpu_apr *w, const amp_cpd_opts *o, amp_cpd *c, double 
                 inner_total++;
                 AMP_CHECK(tm_begin(w, AMP_PHASE_MTTKRP, (int)d, err));
                 AMP_CHECK(phi_pass<P>(w, d, err));
+                if (w->ngpus == 1)
+                    AMP_CHECK(kkt_out(w, err));
                 AMP_CHECK(tm_end(w, err));
+                if (w->ngpus > 1) {   /* the run's max: collective time */
+                    AMP_CHECK(tm_begin(w, AMP_PHASE_COMM, (int)d, err));
+                    AMP_CHECK(kkt_out(w, err));
+                    AMP_CHECK(tm_end(w, err));
+                }
                 AMP_CHECK(wait_all(w, err));
                 kkt = w->host[0];   /* the bits apr_kkt's atomicMax left, the run's max */
                 if (kkt < o->tol)
@@ -1116,6 +1134,11 @@ static amp_status iterate(gpu_apr *w, const amp_cpd_opts *o, amp_cpd *c, double 
         AMP_CHECK(tm_begin(w, AMP_PHASE_FIT, -1, err));
         AMP_CHECK(log_terms(w, err));
         AMP_CHECK(tm_end(w, err));
+        if (w->ngpus > 1) {
+            AMP_CHECK(tm_begin(w, AMP_PHASE_COMM, -1, err));
+            AMP_CHECK(log_share(w, err));
+            AMP_CHECK(tm_end(w, err));
+        }
         AMP_CHECK(wait_all(w, err));
         const double loglik = log_sum(w);
         const double delta = it == 0 ? fabs(loglik) : fabs(loglik - old_ll);
