@@ -77,7 +77,8 @@ static void usage(void)
            "                       residuals are below T relative (default 0: never)\n"
            "\n"
            "Poisson CP, --method cp-apr (counts; --tol is the KKT tolerance, default\n"
-           "1e-4, and --iters the outer iterations, default %u):\n"
+           "1e-4, and --iters the outer iterations, default %u; on the CPU, one GPU or\n"
+           "several, also under MPI; not --memory remap, nor --partition equal-nnz):\n"
            "      --inner=N        inner iterations per mode, the most (default %u)\n"
            "      --kappa=K        the shift that lifts inactive entries (default %g)\n"
            "      --kappa-tol=T    entries below T are inactive (default %g)\n"
@@ -146,7 +147,8 @@ static void usage(void)
            "                       --gpus)\n"
            "      --partition=P    shards: each GPU computes whole shards and owns their\n"
            "                       factor rows; equal-nnz: equal nonzero ranges, rows\n"
-           "                       summed across GPUs, for comparison (default shards)\n"
+           "                       summed across GPUs, for comparison; not with\n"
+           "                       cp-apr (default shards)\n"
            "      --overlap        several GPUs: send each mode's rows while the next\n"
            "                       mode's MTTKRP runs on the nonzeros that need none of\n"
            "                       them (default: send, then compute; see amped-run(1))\n"
@@ -801,6 +803,10 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
     amp_status rc = amp_session_load(ss, &a->r, a->path, &p, err);
     amp_progress_end(&bar);
     AMP_CHECK(rc);
+    /* A process of several on its GPUs holds only its GPUs' parts, in the
+     * run's numbering: CP-APR's counts, as on the CPU, from the file. */
+    if (s->dist && a->r.gpus != 0)
+        AMP_CHECK(amp_session_check_counts(ss, &a->r, a->path, err));
     a->report.seconds_load = before + ss->seconds_load;
     for (unsigned k = 0; ss->gr && k < amp_gpu_run_count(ss->gr); k++)
         if (amp_gpu_run_note(ss->gr, k))

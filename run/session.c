@@ -514,12 +514,14 @@ amp_status amp_session_load(amp_session *s, amp_run_opts *r, const char *path,
 {
     double t0 = amp_now();
     if (r->opts.method == AMP_METHOD_APR && r->gpus != 0) {
-        /* One GPU (run/cuda/apr.cu), its copies resident or streamed;
-         * without --gpus, the first GPU found, else the CPU. */
-        if (r->gpus > 1)
-            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method cp-apr runs on one GPU for now, "
-                            "and --%s asks for %d: give --gpus 1, or --gpus 0 for the CPU",
-                            r->gpu.ndevices > 0 ? "devices" : "gpus", r->gpus);
+        /* One GPU or several (run/cuda/apr.cu), their parts resident or
+         * streamed; without --gpus, every GPU found, else the CPU. Several
+         * take the shards: an inner iteration needs each row's nonzeros on
+         * one GPU (equal-nnz cuts rows). */
+        if (r->gpus > 1 && r->gpu.partition == AMP_PARTITION_EQUAL_NNZ)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method cp-apr on %d GPUs takes the "
+                            "file's shards (--partition shards), not --partition equal-nnz: an "
+                            "inner iteration needs every nonzero of a row on one GPU", r->gpus);
         if (r->gpu.memory == AMP_MEMORY_REMAP)
             return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--memory remap: not with --method "
                             "cp-apr for now; --memory resident, stream or compressed");

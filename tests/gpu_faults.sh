@@ -1,6 +1,7 @@
 #!/bin/sh
 # What a user meets when a GPU fails mid-run or its memory is taken, end to
-# end through amped-run (issue 27): tests/amped-run-hooks, amped-run built
+# end through amped-run (issue 27; CP-APR's loop too, issue 42):
+# tests/amped-run-hooks, amped-run built
 # for make check with its test hooks (AMPED_TEST_FAIL_GPU,
 # AMPED_TEST_RESIDENT_FULL: run/amped-run.c), which the installed
 # amped-run does not read. Without a GPU only the hooks' own checks run;
@@ -82,7 +83,8 @@ LIMIT=
 command -v timeout >/dev/null 2>&1 && LIMIT="timeout 120"
 n=0
 for v in "" "--exchange nccl" "--memory stream --stream-chunk 4099" "--partition equal-nnz" \
-         "--exchange copy --send-parts 1"; do
+         "--exchange copy --send-parts 1" "--method cp-apr --exchange nccl" \
+         "--method cp-apr --exchange copy --memory stream --stream-chunk 4099"; do
     n=$((n + 1))
     name=fail$n.
     t0=$(date +%s.%N)

@@ -17,9 +17,10 @@
 # Checks, in TAP (ok / not ok lines, a summary at the end):
 #  - 2 processes of 1 GPU (mpirun -np 2 amped-run --gpus 1) against 1
 #    process of 2 GPUs (--gpus 2) and against the CPU (--gpus 0), every
-#    method, the tensor resident and streamed (--memory stream): every
-#    iteration's fit within 1e-9 (f64), the factor files of the 2 runs on
-#    GPUs within 1e-9, one report with a row per GPU;
+#    method (CP-APR's log-likelihoods as its fits, on counts), the tensor
+#    resident and streamed (--memory stream): every iteration's fit within
+#    1e-9 (f64), the factor files of the 2 runs on GPUs within 1e-9, one
+#    report with a row per GPU; CP-APR refusing values that are not counts;
 #  - 1 process of 2 GPUs under mpirun, --send-parts and --overlap across
 #    processes;
 #  - --partition equal-nnz refused under mpirun;
@@ -98,7 +99,7 @@ compare() {
         "$(max_diff "$_cpu.fits" "$T/two.fits")" 1e-9
     within "$_l: the factor files as 1 process x 2 GPUs'" "$(factors_diff "$T/one" "$T/two")" 1e-9
     _rows=$(grep -c '"gpu": ' "$T/two.json")
-    _finals=$(grep -c '^final fit:' "$RUN_OUT")
+    _finals=$(grep -c -e '^final fit:' -e '^final log-likelihood:' "$RUN_OUT")
     if test "$_rows" -eq 2 && test "$_finals" -eq 1 &&
         grep -q '^backend: *2 GPUs of every process joined with NCCL' "$RUN_OUT"; then
         pass "$_l: one report, 2 GPUs of 2 processes joined, a row per GPU"
@@ -129,6 +130,23 @@ check_fits() {
         compare "random 4 modes" "$T/gen4.amp" als "$mem" -r 6 --iters 5
         compare "random 4 modes" "$T/gen4.amp" hals "$mem" -r 6 --iters 5 --constraint nonneg
     done
+    # CP-APR (issue 42): counts (each value the draws that hit it), its
+    # log-likelihoods compared as the fits; the reals of gen4 as counts'
+    # stand-in (--allow-noninteger); a KKT tolerance that the later modes
+    # meet early, so that the processes must stop each mode together.
+    run "$AMPED_GEN" -o "$T/gen3c.bin" --nnz 300000 --dims 4000,3000,2000 --seed 5 --values ones
+    prep gen3c "$T/gen3c.bin" --shards 16
+    for mem in resident stream; do
+        compare "random 3 modes, counts" "$T/gen3c.amp" cp-apr "$mem" -r 8 --iters 4
+        compare "random 4 modes" "$T/gen4.amp" cp-apr "$mem" -r 6 --iters 4 --allow-noninteger
+    done
+    # (its own file name: compare keeps the CPU's fits by file and method)
+    cp "$T/gen3c.amp" "$T/gen3t.amp"
+    compare "random 3 modes, counts, tol 1e-2" "$T/gen3t.amp" cp-apr resident -r 8 --iters 6 \
+        --inner 20 --tol 1e-2
+    run mpi 2 "$AMPED_RUN" --gpus 1 --method cp-apr -r 4 --iters 2 "$T/gen3.amp"
+    check_status "cp-apr under mpirun on GPUs, values not counts: refused" 1
+    check_contains "... naming the nonzero" "$RUN_ERR" "not a count"
     n_real=0
     constrained="ao-admm mu hals"
     for tns in "$AMP_TEST_DATA"/*.tns; do

@@ -245,6 +245,19 @@ size-tera-shift @@ common/amp_parse.c @@         case 'T': shift = 40; break; @@
 threads-zero @@ common/amp_cli.c @@ if (amp_parse_u64(arg, 1, AMP_CLI_MAX_THREADS, "--threads", &cli->threads, &err)) @@ if (amp_parse_u64(arg, 0, AMP_CLI_MAX_THREADS, "--threads", &cli->threads, &err)) @@ tests/test_common tests/prep_cli.sh tests/run_cli.sh tests/messages.sh
 EOF
 )"
+# CP-APR on several GPUs (apr.cu; issue 42's "several GPUs and MPI"): the
+# GPU ones need two GPUs (tests/test_multi_gpu's CP-APR checks: the KKT
+# violations against the CPU's and the stopping decisions, the
+# log-likelihoods, the factors), not run on a machine without them; the
+# refusal of equal-nnz is caught on the CPU by run_apr.sh.
+mutants="$mutants
+$(cat <<'EOF'
+gpu-apr-kkt-one-gpu @@ run/cuda/apr.cu @@ AMP_CHECK(amp_comm_allreduce(w->comm, (double *)w->kkt, 1, 1, w->s, err)); @@ (void)0; @@ tests/test_multi_gpu
+gpu-apr-ll-own-slot @@ run/cuda/apr.cu @@ AMP_CHECK(amp_comm_allreduce(w->comm, w->ll_slots, w->ngpus, 0, w->s, err)); @@ (void)0; @@ tests/test_multi_gpu
+gpu-apr-no-exchange @@ run/cuda/apr.cu @@ AMP_CHECK(exchange(w, d, err)); @@ (void)0; @@ tests/test_multi_gpu
+apr-gpus-equal-nnz @@ run/session.c @@ if (r->gpus > 1 && r->gpu.partition == AMP_PARTITION_EQUAL_NNZ) @@ if (0) @@ tests/run_apr.sh
+EOF
+)"
 
 if [ "$list" = 1 ]; then
     printf '%s\n' "$mutants" | awk -F ' @@ ' '{ printf "%-20s %s\n", $1, $2 }'

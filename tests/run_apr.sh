@@ -206,9 +206,21 @@ done <<'EOF'
 --kappa-rule paper|2|invalid value 'paper' for --kappa-rule: expected one of 'kkt', 'pyttb'
 --constraint nonneg|2|--method cp-apr takes no --constraint
 --l1 0.1|2|--method cp-apr takes no --constraint, --l1 or --l2
---gpus 2 --iters 2|1|--method cp-apr runs on one GPU for now, and --gpus asks for 2
+--gpus 2 --partition equal-nnz --iters 2|1|--method cp-apr on 2 GPUs takes the file's shards (--partition shards), not --partition equal-nnz
 --gpus 1 --memory remap --iters 2|1|--memory remap: not with --method cp-apr
 EOF
+# Several GPUs are no longer refused for the method: without GPUs (or
+# without CUDA) the run stops for want of them, as CP-ALS's does, and the
+# refusal of old is gone.
+run "$AMPED_RUN" --method cp-apr -r 2 --gpus 2 --iters 2 "$T/p.amp"
+if "$AMPED_RUN" --list-devices >/dev/null 2>&1 &&
+    test "$("$AMPED_RUN" --list-devices | grep -c '^GPU ')" -ge 2; then
+    check_status "cp-apr --gpus 2 on a machine of 2 GPUs: exit 0" 0
+else
+    check_status "cp-apr --gpus 2 without 2 GPUs: exit 1" 1
+    check_contains "... for want of GPUs" "$RUN_ERR" "--gpus 0 runs on the CPU"
+fi
+check_not_contains "cp-apr --gpus 2: not refused for the method" "$RUN_ERR" "one GPU for now"
 run "$AMPED_RUN" -q --method cp-apr -r 2 --gpus 0 --inner 1 --iters 2 --tol 0 \
     --json "$T/i1.json" "$T/p.amp"
 check_status "--inner 1 --tol 0" 0

@@ -1489,12 +1489,9 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
                                             amp_gpu_run_stats *stats, amp_error *err)
 {
     const unsigned ngpus = p ? p->ngpus : 1, procs = group ? group->size : 1;
-    if (o->method == AMP_METHOD_APR) {
-        if (ngpus > 1 || procs > 1)
-            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method cp-apr runs on one GPU for now, "
-                            "not %u%s", ngpus, procs > 1 ? " over several processes" : "");
-        return amp_gpu_cpd_apr(g[0], o, c, stats, err);
-    }
+    if (o->method == AMP_METHOD_APR)   /* apr.cu, on the same parts and communicators */
+        return amp_gpu_cpd_apr_multi((const amp_gpu_tensor *const *)g, comms, p, group, o, go, c,
+                                     stats, err);
     if (o->completion.observed == AMP_OBSERVED_NONZEROS) {
         if (ngpus > 1 || procs > 1)
             return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--observed nonzeros runs on one GPU for "

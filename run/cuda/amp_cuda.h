@@ -290,7 +290,7 @@ amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comm
                                  const amp_gpu_als_opts *go, amp_cpd *c,
                                  amp_gpu_run_stats *stats, amp_error *err);
 
-/* ---- CP-APR on one GPU (apr.cu) ------------------------------------------ */
+/* ---- CP-APR on one GPU or several (apr.cu) -------------------------------- */
 
 /* CP-APR (Poisson CP, o->method AMP_METHOD_APR) with the tensor on g's
  * device: run/cpu/apr.c's algorithm from c's factors (host, f64; c->lambda
@@ -299,12 +299,13 @@ amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comm
  * inner_iters before each o->on_iter, fit = loglik, iters, converged,
  * stopped after o->stop asks) and c->seconds the GPU time of each phase
  * (MTTKRP: the Phi passes with their KKT violation; UPDATE: shifts and
- * updates; NORMALIZE; FIT: the log-likelihood). Phi and the gathered rows
- * in f32 under AMP_PRECISION_F32, everything else f64. g resident,
- * streamed or from compressed chunks; two copies remapped are refused
- * (AMP_ERR_UNSUPPORTED). stats (NULL, or the one GPU's): phase, and per
- * mode mttkrp (the Phi passes) and busy. amp_gpu_cpd_als and
- * amp_gpu_cpd_als_multi (of one GPU) call it for AMP_METHOD_APR. */
+ * updates; NORMALIZE; FIT: the log-likelihood; COMM: between GPUs). Phi
+ * and the gathered rows in f32 under AMP_PRECISION_F32, everything else
+ * f64. g resident, streamed or from compressed chunks; two copies
+ * remapped are refused (AMP_ERR_UNSUPPORTED). stats (NULL, or the one
+ * GPU's): phase, and per mode mttkrp (the Phi passes), busy, and on
+ * several GPUs comm and exchange. amp_gpu_cpd_als calls it for
+ * AMP_METHOD_APR. */
 amp_status amp_gpu_cpd_apr(const amp_gpu_tensor *g, const amp_cpd_opts *o, amp_cpd *c,
                            amp_gpu_run_stats *stats, amp_error *err);
 
@@ -352,6 +353,22 @@ amp_status amp_gpu_gcp_estimate_host(int device, const amp_gcp_view *v, const do
 amp_status amp_gpu_gcp_exact_host(int device, const amp_gcp_view *v, const double *const *A,
                                   unsigned R, amp_gcp_loss loss, double delta, int kind,
                                   double *loss_out, amp_error *err);
+/* CP-APR on p->ngpus GPUs (p NULL: g[0] alone), as amp_gpu_cpd_als_multi
+ * runs CP-ALS, which calls it for AMP_METHOD_APR: one host thread a GPU
+ * (the caller's is GPU 0's, which calls o->on_iter and writes c), g[i]
+ * GPU i's part of an owner-computes partition (equal-nnz is refused),
+ * comms[i] its communicator, c's factors in the run's row order on the
+ * way in and out; group NULL or the processes of a run over several, as
+ * there. Each GPU updates the rows it owns; the KKT violation's max is
+ * taken over every GPU after each inner iteration, each mode's rows go to
+ * every GPU before it is normalized, and the log-likelihood's partials
+ * are added in GPU order (apr.cu), so every GPU (and process) ends with
+ * the same factors in c. go: only fail_gpu and fail_iter are read (a
+ * failure injected before mode 2 of that outer iteration). */
+amp_status amp_gpu_cpd_apr_multi(const amp_gpu_tensor *const *g, amp_comm *const *comms,
+                                 const amp_partition *p, const amp_group *group,
+                                 const amp_cpd_opts *o, const amp_gpu_als_opts *go, amp_cpd *c,
+                                 amp_gpu_run_stats *stats, amp_error *err);
 
 /* Device bytes a decomposition of t at this rank by this method needs:
  * the factors, their f32 shadows, the MTTKRP output and scratch (and

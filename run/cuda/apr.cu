@@ -1,12 +1,45 @@
 /* CP-APR (Poisson CP by multiplicative updates, Chi and Kolda 2012,
- * Algorithm 3) on one GPU: run/cpu/apr.c's algorithm, the reference, step
- * for step and in the same order (the kappa shift and B = A diag(lambda),
- * inner iterations of Phi and the KKT violation, B = B .* Phi, the column
- * normalization, the log-likelihood after each outer iteration, the stop
- * when no mode needed an update), with every step on the device. Only
- * scalars cross to the host: the KKT violation after each inner iteration
- * (the host decides whether to update or leave the mode, as the CPU does)
- * and the log-likelihood's sum and lambda after each outer iteration.
+ * Algorithm 3) on one GPU or several: run/cpu/apr.c's algorithm, the
+ * reference, step for step and in the same order (the kappa shift and B
+ * = A diag(lambda), inner iterations of Phi and the KKT violation, B = B
+ * .* Phi, the column normalization, the log-likelihood after each outer
+ * iteration, the stop when no mode needed an update), with every step on
+ * the device. Only scalars cross to the host: the KKT violation after
+ * each inner iteration (the host decides whether to update or leave the
+ * mode, as the CPU does) and the log-likelihood's sum and lambda after
+ * each outer iteration.
+ *
+ * Several GPUs (of one process, or of several under MPI: as the CPU's
+ * processes in apr.c, one host thread a GPU as CP-ALS's als_gpu.cu, the
+ * same communicators, amp_comm): each GPU holds its part of the tensor,
+ * the shards AMPED's owner-computes partition dealt it, which own disjoint
+ * rows of every mode (one contiguous range a GPU in the run's row order),
+ * and a whole copy of every factor. For mode n:
+ *   - the shift and B = A diag(lambda), each inner iteration's Phi pass,
+ *     its KKT violation and B = B .* Phi run on the GPU's own rows only:
+ *     a row's Phi comes from that row's nonzeros, all on its owner, and
+ *     the other modes' factors do not change during mode n's inner
+ *     iterations, so an inner iteration needs nothing from another GPU;
+ *   - after each inner iteration, the KKT violation's max over every GPU
+ *     (amp_comm_allreduce, max: order-free), so all GPUs update or stop
+ *     together;
+ *   - after the inner iterations, the mode's rows to every GPU as CP-ALS
+ *     sends them (amp_comm_allgatherv: NCCL, or copies between the GPUs
+ *     of one process), then the column sums and normalization over every
+ *     row on each GPU: each GPU then holds the same factor and lambda, bit
+ *     for bit, with no sum across GPUs (apr.c's processes do the same);
+ *   - the log-likelihood: each GPU's partial over its nonzeros of the last
+ *     mode's copy into its own slot of a vector of one slot a GPU (the
+ *     others zero), summed across GPUs (each slot gets one nonzero term:
+ *     exact), then added on the host in GPU order 0, 1, ...: a fixed
+ *     order, the same bits on every GPU and every run.
+ * So a run on several GPUs takes the decisions of one GPU's and differs
+ * from it only in the order of sums: the rows' column sums in the run's
+ * row order, the log-likelihood's partials by GPU (about 1e-15 relative
+ * an outer iteration; tests/test_multi_gpu.c bounds the sequence at
+ * 1e-9, as against the CPU). Only the owner-computes partition: equal-nnz
+ * cuts rows between GPUs, whose Phi would need a sum every inner
+ * iteration (refused).
  *
  * apr_pass, the fused inner iteration (LL false). Thread mapping as
  * mttkrp.cu's mttkrp_lanes: a persistent grid of warps, warp w of W owning
@@ -52,7 +85,8 @@
  * and chunking; not the CPU's bits (its sums run over rows).
  *   Bytes per nonzero: as one inner pass, no Phi. FLOPs: (N + 2) R + log.
  *
- * Element-wise kernels over the R x rows entries of one factor (grid
+ * Element-wise kernels over the R x rows entries of one factor (the GPU's
+ * own rows but for the normalization's, which takes every row; grid
  * stride; 8 + sizeof(Phi) bytes read and 8 written an entry, f32 shadow
  * 4 more): apr_shift_scale (kappa where the entry is inactive and the rule
  * lifts it, from the second outer iteration, then times lambda), apr_kkt
@@ -70,7 +104,8 @@
  * log-likelihood stream the copy once; a row cut by a chunk boundary is a
  * warp's last in one chunk and first in the next, so it is added
  * atomically from both. Two copies remapped are not taken (the remap
- * between modes would run once per mode, but is not wired here). */
+ * between modes would run once per mode, but is not wired here). Several
+ * GPUs stream each its own part, as one GPU streams the whole. */
 #include <config.h>
 
 #include <cuda_runtime.h>
@@ -80,7 +115,15 @@
 #include <string.h>
 #include <time.h>
 
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <vector>
+
 #include "als_kernels.h"
+#include "amp_comm.h"
 #include "amp_cuda.h"
 #include "blco_decode.cuh"
 #include "gpu_internal.h"
@@ -495,12 +538,44 @@ static unsigned ew_grid(uint64_t n, int sm_count)
 /* ---- the run ---------------------------------------------------------------- */
 
 /* Phase times: pairs of events around each step, read (and summed into
- * seconds, and per mode into stats) whenever the host waits anyway. */
+ * seconds, and per mode into stats) whenever the host waits anyway.
+ * APR_EXCHANGE marks a mode's rows sent to the other GPUs: COMM time,
+ * counted in the statistics' exchange as well. */
 #define APR_TIMED 32
+#define APR_EXCHANGE (-1)
 struct apr_timer {
     cudaEvent_t b[APR_TIMED], e[APR_TIMED];
     int phase[APR_TIMED], mode[APR_TIMED];
     unsigned n;
+};
+
+/* What the GPUs' threads of one run share (als_gpu.cu's als_run, less the
+ * ALS-only parts). Under several processes (group) the run's ngpus GPUs
+ * are every process's; this one drives nlocal of them, GPUs first ..
+ * first + nlocal - 1 of the run, g and comms indexed by their local
+ * number. */
+struct apr_run {
+    unsigned ngpus, nlocal, first;
+    const amp_group *group;
+    const amp_gpu_tensor *const *g;
+    amp_comm *const *comms;
+    const amp_partition *p;
+    const amp_cpd_opts *o;
+    amp_gpu_als_opts go;
+    amp_cpd *c;
+    amp_gpu_run_stats *stats;
+    std::atomic<int> failed{0};
+    /* o->stop as the first GPU read it after outer iteration stop_iter
+     * (from 1): the others wait for that answer, so all stop together. */
+    std::atomic<unsigned> stop_iter{0};
+    std::atomic<int> stop_now{0};
+    /* This process's GPUs past their last collective (settle's count). */
+    std::atomic<unsigned> quiet{0};
+    std::mutex lock;
+    int first_failed = -1;
+    amp_status rc[AMP_MAX_GPUS];
+    amp_error err[AMP_MAX_GPUS];
+    double seconds[AMP_MAX_GPUS][AMP_NPHASES];
 };
 
 struct gpu_apr {
@@ -513,8 +588,13 @@ struct gpu_apr {
     void *Phi[AMP_MAX_MODES];    /* real; kept per mode for the next shift */
     double *lambda, *colpart, *norm, *ll_part, *ll_total;
     unsigned long long *kkt;
+    /* Several GPUs: one log-likelihood partial a GPU of the run, each
+     * GPU's in its own slot (the others' zero) before the sum across
+     * GPUs, which then only fills the slots in: exact, whatever order
+     * the collective adds in. */
+    double *ll_slots;
     /* Page-locked: [0] the KKT violation's bits, [1] the log-likelihood's
-     * sum, [2 .. 2 + R) lambda. */
+     * sum, [2 .. 2 + R) lambda, [2 + R .. 2 + R + ngpus) the slots. */
     double *host;
     apr_args args[AMP_MAX_MODES];   /* each mode's Phi pass, but the chunk */
     apr_fn phi_fn[AMP_MAX_MODES];
@@ -525,6 +605,16 @@ struct gpu_apr {
     apr_timer tm;
     double seconds[AMP_NPHASES];
     amp_gpu_run_stats *stats;
+    /* The run, this GPU's number in it (its slot, its place in the
+     * partition, its NCCL rank) and among this process's GPUs, its
+     * communicator (NULL on one GPU); per mode the rows it owns (every
+     * row on one GPU) and where every GPU's rows sit in the factor, in
+     * values (amp_comm_allgatherv's offsets and counts). */
+    apr_run *run;
+    amp_comm *comm;
+    unsigned gpu, local, ngpus;
+    uint64_t own_begin[AMP_MAX_MODES], own_rows[AMP_MAX_MODES];
+    uint64_t gather_offset[AMP_MAX_MODES][AMP_MAX_GPUS], gather_count[AMP_MAX_MODES][AMP_MAX_GPUS];
 };
 
 static double wall_now(void)
@@ -541,7 +631,7 @@ static void gpu_apr_free(gpu_apr *w)
         cudaFree(w->A32[m]);
         cudaFree(w->Phi[m]);
     }
-    void *p[] = {w->lambda, w->colpart, w->norm, w->ll_part, w->ll_total, w->kkt};
+    void *p[] = {w->lambda, w->colpart, w->norm, w->ll_part, w->ll_total, w->kkt, w->ll_slots};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         cudaFree(p[k]);
     if (w->host)
@@ -553,7 +643,8 @@ static void gpu_apr_free(gpu_apr *w)
     destroy_stream(w->s);
 }
 
-/* The timed steps so far into seconds (and stats); waits for them. */
+/* The timed steps so far into seconds (and stats); their events are done
+ * (the caller waited for the stream). */
 static amp_status tm_collect(gpu_apr *w, amp_error *err)
 {
     for (unsigned k = 0; k < w->tm.n; k++) {
@@ -561,22 +652,54 @@ static amp_status tm_collect(gpu_apr *w, amp_error *err)
         CUDA_TRY(cudaEventSynchronize(w->tm.e[k]), err);
         CUDA_TRY(cudaEventElapsedTime(&ms, w->tm.b[k], w->tm.e[k]), err);
         const double sec = ms / 1e3;
-        const int ph = w->tm.phase[k], m = w->tm.mode[k];
+        const int m = w->tm.mode[k];
+        const int ph = w->tm.phase[k] == APR_EXCHANGE ? AMP_PHASE_COMM : w->tm.phase[k];
         w->seconds[ph] += sec;
         if (w->stats && m >= 0) {
-            w->stats->busy[0][m] += sec;
+            const unsigned i = w->local;
+            if (ph == AMP_PHASE_COMM)
+                w->stats->comm[i][m] += sec;
+            else
+                w->stats->busy[i][m] += sec;
             if (ph == AMP_PHASE_MTTKRP)
-                w->stats->mttkrp[0][m] += sec;
+                w->stats->mttkrp[i][m] += sec;
+            if (w->tm.phase[k] == APR_EXCHANGE)
+                w->stats->exchange[i][m] += sec;
         }
     }
     w->tm.n = 0;
     return AMP_OK;
 }
 
+/* Everything queued on the stream done, then the timed steps collected.
+ * On several GPUs never blocked for good: a peer that failed leaves our
+ * collectives waiting, so poll, and give up when any GPU of the process
+ * has failed or the collectives' library reports an error (a GPU of
+ * another process gone). */
+static amp_status wait_all(gpu_apr *w, amp_error *err)
+{
+    if (w->ngpus == 1) {
+        CUDA_TRY(cudaStreamSynchronize(w->s), err);
+        return tm_collect(w, err);
+    }
+    for (;;) {
+        cudaError_t e = cudaStreamQuery(w->s);
+        if (e == cudaSuccess)
+            break;
+        if (e != cudaErrorNotReady)
+            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u: %s", w->gpu, cudaGetErrorString(e));
+        if (w->run->failed.load())
+            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u stopped: another GPU failed", w->gpu);
+        AMP_CHECK(amp_comm_check(w->comm, err));
+        std::this_thread::yield();
+    }
+    return tm_collect(w, err);
+}
+
 static amp_status tm_begin(gpu_apr *w, int phase, int mode, amp_error *err)
 {
     if (w->tm.n == APR_TIMED)
-        AMP_CHECK(tm_collect(w, err));
+        AMP_CHECK(wait_all(w, err));
     w->tm.phase[w->tm.n] = phase;
     w->tm.mode[w->tm.n] = mode;
     CUDA_TRY(cudaEventRecord(w->tm.b[w->tm.n], w->s), err);
@@ -590,11 +713,6 @@ static amp_status tm_end(gpu_apr *w, amp_error *err)
     return AMP_OK;
 }
 
-static amp_status wait_all(gpu_apr *w, amp_error *err)
-{
-    CUDA_TRY(cudaStreamSynchronize(w->s), err);
-    return tm_collect(w, err);
-}
 
 /* What every chunk of a pass over copy d shares: the copy's decoding, the
  * other modes' factors (f64 for the log-likelihood, else the run's
@@ -713,8 +831,26 @@ static amp_status over_copy(gpu_apr *w, unsigned d, apr_args a, apr_fn fn, int p
     return AMP_OK;
 }
 
-static amp_status gpu_apr_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, gpu_apr *w,
-                              amp_error *err)
+/* This GPU's rows of each mode and where every GPU's sit (p NULL: one
+ * GPU, every row its own). */
+static void plan_rows(gpu_apr *w, const amp_partition *p)
+{
+    const amp_gpu_tensor *g = w->g;
+    for (unsigned m = 0; m < w->N; m++) {
+        w->own_begin[m] = p ? p->modes[m].row_begin[w->gpu] : 0;
+        w->own_rows[m] = p ? p->modes[m].row_count[w->gpu] : g->rows[m];
+        for (unsigned q = 0; q < w->ngpus; q++) {
+            w->gather_offset[m][q] = (p ? p->modes[m].row_begin[q] : 0) * w->R;
+            w->gather_count[m][q] = (p ? p->modes[m].row_count[q] : g->rows[m]) * w->R;
+        }
+    }
+}
+
+/* The device state of one GPU (w's run, numbers, communicator and
+ * precision set by the caller); on failure what was made stays for
+ * gpu_apr_free. */
+static amp_status gpu_apr_new(const amp_gpu_tensor *g, const amp_cpd_opts *o,
+                              const amp_partition *p, gpu_apr *w, amp_error *err)
 {
     const unsigned N = g->nmodes, R = o->rank;
     const size_t psize = w->f32 ? sizeof(float) : sizeof(double);
@@ -722,6 +858,7 @@ static amp_status gpu_apr_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, gp
     w->g = g;
     w->N = N;
     w->R = R;
+    plan_rows(w, p);
     CUDA_TRY(cudaSetDevice(g->device), err);
     CUDA_TRY(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), err);
     for (unsigned k = 0; k < APR_TIMED; k++) {
@@ -745,7 +882,9 @@ static amp_status gpu_apr_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, gp
     CUDA_TRY(cudaMalloc(&w->colpart, nb * R * sizeof(double)), err);
     CUDA_TRY(cudaMalloc(&w->ll_total, sizeof(double)), err);
     CUDA_TRY(cudaMalloc(&w->kkt, sizeof(unsigned long long)), err);
-    CUDA_TRY(cudaMallocHost(&w->host, (2 + (size_t)R) * sizeof(double)), err);
+    if (w->ngpus > 1)
+        CUDA_TRY(cudaMalloc(&w->ll_slots, w->ngpus * sizeof(double)), err);
+    CUDA_TRY(cudaMallocHost(&w->host, (2 + (size_t)R + w->ngpus) * sizeof(double)), err);
     for (unsigned d = 0; d < N; d++) {
         w->phi_fn[d] = pick_phi(w->f32, g->vals_f32, R, N - 1);
         CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w->phi_per_sm[d], w->phi_fn[d],
@@ -763,7 +902,10 @@ static amp_status gpu_apr_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, gp
     return AMP_OK;
 }
 
-/* Mode m's columns to unit 1-norm, the norms multiplied into lambda. */
+/* Mode m's columns to unit 1-norm, the norms multiplied into lambda: over
+ * every row of the factor, which every GPU holds whole and alike by now
+ * (its rows sent to all first), so every GPU makes the same lambda and
+ * factor, bit for bit, without a sum across GPUs. */
 static amp_status normalize(gpu_apr *w, unsigned m, amp_error *err)
 {
     const uint64_t rows = w->g->rows[m], n = rows * w->R;
@@ -785,37 +927,50 @@ static amp_status normalize(gpu_apr *w, unsigned m, amp_error *err)
 }
 
 /* The inactive-entry shift (from the second outer iteration) and B = A
- * diag(lambda); lambda = 1. */
+ * diag(lambda) over the rows of mode d this GPU owns; lambda = 1. The
+ * other GPUs' rows are not read before theirs arrive. */
 template <typename P>
 static amp_status shift_scale(gpu_apr *w, unsigned d, int shift, const amp_cpd_opts *o,
                               amp_error *err)
 {
-    const uint64_t n = w->g->rows[d] * w->R;
+    const uint64_t at = w->own_begin[d] * w->R, n = w->own_rows[d] * w->R;
     const double above = o->apr.shift_rule == AMP_APR_SHIFT_PYTTB ? 0 : 1;
     if (n > 0) {
         apr_shift_scale<P><<<ew_grid(n, w->g->sm_count), 256, 0, w->s>>>(
-            w->A[d], w->A32[d], (const P *)w->Phi[d], n, w->R, w->lambda, shift, above,
-            o->apr.kappa, o->apr.kappa_tol);
+            w->A[d] + at, w->A32[d] ? w->A32[d] + at : NULL, (const P *)w->Phi[d] + at, n, w->R,
+            w->lambda, shift, above, o->apr.kappa, o->apr.kappa_tol);
         CUDA_TRY(cudaGetLastError(), err);
     }
     CUDA_TRY(amp_gpu_fill(w->lambda, w->R, 1.0, w->s), err);
     return AMP_OK;
 }
 
-/* One inner iteration's Phi of mode d, and its KKT violation into
- * host[0] (queued only: the caller waits). */
+/* One inner iteration's Phi of mode d over this GPU's nonzeros (they fall
+ * in its own rows only: the shards own disjoint rows), and its KKT
+ * violation over its rows into w->kkt (queued only). */
 template <typename P>
 static amp_status phi_pass(gpu_apr *w, unsigned d, amp_error *err)
 {
-    const uint64_t n = w->g->rows[d] * w->R;
-    CUDA_TRY(cudaMemsetAsync(w->Phi[d], 0, n * sizeof(P), w->s), err);
+    const uint64_t at = w->own_begin[d] * w->R, n = w->own_rows[d] * w->R;
+    CUDA_TRY(cudaMemsetAsync((P *)w->Phi[d] + at, 0, n * sizeof(P), w->s), err);
     AMP_CHECK(over_copy(w, d, w->args[d], w->phi_fn[d], w->phi_per_sm[d], 0, err));
     CUDA_TRY(cudaMemsetAsync(w->kkt, 0, sizeof *w->kkt, w->s), err);
     if (n > 0) {
-        apr_kkt<P><<<ew_grid(n, w->g->sm_count), 256, 0, w->s>>>(w->A[d], (const P *)w->Phi[d],
-                                                                  n, w->kkt);
+        apr_kkt<P><<<ew_grid(n, w->g->sm_count), 256, 0, w->s>>>(w->A[d] + at,
+                                                                  (const P *)w->Phi[d] + at, n,
+                                                                  w->kkt);
         CUDA_TRY(cudaGetLastError(), err);
     }
+    return AMP_OK;
+}
+
+/* The KKT violation, the largest of every GPU's (the same on all, so that
+ * all take the same decision; a max is order-free: the same bits however
+ * reduced), into host[0] (queued only: the caller waits). */
+static amp_status kkt_out(gpu_apr *w, amp_error *err)
+{
+    /* The bits of a non-negative double (apr_kkt), so a max of doubles. */
+    AMP_CHECK(amp_comm_allreduce(w->comm, (double *)w->kkt, 1, 1, w->s, err));
     CUDA_TRY(cudaMemcpyAsync(w->host, w->kkt, sizeof(double), cudaMemcpyDeviceToHost, w->s), err);
     return AMP_OK;
 }
@@ -823,34 +978,127 @@ static amp_status phi_pass(gpu_apr *w, unsigned d, amp_error *err)
 template <typename P>
 static amp_status update(gpu_apr *w, unsigned d, amp_error *err)
 {
-    const uint64_t n = w->g->rows[d] * w->R;
+    const uint64_t at = w->own_begin[d] * w->R, n = w->own_rows[d] * w->R;
     if (n > 0) {
-        apr_update<P><<<ew_grid(n, w->g->sm_count), 256, 0, w->s>>>(w->A[d], w->A32[d],
-                                                                     (const P *)w->Phi[d], n);
+        apr_update<P><<<ew_grid(n, w->g->sm_count), 256, 0, w->s>>>(
+            w->A[d] + at, w->A32[d] ? w->A32[d] + at : NULL, (const P *)w->Phi[d] + at, n);
         CUDA_TRY(cudaGetLastError(), err);
     }
     return AMP_OK;
 }
 
-/* The outer iterations, as amp_cpu_apr's (apr.c): the same steps in the
- * same order, the same stop. P: Phi's type (the run's precision). */
+/* Several GPUs: this GPU's rows of mode d (f64; the f32 shadows follow
+ * from the normalization) to every other GPU, and theirs in, as CP-ALS
+ * sends a mode's rows (amp_comm_allgatherv: NCCL, or copies). */
+static amp_status exchange(gpu_apr *w, unsigned d, amp_error *err)
+{
+    if (w->ngpus == 1)
+        return AMP_OK;
+    AMP_CHECK(tm_begin(w, APR_EXCHANGE, (int)d, err));
+    AMP_CHECK(amp_comm_allgatherv(w->comm, w->A[d], 0, w->gather_offset[d], w->gather_count[d],
+                                  w->s, err));
+    return tm_end(w, err);
+}
+
+/* The log-likelihood's sum of x log m over this GPU's nonzeros of the
+ * last mode's copy (on one GPU into host[1]), and lambda, queued to the
+ * host. */
+static amp_status log_terms(gpu_apr *w, amp_error *err)
+{
+    const unsigned N = w->N, R = w->R;
+    CUDA_TRY(cudaMemsetAsync(w->ll_total, 0, sizeof(double), w->s), err);
+    AMP_CHECK(over_copy(w, N - 1, w->ll_args, w->ll_fn, w->ll_per_sm, 1, err));
+    if (w->ngpus == 1)
+        CUDA_TRY(cudaMemcpyAsync(w->host + 1, w->ll_total, sizeof(double),
+                                 cudaMemcpyDeviceToHost, w->s), err);
+    CUDA_TRY(cudaMemcpyAsync(w->host + 2, w->lambda, R * sizeof(double), cudaMemcpyDeviceToHost,
+                             w->s), err);
+    return AMP_OK;
+}
+
+/* Several GPUs: every GPU's partial into its slot, the slots filled in
+ * across GPUs (one nonzero term a slot: exact) and queued to the host
+ * for log_sum to add in GPU order. */
+static amp_status log_share(gpu_apr *w, amp_error *err)
+{
+    CUDA_TRY(cudaMemsetAsync(w->ll_slots, 0, w->ngpus * sizeof(double), w->s), err);
+    CUDA_TRY(cudaMemcpyAsync(w->ll_slots + w->gpu, w->ll_total, sizeof(double),
+                             cudaMemcpyDeviceToDevice, w->s), err);
+    AMP_CHECK(amp_comm_allreduce(w->comm, w->ll_slots, w->ngpus, 0, w->s, err));
+    CUDA_TRY(cudaMemcpyAsync(w->host + 2 + w->R, w->ll_slots, w->ngpus * sizeof(double),
+                             cudaMemcpyDeviceToHost, w->s), err);
+    return AMP_OK;
+}
+
+/* Once log_terms' copies are in: the log-likelihood, sum x log m (the
+ * GPUs' partials added in the run's GPU order, 0 first, so every GPU and
+ * every run of the same GPUs gets the same bits) minus sum(lambda). */
+static double log_sum(const gpu_apr *w)
+{
+    double sum = w->host[1], total = 0;
+    if (w->ngpus > 1) {
+        sum = 0;
+        for (unsigned q = 0; q < w->ngpus; q++)
+            sum += w->host[2 + w->R + q];
+    }
+    for (unsigned r = 0; r < w->R; r++)
+        total += w->host[2 + r];
+    return sum - total;
+}
+
+/* Whether to stop after outer iteration iter, as o->stop says to this
+ * process's first GPU: it reads the flag and publishes its answer, and
+ * every other GPU of the process waits for that (or for a failure), so
+ * that none goes on into a collective the others left. */
+static amp_status agree_stop(gpu_apr *w, unsigned iter, int *stop_now, amp_error *err)
+{
+    apr_run *run = w->run;
+    if (run->nlocal == 1) {
+        *stop_now = *run->o->stop != 0;
+        return AMP_OK;
+    }
+    if (w->local == 0) {
+        run->stop_now.store(*run->o->stop != 0);
+        run->stop_iter.store(iter);
+    }
+    while (run->stop_iter.load() < iter) {
+        if (run->failed.load())
+            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u stopped: another GPU failed", w->gpu);
+        std::this_thread::yield();
+    }
+    *stop_now = run->stop_now.load();
+    return AMP_OK;
+}
+
+/* The outer iterations, as amp_cpu_apr's (apr.c; several GPUs as its
+ * processes): the same steps in the same order, the same stop. Every GPU
+ * decides alike (the KKT violation's max and the log-likelihood are the
+ * run's); this process's first GPU writes c and calls o->on_iter. P:
+ * Phi's type (the run's precision). */
 template <typename P>
 static amp_status iterate(gpu_apr *w, const amp_cpd_opts *o, amp_cpd *c, double t_start,
                           amp_error *err)
 {
-    const unsigned N = w->N, R = w->R;
+    const unsigned N = w->N;
     const unsigned inner = o->apr.inner ? o->apr.inner : AMP_APR_INNER_DEFAULT;
+    const int lead = w->local == 0;
+    const amp_gpu_als_opts *go = &w->run->go;
     double old_ll = 0;
-    c->iters = 0;
-    c->converged = 0;
-    c->stopped = 0;
-    c->inner_iters = 0;
+    if (lead) {
+        c->iters = 0;
+        c->converged = 0;
+        c->stopped = 0;
+        c->inner_iters = 0;
+    }
     for (unsigned it = 0; it < o->max_iters; it++) {
         const double t_iter = it == 0 ? t_start : wall_now();
         int converged = 1;
         double kkt_max = 0;
         unsigned inner_total = 0;
         for (unsigned d = 0; d < N; d++) {
+            if (go->fail_gpu == w->gpu + 1 && go->fail_iter == it + 1 && d == 1)
+                return AMP_FAIL(err, AMP_ERR_CUDA, "a device failure injected at iteration %u "
+                                "(amp_gpu_als_opts.fail_gpu)", it + 1);
             AMP_CHECK(tm_begin(w, AMP_PHASE_UPDATE, (int)d, err));
             AMP_CHECK(shift_scale<P>(w, d, it > 0, o, err));
             AMP_CHECK(tm_end(w, err));
@@ -859,9 +1107,16 @@ static amp_status iterate(gpu_apr *w, const amp_cpd_opts *o, amp_cpd *c, double 
                 inner_total++;
                 AMP_CHECK(tm_begin(w, AMP_PHASE_MTTKRP, (int)d, err));
                 AMP_CHECK(phi_pass<P>(w, d, err));
+                if (w->ngpus == 1)
+                    AMP_CHECK(kkt_out(w, err));
                 AMP_CHECK(tm_end(w, err));
+                if (w->ngpus > 1) {   /* the run's max: collective time */
+                    AMP_CHECK(tm_begin(w, AMP_PHASE_COMM, (int)d, err));
+                    AMP_CHECK(kkt_out(w, err));
+                    AMP_CHECK(tm_end(w, err));
+                }
                 AMP_CHECK(wait_all(w, err));
-                kkt = w->host[0];   /* the bits apr_kkt's atomicMax left */
+                kkt = w->host[0];   /* the bits apr_kkt's atomicMax left, the run's max */
                 if (kkt < o->tol)
                     break;
                 converged = 0;
@@ -870,51 +1125,61 @@ static amp_status iterate(gpu_apr *w, const amp_cpd_opts *o, amp_cpd *c, double 
                 AMP_CHECK(tm_end(w, err));
             }
             kkt_max = kkt > kkt_max ? kkt : kkt_max;
+            AMP_CHECK(exchange(w, d, err));
             AMP_CHECK(tm_begin(w, AMP_PHASE_NORMALIZE, (int)d, err));
             AMP_CHECK(normalize(w, d, err));
             AMP_CHECK(tm_end(w, err));
         }
         /* The log-likelihood, over the last mode's copy. */
         AMP_CHECK(tm_begin(w, AMP_PHASE_FIT, -1, err));
-        CUDA_TRY(cudaMemsetAsync(w->ll_total, 0, sizeof(double), w->s), err);
-        AMP_CHECK(over_copy(w, N - 1, w->ll_args, w->ll_fn, w->ll_per_sm, 1, err));
-        CUDA_TRY(cudaMemcpyAsync(w->host + 1, w->ll_total, sizeof(double),
-                                 cudaMemcpyDeviceToHost, w->s), err);
-        CUDA_TRY(cudaMemcpyAsync(w->host + 2, w->lambda, R * sizeof(double),
-                                 cudaMemcpyDeviceToHost, w->s), err);
+        AMP_CHECK(log_terms(w, err));
         AMP_CHECK(tm_end(w, err));
+        if (w->ngpus > 1) {
+            AMP_CHECK(tm_begin(w, AMP_PHASE_COMM, -1, err));
+            AMP_CHECK(log_share(w, err));
+            AMP_CHECK(tm_end(w, err));
+        }
         AMP_CHECK(wait_all(w, err));
-        double total = 0;
-        for (unsigned r = 0; r < R; r++)
-            total += w->host[2 + r];
-        c->loglik = w->host[1] - total;
-        c->kkt = kkt_max;
-        c->inner_iters = inner_total;
-        c->iters = it + 1;
-        c->fit = c->loglik;
-        const double delta = it == 0 ? fabs(c->loglik) : fabs(c->loglik - old_ll);
-        old_ll = c->loglik;
-        memcpy(c->seconds, w->seconds, sizeof c->seconds);
-        if (o->on_iter)
-            o->on_iter(o->ctx, it + 1, c->loglik, delta, wall_now() - t_iter);
-        if (o->stop && *o->stop) {
-            c->stopped = 1;
-            break;
+        const double loglik = log_sum(w);
+        const double delta = it == 0 ? fabs(loglik) : fabs(loglik - old_ll);
+        old_ll = loglik;
+        if (lead) {
+            c->loglik = loglik;
+            c->kkt = kkt_max;
+            c->inner_iters = inner_total;
+            c->iters = it + 1;
+            c->fit = c->loglik;
+            memcpy(c->seconds, w->seconds, sizeof c->seconds);
+            if (o->on_iter)
+                o->on_iter(o->ctx, it + 1, c->loglik, delta, wall_now() - t_iter);
+        }
+        if (o->stop) {
+            int stop_now = 0;
+            AMP_CHECK(agree_stop(w, it + 1, &stop_now, err));
+            if (stop_now) {
+                if (lead)
+                    c->stopped = 1;
+                break;
+            }
         }
         if (converged) {
-            c->converged = 1;
+            if (lead)
+                c->converged = 1;
             break;
         }
     }
     return AMP_OK;
 }
 
+/* One GPU's run from c's factors (every GPU takes all of them); the
+ * process's first GPU writes the outcome into c. */
 static amp_status run_apr(gpu_apr *w, const amp_cpd_opts *o, amp_cpd *c, amp_error *err)
 {
     const unsigned N = w->N, R = w->R;
     const double t_start = wall_now();
     /* The start, as pyttb's and the CPU's: every factor's columns to unit
-     * 1-norm, the norms into lambda (which starts at 1). */
+     * 1-norm, the norms into lambda (which starts at 1); on every GPU
+     * alike. */
     for (unsigned m = 0; m < N; m++)
         CUDA_TRY(cudaMemcpyAsync(w->A[m], c->A[m], (size_t)w->g->rows[m] * R * sizeof(double),
                                  cudaMemcpyHostToDevice, w->s), err);
@@ -925,48 +1190,183 @@ static amp_status run_apr(gpu_apr *w, const amp_cpd_opts *o, amp_cpd *c, amp_err
     AMP_CHECK(tm_end(w, err));
     AMP_CHECK(w->f32 ? iterate<float>(w, o, c, t_start, err)
                      : iterate<double>(w, o, c, t_start, err));
-    for (unsigned m = 0; m < N; m++)
-        CUDA_TRY(cudaMemcpyAsync(c->A[m], w->A[m], (size_t)w->g->rows[m] * R * sizeof(double),
+    if (w->local == 0) {
+        /* Every GPU holds every row of every factor by now. */
+        for (unsigned m = 0; m < N; m++)
+            CUDA_TRY(cudaMemcpyAsync(c->A[m], w->A[m], (size_t)w->g->rows[m] * R * sizeof(double),
+                                     cudaMemcpyDeviceToHost, w->s), err);
+        CUDA_TRY(cudaMemcpyAsync(c->lambda, w->lambda, R * sizeof(double),
                                  cudaMemcpyDeviceToHost, w->s), err);
-    CUDA_TRY(cudaMemcpyAsync(c->lambda, w->lambda, R * sizeof(double), cudaMemcpyDeviceToHost,
-                             w->s), err);
-    AMP_CHECK(wait_all(w, err));
-    memcpy(c->seconds, w->seconds, sizeof c->seconds);
-    return AMP_OK;
+    }
+    return wait_all(w, err);
+}
+
+/* This GPU failed: say so first (so the report names it, not a peer that
+ * stopped because of it), then cancel its collectives so that no peer
+ * waits for it forever; the peers' threads see `failed` as they wait and
+ * cancel theirs (als_gpu.cu's fail_gpu). */
+static void fail_gpu(apr_run *run, unsigned local)
+{
+    {
+        std::lock_guard<std::mutex> hold(run->lock);
+        if (run->first_failed < 0)
+            run->first_failed = (int)local;
+    }
+    if (run->ngpus > 1) {
+        run->failed.store(1);
+        amp_comm_abort(run->comms[local]);
+    }
+}
+
+/* This GPU is past its collectives; one that failed waits for the rest of
+ * the process's GPUs before it frees anything (als_gpu.cu's settle). */
+static void settle(apr_run *run, int failed)
+{
+    run->quiet.fetch_add(1);
+    while (failed && run->quiet.load() < run->nlocal)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+/* The whole run of this process's GPU local. */
+static amp_status apr_one_gpu(apr_run *run, unsigned local, amp_error *err)
+{
+    gpu_apr *w = (gpu_apr *)calloc(1, sizeof *w);
+    if (w == NULL) {
+        fail_gpu(run, local);
+        settle(run, 1);
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    }
+    w->run = run;
+    w->local = local;
+    w->gpu = run->first + local;
+    w->ngpus = run->ngpus;
+    w->comm = run->comms ? run->comms[local] : NULL;
+    w->f32 = run->o->precision == AMP_PRECISION_F32;
+    w->stats = run->stats;
+    amp_status rc = gpu_apr_new(run->g[local], run->o, run->p, w, err);
+    if (rc == AMP_OK)
+        rc = run_apr(w, run->o, run->c, err);
+    if (rc != AMP_OK) {   /* before freeing: cudaFree waits for the device */
+        fail_gpu(run, local);
+        if (run->ngpus == 1 && w->s)   /* what was queued ends before its buffers go */
+            cudaStreamSynchronize(w->s);
+        /* Rows by copies: this GPU's queued pulls read the peers' buffers
+         * and no abort takes them back: they end before any peer frees. */
+        if (run->ngpus > 1 && amp_comm_by_copies(run->comms[local]))
+            cudaDeviceSynchronize();
+    }
+    settle(run, rc != AMP_OK);
+    memcpy(run->seconds[local], w->seconds, sizeof w->seconds);
+    gpu_apr_free(w);
+    free(w);
+    return rc;
+}
+
+static void apr_gpu_main(apr_run *run, unsigned local)
+{
+    run->rc[local] = apr_one_gpu(run, local, &run->err[local]);
+}
+
+extern "C" amp_status amp_gpu_cpd_apr_multi(const amp_gpu_tensor *const *g,
+                                            amp_comm *const *comms, const amp_partition *p,
+                                            const amp_group *group, const amp_cpd_opts *o,
+                                            const amp_gpu_als_opts *go, amp_cpd *c,
+                                            amp_gpu_run_stats *stats, amp_error *err)
+{
+    const unsigned ngpus = p ? p->ngpus : 1, procs = group ? group->size : 1;
+    if (c->rank != o->rank)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", c->rank, o->rank);
+    AMP_CHECK(amp_rank_check(o->rank, AMP_GPU_MAX_RANK, "CP-APR on the GPU", err));
+    if (ngpus > 1 && comms == NULL)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%u GPUs need their communicators", ngpus);
+    if (ngpus % procs != 0)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%u GPUs are not the same number on each of %u "
+                        "processes", ngpus, procs);
+    if (ngpus > 1 && p->kind != AMP_PARTITION_OWNER)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method cp-apr on several GPUs takes the "
+                        "file's shards (--partition shards), not equal-nnz: its inner "
+                        "iterations need every row's nonzeros on one GPU");
+    const unsigned nlocal = ngpus / procs;
+    for (unsigned i = 0; i < nlocal; i++) {
+        if (c->nmodes != g[i]->nmodes)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have %u modes, the tensor %u",
+                            c->nmodes, g[i]->nmodes);
+        if (g[i]->remap)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method cp-apr does not run on two "
+                            "copies remapped (--memory remap) for now: --memory resident or "
+                            "stream");
+    }
+    apr_run *run = new (std::nothrow) apr_run;
+    if (run == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    run->ngpus = ngpus;
+    run->nlocal = nlocal;
+    run->first = group ? group->rank * nlocal : 0;
+    run->group = group;
+    run->g = g;
+    run->comms = comms;
+    run->p = p;
+    run->o = o;
+    run->go = go ? *go : amp_gpu_als_opts{};
+    run->c = c;
+    run->stats = stats;
+    memset(run->rc, 0, sizeof run->rc);
+    memset(run->err, 0, sizeof run->err);
+    memset(run->seconds, 0, sizeof run->seconds);
+    if (stats) {
+        memset(stats, 0, sizeof *stats);
+        stats->ngpus = nlocal;
+        stats->nmodes = c->nmodes;
+    }
+    memset(c->seconds, 0, sizeof c->seconds);
+    amp_status rc = AMP_OK;
+    std::vector<std::thread> threads;
+    try {
+        for (unsigned i = 1; i < nlocal; i++)
+            threads.emplace_back(apr_gpu_main, run, i);
+    } catch (...) {
+        run->failed.store(1);
+        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "could not start a thread for each of %u GPUs",
+                      nlocal);
+    }
+    if (rc == AMP_OK)
+        apr_gpu_main(run, 0);
+    else {
+        if (comms)
+            amp_comm_abort(comms[0]);
+        /* GPU 0 and those whose threads did not start are past their
+         * collectives too: the started ones' settle must not wait. */
+        run->quiet.fetch_add(nlocal - (unsigned)threads.size());
+    }
+    for (auto &th : threads)
+        th.join();
+    if (rc == AMP_OK && run->first_failed >= 0) {
+        const int i = run->first_failed;
+        const amp_error *e = &run->err[i];
+        if (ngpus > 1)
+            rc = amp_error_set(err, e->status, e->src_file, e->src_line, "GPU %u of the run "
+                               "(device %d): %s", run->first + (unsigned)i, g[i]->device,
+                               amp_error_message(e));
+        else
+            rc = amp_error_set(err, e->status, e->src_file, e->src_line, "%s",
+                               amp_error_message(e));
+    }
+    if (rc == AMP_OK) {
+        /* c->seconds: the slowest GPU's time of each phase. */
+        for (unsigned i = 0; i < nlocal; i++)
+            for (int ph = 0; ph < AMP_NPHASES; ph++) {
+                c->seconds[ph] = run->seconds[i][ph] > c->seconds[ph] ? run->seconds[i][ph]
+                                                                       : c->seconds[ph];
+                if (stats)
+                    stats->phase[i][ph] = run->seconds[i][ph];
+            }
+    }
+    delete run;
+    return rc;
 }
 
 extern "C" amp_status amp_gpu_cpd_apr(const amp_gpu_tensor *g, const amp_cpd_opts *o,
                                       amp_cpd *c, amp_gpu_run_stats *stats, amp_error *err)
 {
-    if (c->rank != o->rank)
-        return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", c->rank, o->rank);
-    AMP_CHECK(amp_rank_check(o->rank, AMP_GPU_MAX_RANK, "CP-APR on the GPU", err));
-    if (c->nmodes != g->nmodes)
-        return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have %u modes, the tensor %u",
-                        c->nmodes, g->nmodes);
-    if (g->remap)
-        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method cp-apr does not run on two copies "
-                        "remapped (--memory remap) for now: --memory resident or stream");
-    gpu_apr *w = (gpu_apr *)calloc(1, sizeof *w);
-    if (w == NULL)
-        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    w->f32 = o->precision == AMP_PRECISION_F32;
-    w->stats = stats;
-    if (stats) {
-        memset(stats, 0, sizeof *stats);
-        stats->ngpus = 1;
-        stats->nmodes = g->nmodes;
-    }
-    memset(c->seconds, 0, sizeof c->seconds);
-    amp_status rc = gpu_apr_new(g, o, w, err);
-    if (rc == AMP_OK)
-        rc = run_apr(w, o, c, err);
-    if (rc != AMP_OK)   /* what was queued ends before its buffers go */
-        cudaStreamSynchronize(w->s);
-    if (rc == AMP_OK && stats)
-        for (int ph = 0; ph < AMP_NPHASES; ph++)
-            stats->phase[0][ph] = w->seconds[ph];
-    gpu_apr_free(w);
-    free(w);
-    return rc;
+    return amp_gpu_cpd_apr_multi(&g, NULL, NULL, NULL, o, NULL, c, stats, err);
 }
