@@ -230,14 +230,26 @@ static void check_extras(const char *name, const amp_tensor *t)
     amp_cpd cpu = {0}, gpu = {0};
     cmp_log cpu_log, log;
     amp_gpu_tensor *g = upload(t, NULL, RESIDENT, NULL);
-    /* No ridge, most entries held out: rows kept both ways. */
-    const amp_cpd_opts os = cmp_opts(3, 0, 0, 0.9);
-    int okay = g && run_cmp(t, NULL, &os, 3, &cpu, &cpu_log) && run_cmp(t, g, &os, 3, &gpu, &log);
+    /* No ridge, most entries held out: rows kept both ways. The share
+     * that leaves some row without enough training entries depends on
+     * the tensor: the CPU finds it (0.9, then 0.99, then 0.999). */
+    double holdout = 0.9;
     uint64_t kept = 0;
-    for (unsigned m = 0; okay && m < t->nmodes; m++)
-        kept += cpu.completion.unobserved[m] + cpu.completion.singular[m];
-    ok(okay && kept > 0 && same_counts(&gpu, &cpu, t->nmodes), "%s, rank 3, no ridge, holdout "
-       "0.9: %" PRIu64 " rows kept, as on the CPU", name, kept);
+    int okay = g != NULL;
+    amp_cpd_opts os = cmp_opts(3, 0, 0, holdout);
+    for (int k = 0; okay && k < 3; k++, holdout = 1 - (1 - holdout) / 10) {
+        os = cmp_opts(3, 0, 0, holdout);
+        amp_cpd_free(&cpu);
+        okay = run_cmp(t, NULL, &os, 3, &cpu, &cpu_log);
+        kept = 0;
+        for (unsigned m = 0; okay && m < t->nmodes; m++)
+            kept += cpu.completion.unobserved[m] + cpu.completion.singular[m];
+        if (kept > 0)
+            break;
+    }
+    okay = okay && kept > 0 && run_cmp(t, g, &os, 3, &gpu, &log);
+    ok(okay && same_counts(&gpu, &cpu, t->nmodes), "%s, rank 3, no ridge, holdout %g: %" PRIu64
+       " rows kept, as on the CPU", name, os.completion.holdout, kept);
     amp_cpd_free(&gpu);
     amp_cpd_free(&cpu);
 
