@@ -90,6 +90,7 @@ while read -r name opts; do
 done <<'EOF'
 hals --method hals --constraint nonneg --iters 30
 ao-admm --method ao-admm --constraint nonneg --iters 30
+mu --method mu --iters 30
 f32 --precision f32
 EOF
 
