@@ -174,7 +174,7 @@ static void jnum(FILE *f, double x)
 static amp_status write_json(const amp_starts_opts *s, const amp_cpd_opts *o, const model *ms,
                              unsigned nm, const rank_row *rows, unsigned nr, int pick,
                              const char *why, unsigned passes, double seconds,
-                             amp_outfile *of, amp_error *err)
+                             double mttkrp_s, amp_outfile *of, amp_error *err)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -188,6 +188,8 @@ static amp_status write_json(const amp_starts_opts *s, const amp_cpd_opts *o, co
     fprintf(f, ", \"max_iters\": %u, \"models\": %u, \"passes\": %u, \"seconds\": ",
             o->max_iters, nm, passes);
     jnum(f, seconds);
+    fprintf(f, ", \"mttkrp_seconds\": ");
+    jnum(f, mttkrp_s);
     fprintf(f, "},\n  \"models\": [\n");
     for (unsigned k = 0; k < nm; k++) {
         const model *m = &ms[k];
@@ -403,7 +405,7 @@ amp_status amp_starts_run(const amp_starts_opts *s, const amp_tensor *t, const a
     }
     if (out->json)
         AMP_CHECK_GOTO(write_json(s, o, ms, nm, rows, nr, pick, why, passes, seconds,
-                                  out->json, err), rc, done);
+                                  mttkrp_s, out->json, err), rc, done);
 done:
     for (unsigned k = 0; k < made; k++) {
         amp_cpd_free(&ms[k].c);
