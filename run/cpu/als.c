@@ -834,6 +834,7 @@ typedef struct batch_cat {
     float *A32[AMP_MAX_MODES];
     double *M64;
     float *M32;
+    size_t a_bytes[AMP_MAX_MODES], m_bytes;
     amp_cpu_mttkrp_ws *ws;
 } batch_cat;
 
@@ -935,18 +936,28 @@ amp_status amp_cpu_als_batch(const amp_tensor *t, const amp_cpd_opts *o, unsigne
         AMP_RAISE_GOTO(err, rc, done, AMP_ERR_USAGE, "the models' columns (%u) pass the "
                        "kernel's rank limit %u", Rtot, AMP_CPU_MAX_RANK);
     int ok = 1;
-    size_t mb = (size_t)max_rows * Rtot * (f32 ? sizeof(float) : sizeof(double)) + 1;
+    /* Huge pages, as the factors of a run alone: the MTTKRP's gathers
+     * miss the TLB less (without them a batch at 32 columns took 1.4
+     * times a run at rank 32 on cpu20m). */
+    const size_t word = f32 ? sizeof(float) : sizeof(double);
+    cat.m_bytes = (size_t)max_rows * Rtot * word + 1;
     for (unsigned m = 0; m < N && ok; m++) {
-        size_t ab = (size_t)t->rows[m] * Rtot * (f32 ? sizeof(float) : sizeof(double)) + 1;
+        cat.a_bytes[m] = (size_t)t->rows[m] * Rtot * word + 1;
+        void *p = amp_huge_alloc(cat.a_bytes[m], "the models' factors side by side", err);
+        ok = p != NULL;
         if (f32)
-            ok = (cat.A32[m] = malloc(ab)) != NULL;
+            cat.A32[m] = p;
         else
-            ok = (cat.A64[m] = malloc(ab)) != NULL;
+            cat.A64[m] = p;
     }
-    if (ok && f32)
-        ok = (cat.M32 = malloc(mb)) != NULL;
-    else if (ok)
-        ok = (cat.M64 = malloc(mb)) != NULL;
+    if (ok) {
+        void *p = amp_huge_alloc(cat.m_bytes, "the models' MTTKRP output", err);
+        ok = p != NULL;
+        if (f32)
+            cat.M32 = p;
+        else
+            cat.M64 = p;
+    }
     if (!ok)
         AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory for %u models' columns "
                        "side by side (%u)", K, Rtot);
@@ -1049,11 +1060,11 @@ done:
     for (unsigned k = 0; k < made; k++)
         work_free(&bm[k].w, N);
     for (unsigned m = 0; m < N; m++) {
-        free(cat.A64[m]);
-        free(cat.A32[m]);
+        amp_huge_free(cat.A64[m], cat.a_bytes[m]);
+        amp_huge_free(cat.A32[m], cat.a_bytes[m]);
     }
-    free(cat.M64);
-    free(cat.M32);
+    amp_huge_free(cat.M64, cat.m_bytes);
+    amp_huge_free(cat.M32, cat.m_bytes);
     amp_cpu_mttkrp_ws_free(cat.ws);
     free(bm);
     return rc;
