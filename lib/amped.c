@@ -447,6 +447,7 @@ static int program_only(int code)
     case 'o': case AMP_OPT_FORMAT: case AMP_OPT_ROWS: case AMP_OPT_JSON: case AMP_OPT_REPORT:
     case AMP_OPT_MTTKRP_ONLY: case AMP_OPT_CHECK: case AMP_OPT_INFO: case AMP_OPT_VERIFY:
     case AMP_OPT_LIST_DEVICES:
+    case AMP_OPT_STARTS: case AMP_OPT_RANKS: case AMP_OPT_KEEP_ALL: case AMP_OPT_CHOOSE:
         return 1;
     }
     /* -t, -q, -v, -h, -V ("threads" is taken apart); -r is --rank. */

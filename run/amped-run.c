@@ -34,6 +34,7 @@
 #include "run_dist.h"
 #include "run_report.h"
 #include "session.h"
+#include "starts.h"
 #ifdef AMP_HAVE_CUDA
 #include "amp_cuda.h"
 #endif
@@ -60,6 +61,16 @@ static void usage(void)
            "                       the set PREFIX.manifest lists)\n"
            "      --precision=P    f64 or f32: the MTTKRP's arithmetic; the rank-by-rank\n"
            "                       algebra is f64 either way (default f64)\n"
+           "\n"
+           "Several models (see amped-run(1), STARTS AND RANKS; the CPU only):\n"
+           "      --starts=K       K random starts, seeds S, S+1, ..., fitted together:\n"
+           "                       one MTTKRP a mode an iteration for all (default 1)\n"
+           "      --ranks=R1,R2,.. these ranks (instead of --rank), K starts each; a\n"
+           "                       table per rank: best fit, spread, FMS against the best\n"
+           "      --keep-all       -o writes every start (PREFIX.r8.s3.*), not only each\n"
+           "                       rank's best (PREFIX.r8.*)\n"
+           "      --choose=RULE    name a rank: fit-elbow, or fms F (the largest rank\n"
+           "                       whose starts' median FMS is at least F)\n"
            "\n"
            "Constraints (see amped-run(1), METHODS):\n"
            "      --method=M       als (unconstrained), ao-admm, mu (multiplicative\n"
@@ -279,6 +290,8 @@ typedef struct run_args {
     int late_usage;            /* the options disagree with the file: exit 2 */
     unsigned place_stop;       /* test hooks: the signal after this many renames */
     amp_gcp_plan gcp_plan;     /* --method gcp: the samples it takes */
+    amp_starts_opts starts;    /* --starts, --ranks: several models (starts.h) */
+    int rank_given;
 } run_args;
 
 static void on_iter(void *ctx, unsigned iter, double fit, double delta, double seconds)
@@ -708,7 +721,7 @@ static amp_status check_distinct(run_args *a, run_state *s, amp_error *err)
     amp_status rc = AMP_OK;
     paths[n] = a->path;
     what[n++] = "the input";
-    for (unsigned k = 0; a->output; k++) {
+    for (unsigned k = 0; a->output && !amp_starts_active(&a->starts); k++) {
         int more;
         char *name = amp_factors_file_name(a->output, s->ss.t.nmodes, a->format, a->rows, k,
                                            &more);
@@ -744,7 +757,7 @@ done:
 static amp_status create_outputs(run_args *a, run_state *s, amp_error *err)
 {
     AMP_CHECK(check_distinct(a, s, err));
-    if (a->output) {
+    if (a->output && !amp_starts_active(&a->starts)) {
         char *copy = strdup(a->output);
         if (copy == NULL)
             return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
@@ -759,7 +772,7 @@ static amp_status create_outputs(run_args *a, run_state *s, amp_error *err)
             return AMP_FAIL(err, rc, "-o %s: %s", a->output, why);
         }
     }
-    if (a->output)
+    if (a->output && !amp_starts_active(&a->starts))
         AMP_CHECK(amp_factors_create(&s->factors, &s->ss.t, a->output, a->format, a->rows, err));
     if (a->json)
         AMP_CHECK(amp_outfile_open(&a->json_out, a->json, err));
@@ -1190,6 +1203,11 @@ static int run(run_args *a)
     int status = EXIT_FAILURE, peer_failed = 0, loaded = 0;
     if (start_dist(a, &s, &err) != AMP_OK)
         goto fail;
+    if (s.dist && amp_starts_active(&a->starts)) {
+        AMP_FAIL(&err, AMP_ERR_UNSUPPORTED, "--starts and --ranks run in one process for "
+                 "now, not under mpirun");
+        goto fail;
+    }
     amp_status lrc = load(a, &s, &err);
     if (s.dist) {
         /* Every process learns whether all loaded, so none waits for one
@@ -1219,6 +1237,14 @@ static int run(run_args *a)
         lrc = amp_dist_agree(s.dist, lrc, &err);
     if (lrc != AMP_OK)
         goto fail;
+    if (amp_starts_active(&a->starts)) {
+        amp_starts_out so = {a->output, a->format, a->json ? &a->json_out : NULL, a->quiet,
+                             a->r.value_exp};
+        if (amp_starts_run(&a->starts, &s.ss.t, &a->r.opts, &so, &err) != AMP_OK)
+            goto fail;
+        status = EXIT_SUCCESS;
+        goto done;
+    }
     if (amp_session_start(&s.ss, &a->r, &err) != AMP_OK)
         goto fail;
     a->report.seconds_start = s.ss.seconds_start;
@@ -1318,6 +1344,12 @@ static int parse_run_option(int c, run_args *a, amp_error *err)
     static const char *const formats[] = {"text", "npy", "ktensor", NULL};
     static const char *const row_sets[] = {"all", "nonempty", NULL};
     int taken, choice;
+    if (c == 'r')
+        a->rank_given = 1;
+    if (amp_starts_option(&a->starts, c, optarg, &taken, err) != AMP_OK)
+        return USAGE_FAIL(err);
+    if (taken)
+        return -1;
     if (amp_run_option(&a->r, c, optarg, &taken, err) != AMP_OK)
         return USAGE_FAIL(err);
     if (taken)
@@ -1360,7 +1392,13 @@ static int parse_options(int argc, char **argv, run_args *a, cli_args *cli)
 {
     amp_error err = {0};
     int c;
+    char choose[64];
     while ((c = getopt_long(argc, argv, "r:o:t:qvhV", amp_run_long_options, NULL)) != -1) {
+        /* --choose fms F: F the next word */
+        if (c == AMP_OPT_CHOOSE && strcmp(optarg, "fms") == 0 && optind < argc) {
+            snprintf(choose, sizeof choose, "fms %s", argv[optind++]);
+            optarg = choose;
+        }
         int taken = parse_run_option(c, a, &err);
         if (taken > 0)
             return taken;
@@ -1384,6 +1422,59 @@ static int parse_options(int argc, char **argv, run_args *a, cli_args *cli)
         }
         }
     }
+    return -1;
+}
+
+/* --starts and --ranks against the rest: -1 when they agree, else the
+ * exit status. The batch runs on the CPU (--gpus auto means the CPU). */
+static int check_starts(run_args *a)
+{
+    const amp_starts_opts *s = &a->starts;
+    if (!amp_starts_active(s)) {
+        if (s->keep_all)
+            return amp_usage_error(PROGRAM, "--keep-all keeps every start of --starts or "
+                                   "--ranks: give one of them");
+        if (s->choose != AMP_CHOOSE_NONE)
+            return amp_usage_error(PROGRAM, "--choose picks a rank among --ranks (or the "
+                                   "starts of --starts): give them");
+        return -1;
+    }
+    if (a->rank_given && s->nranks > 0)
+        return amp_usage_error(PROGRAM, "--rank and --ranks: give one (--ranks 8 is one rank)");
+    if (s->keep_all && a->output == NULL)
+        return amp_usage_error(PROGRAM, "--keep-all says which models -o writes: give -o "
+                               "PREFIX");
+    if (s->choose == AMP_CHOOSE_FIT_ELBOW && s->nranks < 2)
+        return amp_usage_error(PROGRAM, "--choose fit-elbow compares ranks: give --ranks with "
+                               "two or more");
+    if (s->choose == AMP_CHOOSE_FMS && s->starts < 2)
+        return amp_usage_error(PROGRAM, "--choose fms compares starts: give --starts 2 or more");
+    if (a->mttkrp_only || a->check)
+        return amp_usage_error(PROGRAM, "--starts and --ranks fit models; --mttkrp-only and "
+                               "--check fit none");
+    if (a->r.init)
+        return amp_usage_error(PROGRAM, "--starts and --ranks start from random factors "
+                               "(seed, seed + 1, ...), not --init");
+    if (a->html)
+        return amp_usage_error(PROGRAM, "--report draws one decomposition; with --starts and "
+                               "--ranks, --json has every model's fits");
+    if (a->rows_given && a->rows == AMP_ROWS_NONEMPTY)
+        return amp_usage_error(PROGRAM, "--starts and --ranks write every row (--rows all)");
+    const amp_cpd_opts *o = &a->r.opts;
+    if (o->method == AMP_METHOD_APR || o->method == AMP_METHOD_GCP ||
+        o->completion.observed == AMP_OBSERVED_NONZEROS)
+        return amp_usage_error(PROGRAM, "--starts and --ranks batch --method als, ao-admm, mu "
+                               "and hals; not %s", o->completion.observed ==
+                               AMP_OBSERVED_NONZEROS ? "--observed nonzeros"
+                               : o->method == AMP_METHOD_APR ? "--method cp-apr"
+                                                             : "--method gcp");
+    if (a->r.gpus_given && a->r.gpus != 0)
+        return amp_usage_error(PROGRAM, "--starts and --ranks run on the CPU backend only for "
+                               "now: give --gpus 0 or leave --gpus out");
+    if (a->r.gpu_only)
+        return amp_usage_error(PROGRAM, "--starts and --ranks run on the CPU backend only for "
+                               "now: %s is the GPUs'", a->r.gpu_only);
+    a->r.gpus = 0;
     return -1;
 }
 
@@ -1433,6 +1524,9 @@ static int check_args(int argc, char **argv, run_args *a, const cli_args *cli)
     if (a->html && (a->mttkrp_only || a->check))
         return amp_usage_error(PROGRAM, "--report draws a decomposition; --mttkrp-only and "
                                "--check compute none (--json reports them)");
+    int bad = check_starts(a);
+    if (bad >= 0)
+        return bad;
     amp_error err = {0};
     if (amp_run_opts_check(&a->r, &err) != AMP_OK)
         return USAGE_FAIL(&err);

@@ -51,6 +51,11 @@ const struct option amp_run_long_options[] = {
     {"decay", required_argument, NULL, AMP_OPT_DECAY},
     {"max-fails", required_argument, NULL, AMP_OPT_MAX_FAILS},
     {"huber-delta", required_argument, NULL, AMP_OPT_HUBER_DELTA},
+    /* several models at once (amped-run, run/starts.h) */
+    {"starts", required_argument, NULL, AMP_OPT_STARTS},
+    {"ranks", required_argument, NULL, AMP_OPT_RANKS},
+    {"keep-all", no_argument, NULL, AMP_OPT_KEEP_ALL},
+    {"choose", required_argument, NULL, AMP_OPT_CHOOSE},
     /* output */
     {"output", required_argument, NULL, 'o'},
     {"format", required_argument, NULL, AMP_OPT_FORMAT},

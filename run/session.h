@@ -33,7 +33,9 @@ enum {
     AMP_OPT_OBSERVED, AMP_OPT_HOLDOUT, AMP_OPT_HOLDOUT_FILE,
     /* GCP's, numbered apart so that other options can join the list above */
     AMP_OPT_LOSS = 400, AMP_OPT_SAMPLES_GRAD, AMP_OPT_SAMPLES_LOSS, AMP_OPT_EPOCH_ITERS,
-    AMP_OPT_RATE, AMP_OPT_DECAY, AMP_OPT_MAX_FAILS, AMP_OPT_HUBER_DELTA
+    AMP_OPT_RATE, AMP_OPT_DECAY, AMP_OPT_MAX_FAILS, AMP_OPT_HUBER_DELTA,
+    /* amped-run's several models (run/starts.h) */
+    AMP_OPT_STARTS = 600, AMP_OPT_RANKS, AMP_OPT_KEEP_ALL, AMP_OPT_CHOOSE
 };
 struct option;
 extern const struct option amp_run_long_options[];

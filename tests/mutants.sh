@@ -258,6 +258,17 @@ gpu-apr-no-exchange @@ run/cuda/apr.cu @@ AMP_CHECK(exchange(w, d, err)); @@ (vo
 apr-gpus-equal-nnz @@ run/session.c @@ if (r->gpus > 1 && r->gpu.partition == AMP_PARTITION_EQUAL_NNZ) @@ if (0) @@ tests/run_apr.sh
 EOF
 )"
+# Issue 44: several models in one pass (amped-run --starts, --ranks): a
+# model's MTTKRP columns read at another model's offset, caught by
+# run_starts.sh's batched-against-alone fits; FMS without the matching
+# (components paired in order), caught by test_score's exhaustive
+# assignments and run_starts.sh's exhaustive FMS.
+mutants="$mutants
+$(cat <<'EOF'
+starts-wrong-offset @@ run/cpu/als.c @@ : cat->M64[(uint64_t)i * Rc + off + r]; @@ : cat->M64[(uint64_t)i * Rc + (off + R) % Rc + r]; @@ tests/run_starts.sh
+fms-no-permutation @@ run/core/score.c @@ sum += C[(size_t)i * n + col[i]]; @@ sum += C[(size_t)i * n + i]; @@ tests/test_score tests/run_starts.sh
+EOF
+)"
 
 if [ "$list" = 1 ]; then
     printf '%s\n' "$mutants" | awk -F ' @@ ' '{ printf "%-20s %s\n", $1, $2 }'

@@ -161,6 +161,7 @@ refused run-last "--rank" "option '--rank' requires an argument"
 refused run-last "-r" "option requires an argument -- 'r'"
 refused run "--rank $T/s.amp" "invalid value '$T/s.amp' for --rank: $R 1 to 4096"
 refused run "--rank3" "unrecognized option '--rank3'"
+refused run "--ran=3" "option '--ran=3' is ambiguous; possibilities: '--rank' '--ranks'"
 
 # ---- amped-run: values that take effect ------------------------------------------
 while IFS='|' read -r args key value; do
@@ -170,7 +171,7 @@ done <<EOF
 -r3|rank|3
 --rank=3|rank|3
 --rank 3|rank|3
---ran=3|rank|3
+--iter=7|max_iters|7
 -r 1|rank|1
 -r 5 -r 2|rank|2
 --mttkrp-only -r 4096|rank|4096

@@ -813,3 +813,259 @@ amp_status amp_cpu_check_mttkrp(const amp_tensor *t, const amp_cpd_opts *o, cons
     work_free(&w, t->nmodes);
     return rc;
 }
+
+/* ---- several models in one pass (amped-run --starts, --ranks) ----------- */
+
+/* One model of a batch: its own factors, work space (its M, Grams, V,
+ * solve, lambda) and fit; off its first column in the concatenation. */
+typedef struct batch_model {
+    amp_cpd *c;
+    als_work w;
+    double old_fit;
+    unsigned off;
+    int live;
+} batch_model;
+
+/* The concatenation: each live model's columns side by side, in model
+ * order, Rlive in all; Acat f64 (A64) or f32 (A32). */
+typedef struct batch_cat {
+    unsigned Rlive;
+    double *A64[AMP_MAX_MODES];
+    float *A32[AMP_MAX_MODES];
+    double *M64;
+    float *M32;
+    size_t a_bytes[AMP_MAX_MODES], m_bytes;
+    amp_cpu_mttkrp_ws *ws;
+} batch_cat;
+
+/* Model b's columns of mode m into the concatenation (f32: cast as the
+ * solo run's to_f32 casts). */
+static void batch_put(const batch_model *b, unsigned m, batch_cat *cat, int T)
+{
+    (void)T;
+    const unsigned R = b->c->rank, Rc = cat->Rlive, off = b->off;
+    const double *A = b->c->A[m];
+    int64_t n = (int64_t)b->c->rows[m];
+    double *D = cat->A64[m];
+    float *F = cat->A32[m];
+#pragma omp parallel for schedule(static) num_threads(T)
+    for (int64_t i = 0; i < n; i++)
+        for (unsigned r = 0; r < R; r++) {
+            if (F != NULL)
+                F[(uint64_t)i * Rc + off + r] = (float)A[(uint64_t)i * R + r];
+            else
+                D[(uint64_t)i * Rc + off + r] = A[(uint64_t)i * R + r];
+        }
+}
+
+/* Model b's columns of the MTTKRP's output (rows of mode d) into its M. */
+static void batch_get(const batch_model *b, uint64_t rows, const batch_cat *cat, double *M,
+                      int T)
+{
+    (void)T;
+    const unsigned R = b->c->rank, Rc = cat->Rlive, off = b->off;
+    int64_t n = (int64_t)rows;
+#pragma omp parallel for schedule(static) num_threads(T)
+    for (int64_t i = 0; i < n; i++)
+        for (unsigned r = 0; r < R; r++)
+            M[(uint64_t)i * R + r] = cat->M32 ? (double)cat->M32[(uint64_t)i * Rc + off + r]
+                                              : cat->M64[(uint64_t)i * Rc + off + r];
+}
+
+/* The live models' offsets and every mode's concatenation rebuilt; the
+ * MTTKRP's work space for the new width. */
+static amp_status batch_pack(batch_model *bm, unsigned K, const amp_tensor *t, batch_cat *cat,
+                             int T, amp_error *err)
+{
+    unsigned R = 0;
+    for (unsigned k = 0; k < K; k++)
+        if (bm[k].live) {
+            bm[k].off = R;
+            R += bm[k].c->rank;
+        }
+    cat->Rlive = R;
+    amp_cpu_mttkrp_ws_free(cat->ws);
+    cat->ws = NULL;
+    if (R == 0)
+        return AMP_OK;
+    AMP_CHECK(amp_cpu_mttkrp_ws_new(T, R, &cat->ws, err));
+    for (unsigned m = 0; m < t->nmodes; m++)
+        for (unsigned k = 0; k < K; k++)
+            if (bm[k].live)
+                batch_put(&bm[k], m, cat, T);
+    return AMP_OK;
+}
+
+amp_status amp_cpu_als_batch(const amp_tensor *t, const amp_cpd_opts *o, unsigned K,
+                             amp_cpd *const *cs, amp_cpu_batch_fn on_iter, void *ctx,
+                             double *mttkrp_seconds, amp_error *err)
+{
+    const unsigned N = t->nmodes;
+    const int f32 = o->precision == AMP_PRECISION_F32;
+    if (o->method == AMP_METHOD_APR || o->method == AMP_METHOD_GCP ||
+        o->completion.observed == AMP_OBSERVED_NONZEROS)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "several models in one pass run CP-ALS and "
+                        "the constrained methods (als, admm, mu, hals), not --method %s%s",
+                        amp_method_name(o->method),
+                        o->completion.observed == AMP_OBSERVED_NONZEROS
+                            ? " or --observed nonzeros" : "");
+    if (K == 0)
+        return AMP_OK;
+    amp_mode_rule rule[AMP_MAX_MODES];
+    AMP_CHECK(amp_rules_resolve(o, N, rule, err));
+    batch_model *bm = calloc(K, sizeof *bm);
+    batch_cat cat;
+    memset(&cat, 0, sizeof cat);
+    if (bm == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    amp_status rc = AMP_OK;
+    unsigned made = 0, Rtot = 0;
+    uint64_t max_rows = 0;
+    for (unsigned m = 0; m < N; m++)
+        max_rows = t->rows[m] > max_rows ? t->rows[m] : max_rows;
+    for (; made < K; made++) {
+        amp_cpd_opts ok = *o;
+        ok.rank = cs[made]->rank;
+        AMP_CHECK_GOTO(work_new(t, &ok, &bm[made].w, err), rc, done);
+        bm[made].c = cs[made];
+        bm[made].live = 1;
+        Rtot += cs[made]->rank;
+    }
+    const int T = bm[0].w.T;
+    if (Rtot > AMP_CPU_MAX_RANK)
+        AMP_RAISE_GOTO(err, rc, done, AMP_ERR_USAGE, "the models' columns (%u) pass the "
+                       "kernel's rank limit %u", Rtot, AMP_CPU_MAX_RANK);
+    int ok = 1;
+    /* Huge pages, as the factors of a run alone: the MTTKRP's gathers
+     * miss the TLB less (without them a batch at 32 columns took 1.4
+     * times a run at rank 32 on cpu20m). */
+    const size_t word = f32 ? sizeof(float) : sizeof(double);
+    cat.m_bytes = (size_t)max_rows * Rtot * word + 1;
+    for (unsigned m = 0; m < N && ok; m++) {
+        cat.a_bytes[m] = (size_t)t->rows[m] * Rtot * word + 1;
+        void *p = amp_huge_alloc(cat.a_bytes[m], "the models' factors side by side", err);
+        ok = p != NULL;
+        if (f32)
+            cat.A32[m] = p;
+        else
+            cat.A64[m] = p;
+    }
+    if (ok) {
+        void *p = amp_huge_alloc(cat.m_bytes, "the models' MTTKRP output", err);
+        ok = p != NULL;
+        if (f32)
+            cat.M32 = p;
+        else
+            cat.M64 = p;
+    }
+    if (!ok)
+        AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory for %u models' columns "
+                       "side by side (%u)", K, Rtot);
+    blas_one_thread();
+    for (unsigned k = 0; k < K; k++) {
+        amp_cpd *c = bm[k].c;
+        als_work *w = &bm[k].w;
+        const double t0 = amp_now();
+        memset(c->seconds, 0, sizeof c->seconds);
+        for (unsigned m = 0; m < N; m++) {
+            gram(c->A[m], c->rows[m], c->rank, T, w->scratch, w->G[m]);
+            if (c->start_gram[m] != NULL)
+                for (size_t q = 0; q < (size_t)c->rank * c->rank; q++)
+                    w->G[m][q] += c->start_gram[m][q];
+        }
+        c->seconds[AMP_PHASE_GRAM] += amp_now() - t0;
+        c->iters = 0;
+        c->converged = c->stopped = 0;
+    }
+    AMP_CHECK_GOTO(batch_pack(bm, K, t, &cat, T, err), rc, done);
+    const double norm_x = sqrt(t->norm_sq);
+    for (unsigned it = 0; it < o->max_iters && cat.Rlive > 0; it++) {
+        const double t_iter = amp_now();
+        for (unsigned d = 0; d < N; d++) {
+            double now = amp_now();
+            if (f32)
+                amp_cpu_mttkrp_f32(t, d, (const float *const *)cat.A32, cat.Rlive, cat.M32,
+                                   cat.ws);
+            else
+                amp_cpu_mttkrp_f64(t, d, (const double *const *)cat.A64, cat.Rlive, cat.M64,
+                                   cat.ws);
+            if (mttkrp_seconds)
+                *mttkrp_seconds += amp_now() - now;
+            for (unsigned k = 0; k < K; k++) {
+                if (!bm[k].live)
+                    continue;
+                amp_cpd *c = bm[k].c;
+                als_work *w = &bm[k].w;
+                const unsigned R = c->rank;
+                now = amp_now();
+                batch_get(&bm[k], t->rows[d], &cat, w->M, T);
+                for (size_t q = 0; q < (size_t)R * R; q++)
+                    w->V[q] = 1;
+                for (unsigned m = 0; m < N; m++)
+                    if (m != d)
+                        for (size_t q = 0; q < (size_t)R * R; q++)
+                            w->V[q] *= w->G[m][q];
+                c->seconds[AMP_PHASE_GRAM] += amp_now() - now;
+                if (o->method == AMP_METHOD_ADMM && it == 0 && d == 0)
+                    AMP_CHECK_GOTO(start_scale(c, w->M, w->G, N, T, w->scratch, 0, c->rows[0],
+                                               NULL, err), rc, done);
+                if (o->method != AMP_METHOD_ALS)
+                    warm_start(c, d, 0, c->rows[d], w->U[d], T);
+                update_out out = {c->lambda, w->G[d], w->inner, w->sums, NULL};
+                w->mw.ua.rule = rule[d];
+                w->mw.U = w->U[d];
+                AMP_CHECK_GOTO(update_mode(w->M, c->rows[d], R, w->V, it == 0, T, w->L, w->P,
+                                           w->scratch, c->A[d], NULL, &out, &c->pinv_used,
+                                           &w->mw, c->seconds, err), rc, done);
+                batch_put(&bm[k], d, &cat, T);
+            }
+        }
+        int dropped = 0;
+        for (unsigned k = 0; k < K; k++) {
+            if (!bm[k].live)
+                continue;
+            amp_cpd *c = bm[k].c;
+            als_work *w = &bm[k].w;
+            const unsigned R = c->rank;
+            double now = amp_now();
+            double inner = 0;
+            for (unsigned r = 0; r < R; r++)
+                inner += w->inner[r];
+            double resid = t->norm_sq + model_norm_sq(w->G, N, R, c->lambda) - 2 * inner;
+            double fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
+            double delta = fabs(fit - bm[k].old_fit);
+            c->seconds[AMP_PHASE_FIT] += amp_now() - now;
+            c->fit = fit;
+            c->iters = it + 1;
+            if (on_iter)
+                on_iter(ctx, k, it + 1, fit, delta, amp_now() - t_iter);
+            if (it > 0 && delta < o->tol) {
+                c->converged = 1;
+                bm[k].live = 0;
+                dropped = 1;
+            }
+            bm[k].old_fit = fit;
+        }
+        if (o->stop && *o->stop) {
+            for (unsigned k = 0; k < K; k++)
+                if (bm[k].live)
+                    bm[k].c->stopped = 1;
+            break;
+        }
+        /* A converged model stops costing its columns. */
+        if (dropped)
+            AMP_CHECK_GOTO(batch_pack(bm, K, t, &cat, T, err), rc, done);
+    }
+done:
+    for (unsigned k = 0; k < made; k++)
+        work_free(&bm[k].w, N);
+    for (unsigned m = 0; m < N; m++) {
+        amp_huge_free(cat.A64[m], cat.a_bytes[m]);
+        amp_huge_free(cat.A32[m], cat.a_bytes[m]);
+    }
+    amp_huge_free(cat.M64, cat.m_bytes);
+    amp_huge_free(cat.M32, cat.m_bytes);
+    amp_cpu_mttkrp_ws_free(cat.ws);
+    free(bm);
+    return rc;
+}

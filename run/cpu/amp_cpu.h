@@ -88,6 +88,21 @@ typedef struct amp_cpu_share {
 amp_status amp_cpu_als_share(const amp_tensor *part, const amp_cpd_opts *o, amp_cpu_share *sh,
                              amp_cpd *c, amp_error *err);
 
+/* Several models fitted together (amped-run --starts, --ranks): K models,
+ * cs[k] holding model k's start at its own rank, one MTTKRP a mode an
+ * iteration over all live models' columns side by side (their sum within
+ * AMP_CPU_MAX_RANK); each model keeps its own lambda, Grams, solve, fit
+ * and stop, and computes what it would alone (CP-ALS or o->method's
+ * update; not CP-APR, GCP or completion: AMP_ERR_UNSUPPORTED). A model
+ * whose fit changes by less than o->tol drops out of the passes that
+ * follow. on_iter(ctx, k, ...) after each model's iteration; the MTTKRP's
+ * seconds added to *mttkrp_seconds (NULL: none). One process. */
+typedef void (*amp_cpu_batch_fn)(void *ctx, unsigned model, unsigned iter, double fit,
+                                 double delta, double seconds);
+amp_status amp_cpu_als_batch(const amp_tensor *t, const amp_cpd_opts *o, unsigned K,
+                             amp_cpd *const *cs, amp_cpu_batch_fn on_iter, void *ctx,
+                             double *mttkrp_seconds, amp_error *err);
+
 /* Where each row of mode d's copy c starts (rows + 1 positions, the last
  * c->nnz; a row with no nonzero starts where the next does), malloc'd into
  * *out: the copy is ordered by its output row (AMP_ERR_INTERNAL if not).
