@@ -321,6 +321,14 @@ void amp_gcp_start(const amp_gcp_view *v, double norm_sq, unsigned R, double *co
  * unit 2-norm, the norms in lambda (the model unchanged). */
 void amp_gcp_finish(const amp_gcp_view *v, unsigned R, double *const *A, double *lambda);
 
+/* The end of epoch e, the same on every backend: c's fails and fit (the
+ * last good estimate f_prev), o->on_iter with this epoch's estimate f
+ * against the one before it, then whether the run stops (the stop flag,
+ * one failed epoch more than allowed, or the relative decrease below
+ * o->tol after a good epoch; c->stopped or c->converged set). */
+int amp_gcp_epoch_end(const amp_cpd_opts *o, amp_cpd *c, unsigned e, double f, double before,
+                      double f_prev, int failed, unsigned fails, double seconds);
+
 #ifdef __cplusplus
 }
 #endif

@@ -318,6 +318,26 @@ void amp_gcp_start(const amp_gcp_view *v, double norm_sq, unsigned R, double *co
     }
 }
 
+int amp_gcp_epoch_end(const amp_cpd_opts *o, amp_cpd *c, unsigned e, double f, double before,
+                      double f_prev, int failed, unsigned fails, double seconds)
+{
+    c->gcp_fails = fails;
+    c->fit = f_prev;
+    if (o->on_iter)
+        o->on_iter(o->ctx, e + 1, f, before - f, seconds);
+    if (o->stop && *o->stop) {
+        c->stopped = 1;
+        return 1;
+    }
+    if (fails > o->gcp.max_fails)
+        return 1;
+    if (!failed && o->tol > 0 && before - f < o->tol * fabs(before)) {
+        c->converged = 1;
+        return 1;
+    }
+    return 0;
+}
+
 void amp_gcp_finish(const amp_gcp_view *v, unsigned R, double *const *A, double *lambda)
 {
     for (unsigned r = 0; r < R; r++) {

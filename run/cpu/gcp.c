@@ -536,20 +536,8 @@ amp_status amp_cpu_gcp(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, a
             }
             f_prev = f;
         }
-        c->gcp_fails = fails;
-        c->fit = f_prev;
-        if (o->on_iter)
-            o->on_iter(o->ctx, e + 1, f, before - f, amp_now() - t_epoch);
-        if (o->stop && *o->stop) {
-            c->stopped = 1;
+        if (amp_gcp_epoch_end(o, c, e, f, before, f_prev, failed, fails, amp_now() - t_epoch))
             break;
-        }
-        if (fails > go->max_fails)
-            break;
-        if (!failed && o->tol > 0 && before - f < o->tol * fabs(before)) {
-            c->converged = 1;
-            break;
-        }
     }
     c->fit = f_prev;
     amp_gcp_finish(v, R, c->A, c->lambda);

@@ -630,20 +630,8 @@ static amp_status run_gcp(gcp_dev *d, const amp_gcp_source *src, const amp_gcp_p
             AMP_CHECK(copy_modes(d, d->V0, d->V, err));
             f_prev = f;
         }
-        c->gcp_fails = fails;
-        c->fit = f_prev;
-        if (o->on_iter)
-            o->on_iter(o->ctx, e + 1, f, before - f, amp_now() - t_epoch);
-        if (o->stop && *o->stop) {
-            c->stopped = 1;
+        if (amp_gcp_epoch_end(o, c, e, f, before, f_prev, failed, fails, amp_now() - t_epoch))
             break;
-        }
-        if (fails > go->max_fails)
-            break;
-        if (!failed && o->tol > 0 && before - f < o->tol * fabs(before)) {
-            c->converged = 1;
-            break;
-        }
     }
     c->fit = f_prev;
     for (unsigned m = 0; m < N; m++)
