@@ -25,6 +25,7 @@
 #include "amp_timer.h"
 #include "amped.h"
 #include "session.h"
+#include "starts.h"
 #ifdef AMP_HAVE_CUDA
 #include "amp_cuda.h"
 #endif
@@ -414,6 +415,8 @@ amped_status amped_tensor_save(const amped_tensor *t, const char *path)
 
 struct amped_options {
     amp_run_opts r;
+    amp_starts_opts starts;  /* amped_cp_sweep's models */
+    int rank_given;
     int threads;
     char *kept[MAX_KEPT];   /* the values given, which r points into */
     unsigned nkept;
@@ -446,8 +449,7 @@ static int program_only(int code)
     switch (code) {
     case 'o': case AMP_OPT_FORMAT: case AMP_OPT_ROWS: case AMP_OPT_JSON: case AMP_OPT_REPORT:
     case AMP_OPT_MTTKRP_ONLY: case AMP_OPT_CHECK: case AMP_OPT_INFO: case AMP_OPT_VERIFY:
-    case AMP_OPT_LIST_DEVICES:
-    case AMP_OPT_STARTS: case AMP_OPT_RANKS: case AMP_OPT_KEEP_ALL: case AMP_OPT_CHOOSE:
+    case AMP_OPT_LIST_DEVICES: case AMP_OPT_KEEP_ALL:
         return 1;
     }
     /* -t, -q, -v, -h, -V ("threads" is taken apart); -r is --rank. */
@@ -494,8 +496,16 @@ amped_status amped_options_set(amped_options *o, const char *name, const char *v
         o->kept[o->nkept++] = copy;
     }
     int taken = 0;
+    if (amp_starts_option(&o->starts, opt->val, copy, &taken, &err) != AMP_OK) {
+        err.status = AMP_ERR_USAGE;   /* a bad number too: the option's value is wrong */
+        return fail(&err);
+    }
+    if (taken)
+        return AMPED_OK;
     if (amp_run_option(&o->r, opt->val, copy, &taken, &err) != AMP_OK)
         return fail(&err);
+    if (opt->val == 'r')
+        o->rank_given = 1;
     if (!taken)
         return fail_msg(AMPED_ERR_INTERNAL, "option '%s' was not taken", name);
     return AMPED_OK;
@@ -503,14 +513,46 @@ amped_status amped_options_set(amped_options *o, const char *name, const char *v
 
 /* ---- the decomposition ------------------------------------------------------ */
 
+/* What each iteration reports, whatever the method: the series that
+ * amped_result_series names (amped-run's JSON keys), in this order. */
+enum {
+    S_FIT, S_DELTA, S_SECONDS, S_LOGLIK, S_KKT, S_INNER, S_RMSE_TRAIN, S_RMSE_TEST, S_LOSS,
+    S_LOSS_STDERR, S_LOSS_EXACT, S_RATE, S_FAILED, NSERIES
+};
+static const char *const series_names[NSERIES] = {
+    "fit", "delta", "seconds", "loglik", "kkt", "inner", "rmse_train", "rmse_test", "loss",
+    "loss_stderr", "loss_exact", "rate", "failed"};
+
+/* Which runs have a series: every run, CP-APR's, completion's, GCP's. */
+enum { KIND_ALL, KIND_APR, KIND_COMPLETION, KIND_GCP };
+static int series_kind(int which)
+{
+    switch (which) {
+    case S_LOGLIK: case S_KKT: case S_INNER:
+        return KIND_APR;
+    case S_RMSE_TRAIN: case S_RMSE_TEST:
+        return KIND_COMPLETION;
+    case S_LOSS: case S_LOSS_STDERR: case S_LOSS_EXACT: case S_RATE: case S_FAILED:
+        return KIND_GCP;
+    }
+    return KIND_ALL;
+}
+
+typedef double iter_rec[NSERIES];
+
 struct amped_result {
     unsigned nmodes, rank, iters, ngpus;
     int converged, stopped;
     double fit;
+    amp_method method;
+    int completion;                    /* --observed nonzeros */
+    uint64_t n_train, n_test;
+    uint64_t unobserved[AMP_MAX_MODES], singular[AMP_MAX_MODES];
     uint64_t dims[AMP_MAX_MODES], rows[AMP_MAX_MODES];
     double *A[AMP_MAX_MODES];          /* rows[m] x rank, compact rows */
     uint64_t *new_to_orig[AMP_MAX_MODES];
-    double *lambda, *fits;
+    double *lambda;
+    iter_rec *recs;                    /* iters of them */
     double times[AMPED_NTIMES];
     char backend[8], device[256];
 };
@@ -524,18 +566,21 @@ void amped_result_free(amped_result *r)
         free(r->new_to_orig[m]);
     }
     free(r->lambda);
-    free(r->fits);
+    free(r->recs);
     free(r);
 }
 
-/* What the session's callbacks need: the caller's callback, and the fits. */
+/* What the session's callbacks need: the caller's callback, the model
+ * being computed (its method's figures after each iteration), and what
+ * each iteration reported. */
 typedef struct run_ctx {
     amped_progress_fn fn;
     void *ctx;
     const char *phase;
     volatile int stop;
-    double *fits;
-    unsigned nfits, cap;
+    const amp_cpd *cpd;
+    iter_rec *recs;
+    unsigned nrecs, cap;
     int nomem;
 } run_ctx;
 
@@ -562,47 +607,80 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
     }
 }
 
-static void on_iter(void *ctx, unsigned iter, double fit, double delta, double seconds)
+static int add_rec(run_ctx *x, double fit, double delta, double seconds)
 {
-    run_ctx *x = ctx;
-    if (x->nfits == x->cap) {
+    if (x->nrecs == x->cap) {
         unsigned cap = x->cap ? 2 * x->cap : 64;
-        double *f = realloc(x->fits, cap * sizeof *f);
+        iter_rec *f = realloc(x->recs, cap * sizeof *f);
         if (f == NULL) {
             x->nomem = 1;
             x->stop = 1;
-            return;
+            return 0;
         }
-        x->fits = f;
+        x->recs = f;
         x->cap = cap;
     }
-    x->fits[x->nfits++] = fit;
+    double *v = x->recs[x->nrecs++];
+    for (int k = 0; k < NSERIES; k++)
+        v[k] = NAN;
+    v[S_FIT] = fit;
+    v[S_DELTA] = delta;
+    v[S_SECONDS] = seconds;
+    /* The method's own figures, as amped-run's on_iter reads them. */
+    const amp_cpd *c = x->cpd;
+    if (c != NULL) {
+        v[S_LOGLIK] = c->loglik;
+        v[S_KKT] = c->kkt;
+        v[S_INNER] = c->inner_iters;
+        v[S_RMSE_TRAIN] = c->completion.rmse_train;
+        v[S_RMSE_TEST] = c->completion.rmse_test;
+        v[S_LOSS] = c->gcp_loss;
+        v[S_LOSS_STDERR] = c->gcp_stderr;
+        v[S_LOSS_EXACT] = c->gcp_exact;
+        v[S_RATE] = c->gcp_rate;
+        v[S_FAILED] = c->gcp_failed;
+    }
+    return 1;
+}
+
+static void on_iter(void *ctx, unsigned iter, double fit, double delta, double seconds)
+{
+    run_ctx *x = ctx;
+    if (!add_rec(x, fit, delta, seconds))
+        return;
     if (x->fn) {
         amped_progress p = {.phase = "iteration", .done = iter, .iter = iter, .fit = fit,
-                            .delta = delta, .seconds = seconds};
+                            .delta = delta, .seconds = seconds,
+                            .rank = x->cpd ? x->cpd->rank : 0};
         if (x->fn(x->ctx, &p))
             x->stop = 1;
     }
 }
 
-/* The model of s, with its rows' original indices, into a new result. */
-static amped_status take_model(const amp_session *s, run_ctx *x, double t_start,
-                               amped_result **out)
+/* A result holding c, with t's dims and rows' original indices, and the
+ * records recs (taken). */
+static amped_status make_result(const amp_cpd *c, const amp_tensor *t, const amp_cpd_opts *o,
+                                iter_rec *recs, amped_result **out)
 {
-    const amp_cpd *c = &s->c;
-    const amp_tensor *t = &s->t;
     amped_result *res = calloc(1, sizeof *res);
-    if (res == NULL)
+    if (res == NULL) {
+        free(recs);
         return fail_msg(AMPED_ERR_NOMEM, "out of memory");
+    }
+    res->recs = recs;
     res->nmodes = c->nmodes;
     res->rank = c->rank;
     res->iters = c->iters;
     res->fit = c->fit;
     res->converged = c->converged;
     res->stopped = c->stopped;
+    res->method = o->method;
+    res->completion = o->completion.observed == AMP_OBSERVED_NONZEROS;
+    res->n_train = c->completion.n_train;
+    res->n_test = c->completion.n_test;
+    memcpy(res->unobserved, c->completion.unobserved, sizeof res->unobserved);
+    memcpy(res->singular, c->completion.singular, sizeof res->singular);
     res->lambda = malloc(c->rank * sizeof *res->lambda);
-    res->fits = x->fits;
-    x->fits = NULL;
     if (res->lambda == NULL) {
         amped_result_free(res);
         return fail_msg(AMPED_ERR_NOMEM, "out of memory");
@@ -626,6 +704,22 @@ static amped_status take_model(const amp_session *s, run_ctx *x, double t_start,
             memcpy(res->new_to_orig[m], t->new_to_orig[m], c->rows[m] * sizeof(uint64_t));
         }
     }
+    snprintf(res->backend, sizeof res->backend, "cpu");
+    *out = res;
+    return AMPED_OK;
+}
+
+/* The model of s into a new result, with the run's times and backend. */
+static amped_status take_model(const amp_session *s, const amp_run_opts *r, run_ctx *x,
+                               double t_start, amped_result **out)
+{
+    const amp_cpd *c = &s->c;
+    amped_result *res;
+    iter_rec *recs = x->recs;
+    x->recs = NULL;
+    amped_status st = make_result(c, &s->t, &r->opts, recs, &res);
+    if (st != AMPED_OK)
+        return st;
     double *tm = res->times;
     tm[AMPED_TIME_LOAD] = s->seconds_load;
     tm[AMPED_TIME_UPLOAD] = s->seconds_upload;
@@ -644,11 +738,56 @@ static amped_status take_model(const amp_session *s, run_ctx *x, double t_start,
         snprintf(res->backend, sizeof res->backend, "gpu");
         snprintf(res->device, sizeof res->device, "%s", in.name ? in.name : "");
         res->ngpus = amp_gpu_run_count(s->gr);
-    } else {
-        snprintf(res->backend, sizeof res->backend, "cpu");
+    } else if (s->gcp_gpu > 0) {
+        snprintf(res->backend, sizeof res->backend, "gpu");
+        snprintf(res->device, sizeof res->device, "%s", s->gcp_device_name);
+        res->ngpus = 1;
     }
     *out = res;
     return AMPED_OK;
+}
+
+/* The options of o (NULL: the defaults), checked as amped-run checks
+ * them; sweep: for amped_cp_sweep, else amped_cp (which fits one model). */
+static amped_status run_options(const amped_options *o, int sweep, amp_run_opts *r)
+{
+    amp_error err = {0};
+    if (o != NULL)
+        *r = o->r;
+    else
+        amp_run_opts_init(r);
+    if (o != NULL && amp_starts_active(&o->starts) && !sweep)
+        return fail_msg(AMPED_ERR_USAGE, "--%s fits several models: amped_cp_sweep runs them, "
+                        "amped_cp one", o->starts.starts_given ? "starts" : "ranks");
+    if (o != NULL && sweep &&
+        amp_starts_check(&o->starts, r, o->rank_given, &err) != AMP_OK)
+        return fail(&err);
+    if (o != NULL && !sweep && o->starts.choose != AMP_CHOOSE_NONE)
+        return fail_msg(AMPED_ERR_USAGE, "--choose picks a rank among --ranks (or the starts "
+                        "of --starts): amped_cp_sweep runs them");
+    if (sweep)
+        r->gpus = 0;   /* the batch runs on the CPU (amp_starts_check) */
+    if (amp_run_opts_check(r, &err) != AMP_OK)
+        return fail(&err);
+    return AMPED_OK;
+}
+
+/* The session of one run, up to its starting factors (without them for
+ * a sweep, whose models start from their own seeds). */
+static amp_status open_session(amp_session *s, amp_run_opts *r, const char *path, run_ctx *x,
+                               int start, double *seconds_open, amp_error *err)
+{
+    amp_session_progress p = {on_phase, on_progress, x};
+    double t_open = amp_now();
+    amp_status rc = amp_session_open(s, r, path, err);
+    *seconds_open = amp_now() - t_open;
+    if (rc == AMP_OK)
+        rc = amp_session_load(s, r, path, &p, err);
+    if (rc == AMP_OK)
+        rc = amp_session_scale(s, r, err);
+    if (rc == AMP_OK && start)
+        rc = amp_session_start(s, r, err);
+    return rc;
 }
 
 amped_status amped_cp(const amped_tensor *t, const amped_options *o,
@@ -659,14 +798,11 @@ amped_status amped_cp(const amped_tensor *t, const amped_options *o,
     *out = NULL;
     double t_start = amp_now();
     amp_run_opts r;
-    if (o != NULL)
-        r = o->r;
-    else
-        amp_run_opts_init(&r);
+    amped_status st = run_options(o, 0, &r);
+    if (st != AMPED_OK)
+        return st;
     int threads = o ? o->threads : 0;
     amp_error err = {0};
-    if (amp_run_opts_check(&r, &err) != AMP_OK)
-        return fail(&err);
     run_ctx x = {.fn = progress, .ctx = ctx};
     r.opts.threads = threads;
     r.opts.on_iter = on_iter;
@@ -675,6 +811,7 @@ amped_status amped_cp(const amped_tensor *t, const amped_options *o,
     amp_session s;
     memset(&s, 0, sizeof s);
     s.threads = amp_thread_count(threads);
+    x.cpd = &s.c;
     int prev = amp_max_threads();
     amp_set_threads(threads);
     /* Several GPUs in one process need CUDA's kernels loaded eagerly
@@ -682,17 +819,8 @@ amped_status amped_cp(const amped_tensor *t, const amped_options *o,
      * that is as it is. */
     amp_gpu_prepare_process(r.gpus != AMP_GPUS_AUTO ? (unsigned)r.gpus
                                                     : amp_gpu_count_unstarted());
-    amp_session_progress p = {on_phase, on_progress, &x};
-    amped_status st = AMPED_OK;
-    double t_open = amp_now();
-    amp_status rc = amp_session_open(&s, &r, t->path, &err);
-    double seconds_open = amp_now() - t_open;
-    if (rc == AMP_OK)
-        rc = amp_session_load(&s, &r, t->path, &p, &err);
-    if (rc == AMP_OK)
-        rc = amp_session_scale(&s, &r, &err);
-    if (rc == AMP_OK)
-        rc = amp_session_start(&s, &r, &err);
+    double seconds_open = 0;
+    amp_status rc = open_session(&s, &r, t->path, &x, 1, &seconds_open, &err);
     if (rc == AMP_OK)
         rc = amp_session_als(&s, &r, &err);
     if (rc == AMP_OK && x.nomem)
@@ -700,11 +828,11 @@ amped_status amped_cp(const amped_tensor *t, const amped_options *o,
     if (rc == AMP_OK) {
         amp_session_unscale(&s, &r);
         s.seconds_load += seconds_open;   /* as amped-run counts it: the file's tables too */
-        st = take_model(&s, &x, t_start, out);
+        st = take_model(&s, &r, &x, t_start, out);
     } else {
         st = fail(&err);
     }
-    free(x.fits);
+    free(x.recs);
     amp_session_close(&s);
     amp_set_threads(prev);
     return st;
@@ -770,8 +898,66 @@ amped_status amped_result_factor(const amped_result *r, unsigned m, double *out)
 
 void amped_result_fits(const amped_result *r, double *fits)
 {
-    if (r->iters > 0 && r->fits != NULL)
-        memcpy(fits, r->fits, r->iters * sizeof *fits);
+    for (unsigned i = 0; i < r->iters && r->recs != NULL; i++)
+        fits[i] = r->recs[i][S_FIT];
+}
+
+const char *amped_result_method(const amped_result *r)
+{
+    return amp_method_name(r->method);
+}
+
+/* The kind of run r is, for the series. */
+static int result_kind(const amped_result *r)
+{
+    return r->method == AMP_METHOD_APR ? KIND_APR
+           : r->method == AMP_METHOD_GCP ? KIND_GCP
+           : r->completion ? KIND_COMPLETION
+                           : KIND_ALL;
+}
+
+amped_status amped_result_series(const amped_result *r, const char *name, double *out)
+{
+    if (r == NULL || name == NULL)
+        return fail_msg(AMPED_ERR_USAGE, "amped_result_series: a NULL argument");
+    int which = -1;
+    for (int k = 0; k < NSERIES; k++)
+        if (strcmp(name, series_names[k]) == 0)
+            which = k;
+    if (which < 0)
+        return fail_msg(AMPED_ERR_USAGE, "no series '%s': fit, delta, seconds; loglik, kkt, "
+                        "inner (cp-apr); rmse_train, rmse_test (observed nonzeros); loss, "
+                        "loss_stderr, loss_exact, rate, failed (gcp)", name);
+    int kind = series_kind(which);
+    if (kind != KIND_ALL && kind != result_kind(r))
+        return fail_msg(AMPED_ERR_UNSUPPORTED, "series '%s' is %s's, and this run was %s%s",
+                        name, kind == KIND_APR ? "method cp-apr"
+                              : kind == KIND_GCP ? "method gcp" : "observed nonzeros",
+                        amp_method_name(r->method), r->completion ? ", observed nonzeros" : "");
+    if (out != NULL)
+        for (unsigned i = 0; i < r->iters && r->recs != NULL; i++)
+            out[i] = r->recs[i][which];
+    return AMPED_OK;
+}
+
+amped_status amped_result_completion(const amped_result *r, uint64_t *n_train,
+                                     uint64_t *n_test, uint64_t *unobserved,
+                                     uint64_t *singular)
+{
+    if (r == NULL)
+        return fail_msg(AMPED_ERR_USAGE, "amped_result_completion: a NULL argument");
+    if (!r->completion)
+        return fail_msg(AMPED_ERR_UNSUPPORTED, "the run fitted every cell (observed all): "
+                        "no training and test entries");
+    if (n_train)
+        *n_train = r->n_train;
+    if (n_test)
+        *n_test = r->n_test;
+    if (unobserved)
+        memcpy(unobserved, r->unobserved, r->nmodes * sizeof *unobserved);
+    if (singular)
+        memcpy(singular, r->singular, r->nmodes * sizeof *singular);
+    return AMPED_OK;
 }
 
 void amped_result_times(const amped_result *r, double *seconds)
@@ -800,6 +986,212 @@ const char *amped_result_device(const amped_result *r)
 unsigned amped_result_gpus(const amped_result *r)
 {
     return r->ngpus;
+}
+
+/* ---- several models: starts and ranks ---------------------------------------- */
+
+struct amped_sweep {
+    unsigned nmodels, nranks;
+    amped_result **models;
+    uint64_t *seeds;
+    double *fms;
+    amped_rank_summary *rows;
+    int pick;                  /* index into rows, or -1 */
+    char why[512];
+    int stopped;
+    unsigned passes;
+    double seconds, mttkrp_seconds;
+};
+
+void amped_sweep_free(amped_sweep *w)
+{
+    if (w == NULL)
+        return;
+    for (unsigned k = 0; w->models && k < w->nmodels; k++)
+        amped_result_free(w->models[k]);
+    free(w->models);
+    free(w->seeds);
+    free(w->fms);
+    free(w->rows);
+    free(w);
+}
+
+/* What the batch's callback needs: the caller's callback, each model's
+ * iterations and its rank. */
+typedef struct sweep_ctx {
+    run_ctx *x;                /* the caller's callback, the stop */
+    run_ctx *models;           /* one a model: its iterations */
+    const amp_starts_result *res;
+} sweep_ctx;
+
+static void on_model_iter(void *ctx, unsigned model, unsigned iter, double fit, double delta,
+                          double seconds)
+{
+    sweep_ctx *w = ctx;
+    run_ctx *m = &w->models[model];
+    if (!add_rec(m, fit, delta, seconds)) {
+        w->x->nomem = 1;
+        w->x->stop = 1;
+        return;
+    }
+    if (w->x->fn) {
+        amped_progress p = {.phase = "iteration", .done = iter, .iter = iter, .fit = fit,
+                            .delta = delta, .seconds = seconds, .model = model,
+                            .rank = w->res->models[model].rank};
+        if (w->x->fn(w->x->ctx, &p))
+            w->x->stop = 1;
+    }
+}
+
+/* The batch res into a new sweep, each model a result of its own. */
+static amped_status take_sweep(const amp_starts_result *res, const amp_tensor *t,
+                               const amp_cpd_opts *o, run_ctx *models, amped_sweep **out)
+{
+    amped_sweep *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return fail_msg(AMPED_ERR_NOMEM, "out of memory");
+    w->nmodels = res->nmodels;
+    w->nranks = res->nranks;
+    w->models = calloc(res->nmodels, sizeof *w->models);
+    w->seeds = calloc(res->nmodels, sizeof *w->seeds);
+    w->fms = calloc(res->nmodels, sizeof *w->fms);
+    w->rows = calloc(res->nranks, sizeof *w->rows);
+    if (w->models == NULL || w->seeds == NULL || w->fms == NULL || w->rows == NULL) {
+        amped_sweep_free(w);
+        return fail_msg(AMPED_ERR_NOMEM, "out of memory");
+    }
+    for (unsigned k = 0; k < res->nmodels; k++) {
+        const amp_starts_model *m = &res->models[k];
+        iter_rec *recs = models[k].recs;
+        models[k].recs = NULL;
+        amped_status st = make_result(&m->c, t, o, recs, &w->models[k]);
+        if (st != AMPED_OK) {
+            amped_sweep_free(w);
+            return st;
+        }
+        w->models[k]->times[AMPED_TIME_MTTKRP] = m->c.seconds[AMP_PHASE_MTTKRP];
+        w->models[k]->times[AMPED_TIME_GRAM] = m->c.seconds[AMP_PHASE_GRAM];
+        w->models[k]->times[AMPED_TIME_SOLVE] = m->c.seconds[AMP_PHASE_SOLVE];
+        w->models[k]->times[AMPED_TIME_UPDATE] = m->c.seconds[AMP_PHASE_UPDATE];
+        w->models[k]->times[AMPED_TIME_NORMALIZE] = m->c.seconds[AMP_PHASE_NORMALIZE];
+        w->models[k]->times[AMPED_TIME_FIT] = m->c.seconds[AMP_PHASE_FIT];
+        w->seeds[k] = m->seed;
+        w->fms[k] = m->fms;
+    }
+    for (unsigned i = 0; i < res->nranks; i++) {
+        const amp_starts_rank *r = &res->rows[i];
+        w->rows[i] = (amped_rank_summary){.rank = r->rank, .best_model = r->best,
+                                          .best_fit = r->best_fit, .worst_fit = r->worst_fit,
+                                          .fms_min = r->fms_min, .fms_median = r->fms_median};
+    }
+    w->pick = res->pick;
+    snprintf(w->why, sizeof w->why, "%s", res->why);
+    w->stopped = res->stopped;
+    w->passes = res->passes;
+    w->seconds = res->seconds;
+    w->mttkrp_seconds = res->mttkrp_seconds;
+    *out = w;
+    return AMPED_OK;
+}
+
+amped_status amped_cp_sweep(const amped_tensor *t, const amped_options *o,
+                            amped_progress_fn progress, void *ctx, amped_sweep **out)
+{
+    if (t == NULL || out == NULL)
+        return fail_msg(AMPED_ERR_USAGE, "amped_cp_sweep: a NULL argument");
+    *out = NULL;
+    amp_run_opts r;
+    amped_status st = run_options(o, 1, &r);
+    if (st != AMPED_OK)
+        return st;
+    amp_starts_opts so;
+    if (o != NULL)
+        so = o->starts;
+    else
+        memset(&so, 0, sizeof so);
+    int threads = o ? o->threads : 0;
+    amp_error err = {0};
+    run_ctx x = {.fn = progress, .ctx = ctx};
+    r.opts.threads = threads;
+    r.opts.stop = &x.stop;
+    amp_session s;
+    memset(&s, 0, sizeof s);
+    s.threads = amp_thread_count(threads);
+    int prev = amp_max_threads();
+    amp_set_threads(threads);
+    amp_starts_result res;
+    memset(&res, 0, sizeof res);
+    const unsigned nm = (so.nranks ? so.nranks : 1) * (so.starts ? so.starts : 1);
+    run_ctx *models = calloc(nm, sizeof *models);
+    double seconds_open = 0;
+    amp_status rc = models == NULL ? AMP_FAIL(&err, AMP_ERR_NOMEM, "out of memory")
+                                   : open_session(&s, &r, t->path, &x, 0, &seconds_open, &err);
+    sweep_ctx w = {&x, models, &res};
+    if (rc == AMP_OK)
+        rc = amp_starts_fit(&so, &s.t, &r.opts, r.value_exp, on_model_iter, &w, &res, &err);
+    if (rc == AMP_OK && x.nomem)
+        rc = AMP_FAIL(&err, AMP_ERR_NOMEM, "out of memory for the fits");
+    st = rc == AMP_OK ? take_sweep(&res, &s.t, &r.opts, models, out) : fail(&err);
+    for (unsigned k = 0; models && k < nm; k++)
+        free(models[k].recs);
+    free(models);
+    amp_starts_free(&res);
+    amp_session_close(&s);
+    amp_set_threads(prev);
+    return st;
+}
+
+unsigned amped_sweep_models(const amped_sweep *w)
+{
+    return w->nmodels;
+}
+
+const amped_result *amped_sweep_model(const amped_sweep *w, unsigned k)
+{
+    return k < w->nmodels ? w->models[k] : NULL;
+}
+
+uint64_t amped_sweep_seed(const amped_sweep *w, unsigned k)
+{
+    return k < w->nmodels ? w->seeds[k] : 0;
+}
+
+double amped_sweep_fms(const amped_sweep *w, unsigned k)
+{
+    return k < w->nmodels ? w->fms[k] : NAN;
+}
+
+unsigned amped_sweep_ranks(const amped_sweep *w)
+{
+    return w->nranks;
+}
+
+amped_status amped_sweep_rank(const amped_sweep *w, unsigned i, amped_rank_summary *out)
+{
+    if (w == NULL || out == NULL)
+        return fail_msg(AMPED_ERR_USAGE, "amped_sweep_rank: a NULL argument");
+    if (i >= w->nranks)
+        return fail_msg(AMPED_ERR_USAGE, "rank row %u: the sweep has rows 0 to %u", i,
+                        w->nranks - 1);
+    *out = w->rows[i];
+    return AMPED_OK;
+}
+
+unsigned amped_sweep_chosen(const amped_sweep *w, const char **reason)
+{
+    if (reason)
+        *reason = w->why;
+    return w->pick >= 0 ? w->rows[w->pick].rank : 0;
+}
+
+int amped_sweep_stopped(const amped_sweep *w)
+{
+    return w->stopped;
+}
+
+double amped_sweep_seconds(const amped_sweep *w)
+{
+    return w->seconds;
 }
 
 /* ---- devices ------------------------------------------------------------------ */

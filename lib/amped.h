@@ -159,8 +159,13 @@ amped_status amped_options_new(amped_options **out);
 void amped_options_free(amped_options *o);
 /* One of amped-run's long options by name, without the dashes, and its
  * value as on the command line (NULL for a flag such as "overlap"):
- * rank, iters, tol, seed, init, precision, method, constraint, l1, l2,
- * admm-inner, admm-tol, threads, gpus, devices, partition, overlap,
+ * rank, iters, tol, seed, init, precision, method (als, ao-admm, mu,
+ * hals, cp-apr, gcp), constraint, l1, l2, admm-inner, admm-tol; CP-APR's
+ * inner, kappa, kappa-tol, eps-div-zero, allow-noninteger, kappa-rule;
+ * completion's observed (all, nonzeros), holdout, holdout-file (with l2
+ * its ridge); GCP's loss, samples-grad, samples-loss, epoch-iters, rate,
+ * decay, max-fails, huber-delta; several models' starts, ranks, choose
+ * (amped_cp_sweep only); threads, gpus, devices, partition, overlap,
  * send-parts, exchange, memory, device-memory, host-memory, stream-chunk,
  * remap-kernel. Checked as amped-run checks it (AMPED_ERR_USAGE naming
  * the option); the checks that need the tensor run in amped_cp. */
@@ -176,7 +181,14 @@ typedef struct amped_progress {
                                     "iteration" */
     uint64_t done, total;        /* the phase's progress (total 0: unknown) */
     unsigned iter;               /* "iteration": which (from 1), and its */
-    double fit, delta, seconds;  /* fit, change of fit, wall time */
+    double fit, delta, seconds;  /* fit, change of fit, wall time (the fit is the
+                                    method's objective: the log-likelihood for
+                                    cp-apr, the loss estimate for gcp, the fit to
+                                    the training entries for observed nonzeros) */
+    /* Added after 0.1.0 (the library fills the struct, so callers that
+     * do not read them are unaffected): */
+    unsigned model;              /* amped_cp_sweep: which model (from 0); else 0 */
+    unsigned rank;               /* that model's rank */
 } amped_progress;
 
 /* Called from the thread that called amped_cp. Returning nonzero at an
@@ -205,8 +217,30 @@ void amped_result_weights(const amped_result *r, double *lambda);
  * lambda as the run left them (2-norm after the first iteration, then the
  * largest magnitude where above 1). */
 amped_status amped_result_factor(const amped_result *r, unsigned m, double *out);
-/* The fit after each iteration: amped_result_iters values. */
+/* The fit after each iteration: amped_result_iters values (for cp-apr
+ * the log-likelihood, for gcp the loss estimate: the "fit" series). */
 void amped_result_fits(const amped_result *r, double *fits);
+/* The method that ran: "als", "ao-admm", "mu", "hals", "cp-apr", "gcp". */
+const char *amped_result_method(const amped_result *r);
+/* A quantity after each iteration (amped_result_iters values into out;
+ * out NULL only asks whether the run has it), by its name in amped-run's
+ * --json "iterations":
+ *   every run:           fit, delta, seconds
+ *   method cp-apr:       loglik, kkt (the KKT violation), inner (inner
+ *                        iterations taken)
+ *   observed nonzeros:   rmse_train, rmse_test (NAN without test entries)
+ *   method gcp:          loss (the estimate), loss_stderr, loss_exact (NAN
+ *                        where not computed), rate, failed (1 or 0)
+ * AMPED_ERR_USAGE for a name not listed, AMPED_ERR_UNSUPPORTED for one
+ * that is another method's. */
+amped_status amped_result_series(const amped_result *r, const char *name, double *out);
+/* Completion (observed nonzeros): the training and test entries, and per
+ * mode (nmodes values each; either may be NULL) the rows with no training
+ * entry and those whose system was singular, which kept their starting
+ * value. AMPED_ERR_UNSUPPORTED for a run that fitted every cell. */
+amped_status amped_result_completion(const amped_result *r, uint64_t *n_train,
+                                     uint64_t *n_test, uint64_t *unobserved,
+                                     uint64_t *singular);
 
 /* Wall seconds of the run's phases (amped-run's "time:" line). */
 enum {
@@ -236,6 +270,45 @@ int amped_device_count(void);
 amped_status amped_device_get(int ordinal, amped_device *out);
 
 /* ===================== EXPERIMENTAL ======================================= */
+
+/* ---- several models: starts and ranks (amped-run --starts, --ranks) ------ */
+
+typedef struct amped_sweep amped_sweep;
+
+/* One rank's row of the table amped-run prints: the best start (the
+ * index of its model), the best and worst final fits, and the smallest
+ * and median factor match score of the other starts against the best
+ * (NAN with one start). */
+typedef struct amped_rank_summary {
+    unsigned rank, best_model;
+    double best_fit, worst_fit, fms_min, fms_median;
+} amped_rank_summary;
+
+/* amped-run --starts K --ranks R1,R2,.. [--choose RULE]: options
+ * "starts", "ranks" (or "rank") and "choose" ("fit-elbow", "fms F") with
+ * the rest (method als, ao-admm, mu or hals; the CPU), checked as
+ * amped-run checks them. Every model (rank i's start j is model
+ * i * starts + j, from seed + j) fitted together as amped-run fits them;
+ * the progress callback's model and rank say whose iteration it is, and
+ * returning nonzero stops every model there (models of later batches then
+ * have no iteration). Every buffer of the run is freed before it returns. */
+amped_status amped_cp_sweep(const amped_tensor *t, const amped_options *o,
+                            amped_progress_fn progress, void *ctx, amped_sweep **out);
+unsigned amped_sweep_models(const amped_sweep *w);
+/* Model k as a result (owned by w: not freed by the caller); its seed and
+ * its FMS against its rank's best start. */
+const amped_result *amped_sweep_model(const amped_sweep *w, unsigned k);
+uint64_t amped_sweep_seed(const amped_sweep *w, unsigned k);
+double amped_sweep_fms(const amped_sweep *w, unsigned k);
+/* The ranks, ascending, and each one's row. */
+unsigned amped_sweep_ranks(const amped_sweep *w);
+amped_status amped_sweep_rank(const amped_sweep *w, unsigned i, amped_rank_summary *out);
+/* The rank "choose" recommends, 0 where it chose none or none was asked;
+ * *reason (NULL: not wanted) the rule's words, "" without a rule. */
+unsigned amped_sweep_chosen(const amped_sweep *w, const char **reason);
+int amped_sweep_stopped(const amped_sweep *w);
+double amped_sweep_seconds(const amped_sweep *w);
+void amped_sweep_free(amped_sweep *w);
 
 /* Threads the CPU backend and the builders use when an option says 0
  * (default: every CPU). Process-wide, as OpenMP's setting is. */

@@ -1426,55 +1426,31 @@ static int parse_options(int argc, char **argv, run_args *a, cli_args *cli)
 }
 
 /* --starts and --ranks against the rest: -1 when they agree, else the
- * exit status. The batch runs on the CPU (--gpus auto means the CPU). */
+ * exit status. The program's own options here; those of the decomposition
+ * in amp_starts_check (libamped's too), which sends the batch to the CPU. */
 static int check_starts(run_args *a)
 {
     const amp_starts_opts *s = &a->starts;
-    if (!amp_starts_active(s)) {
-        if (s->keep_all)
-            return amp_usage_error(PROGRAM, "--keep-all keeps every start of --starts or "
-                                   "--ranks: give one of them");
-        if (s->choose != AMP_CHOOSE_NONE)
-            return amp_usage_error(PROGRAM, "--choose picks a rank among --ranks (or the "
-                                   "starts of --starts): give them");
-        return -1;
+    amp_error err = {0};
+    if (!amp_starts_active(s) && s->keep_all)
+        return amp_usage_error(PROGRAM, "--keep-all keeps every start of --starts or "
+                               "--ranks: give one of them");
+    if (amp_starts_active(s)) {
+        if (s->keep_all && a->output == NULL)
+            return amp_usage_error(PROGRAM, "--keep-all says which models -o writes: give -o "
+                                   "PREFIX");
+        if (a->mttkrp_only || a->check)
+            return amp_usage_error(PROGRAM, "--starts and --ranks fit models; --mttkrp-only "
+                                   "and --check fit none");
+        if (a->html)
+            return amp_usage_error(PROGRAM, "--report draws one decomposition; with --starts "
+                                   "and --ranks, --json has every model's fits");
+        if (a->rows_given && a->rows == AMP_ROWS_NONEMPTY)
+            return amp_usage_error(PROGRAM, "--starts and --ranks write every row (--rows "
+                                   "all)");
     }
-    if (a->rank_given && s->nranks > 0)
-        return amp_usage_error(PROGRAM, "--rank and --ranks: give one (--ranks 8 is one rank)");
-    if (s->keep_all && a->output == NULL)
-        return amp_usage_error(PROGRAM, "--keep-all says which models -o writes: give -o "
-                               "PREFIX");
-    if (s->choose == AMP_CHOOSE_FIT_ELBOW && s->nranks < 2)
-        return amp_usage_error(PROGRAM, "--choose fit-elbow compares ranks: give --ranks with "
-                               "two or more");
-    if (s->choose == AMP_CHOOSE_FMS && s->starts < 2)
-        return amp_usage_error(PROGRAM, "--choose fms compares starts: give --starts 2 or more");
-    if (a->mttkrp_only || a->check)
-        return amp_usage_error(PROGRAM, "--starts and --ranks fit models; --mttkrp-only and "
-                               "--check fit none");
-    if (a->r.init)
-        return amp_usage_error(PROGRAM, "--starts and --ranks start from random factors "
-                               "(seed, seed + 1, ...), not --init");
-    if (a->html)
-        return amp_usage_error(PROGRAM, "--report draws one decomposition; with --starts and "
-                               "--ranks, --json has every model's fits");
-    if (a->rows_given && a->rows == AMP_ROWS_NONEMPTY)
-        return amp_usage_error(PROGRAM, "--starts and --ranks write every row (--rows all)");
-    const amp_cpd_opts *o = &a->r.opts;
-    if (o->method == AMP_METHOD_APR || o->method == AMP_METHOD_GCP ||
-        o->completion.observed == AMP_OBSERVED_NONZEROS)
-        return amp_usage_error(PROGRAM, "--starts and --ranks batch --method als, ao-admm, mu "
-                               "and hals; not %s", o->completion.observed ==
-                               AMP_OBSERVED_NONZEROS ? "--observed nonzeros"
-                               : o->method == AMP_METHOD_APR ? "--method cp-apr"
-                                                             : "--method gcp");
-    if (a->r.gpus_given && a->r.gpus != 0)
-        return amp_usage_error(PROGRAM, "--starts and --ranks run on the CPU backend only for "
-                               "now: give --gpus 0 or leave --gpus out");
-    if (a->r.gpu_only)
-        return amp_usage_error(PROGRAM, "--starts and --ranks run on the CPU backend only for "
-                               "now: %s is the GPUs'", a->r.gpu_only);
-    a->r.gpus = 0;
+    if (amp_starts_check(s, &a->r, a->rank_given, &err) != AMP_OK)
+        return USAGE_FAIL(&err);
     return -1;
 }
 

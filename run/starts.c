@@ -1,6 +1,6 @@
-/* amped-run --starts and --ranks (starts.h): the models, their batches
- * within the kernel's rank limit, the per-rank table, FMS, the choice of
- * rank and the files. */
+/* amped-run --starts and --ranks (starts.h): the options and their checks,
+ * the models fitted in batches within the kernel's rank limit, the per-rank
+ * table, FMS and the choice of rank; nothing printed (run/starts_out.c). */
 #include <config.h>
 
 #include <getopt.h>
@@ -72,30 +72,60 @@ amp_status amp_starts_option(amp_starts_opts *s, int code, const char *arg, int 
     return AMP_OK;
 }
 
-/* ---- the run ------------------------------------------------------------ */
+amp_status amp_starts_check(const amp_starts_opts *s, amp_run_opts *r, int rank_given,
+                            amp_error *err)
+{
+    if (!amp_starts_active(s)) {
+        if (s->choose != AMP_CHOOSE_NONE)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "--choose picks a rank among --ranks (or the "
+                            "starts of --starts): give them");
+        return AMP_OK;
+    }
+    if (rank_given && s->nranks > 0)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--rank and --ranks: give one (--ranks 8 is one "
+                        "rank)");
+    if (s->choose == AMP_CHOOSE_FIT_ELBOW && s->nranks < 2)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--choose fit-elbow compares ranks: give --ranks "
+                        "with two or more");
+    if (s->choose == AMP_CHOOSE_FMS && s->starts < 2)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--choose fms compares starts: give --starts 2 or "
+                        "more");
+    if (r->init)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--starts and --ranks start from random factors "
+                        "(seed, seed + 1, ...), not --init");
+    const amp_cpd_opts *o = &r->opts;
+    if (o->method == AMP_METHOD_APR || o->method == AMP_METHOD_GCP ||
+        o->completion.observed == AMP_OBSERVED_NONZEROS)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--starts and --ranks batch --method als, ao-admm, "
+                        "mu and hals; not %s", o->completion.observed == AMP_OBSERVED_NONZEROS
+                                                   ? "--observed nonzeros"
+                                               : o->method == AMP_METHOD_APR ? "--method cp-apr"
+                                                                             : "--method gcp");
+    if (r->gpus_given && r->gpus != 0)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--starts and --ranks run on the CPU backend only "
+                        "for now: give --gpus 0 or leave --gpus out");
+    if (r->gpu_only)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--starts and --ranks run on the CPU backend only "
+                        "for now: %s is the GPUs'", r->gpu_only);
+    r->gpus = 0;
+    return AMP_OK;
+}
 
-typedef struct model {
-    amp_cpd c;
-    unsigned rank;
-    uint64_t seed;
-    double *fits;          /* per iteration */
-    unsigned nfits, cap;
-    double fms;            /* against its rank's best start */
-} model;
+/* ---- the fit ------------------------------------------------------------ */
 
 typedef struct batch_ctx {
-    model *m;              /* the batch's first model */
+    amp_starts_model *m;   /* the batch's first model */
+    unsigned first;        /* its index */
+    amp_starts_iter_fn on_iter;
+    void *ctx;
     int oom;
 } batch_ctx;
 
 static void on_model_iter(void *ctx, unsigned k, unsigned iter, double fit, double delta,
                           double seconds)
 {
-    (void)iter;
-    (void)delta;
-    (void)seconds;
     batch_ctx *b = ctx;
-    model *m = &b->m[k];
+    amp_starts_model *m = &b->m[k];
     if (m->nfits == m->cap) {
         unsigned cap = m->cap ? 2 * m->cap : 64;
         double *p = realloc(m->fits, cap * sizeof *p);
@@ -107,12 +137,9 @@ static void on_model_iter(void *ctx, unsigned k, unsigned iter, double fit, doub
         m->cap = cap;
     }
     m->fits[m->nfits++] = fit;
+    if (b->on_iter)
+        b->on_iter(b->ctx, b->first + k, iter, fit, delta, seconds);
 }
-
-typedef struct rank_row {
-    unsigned rank, best;   /* best: the model index of the best start */
-    double best_fit, worst_fit, fms_min, fms_median;
-} rank_row;
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -121,8 +148,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* The rule's rank (index into rows), or -1 with why. */
-static int choose_rank(const amp_starts_opts *s, const rank_row *rows, unsigned n, char *why,
-                       size_t why_size)
+static int choose_rank(const amp_starts_opts *s, const amp_starts_rank *rows, unsigned n,
+                       char *why, size_t why_size)
 {
     if (s->choose == AMP_CHOOSE_FMS) {
         int pick = -1;
@@ -162,126 +189,23 @@ static int choose_rank(const amp_starts_opts *s, const rank_row *rows, unsigned 
     return pick;
 }
 
-/* JSON's number: finite or null. */
-static void jnum(FILE *f, double x)
+void amp_starts_free(amp_starts_result *res)
 {
-    if (isfinite(x))
-        fprintf(f, "%.17g", x);
-    else
-        fputs("null", f);
+    for (unsigned k = 0; res->models && k < res->made; k++) {
+        amp_cpd_free(&res->models[k].c);
+        free(res->models[k].fits);
+    }
+    free(res->models);
+    free(res->rows);
+    memset(res, 0, sizeof *res);
 }
 
-static amp_status write_json(const amp_starts_opts *s, const amp_cpd_opts *o, const model *ms,
-                             unsigned nm, const rank_row *rows, unsigned nr, int pick,
-                             const char *why, unsigned passes, double seconds,
-                             double mttkrp_s, amp_outfile *of, amp_error *err)
+amp_status amp_starts_fit(const amp_starts_opts *s, const amp_tensor *t, const amp_cpd_opts *o,
+                          int value_exp, amp_starts_iter_fn on_iter, void *ctx,
+                          amp_starts_result *res, amp_error *err)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (f == NULL)
-        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    fprintf(f, "{\n  \"program\": \"amped-run\",\n  \"batch\": {\"starts\": %u, \"seed\": %llu, "
-            "\"method\": \"%s\", \"tol\": ", s->starts, (unsigned long long)o->seed,
-            amp_method_name(o->method));
-    jnum(f, o->tol);
-    fprintf(f, ", \"max_iters\": %u, \"models\": %u, \"passes\": %u, \"seconds\": ",
-            o->max_iters, nm, passes);
-    jnum(f, seconds);
-    fprintf(f, ", \"mttkrp_seconds\": ");
-    jnum(f, mttkrp_s);
-    fprintf(f, "},\n  \"models\": [\n");
-    for (unsigned k = 0; k < nm; k++) {
-        const model *m = &ms[k];
-        fprintf(f, "    {\"rank\": %u, \"seed\": %llu, \"iters\": %u, \"converged\": %s, "
-                "\"final_fit\": ", m->rank, (unsigned long long)m->seed, m->c.iters,
-                m->c.converged ? "true" : "false");
-        jnum(f, m->c.fit);
-        fprintf(f, ", \"fms\": ");
-        jnum(f, m->fms);
-        fprintf(f, ", \"fits\": [");
-        for (unsigned i = 0; i < m->nfits; i++) {
-            if (i)
-                fputs(", ", f);
-            jnum(f, m->fits[i]);
-        }
-        fprintf(f, "]}%s\n", k + 1 < nm ? "," : "");
-    }
-    fprintf(f, "  ],\n  \"ranks\": [\n");
-    for (unsigned i = 0; i < nr; i++) {
-        const rank_row *r = &rows[i];
-        fprintf(f, "    {\"rank\": %u, \"best_seed\": %llu, \"best_fit\": ", r->rank,
-                (unsigned long long)ms[r->best].seed);
-        jnum(f, r->best_fit);
-        fprintf(f, ", \"worst_fit\": ");
-        jnum(f, r->worst_fit);
-        fprintf(f, ", \"fit_spread\": ");
-        jnum(f, r->best_fit - r->worst_fit);
-        fprintf(f, ", \"fms_min\": ");
-        jnum(f, r->fms_min);
-        fprintf(f, ", \"fms_median\": ");
-        jnum(f, r->fms_median);
-        fprintf(f, ", \"fms\": [");
-        for (unsigned k = 0, first = 1; k < nm; k++)
-            if (ms[k].rank == r->rank) {
-                fputs(first ? "" : ", ", f);
-                jnum(f, ms[k].fms);
-                first = 0;
-            }
-        fprintf(f, "]}%s\n", i + 1 < nr ? "," : "");
-    }
-    fprintf(f, "  ],\n  \"choose\": ");
-    if (s->choose == AMP_CHOOSE_NONE)
-        fprintf(f, "null\n");
-    else {
-        fprintf(f, "{\"rule\": \"%s\", ", s->choose == AMP_CHOOSE_FMS ? "fms" : "fit-elbow");
-        if (s->choose == AMP_CHOOSE_FMS) {
-            fprintf(f, "\"threshold\": ");
-            jnum(f, s->choose_fms);
-            fprintf(f, ", ");
-        }
-        if (pick >= 0)
-            fprintf(f, "\"rank\": %u, ", rows[pick].rank);
-        else
-            fprintf(f, "\"rank\": null, ");
-        fprintf(f, "\"reason\": \"");
-        for (const char *p = why; *p; p++)
-            fputc(*p == '"' || *p == '\\' ? '\'' : *p, f);
-        fprintf(f, "\"}\n");
-    }
-    fprintf(f, "}\n");
-    if (fclose(f) != 0) {
-        free(buf);
-        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    }
-    amp_status rc = amp_outfile_write(of, buf, len, err);
-    free(buf);
-    if (rc == AMP_OK)
-        rc = amp_outfile_finish(of, err);
-    if (rc == AMP_OK)
-        rc = amp_outfile_place_all(&of, 1, err);
-    return rc;
-}
-
-static amp_status write_model(const amp_tensor *t, const model *m, const amp_starts_out *out,
-                              int with_seed, const amp_cpd_opts *o, amp_error *err)
-{
-    size_t n = strlen(out->prefix) + 64;
-    char *name = malloc(n);
-    if (name == NULL)
-        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    if (with_seed)
-        snprintf(name, n, "%s.r%u.s%llu", out->prefix, m->rank, (unsigned long long)m->seed);
-    else
-        snprintf(name, n, "%s.r%u", out->prefix, m->rank);
-    amp_status rc = amp_factors_write(t, &m->c, name, out->format, o->precision, err);
-    free(name);
-    return rc;
-}
-
-amp_status amp_starts_run(const amp_starts_opts *s, const amp_tensor *t, const amp_cpd_opts *o,
-                          const amp_starts_out *out, amp_error *err)
-{
+    memset(res, 0, sizeof *res);
+    res->pick = -1;
     const unsigned K = s->starts ? s->starts : 1;
     unsigned nr = s->nranks, ranks[AMP_STARTS_MAX_RANKS];
     if (nr == 0) {
@@ -294,64 +218,59 @@ amp_status amp_starts_run(const amp_starts_opts *s, const amp_tensor *t, const a
             return AMP_FAIL(err, AMP_ERR_USAGE, "rank %u passes the CPU's limit %u", ranks[i],
                             AMP_CPU_MAX_RANK);
     const unsigned nm = nr * K;
-    model *ms = calloc(nm, sizeof *ms);
-    rank_row *rows = calloc(nr, sizeof *rows);
+    amp_starts_model *ms = res->models = calloc(nm, sizeof *ms);
+    amp_starts_rank *rows = res->rows = calloc(nr, sizeof *rows);
     amp_cpd **cs = calloc(nm, sizeof *cs);
     double *tmp = calloc(K, sizeof *tmp);
     amp_status rc = AMP_OK;
-    unsigned made = 0, passes = 0;
-    char why[512] = "";
-    int pick = -1;
+    res->nmodels = nm;
+    res->nranks = nr;
+    res->starts = K;
     if (ms == NULL || rows == NULL || cs == NULL || tmp == NULL)
         AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory");
     /* Model k = rank i's start j: seed + j, the start a run alone at that
      * rank and seed takes (amp_cpd_init_random). */
     for (unsigned i = 0; i < nr; i++)
-        for (unsigned j = 0; j < K; j++, made++) {
-            model *m = &ms[made];
+        for (unsigned j = 0; j < K; j++, res->made++) {
+            amp_starts_model *m = &ms[res->made];
             m->rank = ranks[i];
             m->seed = o->seed + j;
             m->fms = NAN;
             AMP_CHECK_GOTO(amp_cpd_init_random(t, m->rank, m->seed, &m->c, err), rc, done);
-            cs[made] = &m->c;
+            cs[res->made] = &m->c;
         }
-    if (!out->quiet) {
-        unsigned cols = 0;
-        for (unsigned i = 0; i < nr; i++)
-            cols += K * ranks[i];
-        printf("%-10s %u model%s (%u start%s, seed %llu on; rank%s", "starts:", nm,
-               nm == 1 ? "" : "s", K, K == 1 ? "" : "s", (unsigned long long)o->seed,
-               nr == 1 ? "" : "s");
-        for (unsigned i = 0; i < nr; i++)
-            printf("%s%u", i ? "," : " ", ranks[i]);
-        printf("), %s, %u columns side by side in one MTTKRP a mode, at most %u iteration%s, "
-               "tol %g\n", o->method == AMP_METHOD_ALS ? "cp-als" : amp_method_name(o->method),
-               cols, o->max_iters, o->max_iters == 1 ? "" : "s", o->tol);
-        fflush(stdout);
-    }
     /* Batches of models whose columns fit the kernel's rank limit, in order. */
-    double t0 = amp_now(), mttkrp_s = 0;
+    double t0 = amp_now();
     for (unsigned first = 0; first < nm;) {
         unsigned last = first, cols = 0;
         while (last < nm && cols + ms[last].rank <= AMP_CPU_MAX_RANK)
             cols += ms[last++].rank;
-        batch_ctx b = {&ms[first], 0};
+        if (o->stop && *o->stop) {
+            /* stopped in an earlier batch: these never start */
+            for (unsigned k = first; k < nm; k++)
+                ms[k].c.stopped = 1;
+            res->stopped = 1;
+            break;
+        }
+        batch_ctx b = {&ms[first], first, on_iter, ctx, 0};
         AMP_CHECK_GOTO(amp_cpu_als_batch(t, o, last - first, cs + first, on_model_iter, &b,
-                                         &mttkrp_s, err), rc, done);
+                                         &res->mttkrp_seconds, err), rc, done);
         if (b.oom)
             AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory for the fits");
-        passes++;
+        res->passes++;
         first = last;
     }
-    const double seconds = amp_now() - t0;
-    for (unsigned k = 0; k < nm; k++)
-        if (out->value_exp != 0)
+    res->seconds = amp_now() - t0;
+    for (unsigned k = 0; k < nm; k++) {
+        res->stopped |= ms[k].c.stopped;
+        if (value_exp != 0)
             for (unsigned r = 0; r < ms[k].rank; r++)
-                ms[k].c.lambda[r] = ldexp(ms[k].c.lambda[r], -out->value_exp);
+                ms[k].c.lambda[r] = ldexp(ms[k].c.lambda[r], -value_exp);
+    }
     /* Per rank: the best start, the spread, FMS of each against the best. */
     for (unsigned i = 0; i < nr; i++) {
-        rank_row *r = &rows[i];
-        model *g = &ms[i * K];
+        amp_starts_rank *r = &rows[i];
+        amp_starts_model *g = &ms[i * K];
         r->rank = ranks[i];
         r->best = i * K;
         r->worst_fit = INFINITY;
@@ -372,48 +291,11 @@ amp_status amp_starts_run(const amp_starts_opts *s, const amp_tensor *t, const a
         r->fms_median = n == 0 ? NAN : n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
     }
     if (s->choose != AMP_CHOOSE_NONE)
-        pick = choose_rank(s, rows, nr, why, sizeof why);
-    if (!out->quiet) {
-        printf("  rank  best fit      seed  worst fit     spread     FMS min  FMS median  "
-               "iters (best)\n");
-        for (unsigned i = 0; i < nr; i++) {
-            const rank_row *r = &rows[i];
-            printf("%6u  %.10f  %4llu  %.10f  %.3e  ", r->rank, r->best_fit,
-                   (unsigned long long)ms[r->best].seed, r->worst_fit,
-                   r->best_fit - r->worst_fit);
-            if (K > 1)
-                printf("%7.4f  %10.4f", r->fms_min, r->fms_median);
-            else
-                printf("%7s  %10s", "-", "-");
-            printf("  %5u%s\n", ms[r->best].c.iters, ms[r->best].c.converged ? "" : " (limit)");
-        }
-        printf("%u model%s in %u pass%s of batched MTTKRPs: %.3f s (MTTKRP %.3f s)\n", nm,
-               nm == 1 ? "" : "s", passes, passes == 1 ? "" : "es", seconds, mttkrp_s);
-        if (s->choose != AMP_CHOOSE_NONE) {
-            if (pick >= 0)
-                printf("recommended rank: %u (%s)\n", rows[pick].rank, why);
-            else
-                printf("recommended rank: none (%s)\n", why);
-        }
-        fflush(stdout);
-    }
-    if (out->prefix) {
-        for (unsigned i = 0; i < nr; i++)
-            AMP_CHECK_GOTO(write_model(t, &ms[rows[i].best], out, 0, o, err), rc, done);
-        for (unsigned k = 0; k < nm && s->keep_all; k++)
-            AMP_CHECK_GOTO(write_model(t, &ms[k], out, 1, o, err), rc, done);
-    }
-    if (out->json)
-        AMP_CHECK_GOTO(write_json(s, o, ms, nm, rows, nr, pick, why, passes, seconds,
-                                  mttkrp_s, out->json, err), rc, done);
+        res->pick = choose_rank(s, rows, nr, res->why, sizeof res->why);
 done:
-    for (unsigned k = 0; k < made; k++) {
-        amp_cpd_free(&ms[k].c);
-        free(ms[k].fits);
-    }
-    free(ms);
-    free(rows);
     free(cs);
     free(tmp);
+    if (rc != AMP_OK)
+        amp_starts_free(res);
     return rc;
 }
