@@ -28,7 +28,7 @@ import shutil
 import signal
 import tempfile
 import threading
-from ctypes import POINTER, byref, c_double, c_uint64, c_void_p
+from ctypes import POINTER, byref, c_char_p, c_double, c_uint64, c_void_p
 from dataclasses import dataclass
 from typing import (Any, Callable, Dict, List, Optional, Sequence, Tuple, Union)
 
@@ -42,7 +42,8 @@ from ._errors import (ChecksumError, CorruptError, CudaError, DuplicateError,
 from ._progress import make_bar
 
 __all__ = [
-    "Tensor", "CPResult", "ProgressInfo", "DeviceInfo", "cp", "load", "devices", "version",
+    "Tensor", "CPResult", "ProgressInfo", "DeviceInfo", "SweepResult", "RankSummary", "cp",
+    "sweep", "load", "devices", "version",
     "build_info", "library_path",
     "Error", "UsageError", "OutOfMemoryError", "FileError", "ParseError", "RangeError",
     "FormatError", "CorruptError", "ChecksumError", "VersionError", "TruncatedError",
@@ -57,7 +58,7 @@ library_path: str = _lib.library_path
 _lib_ = _lib.lib
 _MAX_MODES = 32
 _MAX_RANK = 4096
-_METHODS = ("als", "ao-admm", "mu", "hals")
+_METHODS = ("als", "ao-admm", "mu", "hals", "cp-apr", "gcp")
 _CONSTRAINTS = ("none", "nonneg")
 _MEMORIES = ("auto", "resident", "remap", "stream", "compressed")
 _PRECISIONS = {"f64": "f64", "float64": "f64", "double": "f64",
@@ -477,12 +478,15 @@ def load(path: PathLike, **kwargs: Any) -> Tensor:
 # ---- the decomposition -------------------------------------------------------------
 @dataclass(frozen=True)
 class ProgressInfo:
-    """What the run reports as it goes, given to cp's callback.
+    """What the run reports as it goes, given to cp's and sweep's callback.
 
     phase is "loading", "splitting", "uploading", "NCCL init" or "iteration";
     done and total its progress (total 0: unknown; bytes for loading and
     uploading); at an iteration, iteration (from 1), fit, delta (the change
-    of fit) and seconds (its wall time)."""
+    of fit) and seconds (its wall time). fit is the method's objective: the
+    log-likelihood for cp-apr, the loss estimate for gcp, the fit to the
+    training entries for observed="nonzeros". In :func:`sweep`, model is
+    the index of the model whose iteration it is, rank its rank."""
     phase: str
     done: int
     total: int
@@ -490,6 +494,8 @@ class ProgressInfo:
     fit: float
     delta: float
     seconds: float
+    model: int = 0
+    rank: int = 0
 
 
 @dataclass
@@ -503,6 +509,24 @@ class CPResult:
     weights: 2-norm after the first iteration, then the largest magnitude
     where above 1). The arrays are NumPy's own, written by the library in
     place.
+
+    Every per-iteration history is a float64 array of ``iters`` values
+    (amped-run's ``--json`` "iterations"), None where the method has no
+    such quantity:
+
+    - every run: ``fits`` (the method's objective: for cp-apr the
+      log-likelihood, for gcp the loss estimate), ``deltas``,
+      ``iter_seconds``;
+    - ``method="cp-apr"``: ``loglik``, ``kkt`` (the KKT violation),
+      ``inner_iters`` (inner iterations taken);
+    - ``observed="nonzeros"``: ``rmse_train``, ``rmse_test`` (NaN without
+      test entries), and ``n_train``, ``n_test``, ``unobserved_rows`` and
+      ``singular_rows`` (per mode, rows that kept their starting value);
+    - ``method="gcp"``: ``loss`` (the estimate), ``loss_stderr``,
+      ``loss_exact`` (NaN where not computed), ``rates``, ``failed``.
+
+    A model of :func:`sweep` also has its ``seed`` and ``fms`` (factor
+    match score against its rank's best start).
     """
     weights: np.ndarray
     factors: List[np.ndarray]
@@ -515,6 +539,25 @@ class CPResult:
     backend: str
     device: str
     gpus: int
+    method: str = "als"
+    deltas: Optional[np.ndarray] = None
+    iter_seconds: Optional[np.ndarray] = None
+    loglik: Optional[np.ndarray] = None
+    kkt: Optional[np.ndarray] = None
+    inner_iters: Optional[np.ndarray] = None
+    rmse_train: Optional[np.ndarray] = None
+    rmse_test: Optional[np.ndarray] = None
+    n_train: Optional[int] = None
+    n_test: Optional[int] = None
+    unobserved_rows: Optional[Tuple[int, ...]] = None
+    singular_rows: Optional[Tuple[int, ...]] = None
+    loss: Optional[np.ndarray] = None
+    loss_stderr: Optional[np.ndarray] = None
+    loss_exact: Optional[np.ndarray] = None
+    rates: Optional[np.ndarray] = None
+    failed: Optional[np.ndarray] = None
+    seed: Optional[int] = None
+    fms: Optional[float] = None
 
     @property
     def rank(self) -> int:
@@ -537,9 +580,29 @@ class CPResult:
     def __repr__(self) -> str:
         state = ("stopped" if self.stopped else "converged" if self.converged
                  else "iteration limit")
-        return (f"<amped.CPResult rank={self.rank} shape={self.shape} fit={self.fit:.10f} "
-                f"iters={self.iters} ({state}) backend={self.backend}"
+        return (f"<amped.CPResult method={self.method} rank={self.rank} shape={self.shape} "
+                f"fit={self.fit:.10f} iters={self.iters} ({state}) backend={self.backend}"
                 f"{' ' + repr(self.device) if self.device else ''}>")
+
+
+#: The series of amped_result_series each method has, by the attribute
+#: that holds it (and its dtype).
+_SERIES = {
+    "all": (("deltas", "delta", np.float64), ("iter_seconds", "seconds", np.float64)),
+    "cp-apr": (("loglik", "loglik", np.float64), ("kkt", "kkt", np.float64),
+               ("inner_iters", "inner", np.int64)),
+    "completion": (("rmse_train", "rmse_train", np.float64),
+                   ("rmse_test", "rmse_test", np.float64)),
+    "gcp": (("loss", "loss", np.float64), ("loss_stderr", "loss_stderr", np.float64),
+            ("loss_exact", "loss_exact", np.float64), ("rates", "rate", np.float64),
+            ("failed", "failed", np.bool_)),
+}
+
+
+def _series(r: int, name: str, iters: int, dtype: Any) -> np.ndarray:
+    out = np.empty(iters, dtype=np.float64)
+    check(_lib_.amped_result_series(r, name.encode(), out.ctypes.data_as(POINTER(c_double))))
+    return out if dtype is np.float64 else out.astype(dtype)
 
 
 def _result(r: int, shape: Tuple[int, ...]) -> CPResult:
@@ -561,13 +624,28 @@ def _result(r: int, shape: Tuple[int, ...]) -> CPResult:
     _lib_.amped_result_times(r, secs)
     times = {_lib.optional_str(_lib_.amped_time_name(i)): float(secs[i])
              for i in range(_lib.NTIMES)}
+    method = _lib.optional_str(_lib_.amped_result_method(r))
+    extra: Dict[str, Any] = {}
+    kinds = ["all", method]
+    completion = _lib_.amped_result_completion(r, None, None, None, None) == _lib.AMPED_OK
+    if completion:
+        kinds.append("completion")
+        n_train, n_test = c_uint64(), c_uint64()
+        unobs, sing = (c_uint64 * n)(), (c_uint64 * n)()
+        check(_lib_.amped_result_completion(r, byref(n_train), byref(n_test), unobs, sing))
+        extra.update(n_train=int(n_train.value), n_test=int(n_test.value),
+                     unobserved_rows=tuple(int(x) for x in unobs),
+                     singular_rows=tuple(int(x) for x in sing))
+    for kind in kinds:
+        for attr, name, dtype in _SERIES.get(kind, ()):
+            extra[attr] = _series(r, name, iters, dtype)
     return CPResult(weights=weights, factors=factors, fits=fits, times=times, iters=iters,
                     fit=float(_lib_.amped_result_fit(r)),
                     converged=bool(_lib_.amped_result_converged(r)),
                     stopped=bool(_lib_.amped_result_stopped(r)),
                     backend=_lib.optional_str(_lib_.amped_result_backend(r)),
                     device=_lib.optional_str(_lib_.amped_result_device(r)),
-                    gpus=int(_lib_.amped_result_gpus(r)))
+                    gpus=int(_lib_.amped_result_gpus(r)), method=method, **extra)
 
 
 def _init_prefix(init: Any, shape: Tuple[int, ...], rank: int,
@@ -612,83 +690,14 @@ def _init_prefix(init: Any, shape: Tuple[int, ...], rank: int,
     return prefix
 
 
-def _noop() -> None:
-    """A Python call: a pending signal's handler runs at its start."""
-
-
-def cp(tensor: Union[Tensor, PathLike], rank: int, method: str = "als",
-       constraint: Optional[Union[str, Sequence[str]]] = None,
-       l1: Optional[Union[float, Sequence[float]]] = None,
-       l2: Optional[Union[float, Sequence[float]]] = None,
-       gpus: Optional[int] = None, memory: str = "auto", precision: str = "f64",
-       iters: Optional[int] = None, tol: Optional[float] = None,
-       seed: Optional[int] = None, init: Any = None,
-       callback: Optional[Callable[[ProgressInfo], Any]] = None,
-       progress: Optional[bool] = None, threads: Optional[int] = None,
-       **more: Any) -> CPResult:
-    """CP decomposition of a sparse tensor: ``amped-run`` as a function.
-
-    Each keyword is the ``amped-run`` option of the same name (see
-    amped-run(1)); None leaves the library's default.
-
-    Args:
-        tensor: a :class:`Tensor`, or a path that :func:`load` reads.
-        rank: the rank, 1 to 4096.
-        method: "als" (CP-ALS), "ao-admm", "mu" or "hals".
-        constraint: "none" or "nonneg", for every mode or a list per mode
-            (default none; mu: nonneg).
-        l1, l2: sparsity and ridge penalties, one value or a list per mode.
-        gpus: 0 for the CPU backend, N for the first N GPUs (default every
-            GPU found, else the CPU).
-        memory: "auto", "resident", "remap", "stream" or "compressed".
-        precision: "f64" or "f32", the MTTKRP's arithmetic.
-        iters: at most this many iterations (library default 50).
-        tol: stop after an iteration whose fit changed by less (default
-            1e-5; 0 runs every iteration).
-        seed: seed of the random starting factors (default 1).
-        init: start from a model: a path prefix that ``amped-run -o``
-            wrote, a :class:`CPResult`, (weights, factors) or a list of
-            factors.
-        callback: called at each iteration with a :class:`ProgressInfo`;
-            returning True stops the run there (the result's ``stopped``).
-            An exception it raises stops the run and is raised by cp().
-        progress: a progress bar on standard error (tqdm when installed):
-            True always, False never, None when standard error is a terminal.
-        threads: CPU threads (default the CPUs this process may use).
-        **more: any other amped-run option, underscores for dashes:
-            ``devices=[0, 2]``, ``admm_inner=5``, ``overlap=True``, ...
-
-    Returns:
-        a :class:`CPResult`.
-
-    The GIL is released for the whole run. Ctrl-C (SIGINT) on the main
-    thread stops the run at the next iteration, frees every host and GPU
-    buffer and raises KeyboardInterrupt.
-
-    Raises:
-        TypeError, UsageError (a ValueError): bad arguments, before any work;
-        NoDeviceError, CudaError, OutOfMemoryError, ...: the run failed.
-
-    Example:
-        >>> res = amped.cp(t, rank=8, method="hals", constraint="nonneg",
-        ...                gpus=0, iters=20, progress=False)   # doctest: +SKIP
-        >>> res.fit, res.factors[0].shape                      # doctest: +SKIP
-    """
-    if not isinstance(tensor, Tensor):
-        if isinstance(tensor, (str, bytes, os.PathLike)):
-            tensor = load(tensor)
-        else:
-            raise TypeError(f"tensor must be an amped.Tensor (Tensor.from_coo, "
-                            f"Tensor.from_sparse, amped.load), not {type(tensor).__name__}")
-    shape = tensor.shape
-    ndim = len(shape)
-
-    # ---- every argument checked before any work ----
+def _run_options(ndim: int, method: Any, constraint: Any, l1: Any, l2: Any, gpus: Any,
+                 memory: Any, precision: Any, iters: Any, tol: Any, seed: Any, threads: Any,
+                 callback: Any, progress: Any, loss: Any, observed: Any, holdout: Any,
+                 more: Dict[str, Any]) -> List[Tuple[str, Optional[str]]]:
+    """cp's and sweep's keywords as amped_options_set's (name, value) pairs,
+    each checked before any work; the library checks the values it alone
+    knows (a loss's name, an observed's) and how options go together."""
     opts: List[Tuple[str, Optional[str]]] = []
-    rank = _as_int(rank, "rank")
-    if not 1 <= rank <= _MAX_RANK:
-        raise UsageError(f"rank must be 1 to {_MAX_RANK}, not {rank}")
-    opts.append(("rank", str(rank)))
     if not isinstance(method, str):
         raise TypeError(f"method must be a string, not {type(method).__name__}")
     m = method.lower().replace("_", "-")
@@ -752,14 +761,136 @@ def cp(tensor: Union[Tensor, PathLike], rank: int, method: str = "als",
         raise TypeError("callback must be callable")
     if progress is not None and not isinstance(progress, bool):
         raise TypeError("progress must be True, False or None")
+    for name, value in (("loss", loss), ("observed", observed)):
+        if value is not None:
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a string, not {type(value).__name__}")
+            opts.append((name, value))
+    if holdout is not None:
+        h = _as_real(holdout, "holdout")
+        if not 0 <= h < 1:
+            raise UsageError(f"holdout must be at least 0 and below 1, not {h}")
+        opts.append(("holdout", repr(h)))
     for key, value in more.items():
         if key in ("output", "format", "json", "report", "rows"):
-            raise TypeError(f"cp() got an unexpected keyword argument {key!r} (the result "
+            raise TypeError(f"got an unexpected keyword argument {key!r} (the result "
                             f"is returned, not written)")
         name = key.replace("_", "-")
         if value is None or value is False:
             continue
         opts.append((name, None if value is True else _option_text(value)))
+    return opts
+
+
+def _noop() -> None:
+    """A Python call: a pending signal's handler runs at its start."""
+
+
+def cp(tensor: Union[Tensor, PathLike], rank: int, method: str = "als",
+       constraint: Optional[Union[str, Sequence[str]]] = None,
+       l1: Optional[Union[float, Sequence[float]]] = None,
+       l2: Optional[Union[float, Sequence[float]]] = None,
+       gpus: Optional[int] = None, memory: str = "auto", precision: str = "f64",
+       iters: Optional[int] = None, tol: Optional[float] = None,
+       seed: Optional[int] = None, init: Any = None,
+       callback: Optional[Callable[[ProgressInfo], Any]] = None,
+       progress: Optional[bool] = None, threads: Optional[int] = None,
+       loss: Optional[str] = None, observed: Optional[str] = None,
+       holdout: Optional[float] = None, **more: Any) -> CPResult:
+    """CP decomposition of a sparse tensor: ``amped-run`` as a function.
+
+    Each keyword is the ``amped-run`` option of the same name (see
+    amped-run(1)); None leaves the library's default.
+
+    Args:
+        tensor: a :class:`Tensor`, or a path that :func:`load` reads.
+        rank: the rank, 1 to 4096.
+        method: "als" (CP-ALS), "ao-admm", "mu", "hals", "cp-apr" (Poisson
+            CP of counts: the result's ``loglik``, ``kkt``, ``inner_iters``;
+            options ``inner``, ``kappa``, ``kappa_tol``, ``eps_div_zero``,
+            ``allow_noninteger=True``, ``kappa_rule``) or "gcp" (generalized
+            CP by stochastic gradients, with ``loss``: the result's ``loss``,
+            ``loss_exact``, ...; options ``samples_grad``, ``samples_loss``,
+            ``epoch_iters``, ``rate``, ``decay``, ``max_fails``,
+            ``huber_delta``; ``iters`` counts epochs).
+        constraint: "none" or "nonneg", for every mode or a list per mode
+            (default none; mu: nonneg).
+        l1, l2: sparsity and ridge penalties, one value or a list per mode
+            (with ``observed="nonzeros"``, l2 is the ridge of each row's
+            least squares).
+        gpus: 0 for the CPU backend, N for the first N GPUs (default every
+            GPU found, else the CPU).
+        memory: "auto", "resident", "remap", "stream" or "compressed".
+        precision: "f64" or "f32", the MTTKRP's arithmetic.
+        iters: at most this many iterations (library default 50).
+        tol: stop after an iteration whose fit changed by less (default
+            1e-5; 0 runs every iteration).
+        seed: seed of the random starting factors (default 1).
+        init: start from a model: a path prefix that ``amped-run -o``
+            wrote, a :class:`CPResult`, (weights, factors) or a list of
+            factors.
+        callback: called at each iteration with a :class:`ProgressInfo`;
+            returning True stops the run there (the result's ``stopped``).
+            An exception it raises stops the run and is raised by cp().
+        progress: a progress bar on standard error (tqdm when installed):
+            True always, False never, None when standard error is a terminal.
+        threads: CPU threads (default the CPUs this process may use).
+        loss: method "gcp"'s loss: "gaussian", "poisson", "poisson-log",
+            "bernoulli-logit", "bernoulli-odds", "gamma", "rayleigh", "huber".
+        observed: "all" (every cell, an absent one a zero: the default) or
+            "nonzeros" (completion: fit the stored entries only; the
+            result's ``rmse_train``, ``rmse_test``, ``unobserved_rows``).
+        holdout: with observed="nonzeros", the share of the stored entries
+            kept out of the fit as test entries (drawn from the seed);
+            ``holdout_file=PATH`` reads them from a file instead.
+        **more: any other amped-run option, underscores for dashes:
+            ``devices=[0, 2]``, ``admm_inner=5``, ``overlap=True``,
+            ``kappa_tol=1e-8``, ``epoch_iters=100``, ...
+
+    Returns:
+        a :class:`CPResult`.
+
+    The GIL is released for the whole run. Ctrl-C (SIGINT) on the main
+    thread stops the run at the next iteration, frees every host and GPU
+    buffer and raises KeyboardInterrupt.
+
+    Raises:
+        TypeError, UsageError (a ValueError): bad arguments, before any work;
+        NoDeviceError, CudaError, OutOfMemoryError, ...: the run failed.
+
+    Example:
+        >>> res = amped.cp(t, rank=8, method="hals", constraint="nonneg",
+        ...                gpus=0, iters=20, progress=False)   # doctest: +SKIP
+        >>> res.fit, res.factors[0].shape                      # doctest: +SKIP
+        >>> apr = amped.cp(counts, 8, method="cp-apr", gpus=0)  # doctest: +SKIP
+        >>> apr.loglik[-1], apr.kkt[-1]                        # doctest: +SKIP
+        >>> mc = amped.cp(t, 8, observed="nonzeros", holdout=0.1, l2=0.01,
+        ...               gpus=0)                              # doctest: +SKIP
+        >>> mc.rmse_train[-1], mc.rmse_test[-1]                # doctest: +SKIP
+        >>> g = amped.cp(t, 8, method="gcp", loss="gaussian", iters=20,
+        ...              epoch_iters=100, gpus=0)              # doctest: +SKIP
+        >>> g.loss, g.loss_exact                               # doctest: +SKIP
+    """
+    if not isinstance(tensor, Tensor):
+        if isinstance(tensor, (str, bytes, os.PathLike)):
+            tensor = load(tensor)
+        else:
+            raise TypeError(f"tensor must be an amped.Tensor (Tensor.from_coo, "
+                            f"Tensor.from_sparse, amped.load), not {type(tensor).__name__}")
+    shape = tensor.shape
+    ndim = len(shape)
+
+    # ---- every argument checked before any work ----
+    opts: List[Tuple[str, Optional[str]]] = []
+    rank = _as_int(rank, "rank")
+    if not 1 <= rank <= _MAX_RANK:
+        raise UsageError(f"rank must be 1 to {_MAX_RANK}, not {rank}")
+    opts.append(("rank", str(rank)))
+    for key in ("starts", "ranks", "choose", "keep_all"):
+        if key in more:
+            raise TypeError(f"cp() fits one model; {key}= is amped.sweep()'s")
+    opts += _run_options(ndim, method, constraint, l1, l2, gpus, memory, precision, iters,
+                         tol, seed, threads, callback, progress, loss, observed, holdout, more)
     tmpdirs: List[str] = []
     try:
         if init is not None:
@@ -772,21 +903,21 @@ def cp(tensor: Union[Tensor, PathLike], rank: int, method: str = "als",
 
 def _run(tensor: Tensor, opts: List[Tuple[str, Optional[str]]], shape: Tuple[int, ...],
          callback: Optional[Callable[[ProgressInfo], Any]], progress: Optional[bool],
-         iters: Optional[int]) -> CPResult:
+         iters: Optional[int], sweep: bool = False) -> Any:
     o = c_void_p()
     check(_lib_.amped_options_new(byref(o)))
     try:
         for name, value in opts:
             check(_lib_.amped_options_set(o, name.encode(),
                                           None if value is None else value.encode()))
-        return _cp_call(tensor, o, shape, callback, progress, iters)
+        return _cp_call(tensor, o, shape, callback, progress, iters, sweep)
     finally:
         _lib_.amped_options_free(o)
 
 
 def _cp_call(tensor: Tensor, o: c_void_p, shape: Tuple[int, ...],
              callback: Optional[Callable[[ProgressInfo], Any]], progress: Optional[bool],
-             iters: Optional[int]) -> CPResult:
+             iters: Optional[int], sweep: bool = False) -> Any:
     bar = make_bar(progress, iters or 50)
     interrupted = [False]
     raised: List[BaseException] = []
@@ -805,7 +936,8 @@ def _cp_call(tensor: Tensor, o: c_void_p, shape: Tuple[int, ...],
                     pass                   # a broken bar never stops a run
             if callback is not None and phase == "iteration":
                 info = ProgressInfo(phase, int(q.done), int(q.total), int(q.iter),
-                                    float(q.fit), float(q.delta), float(q.seconds))
+                                    float(q.fit), float(q.delta), float(q.seconds),
+                                    int(q.model), int(q.rank))
                 if callback(info):
                     return 1
             return 1 if interrupted[0] else 0
@@ -835,7 +967,8 @@ def _cp_call(tensor: Tensor, o: c_void_p, shape: Tuple[int, ...],
     r = c_void_p()
     try:
         with tensor._lock:
-            status = _lib_.amped_cp(tensor._h(), o, c_progress, None, byref(r))
+            call = _lib_.amped_cp_sweep if sweep else _lib_.amped_cp
+            status = call(tensor._h(), o, c_progress, None, byref(r))
         # The C message belongs to this thread: take it before any other call.
         err = None if status == _lib.AMPED_OK else error_for(status)
     finally:
@@ -856,11 +989,158 @@ def _cp_call(tensor: Tensor, o: c_void_p, shape: Tuple[int, ...],
                 raise KeyboardInterrupt
         if err is not None:
             raise err
-        return _result(r.value, shape)
+        return _sweep_result(r.value, shape) if sweep else _result(r.value, shape)
     finally:
         if r.value:
-            _lib_.amped_result_free(r)
+            (_lib_.amped_sweep_free if sweep else _lib_.amped_result_free)(r)
         del c_progress
+
+
+# ---- several models: starts and ranks ------------------------------------------------
+@dataclass(frozen=True)
+class RankSummary:
+    """One rank's row of :func:`sweep`'s table (amped-run's): the best
+    start (an index into ``models``), the best and worst final fits and
+    their spread, and the smallest and median factor match score of the
+    other starts against the best (NaN with one start)."""
+    rank: int
+    best_model: int
+    best_fit: float
+    worst_fit: float
+    fms_min: float
+    fms_median: float
+
+    @property
+    def spread(self) -> float:
+        return self.best_fit - self.worst_fit
+
+
+@dataclass
+class SweepResult:
+    """What :func:`sweep` fitted: every model (rank i's start j is
+    ``models[i * starts + j]``, each a :class:`CPResult` with its ``seed``
+    and ``fms``), the per-rank table, and the rank ``choose`` recommends
+    (None where it chose none or none was asked; ``reason`` says why)."""
+    models: List[CPResult]
+    ranks: List[RankSummary]
+    chosen_rank: Optional[int]
+    reason: str
+    stopped: bool
+    seconds: float
+
+    def best(self, rank: Optional[int] = None) -> CPResult:
+        """The best start of rank (default the chosen rank, else the only
+        rank, else the rank of the best fit)."""
+        if rank is None:
+            rank = self.chosen_rank
+        if rank is None:
+            rank = max(self.ranks, key=lambda r: r.best_fit).rank
+        for r in self.ranks:
+            if r.rank == rank:
+                return self.models[r.best_model]
+        raise UsageError(f"rank {rank} was not swept (ranks {[r.rank for r in self.ranks]})")
+
+    def __repr__(self) -> str:
+        return (f"<amped.SweepResult {len(self.models)} models, ranks "
+                f"{[r.rank for r in self.ranks]}, chosen {self.chosen_rank}>")
+
+
+def _sweep_result(w: int, shape: Tuple[int, ...]) -> SweepResult:
+    models = []
+    for k in range(int(_lib_.amped_sweep_models(w))):
+        res = _result(_lib_.amped_sweep_model(w, k), shape)
+        res.seed = int(_lib_.amped_sweep_seed(w, k))
+        res.fms = float(_lib_.amped_sweep_fms(w, k))
+        models.append(res)
+    rows = []
+    for i in range(int(_lib_.amped_sweep_ranks(w))):
+        x = _lib.RankSummary()
+        check(_lib_.amped_sweep_rank(w, i, byref(x)))
+        rows.append(RankSummary(int(x.rank), int(x.best_model), float(x.best_fit),
+                                float(x.worst_fit), float(x.fms_min), float(x.fms_median)))
+    why = c_char_p()
+    chosen = int(_lib_.amped_sweep_chosen(w, byref(why)))
+    return SweepResult(models=models, ranks=rows, chosen_rank=chosen or None,
+                       reason=_lib.optional_str(why.value),
+                       stopped=bool(_lib_.amped_sweep_stopped(w)),
+                       seconds=float(_lib_.amped_sweep_seconds(w)))
+
+
+def sweep(tensor: Union[Tensor, PathLike], ranks: Union[int, Sequence[int]],
+          starts: int = 1, choose: Optional[Union[str, Tuple[str, float]]] = None,
+          method: str = "als", constraint: Optional[Union[str, Sequence[str]]] = None,
+          l1: Optional[Union[float, Sequence[float]]] = None,
+          l2: Optional[Union[float, Sequence[float]]] = None,
+          precision: str = "f64", iters: Optional[int] = None, tol: Optional[float] = None,
+          seed: Optional[int] = None,
+          callback: Optional[Callable[[ProgressInfo], Any]] = None,
+          progress: Optional[bool] = None, threads: Optional[int] = None,
+          **more: Any) -> SweepResult:
+    """Several starts at several ranks fitted together: ``amped-run
+    --starts K --ranks R1,R2,.. --choose RULE`` as a function, on the CPU.
+
+    Args:
+        tensor: a :class:`Tensor`, or a path that :func:`load` reads.
+        ranks: one rank or several (each 1 to 4096; ascending in the table).
+        starts: random starts at each rank, seeds seed, seed + 1, ...
+        choose: None, "fit-elbow" (two ranks or more) or ("fms", F) /
+            "fms F": the largest rank whose starts' median FMS against the
+            best start is at least F (two starts or more).
+        method: "als", "ao-admm", "mu" or "hals" (not cp-apr, gcp or
+            observed="nonzeros", as amped-run).
+        callback: as :func:`cp`'s; ``info.model`` and ``info.rank`` say
+            whose iteration it is. Returning True stops every model there.
+        The other keywords are :func:`cp`'s.
+
+    Returns:
+        a :class:`SweepResult`: ``models`` (each a :class:`CPResult` with
+        ``seed`` and ``fms``), ``ranks`` (:class:`RankSummary` rows),
+        ``chosen_rank`` and ``reason``.
+
+    Example:
+        >>> sw = amped.sweep(t, ranks=[2, 4, 8], starts=4, choose=("fms", 0.9),
+        ...                  iters=50, progress=False)          # doctest: +SKIP
+        >>> [(r.rank, r.best_fit, r.fms_median) for r in sw.ranks]  # doctest: +SKIP
+        >>> sw.chosen_rank, sw.best().factors                  # doctest: +SKIP
+    """
+    if not isinstance(tensor, Tensor):
+        if isinstance(tensor, (str, bytes, os.PathLike)):
+            tensor = load(tensor)
+        else:
+            raise TypeError(f"tensor must be an amped.Tensor (Tensor.from_coo, "
+                            f"Tensor.from_sparse, amped.load), not {type(tensor).__name__}")
+    shape = tensor.shape
+    if isinstance(ranks, (bool, np.bool_)) or not isinstance(ranks, (numbers.Integral, Sequence,
+                                                                     np.ndarray)):
+        raise TypeError(f"ranks must be an integer or a sequence of them, not "
+                        f"{type(ranks).__name__}")
+    rank_list = ([_as_int(ranks, "ranks")] if isinstance(ranks, numbers.Integral)
+                 else [_as_int(r, "ranks") for r in ranks])
+    if not rank_list:
+        raise UsageError("ranks: give one rank or more")
+    for r in rank_list:
+        if not 1 <= r <= _MAX_RANK:
+            raise UsageError(f"ranks: each must be 1 to {_MAX_RANK}, not {r}")
+    k = _as_int(starts, "starts")
+    if k < 1:
+        raise UsageError(f"starts must be 1 or more, not {k}")
+    opts: List[Tuple[str, Optional[str]]] = [("ranks", ",".join(str(r) for r in rank_list)),
+                                             ("starts", str(k))]
+    if choose is not None:
+        if isinstance(choose, str):
+            text = choose
+        elif isinstance(choose, (tuple, list)) and len(choose) == 2 and choose[0] == "fms":
+            text = f"fms {_as_real(choose[1], 'choose fms')!r}"
+        else:
+            raise TypeError("choose must be 'fit-elbow', 'fms F' or ('fms', F)")
+        opts.append(("choose", text))
+    for key in ("init", "rank", "keep_all", "gpus", "observed", "holdout", "loss"):
+        if key in more:
+            raise TypeError(f"sweep() takes no {key}= (random starts on the CPU, the "
+                            f"methods als, ao-admm, mu and hals)")
+    opts += _run_options(len(shape), method, constraint, l1, l2, None, "auto", precision,
+                         iters, tol, seed, threads, callback, progress, None, None, None, more)
+    return _run(tensor, opts, shape, callback, progress, iters, sweep=True)
 
 
 # ---- the library and its devices ---------------------------------------------------

@@ -25,7 +25,7 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c
 from typing import List, Optional
 
 __all__ = ["lib", "library_path", "AMPED_OK", "STATUS_NAMES", "Coo", "BuildOptions",
-           "Progress", "Device", "PROGRESS_FN", "INDEX_INT32", "INDEX_INT64",
+           "Progress", "RankSummary", "Device", "PROGRESS_FN", "INDEX_INT32", "INDEX_INT64",
            "INDEX_UINT32", "INDEX_UINT64", "NTIMES"]
 
 # ---- constants (amped.h) -----------------------------------------------------
@@ -82,6 +82,20 @@ class Progress(Structure):
         ("fit", c_double),
         ("delta", c_double),
         ("seconds", c_double),
+        ("model", c_uint),
+        ("rank", c_uint),
+    ]
+
+
+class RankSummary(Structure):
+    """struct amped_rank_summary."""
+    _fields_ = [
+        ("rank", c_uint),
+        ("best_model", c_uint),
+        ("best_fit", c_double),
+        ("worst_fit", c_double),
+        ("fms_min", c_double),
+        ("fms_median", c_double),
     ]
 
 
@@ -199,12 +213,29 @@ _declare("amped_result_stopped", c_int, _R)
 _declare("amped_result_weights", None, _R, POINTER(c_double))
 _declare("amped_result_factor", c_int, _R, c_uint, POINTER(c_double))
 _declare("amped_result_fits", None, _R, POINTER(c_double))
+_declare("amped_result_method", c_char_p, _R)
+_declare("amped_result_series", c_int, _R, c_char_p, POINTER(c_double))
+_declare("amped_result_completion", c_int, _R, POINTER(c_uint64), POINTER(c_uint64),
+         POINTER(c_uint64), POINTER(c_uint64))
 _declare("amped_result_times", None, _R, POINTER(c_double))
 _declare("amped_time_name", c_char_p, c_int)
 _declare("amped_result_backend", c_char_p, _R)
 _declare("amped_result_device", c_char_p, _R)
 _declare("amped_result_gpus", c_uint, _R)
 _declare("amped_result_free", None, _R)
+
+_W = c_void_p      # amped_sweep *
+_declare("amped_cp_sweep", c_int, _T, _O, PROGRESS_FN, c_void_p, POINTER(_W))
+_declare("amped_sweep_models", c_uint, _W)
+_declare("amped_sweep_model", _R, _W, c_uint)
+_declare("amped_sweep_seed", c_uint64, _W, c_uint)
+_declare("amped_sweep_fms", c_double, _W, c_uint)
+_declare("amped_sweep_ranks", c_uint, _W)
+_declare("amped_sweep_rank", c_int, _W, c_uint, POINTER(RankSummary))
+_declare("amped_sweep_chosen", c_uint, _W, POINTER(c_char_p))
+_declare("amped_sweep_stopped", c_int, _W)
+_declare("amped_sweep_seconds", c_double, _W)
+_declare("amped_sweep_free", None, _W)
 
 _declare("amped_device_count", c_int)
 _declare("amped_device_get", c_int, c_int, POINTER(Device))
