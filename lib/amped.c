@@ -243,9 +243,12 @@ static amped_build_options defaults_of(const amped_build_options *o)
     return d;
 }
 
-/* t (consumed) built into a memfd, as amped-prep would write it. */
-static amped_status build_memfd(amp_coo *t, const amp_build_opts *b, amp_dup_policy dup,
-                                int threads, amped_tensor **out)
+/* t (consumed), or the arrays a (read in place: dims and repeats r as
+ * amp_coo_arrays_check and amp_coo_arrays_dedup found them), built into a
+ * memfd, as amped-prep would write it. */
+static amped_status build_memfd(amp_coo *t, const amp_coo_arrays *a, const uint64_t *dims,
+                                const amp_coo_repeats *r, const amp_build_opts *b,
+                                amp_dup_policy dup, int threads, amped_tensor **out)
 {
     amp_error err = {0};
     char params[512], path[64];
@@ -258,7 +261,9 @@ static amped_status build_memfd(amp_coo *t, const amp_build_opts *b, amp_dup_pol
         return fail_msg(AMPED_ERR_IO, "memfd_create: %s", strerror(errno));
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     amp_build_report rep;
-    if (amp_build_write(t, path, &o, &rep, &err) != AMP_OK) {
+    amp_status rc = t != NULL ? amp_build_write(t, path, &o, &rep, &err)
+                              : amp_build_write_arrays(a, dims, r, path, &o, &rep, &err);
+    if (rc != AMP_OK) {
         close(fd);
         return fail(&err);
     }
@@ -283,21 +288,23 @@ amped_status amped_tensor_from_coo(const amped_coo *coo, const amped_build_optio
         .mode_stride = coo->mode_stride, .index_base = coo->index_base, .values = coo->values,
         .value_stride = coo->value_stride, .dims = coo->dims,
     };
+    /* Read where they lie, never copied: checked, their repeats found,
+     * and the mode copies built from them (amp_build_write_arrays). */
     amp_error err = {0};
-    amp_coo t;
+    uint64_t dims[AMP_MAX_MODES];
+    amp_coo_repeats r;
+    memset(&r, 0, sizeof r);
     int prev = amp_max_threads();
     amp_set_threads(d.threads);
-    amp_status rc = amp_coo_from_arrays(&a, &t, &err);
-    uint64_t repeats = 0;
+    amp_status rc = amp_coo_arrays_check(&a, dims, &err);
     if (rc == AMP_OK)
-        rc = amp_coo_dedup(&t, dup, "the arrays", coo->index_base, &repeats, &err);
+        rc = amp_coo_arrays_dedup(&a, dup, "the arrays", coo->index_base, &r, &err);
     if (rc != AMP_OK) {
-        amp_coo_free(&t);
         amp_set_threads(prev);
         return fail(&err);
     }
-    st = build_memfd(&t, &b, dup, d.threads, out);
-    amp_coo_free(&t);
+    st = build_memfd(NULL, &a, dims, &r, &b, dup, d.threads, out);
+    amp_coo_repeats_free(&r);
     amp_set_threads(prev);
     return st;
 }
@@ -359,7 +366,7 @@ amped_status amped_tensor_load(const char *path, const amped_build_options *opts
         const char *base = strrchr(path, '/');
         b.source_name = base ? base + 1 : path;
     }
-    st = build_memfd(&t, &b, dup, d.threads, out);
+    st = build_memfd(&t, NULL, NULL, NULL, &b, dup, d.threads, out);
     amp_coo_free(&t);
     amp_set_threads(prev);
     return st;

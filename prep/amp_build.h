@@ -93,6 +93,18 @@ void amp_build_params(char *buf, size_t size, const amp_build_opts *opts, int du
 amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *opts,
                            amp_build_report *report, amp_error *err);
 
+/* The same file from a caller's arrays, read in place (no copy of them is
+ * made: their labels are kept per mode until copy 0 holds the nonzeros),
+ * checked by amp_coo_arrays_check (dims its dimensions) and with their
+ * repeats found by amp_coo_arrays_dedup (NULL: none): the bytes
+ * amp_build_write writes for the amp_coo that amp_coo_from_arrays and
+ * amp_coo_dedup would make of them. The arrays must not change during
+ * the call. */
+amp_status amp_build_write_arrays(const amp_coo_arrays *a, const uint64_t *dims,
+                                  const amp_coo_repeats *repeats, const char *path,
+                                  const amp_build_opts *opts, amp_build_report *report,
+                                  amp_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -154,6 +154,58 @@ typedef struct amp_coo_arrays {
  * coordinates are left for amp_coo_dedup. On failure t is left empty. */
 amp_status amp_coo_from_arrays(const amp_coo_arrays *a, amp_coo *t, amp_error *err);
 
+/* amp_coo_from_arrays' checks alone, the arrays read in place, in
+ * parallel; dims gets each mode's dimension (a->dims, or the largest
+ * index + 1). */
+amp_status amp_coo_arrays_check(const amp_coo_arrays *a, uint64_t *dims, amp_error *err);
+
+/* Nonzero k's 0-based index in mode m, of arrays that passed the check. */
+static inline uint64_t amp_coo_arrays_index(const amp_coo_arrays *a, uint64_t k, unsigned m)
+{
+    const int64_t at = (int64_t)k * a->nnz_stride + (int64_t)m * a->mode_stride;
+    switch (a->index_type) {
+    case AMP_INDEX_INT32:
+        return (uint64_t)((const int32_t *)a->indices)[at] - (uint64_t)a->index_base;
+    case AMP_INDEX_UINT32:
+        return (uint64_t)((const uint32_t *)a->indices)[at] - (uint64_t)a->index_base;
+    case AMP_INDEX_INT64:
+        return (uint64_t)((const int64_t *)a->indices)[at] - (uint64_t)a->index_base;
+    default:
+        return ((const uint64_t *)a->indices)[at] - (uint64_t)a->index_base;
+    }
+}
+
+static inline double amp_coo_arrays_value(const amp_coo_arrays *a, uint64_t k)
+{
+    return a->values[(int64_t)k * (a->value_stride ? a->value_stride : 1)];
+}
+
+/* The repeated coordinates of arrays read in place (amp_coo_arrays_dedup),
+ * as the builder reads them: drop marks every repeat, one bit a nonzero;
+ * each first occurrence that repeats has its bit in has_sum and its value,
+ * its repeats added in order, in sums (by position). kept_before[w]: the
+ * nonzeros not dropped before nonzero 64 w. All NULL when none repeats. */
+typedef struct amp_coo_sum {
+    uint64_t k;
+    double v;
+} amp_coo_sum;
+
+typedef struct amp_coo_repeats {
+    uint64_t *drop, *has_sum, *kept_before;
+    amp_coo_sum *sums;
+    uint64_t nsums, count;    /* count: the repeats dropped */
+} amp_coo_repeats;
+
+/* amp_coo_dedup's detection on the arrays, without a copy of them: with
+ * AMP_DUP_ERROR the first repeat is refused as amp_coo_dedup refuses it
+ * (its coordinates shown from display_base); with AMP_DUP_SUM the repeats
+ * into *r (zeroed first; freed by amp_coo_repeats_free). */
+amp_status amp_coo_arrays_dedup(const amp_coo_arrays *a, amp_dup_policy policy, const char *name,
+                                int display_base, amp_coo_repeats *r, amp_error *err);
+void amp_coo_repeats_free(amp_coo_repeats *r);
+/* The value a repeated first occurrence k takes (its bit set in has_sum). */
+double amp_coo_repeats_value(const amp_coo_repeats *r, uint64_t k);
+
 /* Storage management. amp_coo_reserve keeps contents and nmodes. */
 amp_status amp_coo_init(amp_coo *t, unsigned nmodes, amp_error *err);
 amp_status amp_coo_reserve(amp_coo *t, uint64_t cap, amp_error *err);

@@ -39,6 +39,100 @@ void amp_build_params(char *buf, size_t size, const amp_build_opts *opts, int du
              dup_names[duplicates], opts->remap_streams ? "yes" : "no");
 }
 
+/* ---- the input: a tensor's own arrays, or a caller's read in place ------- */
+
+/* What the build reads: amped-prep's amp_coo (relabelled in place as the
+ * modes are planned, released once copy 0 holds it), or a caller's arrays
+ * (amp_build_write_arrays), read where they lie through each mode's labels
+ * (kept from planning until copy 0 is built), its repeats skipped and
+ * their sums read in their first occurrence's place. Either way the
+ * nonzeros are taken in the same order, so the files are the same. */
+typedef struct build_input {
+    amp_coo *t;                      /* or NULL */
+    const amp_coo_arrays *a;         /* when t is NULL */
+    const amp_coo_repeats *rep;      /* a's repeats (NULL or none: every nonzero) */
+    unsigned nmodes;
+    uint64_t nnz;                    /* the nonzeros built */
+    uint64_t span;                   /* positions read: nnz, and the repeats skipped */
+    uint64_t *dims;                  /* t->dims, or own_dims; compact once planned */
+    uint64_t own_dims[AMP_MAX_MODES];
+    /* a's labels: table[m][i] for a dense mode, else uniq[m] searched for i
+     * and the label at the same place in newlab[m]. */
+    uint64_t *table[AMP_MAX_MODES], *uniq[AMP_MAX_MODES], *newlab[AMP_MAX_MODES];
+    uint64_t nuniq[AMP_MAX_MODES];
+} build_input;
+
+static inline int in_dropped(const build_input *in, uint64_t k)
+{
+    return in->rep != NULL && in->rep->drop != NULL && ((in->rep->drop[k >> 6] >> (k & 63)) & 1);
+}
+
+/* Nonzero k's original (0-based) index in mode m. */
+static inline uint64_t in_orig(const build_input *in, unsigned m, uint64_t k)
+{
+    return in->t ? in->t->ind[m][k] : amp_coo_arrays_index(in->a, k, m);
+}
+
+/* Its label, once mode m is planned. */
+static inline uint64_t in_label(const build_input *in, unsigned m, uint64_t k)
+{
+    if (in->t)
+        return in->t->ind[m][k];
+    uint64_t i = amp_coo_arrays_index(in->a, k, m);
+    if (in->table[m] != NULL)
+        return in->table[m][i];
+    const uint64_t *u = in->uniq[m];
+    uint64_t lo = 0, hi = in->nuniq[m];
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (u[mid] <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return in->newlab[m][lo];
+}
+
+static inline double in_val(const build_input *in, uint64_t k)
+{
+    if (in->t)
+        return in->t->val[k];
+    if (in->rep != NULL && in->rep->has_sum != NULL && ((in->rep->has_sum[k >> 6] >> (k & 63)) & 1))
+        return amp_coo_repeats_value(in->rep, k);
+    return amp_coo_arrays_value(in->a, k);
+}
+
+/* The position of the c-th nonzero built (from 0): c itself unless
+ * repeats are skipped. */
+static uint64_t in_position(const build_input *in, uint64_t c)
+{
+    if (in->rep == NULL || in->rep->drop == NULL)
+        return c;
+    const uint64_t *before = in->rep->kept_before;
+    uint64_t lo = 0, hi = in->span / 64 + 1;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (before[mid] <= c)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    uint64_t k = 64 * lo, left = c - before[lo];
+    for (;; k++)
+        if (!in_dropped(in, k) && left-- == 0)
+            return k;
+}
+
+static void in_free_labels(build_input *in)
+{
+    for (unsigned m = 0; m < AMP_MAX_MODES; m++) {
+        free(in->table[m]);
+        free(in->uniq[m]);
+        free(in->newlab[m]);
+        in->table[m] = in->uniq[m] = in->newlab[m] = NULL;
+    }
+}
+
 /* ---- compaction, shard dealing, relabelling ------------------------------ */
 
 typedef struct slice {
@@ -239,15 +333,18 @@ static uint64_t merge_distinct(const uint64_t *a, const uint64_t *at, unsigned r
  * threads count into private tables when the tables are affordable (4-byte
  * counters, at most half the bytes of the index array), and use atomics
  * only for modes with very many slices (where contention is rarer). */
-static void degree_histogram(const uint64_t *ind, uint64_t n, uint64_t dim, uint64_t *table)
+static void degree_histogram(const build_input *in, unsigned d, uint64_t dim, uint64_t *table)
 {
+    const uint64_t n = in->span;
     int nt = amp_max_threads();
     uint64_t afford = n * 4 / (dim * 4 > 0 ? dim * 4 : 1);
     if (n > UINT32_MAX || nt < 2 || afford < 2) {
 #pragma omp parallel for schedule(static)
         for (uint64_t k = 0; k < n; k++) {
+            if (in_dropped(in, k))
+                continue;
 #pragma omp atomic
-            table[ind[k]]++;
+            table[in_orig(in, d, k)]++;
         }
         return;
     }
@@ -256,7 +353,8 @@ static void degree_histogram(const uint64_t *ind, uint64_t n, uint64_t dim, uint
     uint32_t *priv = calloc((size_t)nt * dim, sizeof *priv);
     if (priv == NULL) {
         for (uint64_t k = 0; k < n; k++)
-            table[ind[k]]++;
+            if (!in_dropped(in, k))
+                table[in_orig(in, d, k)]++;
         return;
     }
 #pragma omp parallel num_threads(nt)
@@ -265,8 +363,15 @@ static void degree_histogram(const uint64_t *ind, uint64_t n, uint64_t dim, uint
         uint64_t lo, hi;
         amp_thread_range(n, &tid, &T, &lo, &hi);
         uint32_t *mine = priv + (size_t)tid * dim;
-        for (uint64_t k = lo; k < hi; k++)
-            mine[ind[k]]++;
+        if (in->t != NULL) {
+            const uint64_t *ind = in->t->ind[d];
+            for (uint64_t k = lo; k < hi; k++)
+                mine[ind[k]]++;
+        } else {
+            for (uint64_t k = lo; k < hi; k++)
+                if (!in_dropped(in, k))
+                    mine[in_orig(in, d, k)]++;
+        }
 #pragma omp barrier
 #pragma omp for schedule(static)
         for (uint64_t i = 0; i < dim; i++) {
@@ -516,11 +621,10 @@ static inline uint64_t shard_bucket(const void *shard_of, uint64_t j)
     return ((const uint32_t *)shard_of)[j];
 }
 
-static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_plan *p,
+static amp_status plan_mode(build_input *in, unsigned d, uint32_t want_shards, mode_plan *p,
                             amp_error *err)
 {
-    uint64_t n = t->nnz, dim = t->dims[d];
-    uint64_t *ind = t->ind[d];
+    uint64_t n = in->nnz, dim = in->dims[d];
     uint64_t *table = NULL, *uniq = NULL, *newlab = NULL, *fill = NULL;
     slice *order = NULL;
     shard_dealer dealer;
@@ -536,13 +640,19 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
         if (table == NULL)
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for mode %u slices",
                            d + 1);
-        degree_histogram(ind, n, dim, table);
+        degree_histogram(in, d, dim, table);
         AMP_CHECK_GOTO(compact_slices(table, dim, &order, &uniq, &c, err), rc, fail);
     } else {
         uint64_t *sorted = amp_huge_alloc(n * sizeof *sorted, "sorted indices", err);
         if (sorted == NULL)
             AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
-        memcpy(sorted, ind, n * sizeof *sorted);
+        if (in->t != NULL) {
+            memcpy(sorted, in->t->ind[d], n * sizeof *sorted);
+        } else {
+            for (uint64_t k = 0, j = 0; k < in->span; k++)
+                if (!in_dropped(in, k))
+                    sorted[j++] = in_orig(in, d, k);
+        }
         uint64_t at[SORT_PIECES + 1], piece = (n + SORT_PIECES - 1) / SORT_PIECES;
         unsigned runs = SORT_PIECES;
         for (unsigned r = 0; r <= SORT_PIECES; r++)
@@ -637,15 +747,30 @@ static amp_status plan_mode(amp_coo *t, unsigned d, uint32_t want_shards, mode_p
             p->row_nnz[label] = order[j].degree;
         }
     }
-    /* Relabel the tensor's mode d in place. */
+    /* Relabel the tensor's mode d in place; a caller's arrays keep the
+     * labels instead, read through them until copy 0 is built. */
     if (table != NULL) {
 #pragma omp parallel for schedule(static) if (c >= SLICE_PASS_PARALLEL)
         for (uint64_t i = 0; i < c; i++)
             table[uniq[i]] = newlab[i];
+    }
+    if (in->t == NULL) {
+        if (table != NULL) {
+            in->table[d] = table;
+            table = NULL;
+        } else {
+            in->uniq[d] = uniq;
+            in->newlab[d] = newlab;
+            in->nuniq[d] = c;
+            uniq = newlab = NULL;
+        }
+    } else if (table != NULL) {
+        uint64_t *ind = in->t->ind[d];
 #pragma omp parallel for schedule(static)
         for (uint64_t k = 0; k < n; k++)
             ind[k] = table[ind[k]];
     } else {
+        uint64_t *ind = in->t->ind[d];
 #pragma omp parallel for schedule(static)
         for (uint64_t k = 0; k < n; k++) {
             uint64_t lo = 0, hi = c;
@@ -826,8 +951,8 @@ static amp_status sort_rows_by_key(mode_copy *c, const uint64_t *rowptr, uint64_
  * (every later copy: its words hold every index, so the tensor's own
  * arrays can be freed once copy 0 exists, which caps the peak memory). */
 typedef struct copy_source {
-    const amp_coo *t;              /* or NULL */
-    const mode_copy *c;            /* when t is NULL */
+    const build_input *in;         /* or NULL */
+    const mode_copy *c;            /* when in is NULL */
     const amp_mode_layout *cl;     /* c's layout */
     unsigned nmodes;
     uint64_t n;
@@ -859,28 +984,29 @@ static inline uint64_t source_encode(const copy_source *s, uint64_t k, unsigned 
     uint64_t row = 0;
     *key = *word = 0;
     for (unsigned m = 0; m < s->nmodes; m++) {
-        uint64_t idx = s->t ? s->t->ind[m][k]
-                            : amp_blco_field(s->c->keys ? s->c->keys[k] : 0, s->c->words[k],
-                                             s->cl->shift[m], s->cl->width[m]);
+        uint64_t idx = s->in ? in_label(s->in, m, k)
+                             : amp_blco_field(s->c->keys ? s->c->keys[k] : 0, s->c->words[k],
+                                              s->cl->shift[m], s->cl->width[m]);
         if (m == d)
             row = idx;
         blco_place(idx, l->shift[m], l->width[m], key, word);
     }
-    if (s->t == NULL) {
+    if (s->in == NULL) {
         memcpy(val, s->c->vals + s->c->vsize * k, s->c->vsize);
     } else if (vt == AMP_VALUES_F32) {
-        float v = (float)s->t->val[k];
+        float v = (float)in_val(s->in, k);
         memcpy(val, &v, 4);
     } else {
-        memcpy(val, &s->t->val[k], 8);
+        double v = in_val(s->in, k);
+        memcpy(val, &v, 8);
     }
     return row;
 }
 
 static inline uint64_t source_row(const copy_source *s, uint64_t k, unsigned d)
 {
-    if (s->t)
-        return s->t->ind[d][k];
+    if (s->in)
+        return in_label(s->in, d, k);
     return amp_blco_field(s->c->keys ? s->c->keys[k] : 0, s->c->words[k], s->cl->shift[d],
                           s->cl->width[d]);
 }
@@ -919,7 +1045,7 @@ typedef struct recoder {
 static void recode_init(recoder *r, const copy_source *src, const amp_mode_layout *l)
 {
     memset(r, 0, sizeof *r);
-    if (src->t != NULL || src->cl->key_bits > 0 || l->key_bits > 0)
+    if (src->in != NULL || src->cl->key_bits > 0 || l->key_bits > 0)
         return;
     /* Fields move, they are not resized: every copy's widths come from the
      * same dimensions. */
@@ -1124,13 +1250,16 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
     recoder rc64;
     recode_init(&rc64, src, l);
     const uint32_t *of = B.of;
+    /* A caller's arrays are read with their repeats, which are skipped. */
+    const build_input *skip = src->in != NULL && src->in->t == NULL ? src->in : NULL;
+    const uint64_t span = skip != NULL ? skip->span : n;
 #define BUCKET(row) (of != NULL ? (uint64_t)of[row] : (row))
 #pragma omp parallel num_threads(nt)
     {
         /* Contiguous shares in thread order: what keeps the scatter stable. */
         int tid, T;
         uint64_t lo, hi;
-        amp_thread_range(n, &tid, &T, &lo, &hi);
+        amp_thread_range(span, &tid, &T, &lo, &hi);
         uint64_t *mine = pos + (size_t)tid * B.n;
         if (rc64.ok) {
             const uint64_t *sw = src->c->words;
@@ -1138,7 +1267,8 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
                 mine[BUCKET(recode_row(&rc64, sw[k], d))]++;
         } else {
             for (uint64_t k = lo; k < hi; k++)
-                mine[BUCKET(source_row(src, k, d))]++;
+                if (skip == NULL || !in_dropped(skip, k))
+                    mine[BUCKET(source_row(src, k, d))]++;
         }
 #pragma omp barrier
 #pragma omp for schedule(static)
@@ -1169,6 +1299,8 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
             }
         } else if (release == NULL) {
             for (uint64_t k = lo; k < hi; k++) {
+                if (skip != NULL && in_dropped(skip, k))
+                    continue;
                 uint64_t key, word;
                 unsigned char val[8];
                 uint64_t row = source_encode(src, k, d, l, vt, &key, &word, val);
@@ -1182,7 +1314,7 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
             /* From the tensor, in two passes over the same cursors, so that
              * its values are freed before the words are written: the peak
              * is the tensor plus half a copy, not plus a whole one. */
-            const amp_coo *t = src->t;
+            const amp_coo *t = src->in->t;
             for (uint64_t k = lo; k < hi; k++) {
                 uint64_t p = mine[BUCKET(t->ind[d][k])]++;
                 if (vt == AMP_VALUES_F32) {
@@ -1245,7 +1377,7 @@ static uint64_t *row_starts(const mode_plan *p)
 
 /* Where every nonzero of copy 0 lands in each later copy: what the remap
  * streams are made of. */
-static amp_status remap_positions(const amp_coo *t, const mode_copy *copy0,
+static amp_status remap_positions(const build_input *t, const mode_copy *copy0,
                                   const amp_mode_layout *l0, const mode_plan *plans,
                                   amp_value_type vt, positions *P, amp_error *err)
 {
@@ -1266,7 +1398,7 @@ static amp_status remap_positions(const amp_coo *t, const mode_copy *copy0,
 
 /* The remap streams of copy d, one section beside each chunk: for each
  * nonzero, its position in the copy of mode (d + 1) % nmodes. */
-static amp_status write_remap(amp_writer *w, const amp_coo *t, unsigned d, const positions *P,
+static amp_status write_remap(amp_writer *w, const build_input *t, unsigned d, const positions *P,
                               const amp_chunk_job *jobs, const uint64_t *start, size_t njobs,
                               amp_error *err)
 {
@@ -1394,7 +1526,7 @@ static void packer_finish(relabel_packer *pk)
     pk->running = 0;
 }
 
-static amp_status write_copy(amp_writer *w, relabel_packer *pk, amp_coo *t, mode_copy *copy0,
+static amp_status write_copy(amp_writer *w, relabel_packer *pk, build_input *t, mode_copy *copy0,
                              amp_mode_layout *l0, mode_copy *later, unsigned d, mode_plan *p,
                              const mode_plan *plans, positions *P,
                              uint64_t chunk_nnz, amp_value_type vt, amp_build_mode_report *rep,
@@ -1423,7 +1555,7 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, amp_coo *t, mode
     for (uint64_t r = 0; r < c; r++)
         rowptr[r + 1] = rowptr[r] + p->row_nnz[r];
     copy_source src = {d == 0 ? t : NULL, copy0, l0, t->nmodes, t->nnz};
-    AMP_CHECK_GOTO(build_copy(&src, d, &l, rowptr, c, vt, d == 0 ? t : NULL, copy, NULL, err),
+    AMP_CHECK_GOTO(build_copy(&src, d, &l, rowptr, c, vt, d == 0 ? t->t : NULL, copy, NULL, err),
                    rc, fail);
     /* The remap positions come from the scatter alone (see
      * sort_rows_by_key): a later copy that needed reordering is a bug. */
@@ -1512,20 +1644,27 @@ fail:
  * thread count. */
 #define SUM_BLOCK 65536
 
-static amp_status value_summary(const amp_coo *t, amp_value_choice choice, amp_value_type *vt,
-                                uint64_t *changed, double *norm_sq, amp_error *err)
+static amp_status value_summary(const build_input *in, amp_value_choice choice,
+                                amp_value_type *vt, uint64_t *changed, double *norm_sq,
+                                amp_error *err)
 {
-    uint64_t n = t->nnz, nblocks = (n + SUM_BLOCK - 1) / SUM_BLOCK, inexact = 0, huge = 0;
+    uint64_t n = in->nnz, nblocks = (n + SUM_BLOCK - 1) / SUM_BLOCK, inexact = 0, huge = 0;
     double *part = malloc((size_t)(nblocks ? nblocks : 1) * sizeof *part);
     if (part == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    /* Blocks of the nonzeros built (repeats skipped), so that the sums are
+     * those of the tensor amped-prep builds from the same nonzeros. */
 #pragma omp parallel for schedule(static) reduction(+ : inexact, huge)
     for (uint64_t b = 0; b < nblocks; b++) {
-        uint64_t e = (b + 1) * SUM_BLOCK < n ? (b + 1) * SUM_BLOCK : n;
-        for (uint64_t k = b * SUM_BLOCK; k < e; k++) {
-            float f = (float)t->val[k];
-            inexact += (double)f != t->val[k];
+        uint64_t left = (b + 1) * SUM_BLOCK < n ? SUM_BLOCK : n - b * SUM_BLOCK;
+        for (uint64_t k = in_position(in, b * SUM_BLOCK); left > 0; k++) {
+            if (in_dropped(in, k))
+                continue;
+            double x = in_val(in, k);
+            float f = (float)x;
+            inexact += (double)f != x;
             huge += !isfinite(f);
+            left--;
         }
     }
     *vt = choice == AMP_VALUE_F64 || (choice == AMP_VALUE_AUTO && inexact > 0) ? AMP_VALUES_F64
@@ -1539,11 +1678,15 @@ static amp_status value_summary(const amp_coo *t, amp_value_choice choice, amp_v
     int f32 = *vt == AMP_VALUES_F32;
 #pragma omp parallel for schedule(static)
     for (uint64_t b = 0; b < nblocks; b++) {
-        uint64_t e = (b + 1) * SUM_BLOCK < n ? (b + 1) * SUM_BLOCK : n;
+        uint64_t left = (b + 1) * SUM_BLOCK < n ? SUM_BLOCK : n - b * SUM_BLOCK;
         double s = 0;
-        for (uint64_t k = b * SUM_BLOCK; k < e; k++) {
-            double v = f32 ? (double)(float)t->val[k] : t->val[k];
+        for (uint64_t k = in_position(in, b * SUM_BLOCK); left > 0; k++) {
+            if (in_dropped(in, k))
+                continue;
+            double x = in_val(in, k);
+            double v = f32 ? (double)(float)x : x;
             s += v * v;
+            left--;
         }
         part[b] = s;
     }
@@ -1553,9 +1696,9 @@ static amp_status value_summary(const amp_coo *t, amp_value_choice choice, amp_v
     free(part);
     /* Kept repeats are one entry of the tensor the MTTKRP sees (their
      * values add), so its norm squares their sum. */
-    if (!t->unique) {
+    if (in->t != NULL && !in->t->unique) {
         double delta;
-        AMP_CHECK(amp_coo_repeat_norm_sq(t, f32, &delta, err));
+        AMP_CHECK(amp_coo_repeat_norm_sq(in->t, f32, &delta, err));
         total += delta;
     }
     if (!isfinite(total))
@@ -1565,8 +1708,8 @@ static amp_status value_summary(const amp_coo *t, amp_value_choice choice, amp_v
     return AMP_OK;
 }
 
-amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *opts,
-                           amp_build_report *report, amp_error *err)
+static amp_status build_write(build_input *t, const char *path, const amp_build_opts *opts,
+                              amp_build_report *report, amp_error *err)
 {
     amp_build_opts o;
     if (opts == NULL)
@@ -1643,13 +1786,16 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
         }
         remap_pos[0].width = width;
     }
-    for (unsigned d = 0; d < t->nmodes; d++)
+    for (unsigned d = 0; d < t->nmodes; d++) {
         AMP_CHECK_GOTO(write_copy(w, &packer, t, &copy0, &layout0, &later, d, &plans[d], plans,
                                   o.remap_streams && t->nmodes > 1 ? remap_pos : NULL,
                                   o.chunk_nnz, meta.value_type, &rep.modes[d],
                                   o.shard_nnz ? o.shard_nnz + (size_t)d * o.shards : NULL,
                                   &rep, &bp, err),
                        rc, fail);
+        /* Copy 0 holds every label now: a caller's arrays are not read again. */
+        in_free_labels(t);
+    }
     packer_finish(&packer);
     amp_writer *done = w;
     w = NULL;
@@ -1660,6 +1806,7 @@ amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *o
     rep.seconds_commit = amp_now() - tc;
     rep.seconds_write = amp_now() - t0;
 fail:
+    in_free_labels(t);
     packer_finish(&packer);
     for (unsigned d = 0; d < AMP_MAX_MODES; d++)
         amp_huge_free(remap_pos[d].p, meta.nnz * remap_pos[d].width);
@@ -1675,4 +1822,33 @@ fail:
     if (report != NULL)
         *report = rep;
     return rc;
+}
+
+amp_status amp_build_write(amp_coo *t, const char *path, const amp_build_opts *opts,
+                           amp_build_report *report, amp_error *err)
+{
+    build_input in;
+    memset(&in, 0, sizeof in);
+    in.t = t;
+    in.nmodes = t->nmodes;
+    in.nnz = in.span = t->nnz;
+    in.dims = t->dims;
+    return build_write(&in, path, opts, report, err);
+}
+
+amp_status amp_build_write_arrays(const amp_coo_arrays *a, const uint64_t *dims,
+                                  const amp_coo_repeats *repeats, const char *path,
+                                  const amp_build_opts *opts, amp_build_report *report,
+                                  amp_error *err)
+{
+    build_input in;
+    memset(&in, 0, sizeof in);
+    in.a = a;
+    in.rep = repeats;
+    in.nmodes = a->nmodes;
+    in.span = a->nnz;
+    in.nnz = a->nnz - (repeats != NULL ? repeats->count : 0);
+    memcpy(in.own_dims, dims, a->nmodes * sizeof *dims);
+    in.dims = in.own_dims;
+    return build_write(&in, path, opts, report, err);
 }

@@ -56,9 +56,8 @@ static amp_status check_one(const amp_coo_arrays *a, const uint64_t *dims, uint6
     return AMP_OK;
 }
 
-amp_status amp_coo_from_arrays(const amp_coo_arrays *a, amp_coo *t, amp_error *err)
+amp_status amp_coo_arrays_check(const amp_coo_arrays *a, uint64_t *dims, amp_error *err)
 {
-    memset(t, 0, sizeof *t);
     if (a->nmodes < 1 || a->nmodes > AMP_MAX_MODES)
         return AMP_FAIL(err, AMP_ERR_USAGE, "%u modes: a tensor has 1 to %d", a->nmodes,
                         AMP_MAX_MODES);
@@ -87,6 +86,28 @@ amp_status amp_coo_from_arrays(const amp_coo_arrays *a, amp_coo *t, amp_error *e
     }
     if (bad != UINT64_MAX)
         return check_one(a, a->dims, bad, err);
+    for (unsigned m = 0; m < a->nmodes; m++) {
+        if (a->dims != NULL) {
+            dims[m] = a->dims[m];
+            continue;
+        }
+        uint64_t mx = 0;
+#pragma omp parallel for reduction(max : mx) schedule(static)
+        for (int64_t k = 0; k < n; k++) {
+            uint64_t i = amp_coo_arrays_index(a, (uint64_t)k, m);
+            mx = i > mx ? i : mx;
+        }
+        dims[m] = mx + 1;
+    }
+    return AMP_OK;
+}
+
+amp_status amp_coo_from_arrays(const amp_coo_arrays *a, amp_coo *t, amp_error *err)
+{
+    memset(t, 0, sizeof *t);
+    uint64_t dims[AMP_MAX_MODES];
+    AMP_CHECK(amp_coo_arrays_check(a, dims, err));
+    const int64_t n = (int64_t)a->nnz;
     AMP_CHECK(amp_coo_init(t, a->nmodes, err));
     amp_status rc = amp_coo_reserve(t, a->nnz, err);
     if (rc != AMP_OK) {
@@ -94,21 +115,16 @@ amp_status amp_coo_from_arrays(const amp_coo_arrays *a, amp_coo *t, amp_error *e
         return rc;
     }
     t->nnz = a->nnz;
-    uint64_t maxi[AMP_MAX_MODES] = {0};
     for (unsigned m = 0; m < a->nmodes; m++) {
-        uint64_t *ind = t->ind[m], mx = 0;
-#pragma omp parallel for reduction(max : mx) schedule(static)
-        for (int64_t k = 0; k < n; k++) {
-            uint64_t i = (uint64_t)(index_at(a, (uint64_t)k, m) - a->index_base);
-            ind[k] = i;
-            mx = i > mx ? i : mx;
-        }
-        maxi[m] = mx;
+        uint64_t *ind = t->ind[m];
+#pragma omp parallel for schedule(static)
+        for (int64_t k = 0; k < n; k++)
+            ind[k] = amp_coo_arrays_index(a, (uint64_t)k, m);
     }
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < n; k++)
         t->val[k] = value_at(a, (uint64_t)k);
     for (unsigned m = 0; m < a->nmodes; m++)
-        t->dims[m] = a->dims ? a->dims[m] : maxi[m] + 1;
+        t->dims[m] = dims[m];
     return AMP_OK;
 }

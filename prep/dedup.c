@@ -34,19 +34,33 @@ static inline uint64_t fmix64(uint64_t h)
     return h;
 }
 
-static inline int same_coords(const amp_coo *t, uint64_t a, uint64_t b)
+/* Where the coordinates are: a tensor's own arrays, or a caller's read in
+ * place (amp_coo_arrays_dedup). */
+typedef struct dd_src {
+    const amp_coo *t;            /* or NULL */
+    const amp_coo_arrays *a;     /* when t is NULL */
+    unsigned nmodes;
+    uint64_t nnz;
+} dd_src;
+
+static inline uint64_t dd_ind(const dd_src *t, unsigned m, uint64_t k)
+{
+    return t->t ? t->t->ind[m][k] : amp_coo_arrays_index(t->a, k, m);
+}
+
+static inline int same_coords(const dd_src *t, uint64_t a, uint64_t b)
 {
     for (unsigned m = 0; m < t->nmodes; m++)
-        if (t->ind[m][a] != t->ind[m][b])
+        if (dd_ind(t, m, a) != dd_ind(t, m, b))
             return 0;
     return 1;
 }
 
-static inline uint64_t coord_hash(const amp_coo *t, uint64_t k)
+static inline uint64_t coord_hash(const dd_src *t, uint64_t k)
 {
     uint64_t h = 0x9e3779b97f4a7c15ULL;
     for (unsigned m = 0; m < t->nmodes; m++)
-        h = fmix64(h ^ t->ind[m][k]) + m;
+        h = fmix64(h ^ dd_ind(t, m, k)) + m;
     return h;
 }
 
@@ -157,7 +171,7 @@ static void scratch_free(dedup_scratch *s, uint64_t nnz)
  * size: afterwards the cursors of its last thread are where the buckets
  * end. The hash is computed twice (count, then scatter) rather than
  * stored: recomputing is cheaper than 8 more bytes per nonzero. */
-static int partition_by_hash(const amp_coo *t, const dedup_scratch *s)
+static int partition_by_hash(const dd_src *t, const dedup_scratch *s)
 {
     int tid, nt;
     uint64_t lo, hi;
@@ -189,7 +203,7 @@ typedef struct bucket_table {
 /* The duplicates among the n entries of the bucket at base, into list: the
  * entries go into the table in order, so a repeat meets its first
  * occurrence there. 0 when the table cannot grow to the bucket. */
-static int scan_bucket(const amp_coo *t, entries pairs, uint64_t base, uint64_t n,
+static int scan_bucket(const dd_src *t, entries pairs, uint64_t base, uint64_t n,
                        bucket_table *tab, dup_list *list)
 {
     size_t cap = 16;
@@ -227,7 +241,7 @@ static int scan_bucket(const amp_coo *t, entries pairs, uint64_t base, uint64_t 
 /* Every repeat of a coordinate, paired with its first occurrence, into the
  * threads' lists; *dups: how many. Buckets are independent, so threads
  * take them dynamically. */
-static amp_status find_duplicates(const amp_coo *t, dedup_scratch *s, uint64_t *dups,
+static amp_status find_duplicates(const dd_src *t, dedup_scratch *s, uint64_t *dups,
                                   amp_error *err)
 {
     int table_failed = 0;
@@ -282,7 +296,7 @@ static amp_status duplicates_in_order(const dedup_scratch *s, uint64_t dups, dup
 
 /* --duplicates error: how many, and the first one, where and at what
  * coordinates (in the file's index base). */
-static amp_status duplicate_error(const amp_coo *t, const dup_pair *first, uint64_t dups,
+static amp_status duplicate_error(const dd_src *t, const dup_pair *first, uint64_t dups,
                                   const char *name, int display_base, amp_error *err)
 {
     uint64_t k = first->k;
@@ -290,7 +304,7 @@ static amp_status duplicate_error(const amp_coo *t, const dup_pair *first, uint6
     size_t used = 0;
     for (unsigned m = 0; m < t->nmodes && used < sizeof coords; m++) {
         int w = snprintf(coords + used, sizeof coords - used, "%s%" PRIu64, m ? ", " : "",
-                         t->ind[m][k] + (uint64_t)display_base);
+                         dd_ind(t, m, k) + (uint64_t)display_base);
         if (w > 0) used += (size_t)w;
     }
     return AMP_FAIL(err, AMP_ERR_DUPLICATE,
@@ -378,14 +392,15 @@ amp_status amp_coo_dedup(amp_coo *t, amp_dup_policy policy, const char *name,
     dup_pair *all = NULL;
     uint64_t *isdup = NULL;
     amp_status rc;
+    const dd_src src = {t, NULL, t->nmodes, t->nnz};
     AMP_CHECK_GOTO(scratch_init(&s, nnz, err), rc, done);
-    AMP_CHECK_GOTO(find_duplicates(t, &s, count, err), rc, done);
+    AMP_CHECK_GOTO(find_duplicates(&src, &s, count, err), rc, done);
     t->unique = *count == 0 || policy != AMP_DUP_KEEP;
     if (*count == 0 || policy == AMP_DUP_KEEP)
         goto done;
     AMP_CHECK_GOTO(duplicates_in_order(&s, *count, &all, err), rc, done);
     if (policy == AMP_DUP_ERROR) {
-        rc = duplicate_error(t, &all[0], *count, name, display_base, err);
+        rc = duplicate_error(&src, &all[0], *count, name, display_base, err);
         goto done;
     }
     AMP_CHECK_GOTO(sum_into_first(t, all, *count, &isdup, err), rc, done);
@@ -415,8 +430,9 @@ amp_status amp_coo_repeat_norm_sq(const amp_coo *t, int f32, double *delta, amp_
     dedup_scratch s;
     dup_pair *all = NULL;
     amp_status rc;
+    const dd_src src = {t, NULL, t->nmodes, t->nnz};
     AMP_CHECK_GOTO(scratch_init(&s, nnz, err), rc, done);
-    AMP_CHECK_GOTO(find_duplicates(t, &s, &count, err), rc, done);
+    AMP_CHECK_GOTO(find_duplicates(&src, &s, &count, err), rc, done);
     if (count == 0)
         goto done;
     AMP_CHECK_GOTO(duplicates_in_order(&s, count, &all, err), rc, done);
@@ -434,6 +450,89 @@ amp_status amp_coo_repeat_norm_sq(const amp_coo *t, int f32, double *delta, amp_
         *delta += sum * sum - sq;
     }
 done:
+    scratch_free(&s, nnz);
+    free(all);
+    return rc;
+}
+
+/* ---- a caller's arrays, read in place ---------------------------------- */
+
+void amp_coo_repeats_free(amp_coo_repeats *r)
+{
+    free(r->drop);
+    free(r->has_sum);
+    free(r->kept_before);
+    free(r->sums);
+    memset(r, 0, sizeof *r);
+}
+
+double amp_coo_repeats_value(const amp_coo_repeats *r, uint64_t k)
+{
+    uint64_t lo = 0, hi = r->nsums;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (r->sums[mid].k <= k)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return r->sums[lo].v;
+}
+
+amp_status amp_coo_arrays_dedup(const amp_coo_arrays *a, amp_dup_policy policy, const char *name,
+                                int display_base, amp_coo_repeats *r, amp_error *err)
+{
+    const uint64_t nnz = a->nnz;
+    memset(r, 0, sizeof *r);
+    if (nnz < 2)
+        return AMP_OK;
+    if (policy == AMP_DUP_KEEP)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: repeats kept: not for arrays read in place",
+                        name);
+    dedup_scratch s;
+    dup_pair *all = NULL;
+    uint64_t count = 0;
+    amp_status rc;
+    const dd_src src = {NULL, a, a->nmodes, nnz};
+    AMP_CHECK_GOTO(scratch_init(&s, nnz, err), rc, done);
+    AMP_CHECK_GOTO(find_duplicates(&src, &s, &count, err), rc, done);
+    if (count == 0)
+        goto done;
+    AMP_CHECK_GOTO(duplicates_in_order(&s, count, &all, err), rc, done);
+    if (policy == AMP_DUP_ERROR) {
+        rc = duplicate_error(&src, &all[0], count, name, display_base, err);
+        goto done;
+    }
+    /* What sum_into_first and drop_marked do to a tensor's own arrays:
+     * each first occurrence's sum, its repeats added in file order. */
+    const uint64_t words = nnz / 64 + 1;
+    r->count = count;
+    r->drop = calloc((size_t)words, sizeof *r->drop);
+    r->has_sum = calloc((size_t)words, sizeof *r->has_sum);
+    r->kept_before = malloc((size_t)words * sizeof *r->kept_before);
+    r->sums = malloc((size_t)count * sizeof *r->sums);
+    if (!r->drop || !r->has_sum || !r->kept_before || !r->sums)
+        AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory in duplicate detection");
+    for (uint64_t i = 0; i < count; i++)
+        r->drop[all[i].k >> 6] |= UINT64_C(1) << (all[i].k & 63);
+    qsort(all, (size_t)count, sizeof *all, by_first);
+    for (uint64_t i = 0; i < count;) {
+        uint64_t first = all[i].first;
+        double v = amp_coo_arrays_value(a, first);
+        for (; i < count && all[i].first == first; i++)
+            v += amp_coo_arrays_value(a, all[i].k);
+        r->sums[r->nsums++] = (amp_coo_sum){first, v};
+        r->has_sum[first >> 6] |= UINT64_C(1) << (first & 63);
+    }
+    uint64_t kept = 0;
+    for (uint64_t w = 0; w < words; w++) {
+        r->kept_before[w] = kept;
+        uint64_t in_word = w + 1 < words ? 64 : nnz - 64 * w;
+        kept += in_word - (uint64_t)__builtin_popcountll(r->drop[w]);
+    }
+done:
+    if (rc != AMP_OK)
+        amp_coo_repeats_free(r);
     scratch_free(&s, nnz);
     free(all);
     return rc;

@@ -88,6 +88,44 @@ class TestSameBytes(TempDirCase):
             with self.subTest(base=base, dtype=np.dtype(dtype).name, layout=layout):
                 self.same_as_prep("jf17k-5mode.tns", base, dtype, layout)
 
+    def test_repeats_summed(self):
+        """coordinates repeated (alog's nonzeros in 6 shifted copies, 79 k distinct
+        entries, each given twice or three times in parts, shuffled: repeats on both
+        sides of the norm's 65,536-entry blocks): from_coo, reading the arrays in
+        place, writes amped-prep's bytes for the same entries in the same order, f64
+        and f32-exact values"""
+        program("amped-prep")
+        idx, vals = read_tns(data_file("alog.tns"))
+        dim0 = int(idx[:, 0].max())
+        idx = np.vstack([idx + [j * dim0, 0, 0] for j in range(6)])
+        vals = np.concatenate([vals * (j + 1) for j in range(6)])
+        rng = np.random.default_rng(41)
+        for label, v in (("f64", vals), ("f32-exact", np.round(vals * 4) / 4)):
+            with self.subTest(values=label):
+                reps = np.repeat(np.arange(len(v)), rng.integers(2, 4, len(v)))
+                order = rng.permutation(len(reps))
+                ridx = idx[reps[order]]
+                # Each part a value of its own: the sums depend on the order.
+                rval = v[reps[order]] * rng.choice([0.5, 0.25, 1.0, 2.0], len(reps))
+                tns = self.path(f"rep-{label}.tns")
+                with open(tns, "w") as f:
+                    for row, x in zip(ridx, rval):
+                        f.write(" ".join(str(int(i)) for i in row) + f" {float(x)!r}\n")
+                amp = self.path(f"rep-{label}.amp")
+                prep(tns, amp)
+                h = xxh3_64(tns)
+                need(h is not None, "no libxxhash for the source's XXH3")
+                t = amped.Tensor.from_coo(np.ascontiguousarray(ridx.T).astype(np.uint32),
+                                          rval, index_base=1,
+                                          source=(os.path.basename(tns), os.stat(tns).st_size,
+                                                  h))
+                self.assertEqual(t.nnz, len(v))
+                out = self.path(f"rep-{label}-py.amp")
+                t.save(out)
+                self.assertTrue(filecmp.cmp(out, amp, shallow=False),
+                                f"{label}: the .amp of repeated coordinates differs from "
+                                f"amped-prep's")
+
     def test_load_save(self):
         """amped.load(x.tns).save(y.amp) is amped-prep's x.tns -o y.amp"""
         program("amped-prep")
