@@ -1526,6 +1526,121 @@ static void packer_finish(relabel_packer *pk)
     pk->running = 0;
 }
 
+/* ---- later copies of a caller's arrays, gathered ------------------------- */
+
+/* A later copy of a caller's arrays is not built beside copy 0: only each
+ * of its nonzeros' position in copy 0, in the copy's order (4 bytes a
+ * nonzero, 8 beyond 2^32), and each chunk's words and values gathered
+ * from copy 0 as the writer's threads compress it. The bytes are the
+ * built copy's (the same stable order); the peak is copy 0 and the
+ * positions, not two copies: the caller's arrays stay beside the build
+ * (from_coo), so the second copy is what would have pushed the peak past
+ * one copy of the coordinates. Random reads of copy 0 cost some of the
+ * time amped-prep's sequential scatter saves (bench/RESULTS.md). */
+typedef struct gathered {
+    const mode_copy *c0;
+    recoder rc;
+    positions q;                 /* n positions in copy 0, in the copy's order */
+    unsigned char *buf;          /* nbuf x per_thread: a chunk's words, then its values */
+    size_t per_thread, vsize;
+    uint64_t chunk_nnz;
+    int nbuf;
+    const uint64_t *start;       /* per job: its first position */
+    const amp_chunk_job *jobs;
+} gathered;
+
+static void gathered_free(gathered *g)
+{
+    amp_huge_free(g->q.p, (size_t)(g->c0 ? g->c0->n : 0) * g->q.width);
+    free(g->buf);
+    memset(g, 0, sizeof *g);
+}
+
+/* The order of mode d's copy as positions in copy 0: a stable counting
+ * scatter over copy 0 by row, one cursor a row and thread. */
+static amp_status gather_order(gathered *g, const mode_copy *c0, const amp_mode_layout *l0,
+                               const amp_mode_layout *l, unsigned d, const uint64_t *rowptr,
+                               uint64_t rows, uint64_t chunk_nnz, amp_error *err)
+{
+    const uint64_t n = c0->n;
+    memset(g, 0, sizeof *g);
+    g->c0 = c0;
+    copy_source src = {NULL, c0, l0, l0->nmodes, n};
+    recode_init(&g->rc, &src, l);
+    if (!g->rc.ok)
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "mode %u: no gathered copy of this layout", d + 1);
+    g->q.width = n <= UINT32_MAX ? 4 : 8;
+    g->q.p = amp_huge_alloc(n * g->q.width, "the mode copy's order", err);
+    g->vsize = c0->vsize;
+    g->chunk_nnz = chunk_nnz < n ? chunk_nnz : n;
+    g->per_thread = ((size_t)g->chunk_nnz * (8 + g->vsize) + 63) & ~(size_t)63;
+    g->nbuf = amp_max_threads();
+    g->buf = malloc((size_t)g->nbuf * g->per_thread);
+    int nt = amp_max_threads();
+    uint64_t budget = n * 8 > (UINT64_C(64) << 20) ? n * 8 : (UINT64_C(64) << 20);
+    while (nt > 1 && (uint64_t)nt * (rows ? rows : 1) * 8 > budget)
+        nt /= 2;
+    uint64_t *pos = calloc((size_t)nt * (rows ? rows : 1), sizeof *pos);
+    if (g->q.p == NULL || g->buf == NULL || pos == NULL) {
+        free(pos);
+        gathered_free(g);
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the mode %u copy", d + 1);
+    }
+    const uint64_t *sw = c0->words;
+    const recoder *rc = &g->rc;
+    positions *q = &g->q;
+#pragma omp parallel num_threads(nt)
+    {
+        int tid, T;
+        uint64_t lo, hi;
+        amp_thread_range(n, &tid, &T, &lo, &hi);
+        uint64_t *mine = pos + (size_t)tid * rows;
+        for (uint64_t k = lo; k < hi; k++)
+            mine[recode_row(rc, sw[k], d)]++;
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (uint64_t r = 0; r < rows; r++) {
+            uint64_t at = rowptr[r];
+            for (int t = 0; t < T; t++) {
+                uint64_t cnt = pos[(size_t)t * rows + r];
+                pos[(size_t)t * rows + r] = at;
+                at += cnt;
+            }
+        }
+        for (uint64_t k = lo; k < hi; k++)
+            pos_set(q, mine[recode_row(rc, sw[k], d)]++, k);
+    }
+    free(pos);
+    return AMP_OK;
+}
+
+/* A chunk of a gathered copy, into the calling writer thread's buffer
+ * (each thread views one chunk at a time, and compresses it before the
+ * next). */
+static amp_status view_gathered(void *ctxp, size_t job, const uint64_t **words,
+                                const void **vals, amp_error *err)
+{
+    const gathered *g = ctxp;
+    int id = amp_thread_id();
+    uint64_t at = g->start[job], count = g->jobs[job].count;
+    if (id >= g->nbuf || count > g->chunk_nnz)
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "writer thread %d of %d, chunk of %llu", id,
+                        g->nbuf, (unsigned long long)count);
+    uint64_t *w = (uint64_t *)(g->buf + (size_t)id * g->per_thread);
+    unsigned char *v = (unsigned char *)(w + g->chunk_nnz);
+    const uint64_t *sw = g->c0->words;
+    const unsigned char *sv = g->c0->vals;
+    const size_t vs = g->vsize;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t k = pos_get(&g->q, at + i);
+        w[i] = recode64(&g->rc, sw[k]);
+        memcpy(v + vs * i, sv + vs * k, vs);
+    }
+    *words = w;
+    *vals = v;
+    return AMP_OK;
+}
+
 static amp_status write_copy(amp_writer *w, relabel_packer *pk, build_input *t, mode_copy *copy0,
                              amp_mode_layout *l0, mode_copy *later, unsigned d, mode_plan *p,
                              const mode_plan *plans, positions *P,
@@ -1540,6 +1655,8 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, build_input *t, 
     uint64_t *rowptr = NULL, *start = NULL;
     amp_chunk_job *jobs = NULL;
     mode_copy *copy = d == 0 ? copy0 : later;   /* later copies share one set of arrays */
+    gathered g;
+    memset(&g, 0, sizeof g);
     amp_status rc = AMP_OK;
     /* t->dims are the compact dimensions while the copies are written. */
     AMP_CHECK(amp_blco_layout(&l, t->nmodes, t->dims, d, err));
@@ -1554,9 +1671,15 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, build_input *t, 
     rowptr[0] = 0;
     for (uint64_t r = 0; r < c; r++)
         rowptr[r + 1] = rowptr[r] + p->row_nnz[r];
+    /* A caller's arrays: later copies gathered from copy 0 (see gathered). */
+    const int gather = d > 0 && t->t == NULL && P == NULL && l.key_bits == 0 &&
+                       l0->key_bits == 0;
     copy_source src = {d == 0 ? t : NULL, copy0, l0, t->nmodes, t->nnz};
-    AMP_CHECK_GOTO(build_copy(&src, d, &l, rowptr, c, vt, d == 0 ? t->t : NULL, copy, NULL, err),
-                   rc, fail);
+    if (gather)
+        AMP_CHECK_GOTO(gather_order(&g, copy0, l0, &l, d, rowptr, c, chunk_nnz, err), rc, fail);
+    else
+        AMP_CHECK_GOTO(build_copy(&src, d, &l, rowptr, c, vt, d == 0 ? t->t : NULL, copy, NULL,
+                                  err), rc, fail);
     /* The remap positions come from the scatter alone (see
      * sort_rows_by_key): a later copy that needed reordering is a bug. */
     if (d > 0 && P != NULL && copy->rows_reordered > 0)
@@ -1570,7 +1693,7 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, build_input *t, 
     /* The last copy is the last one built from copy 0: without it the
      * chunks of that copy are written beside one copy, not two (with 16
      * compressing threads this was where the peak was). */
-    if (d > 0 && d + 1 == t->nmodes)
+    if (d > 0 && d + 1 == t->nmodes && !gather)
         copy_free(copy0);
 
     /* Chunks: at most chunk_nnz nonzeros, never across shards or keys. */
@@ -1616,7 +1739,15 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, build_input *t, 
     AMP_CHECK_GOTO(amp_writer_mode(w, &l, err), rc, fail);
     AMP_CHECK_GOTO(put_relabel(pk, w, d, p->new_to_orig, err), rc, fail);
     copy_ctx ctx = {copy, start, jobs};
-    AMP_CHECK_GOTO(amp_writer_chunks(w, jobs, njobs, view_chunk, &ctx, err), rc, fail);
+    g.start = start;
+    g.jobs = jobs;
+    AMP_CHECK_GOTO(amp_writer_chunks(w, jobs, njobs, gather ? view_gathered : view_chunk,
+                                     gather ? (void *)&g : (void *)&ctx, err), rc, fail);
+    if (gather) {
+        gathered_free(&g);
+        if (d + 1 == t->nmodes)
+            copy_free(copy0);
+    }
     if (P != NULL)
         AMP_CHECK_GOTO(write_remap(w, t, d, P, jobs, start, njobs, err), rc, fail);
     times->seconds_chunks += amp_now() - t0;
@@ -1632,6 +1763,7 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, build_input *t, 
         if (p->row_nnz[r] > rep->max_degree)
             rep->max_degree = p->row_nnz[r];
 fail:
+    gathered_free(&g);
     free(rowptr);
     free(jobs);
     free(start);
