@@ -3,7 +3,9 @@
  * Memory beyond the tensor itself: at most two mode copies at a time (copy
  * 1, kept as the source of the others, and the one being written),
  * per-mode slice tables, and the writer's per-thread buffers; amped-prep(1)
- * has the formula. Every result is independent of the thread count: the
+ * has the formula. From a caller's arrays (amp_build_write_arrays, read in
+ * place) one copy and 4 bytes a nonzero: the later copies are gathered
+ * from copy 1 chunk by chunk (see gathered). Every result is independent of the thread count: the
  * shard dealing is sequential over slices, the other passes over slices
  * and the copy order are stable counting sorts, sums are taken in fixed
  * blocks. */
