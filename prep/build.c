@@ -41,6 +41,26 @@ void amp_build_params(char *buf, size_t size, const amp_build_opts *opts, int du
              dup_names[duplicates], opts->remap_streams ? "yes" : "no");
 }
 
+/* Positions of nonzeros (in a mode copy, by their position in copy 0; in
+ * a caller's arrays): 4 or 8 bytes each (the remap streams' width). */
+typedef struct positions {
+    void *p;
+    unsigned width;
+} positions;
+
+static inline void pos_set(positions *P, uint64_t i, uint64_t v)
+{
+    if (P->width == 4)
+        ((uint32_t *)P->p)[i] = (uint32_t)v;
+    else
+        ((uint64_t *)P->p)[i] = v;
+}
+
+static inline uint64_t pos_get(const positions *P, uint64_t i)
+{
+    return P->width == 4 ? ((const uint32_t *)P->p)[i] : ((const uint64_t *)P->p)[i];
+}
+
 /* ---- the input: a tensor's own arrays, or a caller's read in place ------- */
 
 /* What the build reads: amped-prep's amp_coo (relabelled in place as the
@@ -62,6 +82,10 @@ typedef struct build_input {
      * and the label at the same place in newlab[m]. */
     uint64_t *table[AMP_MAX_MODES], *uniq[AMP_MAX_MODES], *newlab[AMP_MAX_MODES];
     uint64_t nuniq[AMP_MAX_MODES];
+    /* a's later copies gathered (see gathered): each copy-0 nonzero's
+     * position in a, so that copy 0's values can go once its chunks are
+     * written and the later copies read theirs from a. NULL p: none. */
+    positions orig;
 } build_input;
 
 static inline int in_dropped(const build_input *in, uint64_t k)
@@ -1013,26 +1037,6 @@ static inline uint64_t source_row(const copy_source *s, uint64_t k, unsigned d)
                           s->cl->width[d]);
 }
 
-/* Positions of nonzeros in a mode copy, by their position in copy 0: 4 or
- * 8 bytes each (the remap streams' width). */
-typedef struct positions {
-    void *p;
-    unsigned width;
-} positions;
-
-static inline void pos_set(positions *P, uint64_t i, uint64_t v)
-{
-    if (P->width == 4)
-        ((uint32_t *)P->p)[i] = (uint32_t)v;
-    else
-        ((uint64_t *)P->p)[i] = v;
-}
-
-static inline uint64_t pos_get(const positions *P, uint64_t i)
-{
-    return P->width == 4 ? ((const uint32_t *)P->p)[i] : ((const uint64_t *)P->p)[i];
-}
-
 /* Copy 0's word to a later copy's, when both layouts fit 64 bits: each
  * field moved from its place in one to its place in the other, without
  * the general decode's per-field branches (which stood out in the
@@ -1141,13 +1145,13 @@ static amp_status group_rows(const uint64_t *rowptr, uint64_t rows, uint64_t mos
  * Its nonzeros are copied to a per-thread buffer first; both stay cached. */
 static amp_status order_buckets(mode_copy *c, const amp_mode_layout *l, unsigned d,
                                 const uint64_t *rowptr, const row_buckets *B, uint64_t most,
-                                amp_error *err)
+                                positions *orig, amp_error *err)
 {
     int T = amp_max_threads();
-    size_t vs = c->vsize, kb = c->keys != NULL ? 8 : 0;
-    /* Words, row cursors, keys, values; whole cache lines a thread, so the
-     * 8-byte arrays stay aligned and threads share no line. */
-    size_t per_thread = ((size_t)most * (8 + 8 + kb + vs) + 63) & ~(size_t)63;
+    size_t vs = c->vsize, kb = c->keys != NULL ? 8 : 0, ob = orig != NULL ? 8 : 0;
+    /* Words, row cursors, keys, positions, values; whole cache lines a
+     * thread, so the 8-byte arrays stay aligned and threads share no line. */
+    size_t per_thread = ((size_t)most * (8 + 8 + kb + ob + vs) + 63) & ~(size_t)63;
     unsigned char *scratch = aligned_alloc(64, (size_t)T * per_thread);
     if (scratch == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the mode %u copy", d + 1);
@@ -1158,7 +1162,8 @@ static amp_status order_buckets(mode_copy *c, const amp_mode_layout *l, unsigned
     {
         unsigned char *buf = scratch + (size_t)amp_thread_id() * per_thread;
         uint64_t *bw = (uint64_t *)buf, *at = bw + most, *bk = at + most;
-        unsigned char *bv = (unsigned char *)(bk + (kb ? most : 0));
+        uint64_t *bo = bk + (kb ? most : 0);
+        unsigned char *bv = (unsigned char *)(bo + (ob ? most : 0));
 #pragma omp for schedule(dynamic, 4)
         for (uint64_t b = 0; b < B->n; b++) {
             uint64_t r0 = B->first[b], r1 = B->first[b + 1];
@@ -1168,6 +1173,9 @@ static amp_status order_buckets(mode_copy *c, const amp_mode_layout *l, unsigned
             memcpy(bw, dw + a, len * 8);
             if (dk != NULL)
                 memcpy(bk, dk + a, len * 8);
+            if (orig != NULL)
+                for (uint64_t i = 0; i < len; i++)
+                    bo[i] = pos_get(orig, a + i);
             memcpy(bv, dv + vs * a, len * vs);
             for (uint64_t r = r0; r < r1; r++)
                 at[r - r0] = rowptr[r];
@@ -1177,6 +1185,8 @@ static amp_status order_buckets(mode_copy *c, const amp_mode_layout *l, unsigned
                 dw[p] = bw[i];
                 if (dk != NULL)
                     dk[p] = key;
+                if (orig != NULL)
+                    pos_set(orig, p, bo[i]);
                 if (vs == 8)
                     memcpy(dv + 8 * p, bv + 8 * i, 8);
                 else
@@ -1255,6 +1265,7 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
     /* A caller's arrays are read with their repeats, which are skipped. */
     const build_input *skip = src->in != NULL && src->in->t == NULL ? src->in : NULL;
     const uint64_t span = skip != NULL ? skip->span : n;
+    positions *orig = skip != NULL && skip->orig.p != NULL ? (positions *)&skip->orig : NULL;
 #define BUCKET(row) (of != NULL ? (uint64_t)of[row] : (row))
 #pragma omp parallel num_threads(nt)
     {
@@ -1307,6 +1318,8 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
                 unsigned char val[8];
                 uint64_t row = source_encode(src, k, d, l, vt, &key, &word, val);
                 uint64_t p = mine[BUCKET(row)]++;
+                if (orig != NULL)
+                    pos_set(orig, p, k);
                 c->words[p] = word;
                 if (c->keys != NULL)
                     c->keys[p] = key;
@@ -1351,7 +1364,7 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
     if (release != NULL)
         amp_coo_release(release);
     if (B.of != NULL && B.n < rows)
-        AMP_CHECK_GOTO(order_buckets(c, l, d, rowptr, &B, most, err), rc, fail);
+        AMP_CHECK_GOTO(order_buckets(c, l, d, rowptr, &B, most, orig, err), rc, fail);
     if (write && l->key_bits > l->width[d])
         AMP_CHECK_GOTO(sort_rows_by_key(c, rowptr, rows, err), rc, fail);
     buckets_free(&B);
@@ -1541,6 +1554,7 @@ static void packer_finish(relabel_packer *pk)
  * time amped-prep's sequential scatter saves (bench/RESULTS.md). */
 typedef struct gathered {
     const mode_copy *c0;
+    const build_input *in;       /* the values from its arrays, at in->orig (c0's gone) */
     recoder rc;
     positions q;                 /* n positions in copy 0, in the copy's order */
     unsigned char *buf;          /* nbuf x per_thread: a chunk's words, then its values */
@@ -1633,10 +1647,25 @@ static amp_status view_gathered(void *ctxp, size_t job, const uint64_t **words,
     const uint64_t *sw = g->c0->words;
     const unsigned char *sv = g->c0->vals;
     const size_t vs = g->vsize;
-    for (uint64_t i = 0; i < count; i++) {
-        uint64_t k = pos_get(&g->q, at + i);
-        w[i] = recode64(&g->rc, sw[k]);
-        memcpy(v + vs * i, sv + vs * k, vs);
+    if (sv != NULL) {
+        for (uint64_t i = 0; i < count; i++) {
+            uint64_t k = pos_get(&g->q, at + i);
+            w[i] = recode64(&g->rc, sw[k]);
+            memcpy(v + vs * i, sv + vs * k, vs);
+        }
+    } else {
+        const build_input *in = g->in;
+        for (uint64_t i = 0; i < count; i++) {
+            uint64_t k = pos_get(&g->q, at + i);
+            w[i] = recode64(&g->rc, sw[k]);
+            double x = in_val(in, pos_get(&in->orig, k));
+            if (vs == 8) {
+                memcpy(v + 8 * i, &x, 8);
+            } else {
+                float f = (float)x;
+                memcpy(v + 4 * i, &f, 4);
+            }
+        }
     }
     *words = w;
     *vals = v;
@@ -1673,12 +1702,22 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, build_input *t, 
     rowptr[0] = 0;
     for (uint64_t r = 0; r < c; r++)
         rowptr[r + 1] = rowptr[r] + p->row_nnz[r];
-    /* A caller's arrays: later copies gathered from copy 0 (see gathered). */
+    /* A caller's arrays: later copies gathered from copy 0 (see gathered),
+     * their values from the arrays (copy 0 keeps each nonzero's position in
+     * them, and drops its values once its own chunks are written). */
     const int gather = d > 0 && t->t == NULL && P == NULL && l.key_bits == 0 &&
                        l0->key_bits == 0;
+    if (d == 0 && t->t == NULL && P == NULL && l.key_bits == 0 && t->nmodes > 1) {
+        t->orig.width = t->span <= UINT32_MAX ? 4 : 8;
+        t->orig.p = amp_huge_alloc(t->nnz * t->orig.width, "the nonzeros' positions", err);
+        if (t->orig.p == NULL)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for the mode 1 copy");
+    }
     copy_source src = {d == 0 ? t : NULL, copy0, l0, t->nmodes, t->nnz};
-    if (gather)
+    if (gather) {
         AMP_CHECK_GOTO(gather_order(&g, copy0, l0, &l, d, rowptr, c, chunk_nnz, err), rc, fail);
+        g.in = t;
+    }
     else
         AMP_CHECK_GOTO(build_copy(&src, d, &l, rowptr, c, vt, d == 0 ? t->t : NULL, copy, NULL,
                                   err), rc, fail);
@@ -1749,6 +1788,10 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, build_input *t, 
         gathered_free(&g);
         if (d + 1 == t->nmodes)
             copy_free(copy0);
+    }
+    if (d == 0 && t->orig.p != NULL) {
+        amp_huge_free(copy0->vals, copy0->n * copy0->vsize);
+        copy0->vals = NULL;
     }
     if (P != NULL)
         AMP_CHECK_GOTO(write_remap(w, t, d, P, jobs, start, njobs, err), rc, fail);
@@ -1941,6 +1984,8 @@ static amp_status build_write(build_input *t, const char *path, const amp_build_
     rep.seconds_write = amp_now() - t0;
 fail:
     in_free_labels(t);
+    amp_huge_free(t->orig.p, (size_t)t->nnz * t->orig.width);
+    t->orig.p = NULL;
     packer_finish(&packer);
     for (unsigned d = 0; d < AMP_MAX_MODES; d++)
         amp_huge_free(remap_pos[d].p, meta.nnz * remap_pos[d].width);
