@@ -126,6 +126,33 @@ class TestSameBytes(TempDirCase):
                                 f"{label}: the .amp of repeated coordinates differs from "
                                 f"amped-prep's")
 
+    def test_hypersparse_keys(self):
+        """modes of 2^40 and 2^35 indices (hypersparse: their labels searched, not
+        tabled; 120-bit coordinates: block keys, the copies built, not gathered), with
+        repeats: from_coo writes amped-prep's bytes"""
+        program("amped-prep")
+        rng = np.random.default_rng(7)
+        n = 20000
+        idx = np.stack([rng.integers(1, 2 ** 40, n), rng.integers(1, 50, n),
+                        rng.integers(1, 2 ** 35, n)], axis=1)
+        idx = np.vstack([idx, idx[rng.permutation(n)[:3000]]])
+        vals = rng.random(len(idx))
+        tns = self.path("hs.tns")
+        with open(tns, "w") as f:
+            for row, x in zip(idx, vals):
+                f.write(f"{row[0]} {row[1]} {row[2]} {float(x)!r}\n")
+        amp = self.path("hs.amp")
+        prep(tns, amp)
+        h = xxh3_64(tns)
+        need(h is not None, "no libxxhash for the source's XXH3")
+        t = amped.Tensor.from_coo(idx.astype(np.uint64), vals, index_base=1,
+                                  source=("hs.tns", os.stat(tns).st_size, h))
+        self.assertEqual(t.nnz, n)
+        out = self.path("hs-py.amp")
+        t.save(out)
+        self.assertTrue(filecmp.cmp(out, amp, shallow=False), "the .amp differs from "
+                        "amped-prep's")
+
     def test_load_save(self):
         """amped.load(x.tns).save(y.amp) is amped-prep's x.tns -o y.amp"""
         program("amped-prep")
