@@ -422,6 +422,9 @@ static amp_status dev_lazy(gcp_dev *d, uint64_t cap, amp_error *err)
     }
     CUDA_TRY(cudaMalloc(&d->t.count, AMP_MAX_MODES * sizeof(unsigned long long)), err);
     CUDA_TRY(cudaMemset(d->t.count, 0, AMP_MAX_MODES * sizeof(unsigned long long)), err);
+    /* The memsets ran on the legacy stream, which d->s (non-blocking)
+     * does not wait for. */
+    CUDA_TRY(cudaDeviceSynchronize(), err);
     return AMP_OK;
 }
 
