@@ -11,11 +11,12 @@
 # AMP_GPU_RANK (32) bernoulli-logit on rd100m's pattern, every stored
 # entry 1 (rd100m-counts, each distinct coordinate once, its value set to
 # 1), AMP_GPU_EPOCHS (2) epochs of 1000 Adam steps of 50,000 nonzeros and
-# 50,000 zeros each (issue 43's 100,000 samples a step); the target is an
-# epoch in at most 1 s. The bytes floor of a step is printed beside:
-# every step's Adam reads and writes every factor entry (64 bytes each,
-# R sum(rows) of them) besides the samples' gathers (8 N R bytes and as
-# many atomics a sample).
+# 50,000 zeros each (issue 43's 100,000 samples a step), with dense Adam
+# and with lazy Adam (--adam lazy); the target is an epoch in at most 1 s.
+# The bytes floor of a step is printed beside each (run/cuda/gcp.cu's
+# header): the samples' gathers and atomics (8 N R bytes each a sample)
+# and dense Adam's 64 R bytes for every row, lazy Adam's for the rows the
+# step touches (at most min(samples, rows) a mode; printed as that bound).
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 need_built "$prep" "$run"
@@ -61,26 +62,34 @@ PY
     [ -f "$amp" ] || "$prep" -q -o "$amp" "$ones" || exit 1
     R=${AMP_GPU_RANK:-32}
     E=${AMP_GPU_EPOCHS:-2}
-    "$run" "$amp" -q --gpus 1 -r "$R" --method gcp --loss bernoulli-logit --iters "$E" \
-        --max-fails "$E" --epoch-iters 1000 --samples-grad 50000,50000 \
-        --samples-loss 100000,100000 --json "$data/gcp-gpu.json" || exit 1
-    "$py" - "$data/gcp-gpu.json" "$R" <<'PY'
+    for adam in dense lazy; do
+        "$run" "$amp" -q --gpus 1 -r "$R" --method gcp --loss bernoulli-logit --iters "$E" \
+            --max-fails "$E" --epoch-iters 1000 --samples-grad 50000,50000 \
+            --samples-loss 100000,100000 --adam "$adam" --json "$data/gcp-gpu-$adam.json" ||
+            exit 1
+        "$py" - "$data/gcp-gpu-$adam.json" "$R" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 R = int(sys.argv[2])
-rows = sum(j["tensor"]["compact_dims"])
+dims = j["tensor"]["compact_dims"]
+rows = sum(dims)
 N = j["tensor"]["modes"]
 s = sum(j["samples_grad"])
-adam = 64 * R * rows
+lazy = j["adam"] == "lazy"
+touched = sum(min(s, d) for d in dims) if lazy else rows
+adam = (64 * R + (12 if lazy else 0)) * touched
 gather = s * 16 * N * R
 ep = [i["seconds"] for i in j["iterations"]]
-print(f"rd100m ones (bernoulli-logit), rank {R}, one GPU ({j.get('device', '?')}): "
-      f"s an epoch of 1000 steps: " + ", ".join(f"{x:.3f}" for x in ep)
+print(f"rd100m ones (bernoulli-logit), rank {R}, one GPU ({j.get('device', '?')}), "
+      f"{j['adam']} Adam: s an epoch of 1000 steps: " + ", ".join(f"{x:.3f}" for x in ep)
       + " (target 1 s)")
-print(f"  per step: Adam {adam / 1e9:.2f} GB (64 B x R x {rows} rows), samples "
+print(f"  per step: Adam {adam / 1e9:.3f} GB (64 R B x {touched} rows"
+      f"{', at most: the touched rows' if lazy else ''}), samples "
       f"{gather / 1e9:.3f} GB ({s} x 16 N R B); an epoch's floor "
-      f"{1000 * (adam + gather) / 3.35e12:.2f} s at 3.35 TB/s (H100)")
+      f"{1000 * (adam + gather) / 3.35e12:.3f} s at 3.35 TB/s (H100)")
+print(f"  final loss (estimate) {j['final_loss']:.6e} after {len(ep)} epochs")
 PY
+    done
 else
     echo "bench-gcp: no CUDA device (amped-run --list-devices fails): the GPU part is skipped"
 fi

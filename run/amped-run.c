@@ -123,6 +123,8 @@ static void usage(void)
            "      --decay=D        the rate's factor after a failed epoch (default %g)\n"
            "      --max-fails=N    failed epochs allowed; one more stops (default %u)\n"
            "      --huber-delta=D  the huber loss's threshold (default %g)\n"
+           "      --adam=KIND      dense (every factor entry every step) or lazy (only\n"
+           "                       the rows the step's samples touch; default dense)\n"
            "\n"
            "Output:\n"
            "  -o, --output=PREFIX  write the factors as PREFIX.mode1.mat ... PREFIX.modeN.mat\n"
@@ -1017,9 +1019,9 @@ static amp_status decompose(run_args *a, run_state *s, amp_error *err)
             printf("           loss %s", amp_gcp_loss_names[g->loss]);
             if (g->loss == AMP_GCP_HUBER)
                 printf(" (delta %g)", g->huber_delta);
-            printf(", factors %s; Adam, %u steps an epoch, rate %g, decay %g, at most %u "
+            printf(", factors %s; %s Adam, %u steps an epoch, rate %g, decay %g, at most %u "
                    "failed epoch%s\n", isfinite(p->lower) ? "at least 0" : "unbounded",
-                   g->epoch_iters, g->rate, g->decay, g->max_fails, amp_plural(g->max_fails));
+                   g->adam == AMP_GCP_ADAM_LAZY ? "lazy" : "dense", g->epoch_iters, g->rate, g->decay, g->max_fails, amp_plural(g->max_fails));
             printf("           a step samples %" PRIu64 " nonzeros and %" PRIu64 " zeros; the "
                    "loss estimate %" PRIu64 " and %" PRIu64 " (fixed); exact loss %s\n",
                    p->grad_nz, p->grad_z, p->loss_nz, p->loss_z,

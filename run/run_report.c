@@ -199,7 +199,8 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
         put_number(&b, g->rate);
         put(&b, ", \"decay\": ");
         put_number(&b, g->decay);
-        put(&b, ", \"max_fails\": %u", g->max_fails);
+        put(&b, ", \"max_fails\": %u, \"adam\": \"%s\"", g->max_fails,
+            g->adam == AMP_GCP_ADAM_LAZY ? "lazy" : "dense");
     }
     put(&b, ",\n");
     if (r->mttkrp_mode_seconds) {

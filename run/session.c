@@ -51,6 +51,7 @@ const struct option amp_run_long_options[] = {
     {"decay", required_argument, NULL, AMP_OPT_DECAY},
     {"max-fails", required_argument, NULL, AMP_OPT_MAX_FAILS},
     {"huber-delta", required_argument, NULL, AMP_OPT_HUBER_DELTA},
+    {"adam", required_argument, NULL, AMP_OPT_ADAM},
     /* several models at once (amped-run, run/starts.h) */
     {"starts", required_argument, NULL, AMP_OPT_STARTS},
     {"ranks", required_argument, NULL, AMP_OPT_RANKS},
@@ -338,6 +339,13 @@ static amp_status take_option(amp_run_opts *r, int code, const char *arg, int *t
             return AMP_FAIL(err, AMP_ERR_USAGE, "--huber-delta %s: give a positive threshold",
                             arg);
         return AMP_OK;
+    case AMP_OPT_ADAM: {
+        static const char *const kinds[] = {"dense", "lazy", NULL};
+        gcp_only(r, "--adam");
+        AMP_CHECK(amp_parse_choice(arg, kinds, "--adam", &choice, err));
+        r->opts.gcp.adam = choice == 1 ? AMP_GCP_ADAM_LAZY : AMP_GCP_ADAM_DENSE;
+        return AMP_OK;
+    }
     case AMP_OPT_SEED:
         return amp_parse_u64(arg, 0, UINT64_MAX, "--seed", &r->opts.seed, err);
     case AMP_OPT_INIT:

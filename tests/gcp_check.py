@@ -25,6 +25,17 @@
     gcp_check.py same JSON_A JSON_B TOL
         two runs' estimates after every epoch within TOL relative, the
         same failed epochs (the GPU's run against the CPU's)
+    gcp_check.py adam DIR LOSS RATE dense|lazy
+        the steps tests/gcp_trace wrote in DIR recomputed from its start
+        and its samples alone: each step's gradient (the sampled MTTKRP,
+        weight times f'(x, m)), then Adam (beta1 0.9, beta2 0.999, eps
+        1e-8, bias correction with the step count) on every entry (dense)
+        or, as PyTorch's SparseAdam, on the rows the step's samples touch
+        (lazy: the others keep their entries and moments), projected onto
+        the loss's bound; the factors and both moments against amped's
+        within 1e-9 relative; and the other update's result more than
+        1e-6 from amped's, so that the samples do tell them apart: exit 1
+        otherwise
     gcp_check.py pyttb TNS JSON R LOSS EPOCH_ITERS EPOCHS SEED
         pyttb's gcp_opt with its Adam on the same tensor (the nonempty
         slices), the sample sizes the JSON reports, the same steps an
@@ -250,6 +261,74 @@ def pyttb_run(tns, js_path, R, loss, epoch_iters, epochs, seed):
     return ours <= 1.05 * theirs
 
 
+def dloss(loss, x, m):
+    eps = 1e-10
+    return {"gaussian": lambda: 2 * (m - x),
+            "poisson": lambda: 1 - x / (m + eps),
+            "bernoulli-logit": lambda: np.exp(m) / (1 + np.exp(m)) - x}[loss]()
+
+
+def adam_steps(A, S, N, loss, rate, lazy):
+    """SparseAdam (lazy) or Adam on A from the samples S (step, rows, x, w)."""
+    A = [a.copy() for a in A]
+    M = [np.zeros_like(a) for a in A]
+    V = [np.zeros_like(a) for a in A]
+    lower = 0.0 if loss == "poisson" else -np.inf
+    step = S[:, 0].astype(np.int64)
+    held = 0
+    for t in range(1, step.max() + 1):
+        s = S[step == t]
+        rows = s[:, 1:1 + N].astype(np.int64)
+        x, w = s[:, 1 + N], s[:, 2 + N]
+        got = [A[n][rows[:, n]] for n in range(N)]
+        m = np.prod(got, axis=0).sum(axis=1)
+        y = w * dloss(loss, x, m)
+        G = []
+        for n in range(N):
+            z = y[:, None] * np.prod([got[q] for q in range(N) if q != n], axis=0)
+            g = np.zeros_like(A[n])
+            np.add.at(g, rows[:, n], z)
+            G.append(g)
+        b1, b2 = 1 - 0.9 ** t, 1 - 0.999 ** t
+        for n in range(N):
+            if lazy:
+                idx = np.unique(rows[:, n])
+                held += int(np.count_nonzero(np.any(V[n] != 0, axis=1))) - int(
+                    np.count_nonzero(np.any(V[n][idx] != 0, axis=1)))
+            else:
+                idx = np.arange(A[n].shape[0])
+            M[n][idx] = 0.9 * M[n][idx] + 0.1 * G[n][idx]
+            V[n][idx] = 0.999 * V[n][idx] + 0.001 * G[n][idx] ** 2
+            a = A[n][idx] - rate * (M[n][idx] / b1) / (np.sqrt(V[n][idx] / b2) + 1e-8)
+            A[n][idx] = np.maximum(a, lower)
+    return A, M, V, held
+
+
+def adam(d, loss, rate, kind):
+    N = 0
+    while True:
+        try:
+            open(f"{d}/start.mode{N + 1}.txt").close()
+            N += 1
+        except OSError:
+            break
+    load = lambda name: [np.loadtxt(f"{d}/{name}.mode{n + 1}.txt", ndmin=2) for n in range(N)]
+    A0, S = load("start"), np.loadtxt(f"{d}/samples.txt", ndmin=2)
+    theirs = load("end") + load("m") + load("v")
+
+    def dist(mine):
+        return max(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)
+                   for a, b in zip(mine, theirs))
+    A, M, V, h1 = adam_steps(A0, S, N, loss, rate, kind == "lazy")
+    Ao, Mo, Vo, h2 = adam_steps(A0, S, N, loss, rate, kind != "lazy")
+    held = h1 + h2
+    here, other = dist(A + M + V), dist(Ao + Mo + Vo)
+    print(f"{int(S[:, 0].max())} steps, {kind}: factors and moments {here:.1e} from NumPy's "
+          f"(at most 1e-9); the {'dense' if kind == 'lazy' else 'lazy'} update's {other:.1e} "
+          f"(above 1e-6); {held} (step, row) pairs held by the lazy update")
+    return here <= 1e-9 and other > 1e-6
+
+
 def same(ja, jb, tol):
     a = json.load(open(ja))["iterations"]
     b = json.load(open(jb))["iterations"]
@@ -277,6 +356,8 @@ def main(argv):
         return 0 if stderr(argv[2], float(argv[3])) else 1
     if cmd == "same":
         return 0 if same(argv[2], argv[3], float(argv[4])) else 1
+    if cmd == "adam":
+        return 0 if adam(argv[2], argv[3], float(argv[4]), argv[5]) else 1
     if cmd == "pyttb":
         return 0 if pyttb_run(argv[2], argv[3], int(argv[4]), argv[5], int(argv[6]),
                               int(argv[7]), int(argv[8])) else 1

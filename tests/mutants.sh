@@ -193,7 +193,8 @@ gpu-cmp-back-subst @@ run/cuda/completion.cu @@ for (unsigned q = lane; q < jj; 
 EOF
 )"
 # Issue 43: GCP's planted bugs (a wrong stratum weight, a gradient's sign,
-# a dropped bound projection), in the CPU's reference and the GPU's
+# a dropped bound projection, lazy Adam's row slots never emptied, so a
+# row touched once is never listed again), in the CPU's reference and the GPU's
 # kernels, caught by test_gcp's expectations and run_gcp.sh's runs, and by
 # test_gpu_gcp against the CPU.
 mutants="$mutants
@@ -201,10 +202,12 @@ $(cat <<'EOF'
 gcp-zero-weight @@ run/cpu/gcp.c @@ y[j] = ((uint64_t)j < snz ? b->wnz : b->wz) @@ y[j] = ((uint64_t)j < snz ? b->wnz : b->wnz) @@ tests/test_gcp tests/run_gcp.sh
 gcp-plan-zero-weight @@ run/core/gcp.c @@ p->grad_wz = p->grad_z ? (double)zeros / (double)p->grad_z : 0; @@ p->grad_wz = p->grad_z ? (double)v->cells / (double)p->grad_z : 0; @@ tests/test_gcp tests/run_gcp.sh
 gcp-gradient-sign @@ run/cpu/gcp.c @@                     g[r] += z[r]; @@                     g[r] -= z[r]; @@ tests/test_gcp tests/run_gcp.sh
-gcp-no-projection @@ run/cpu/gcp.c @@         A[i] = a > lower ? a : lower; @@         A[i] = a; @@ tests/test_gcp tests/run_gcp.sh
+gcp-no-projection @@ run/cpu/gcp.c @@     *a = x > lower ? x : lower; @@     *a = x; @@ tests/test_gcp tests/run_gcp.sh
 gpu-gcp-zero-weight @@ run/cuda/gcp.cu @@ (j < a.b.snz ? a.b.wnz : a.b.wz) * amp_gcp_df @@ (j < a.b.snz ? a.b.wnz : a.b.wnz) * amp_gcp_df @@ tests/test_gpu_gcp
 gpu-gcp-gradient-sign @@ run/cuda/gcp.cu @@ atomicAdd(&a.f.G[n][rows[n] * R + r], z); @@ atomicAdd(&a.f.G[n][rows[n] * R + r], -z); @@ tests/test_gpu_gcp
-gpu-gcp-no-projection @@ run/cuda/gcp.cu @@         A[i] = x > lower ? x : lower; @@         A[i] = x; @@ tests/test_gpu_gcp
+gpu-gcp-no-projection @@ run/cuda/gcp.cu @@     A[i] = x > lower ? x : lower; @@     A[i] = x; @@ tests/test_gpu_gcp
+gcp-lazy-slot-kept @@ run/cpu/gcp.c @@         slot[touched[q]] = -1; @@         slot[touched[q]] = slot[touched[q]]; @@ tests/test_gcp tests/run_gcp.sh
+gpu-gcp-lazy-slot-kept @@ run/cuda/gcp.cu @@             slot[row] = 0; @@             slot[row] = 1; @@ tests/test_gpu_gcp
 EOF
 )"
 # Issue 40: mutants of the code's contracts (the update rules with every

@@ -12,7 +12,11 @@
 # pyttb's gcp_opt with its Adam on the same tensor and sample sizes,
 # amped's final loss within 5% (pyttb's L-BFGS-B printed for scale); one
 # GPU against the CPU (skipped without one); values a loss does not model
-# refused by their coordinates; the options at their edges.
+# refused by their coordinates; the options at their edges. Lazy Adam
+# (--adam lazy, SparseAdam): its steps (and the dense ones) recomputed by
+# NumPy from the samples tests/gcp_trace writes out, a planted
+# bernoulli-logit model recovered with steps of 100 + 100 samples (most
+# rows untouched by a step), the GPU's run against the CPU's.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_program "$AMPED_PREP" "$AMPED_RUN"
 PY=${AMP_TEST_PYTHON:-python3}
@@ -74,11 +78,37 @@ case $(sed -n 's/^ *\([0-9]*\)  .*failed: back.*/\1/p' "$RUN_OUT" | head -1) in
 esac
 last=$("$PY" -c 'import json, sys
 j = json.load(open(sys.argv[1]))
-print(j["method"], j["loss"], j["epoch_iters"], j["rate"], j["decay"], j["max_fails"],
-      j["samples_grad"], j["exact"], j["lower_bound"], j["final_loss"] == min(
+print(j["method"], j["loss"], j["adam"], j["epoch_iters"], j["rate"], j["decay"],
+      j["max_fails"], j["samples_grad"], j["exact"], j["lower_bound"], j["final_loss"] == min(
       i["loss"] for i in j["iterations"] if not i["failed"]))' "$T/bernoulli-logit.json")
 is "the JSON's settings, and the final loss is the best accepted epoch's" "$last" \
-    "gcp bernoulli-logit 200 0.01 0.1 3 [1000, 1000] enumerated None True"
+    "gcp bernoulli-logit dense 200 0.01 0.1 3 [1000, 1000] enumerated None True"
+
+# ---- lazy Adam -------------------------------------------------------------
+# gcp_trace: 30 steps of 20 + 20 samples (most rows untouched by a step),
+# the samples written out; NumPy recomputes each step from them.
+GCP_TRACE=$top_builddir/tests/gcp_trace
+while read -r loss kind; do
+    mkdir -p "$T/tr-$loss-$kind"
+    run "$GCP_TRACE" "$T/$loss.amp" 3 "$loss" 4 30 20 20 0.01 "$kind" "$T/tr-$loss-$kind"
+    check_status "gcp_trace $loss $kind: exit 0" 0
+    py_check "$loss, $kind Adam: 30 steps are NumPy's from the same samples" \
+        adam "$T/tr-$loss-$kind" "$loss" 0.01 "$kind"
+done <<'EOF'
+bernoulli-logit lazy
+poisson lazy
+poisson dense
+EOF
+run "$AMPED_RUN" --method gcp --loss bernoulli-logit -r 4 --gpus 0 --seed 2 --iters 300 \
+    --rate 1e-2 --max-fails 3 --epoch-iters 200 --samples-grad 100 --adam lazy \
+    -o "$T/e-lazy" --format npy --json "$T/lazy.json" "$T/bernoulli-logit.amp"
+check_status "bernoulli-logit, lazy Adam, 100 + 100 samples a step: exit 0" 0
+check_contains "lazy Adam: the header says so" "$RUN_OUT" "lazy Adam, 200 steps an epoch"
+py_check "lazy Adam: the planted bernoulli-logit model is recovered" \
+    fms "$T/t-bernoulli-logit" "$T/e-lazy" 0.9
+is "lazy Adam: the JSON says so" \
+    "$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["adam"])' "$T/lazy.json")" \
+    lazy
 
 # ---- every loss: the exact loss, recomputed ----------------------------------
 # Values of 1 (every loss models them) on the poisson tensor's cells.
@@ -160,11 +190,20 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
         check_status "bernoulli-logit, --gpus $g: exit 0" 0
     done
     py_check "one GPU: every epoch's estimate is the CPU's" same "$T/g0.json" "$T/g1.json" 1e-6
+    for g in 0 1; do
+        run "$AMPED_RUN" -q --method gcp --loss bernoulli-logit -r 4 --gpus $g --seed 2 \
+            --iters 5 --rate 1e-2 --epoch-iters 200 --samples-grad 100 --adam lazy \
+            --json "$T/l$g.json" "$T/bernoulli-logit.amp"
+        check_status "bernoulli-logit, lazy Adam, --gpus $g: exit 0" 0
+    done
+    py_check "one GPU, lazy Adam: every epoch's estimate is the CPU's" \
+        same "$T/l0.json" "$T/l1.json" 1e-6
     run "$AMPED_RUN" --method gcp --loss poisson -r 3 --gpus 1 --iters 3 --epoch-iters 100 \
         "$T/poisson.amp"
     check_contains "one GPU: the backend line" "$RUN_OUT" "backend:   gpu 0"
 else
     skip "one GPU against the CPU (gcp)" "no CUDA device (amped-run --list-devices fails)"
+    skip "one GPU against the CPU (gcp, lazy Adam)" "no CUDA device (amped-run --list-devices fails)"
 fi
 
 # ---- values and options ----------------------------------------------------
@@ -194,6 +233,8 @@ while IFS='|' read -r args status msg; do
 done <<'EOF'
 --loss poisson|2|--loss applies to --method gcp, and the method is als
 --method cp-apr --rate 0.1|2|--rate applies to --method gcp, and the method is cp-apr
+--adam lazy|2|--adam applies to --method gcp, and the method is als
+--method gcp --adam sparse|2|invalid value 'sparse' for --adam: expected one of 'dense', 'lazy'
 --method gcp --loss logit|2|invalid value 'logit' for --loss: expected one of 'gaussian', 'poisson', 'poisson-log', 'bernoulli-logit', 'bernoulli-odds', 'gamma', 'rayleigh', 'huber'
 --method gcp --huber-delta 1|2|--huber-delta is the threshold of --loss huber, and the loss is gaussian
 --method gcp --loss huber --huber-delta 0|2|--huber-delta 0: give a positive threshold

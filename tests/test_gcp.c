@@ -28,7 +28,13 @@
  *    step's size (rate times the gradient's sign).
  *  - The same bits on 1 and 3 threads (gradient, estimate, a whole run of
  *    3 epochs) and for the file in 1 and 3 shards (gradient, in ordinal
- *    order). */
+ *    order).
+ *  - Lazy Adam (SparseAdam; its steps against NumPy's are in
+ *    tests/run_gcp.sh): where a step's samples touch every row it is the
+ *    dense step, bit for bit; steps of 2 + 2 samples leave every row they
+ *    do not touch (found here from the samples) as it was, factors and
+ *    both moments, and move every row they touch; 1 and 3 threads give
+ *    the same bits. */
 #include <config.h>
 
 #include <math.h>
@@ -334,6 +340,125 @@ static void test_adam(void)
     ok(fabs(B[0] + 0.09) < 1e-6, "without a bound it goes below 0 (%.9f)", B[0]);
 }
 
+/* Whether batch b's samples touch row i of mode m. */
+static int touches(const amp_gcp_view *v, const amp_gcp_batch *b, unsigned m, uint64_t i)
+{
+    for (uint64_t j = 0; j < b->snz + b->sz; j++) {
+        uint64_t rows[3];
+        double x;
+        if (amp_gcp_sample(v, b->key, j, b->snz, rows, &x) == 0 && rows[m] == i)
+            return 1;
+    }
+    return 0;
+}
+
+/* Copies of u's factors and zero moments, or the steps' results. */
+typedef struct adam_state {
+    double *A[3], *M[3], *V[3];
+} adam_state;
+
+static void state_init(const setup *u, adam_state *s)
+{
+    alloc_g(u, s->A), alloc_g(u, s->M), alloc_g(u, s->V);
+    for (unsigned m = 0; m < 3; m++)
+        memcpy(s->A[m], u->A[m], u->t.rows[m] * u->R * sizeof(double));
+}
+
+static void state_free(adam_state *s)
+{
+    for (unsigned m = 0; m < 3; m++)
+        free(s->A[m]), free(s->M[m]), free(s->V[m]);
+}
+
+static int state_same(const setup *u, const adam_state *a, const adam_state *b)
+{
+    for (unsigned m = 0; m < 3; m++) {
+        const size_t n = u->t.rows[m] * u->R * sizeof(double);
+        if (memcmp(a->A[m], b->A[m], n) || memcmp(a->M[m], b->M[m], n) ||
+            memcmp(a->V[m], b->V[m], n))
+            return 0;
+    }
+    return 1;
+}
+
+static int steps(const setup *u, adam_state *s, amp_gcp_adam adam, const amp_gcp_batch *b,
+                 unsigned n, uint64_t t0)
+{
+    amp_error err = {0};
+    if (amp_cpu_gcp_steps(&u->s.view, s->A, s->M, s->V, u->R, AMP_GCP_POISSON, 0.25, adam, b, n,
+                          t0, 0.05, 0, &err) == AMP_OK)
+        return 1;
+    diag("%s", amp_error_message(&err));
+    return 0;
+}
+
+static void test_lazy(const setup *u)
+{
+    const amp_gcp_view *v = &u->s.view;
+    const unsigned R = u->R;
+    adam_state d, l;
+    /* Every row touched: 300 + 300 samples on 6 x 5 x 4 rows. */
+    amp_gcp_batch full[2];
+    int all = 1;
+    for (unsigned k = 0; k < 2; k++) {
+        full[k] = (amp_gcp_batch){amp_gcp_step_key(21, 1 + k), 300, 300, 0.1, 0.3};
+        for (unsigned m = 0; m < 3; m++)
+            for (uint64_t i = 0; i < v->rows[m]; i++)
+                all &= touches(v, &full[k], m, i);
+    }
+    state_init(u, &d), state_init(u, &l);
+    int good = all && steps(u, &d, AMP_GCP_ADAM_DENSE, full, 2, 0) &&
+               steps(u, &l, AMP_GCP_ADAM_LAZY, full, 2, 0);
+    ok(good && state_same(u, &d, &l), "lazy Adam: 2 steps that touch every row are the dense "
+       "steps, bit for bit");
+    state_free(&d), state_free(&l);
+
+    /* Small steps: the untouched rows held, the touched ones moved. */
+    state_init(u, &l);
+    adam_state before;
+    state_init(u, &before);
+    int held = 1, moved = 1, nheld = 0;
+    good = 1;
+    for (unsigned k = 0; k < 6 && good; k++) {
+        const amp_gcp_batch b = {amp_gcp_step_key(22, 1 + k), 2, 2, 15, 45};
+        for (unsigned m = 0; m < 3; m++) {
+            const size_t n = u->t.rows[m] * R * sizeof(double);
+            memcpy(before.A[m], l.A[m], n), memcpy(before.M[m], l.M[m], n);
+            memcpy(before.V[m], l.V[m], n);
+        }
+        good = steps(u, &l, AMP_GCP_ADAM_LAZY, &b, 1, k);
+        for (unsigned m = 0; m < 3; m++)
+            for (uint64_t i = 0; i < v->rows[m]; i++) {
+                const size_t e = i * R, n = R * sizeof(double);
+                const int same = !memcmp(l.A[m] + e, before.A[m] + e, n) &&
+                                 !memcmp(l.M[m] + e, before.M[m] + e, n) &&
+                                 !memcmp(l.V[m] + e, before.V[m] + e, n);
+                if (touches(v, &b, m, i))
+                    moved &= memcmp(l.M[m] + e, before.M[m] + e, n) != 0;
+                else {
+                    held &= same;
+                    nheld += before.V[m][e] != 0;
+                }
+            }
+    }
+    ok(good && held && moved && nheld > 0, "lazy Adam: 6 steps of 2 + 2 samples leave the rows "
+       "they do not touch as they were (%d held after an earlier move) and update the moments "
+       "of those they touch", nheld);
+    state_free(&l), state_free(&before);
+
+    /* Threads. */
+    amp_gcp_batch b[8];
+    for (unsigned k = 0; k < 8; k++)
+        b[k] = (amp_gcp_batch){amp_gcp_step_key(23, 1 + k), 7, 9, 30.0 / 7, 90.0 / 9};
+    state_init(u, &d), state_init(u, &l);
+    amp_set_threads(1);
+    good = steps(u, &d, AMP_GCP_ADAM_LAZY, b, 8, 0);
+    amp_set_threads(3);
+    good &= steps(u, &l, AMP_GCP_ADAM_LAZY, b, 8, 0);
+    ok(good && state_same(u, &d, &l), "lazy Adam: 8 steps on 1 and 3 threads, bit for bit");
+    state_free(&d), state_free(&l);
+}
+
 static int same_g(const setup *a, const setup *b, double *const *Ga, double *const *Gb)
 {
     /* In ordinal order: the two files may number their rows apart. */
@@ -402,7 +527,7 @@ static int whole_run(const amp_tensor *t, int threads, double *out, amp_error *e
 
 int main(void)
 {
-    plan(2 * AMP_GCP_NLOSSES + 1 + 5 + 9 + 2 + 3 + 2 + 1 + 1);
+    plan(2 * AMP_GCP_NLOSSES + 1 + 5 + 9 + 2 + 3 + 2 + 1 + 1 + 3);
     test_losses();
     amp_coo x;
     tiny(&x, 17);
@@ -418,6 +543,7 @@ int main(void)
     test_exact(&u);
     test_adam();
     test_bits(&u, &u3);
+    test_lazy(&u);
     {
         /* The plan's weights: nnz / s_nz and (cells - nnz) / s_z, the
          * pyttb defaults where not given. */

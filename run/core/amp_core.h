@@ -271,6 +271,11 @@ typedef enum amp_gcp_loss {
 #define AMP_GCP_DECAY_DEFAULT 0.1
 #define AMP_GCP_MAX_FAILS_DEFAULT 1u
 #define AMP_GCP_HUBER_DELTA_DEFAULT 0.25
+/* Adam's update: every factor entry every step (the papers', pyttb's), or
+ * only the rows the step's samples touch (PyTorch's SparseAdam: a step
+ * costs its samples, not the factors' size; another algorithm, as an
+ * untouched row's moments do not decay and it does not move). */
+typedef enum amp_gcp_adam { AMP_GCP_ADAM_DENSE = 0, AMP_GCP_ADAM_LAZY } amp_gcp_adam;
 typedef struct amp_gcp_opts {
     amp_gcp_loss loss;
     /* Samples per gradient step and in the fixed sample of the loss
@@ -282,6 +287,7 @@ typedef struct amp_gcp_opts {
     double rate, decay;        /* step size; its factor after a failed epoch */
     unsigned max_fails;        /* failed epochs allowed: the run stops at one more */
     double huber_delta;        /* the Huber loss's threshold */
+    amp_gcp_adam adam;
     /* 1: the starting factors are random and scaled as pyttb scales its
      * random start (amp_gcp_start); 0: taken as given (--init), only
      * their columns' norms spread evenly over the modes. */

@@ -35,6 +35,7 @@ void amp_cpd_opts_init(amp_cpd_opts *o)
     o->gcp.decay = AMP_GCP_DECAY_DEFAULT;
     o->gcp.max_fails = AMP_GCP_MAX_FAILS_DEFAULT;
     o->gcp.huber_delta = AMP_GCP_HUBER_DELTA_DEFAULT;
+    o->gcp.adam = AMP_GCP_ADAM_DENSE;
     o->gcp.scale_start = 1;
 }
 

@@ -166,6 +166,16 @@ amp_status amp_cpu_gcp_exact(const amp_gcp_view *v, const double *const *A, unsi
  * for the step count t), each entry at least lower. */
 void amp_cpu_gcp_adam(double *A, const double *G, double *M, double *V, uint64_t n,
                       double step, double b1t, double b2t, double lower);
+/* Steps of GCP-Adam as amp_cpu_gcp takes them, for the tests: batch b[i]
+ * the gradient of step i, Adam's count before the first t0, the rate
+ * `rate` throughout; A, M, V: the factors and Adam's moments (rows[m] x R
+ * each), updated in place, every entry (AMP_GCP_ADAM_DENSE) or the rows
+ * each step's samples touch (AMP_GCP_ADAM_LAZY), each kept at least
+ * lower. */
+amp_status amp_cpu_gcp_steps(const amp_gcp_view *v, double *const *A, double *const *M,
+                             double *const *V, unsigned R, amp_gcp_loss loss, double delta,
+                             amp_gcp_adam adam, const amp_gcp_batch *b, unsigned steps,
+                             uint64_t t0, double rate, double lower, amp_error *err);
 /* AMP_ERR_RANGE with the first value (its position in key order, *bad)
  * that the loss does not model; *what: the data it models. No message. */
 amp_status amp_cpu_gcp_check_values(const amp_gcp_view *v, amp_gcp_loss loss, uint64_t *bad,

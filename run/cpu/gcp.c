@@ -25,9 +25,21 @@
  * the same bits for any thread count, and (the draws keyed on ordinals,
  * every sum over rows in ordinal order) for any layout of the file.
  *
+ * Lazy Adam (--adam lazy, PyTorch's SparseAdam): per step and mode, the
+ * rows the samples touch are listed in the order of their first sample,
+ * each given a slot in a compact gradient (a table of rows[n] slots, all
+ * empty between steps: the step empties only the slots it filled), and
+ * only those rows' entries and moments are updated, with the bias
+ * correction of the global step count. A row's gradient is summed in
+ * sample order by the thread that owns its slot: the same bits as the
+ * dense gradient's row, for any thread count.
+ *
  * Per sample and step: N rows of R read (8 N R bytes), (N + 1) R FLOPs
  * for the value, N (N - 1) R for the N gradients' products; per step,
- * Adam reads and writes 4 arrays of sum(rows) R (64 bytes an entry). */
+ * dense Adam reads and writes 4 arrays of sum(rows) R (64 bytes an
+ * entry), lazy Adam the same 64 bytes for the touched rows' entries
+ * only (at most N s R of them for s samples) and 16 bytes a touched row
+ * for its slot and list entry. */
 #include <config.h>
 
 #include <math.h>
@@ -58,6 +70,14 @@ typedef struct gcp_ws {
     double *part;          /* block sums */
     uint64_t nparts;
     double *scratch;       /* R a thread */
+    /* Lazy Adam's, per mode: each row's slot in the compact gradient
+     * (-1: untouched this step), the touched rows by slot, their count,
+     * the compact gradient (cap x R). */
+    int lazy;
+    int64_t *slot[AMP_MAX_MODES];
+    uint64_t *touched[AMP_MAX_MODES];
+    uint64_t ntouched[AMP_MAX_MODES];
+    double *gc[AMP_MAX_MODES];
 } gcp_ws;
 
 static void ws_free(gcp_ws *w)
@@ -67,6 +87,11 @@ static void ws_free(gcp_ws *w)
     amp_free(w->y);
     amp_free(w->part);
     amp_free(w->scratch);
+    for (unsigned m = 0; m < AMP_MAX_MODES; m++) {
+        amp_free(w->slot[m]);
+        amp_free(w->touched[m]);
+        amp_free(w->gc[m]);
+    }
     memset(w, 0, sizeof *w);
 }
 
@@ -92,6 +117,27 @@ static amp_status ws_init(gcp_ws *w, const amp_gcp_view *v, unsigned R, amp_gcp_
     if (w->scratch == NULL) {
         ws_free(w);
         return err->status;
+    }
+    return AMP_OK;
+}
+
+/* Lazy Adam's tables for the factors' rows (every slot empty). */
+static amp_status ws_lazy(gcp_ws *w, amp_error *err)
+{
+    const amp_gcp_view *v = w->v;
+    w->lazy = 1;
+    for (unsigned m = 0; m < w->N; m++) {
+        w->slot[m] = amp_alloc((v->rows[m] + 1) * sizeof(int64_t), "lazy Adam's row slots", err);
+        w->touched[m] = w->slot[m] ? amp_calloc(w->cap + 1, sizeof(uint64_t),
+                                                "lazy Adam's touched rows", err)
+                                   : NULL;
+        w->gc[m] = w->touched[m] ? amp_calloc(w->cap * w->R + 1, sizeof(double),
+                                              "lazy Adam's gradient", err)
+                                 : NULL;
+        if (w->gc[m] == NULL)
+            return err->status;
+        for (uint64_t i = 0; i < v->rows[m]; i++)
+            w->slot[m][i] = -1;
     }
     return AMP_OK;
 }
@@ -177,11 +223,13 @@ static amp_status estimate(gcp_ws *w, const double *const *A, const amp_gcp_batc
     return AMP_OK;
 }
 
+/* Batch b's gradient: into G (every row written) or, where w->lazy, into
+ * w->gc, the touched rows only (w->slot, w->touched, w->ntouched filled;
+ * the slots are emptied by lazy_adam). */
 static amp_status gradient(gcp_ws *w, const double *const *A, const amp_gcp_batch *b,
                            double *const *G, amp_error *err)
 {
     AMP_CHECK(draw(w, b, err));
-    const amp_gcp_view *v = w->v;
     const unsigned N = w->N, R = w->R;
     const int64_t s = (int64_t)(b->snz + b->sz);
     const uint64_t snz = b->snz;
@@ -192,17 +240,32 @@ static amp_status gradient(gcp_ws *w, const double *const *A, const amp_gcp_batc
         y[j] = ((uint64_t)j < snz ? b->wnz : b->wz) * amp_gcp_df(w->loss, w->x[j], m, w->delta);
     }
     for (unsigned n = 0; n < N; n++) {
-        double *Gn = G[n];
+        const int64_t *slot = w->lazy ? w->slot[n] : NULL;
+        double *Gn = w->lazy ? w->gc[n] : G[n];
+        uint64_t nrows = w->v->rows[n];
+        if (w->lazy) {
+            /* Slots in the order of first touch: one pass over the
+             * samples, cheaper than the gradient it numbers. */
+            uint64_t k = 0;
+            for (int64_t j = 0; j < s; j++) {
+                const uint64_t i = w->rows[(uint64_t)j * N + n];
+                if (slot[i] < 0) {
+                    w->slot[n][i] = (int64_t)k;
+                    w->touched[n][k++] = i;
+                }
+            }
+            w->ntouched[n] = nrows = k;
+        }
 #pragma omp parallel
         {
             int tid, nt;
             uint64_t lo, hi;
-            amp_thread_range(v->rows[n], &tid, &nt, &lo, &hi);
+            amp_thread_range(nrows, &tid, &nt, &lo, &hi);
             double *z = w->scratch + (size_t)tid * R;
             memset(Gn + lo * R, 0, (hi - lo) * R * sizeof *Gn);
             for (int64_t j = 0; j < s; j++) {
                 const uint64_t *rows = w->rows + (uint64_t)j * N;
-                const uint64_t i = rows[n];
+                const uint64_t i = slot ? (uint64_t)slot[rows[n]] : rows[n];
                 if (i < lo || i >= hi)
                     continue;
                 for (unsigned r = 0; r < R; r++)
@@ -386,20 +449,100 @@ amp_status amp_cpu_gcp_exact(const amp_gcp_view *v, const double *const *A, unsi
     return rc;
 }
 
+/* One entry's Adam step, the same for the dense and the lazy update. */
+static inline void adam_entry(double *a, double g, double *m, double *v, double step,
+                              double b1t, double b2t, double lower)
+{
+    const double mm = ADAM_BETA1 * *m + (1 - ADAM_BETA1) * g;
+    const double vv = ADAM_BETA2 * *v + (1 - ADAM_BETA2) * g * g;
+    *m = mm;
+    *v = vv;
+    const double x = *a - step * (mm / b1t) / (sqrt(vv / b2t) + ADAM_EPS);
+    *a = x > lower ? x : lower;
+}
+
 void amp_cpu_gcp_adam(double *A, const double *G, double *M, double *V, uint64_t n,
                       double step, double b1t, double b2t, double lower)
 {
     const int64_t nn = (int64_t)n;
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < nn; i++) {
-        const double g = G[i];
-        const double m = ADAM_BETA1 * M[i] + (1 - ADAM_BETA1) * g;
-        const double v = ADAM_BETA2 * V[i] + (1 - ADAM_BETA2) * g * g;
-        M[i] = m;
-        V[i] = v;
-        const double a = A[i] - step * (m / b1t) / (sqrt(v / b2t) + ADAM_EPS);
-        A[i] = a > lower ? a : lower;
+    for (int64_t i = 0; i < nn; i++)
+        adam_entry(A + i, G[i], M + i, V + i, step, b1t, b2t, lower);
+}
+
+/* Lazy Adam on the rows of mode n that the last gradient touched, their
+ * slots emptied for the next step. */
+static void lazy_adam(gcp_ws *w, unsigned n, double *A, double *M, double *V, double step,
+                      double b1t, double b2t, double lower)
+{
+    const unsigned R = w->R;
+    const int64_t k = (int64_t)w->ntouched[n];
+    const uint64_t *touched = w->touched[n];
+    const double *gc = w->gc[n];
+    int64_t *slot = w->slot[n];
+#pragma omp parallel for schedule(static)
+    for (int64_t q = 0; q < k; q++) {
+        const uint64_t e = touched[q] * R;
+        for (unsigned r = 0; r < R; r++)
+            adam_entry(A + e + r, gc[(uint64_t)q * R + r], M + e + r, V + e + r, step, b1t, b2t,
+                       lower);
+        slot[touched[q]] = -1;
     }
+    w->ntouched[n] = 0;
+}
+
+/* One Adam step (t: its count, from 1) of batch b on the factors, dense
+ * (G: the gradient's room) or lazy (w->lazy). */
+static amp_status adam_step(gcp_ws *w, double *const *A, double *const *G, double *const *M,
+                            double *const *V, const amp_gcp_batch *b, uint64_t t, double step,
+                            double lower, double *grad_seconds, amp_error *err)
+{
+    const double t0 = amp_now();
+    AMP_CHECK(gradient(w, (const double *const *)A, b, G, err));
+    *grad_seconds += amp_now() - t0;
+    const double b1t = 1 - pow(ADAM_BETA1, (double)t);
+    const double b2t = 1 - pow(ADAM_BETA2, (double)t);
+    for (unsigned m = 0; m < w->N; m++) {
+        if (w->lazy)
+            lazy_adam(w, m, A[m], M[m], V[m], step, b1t, b2t, lower);
+        else
+            amp_cpu_gcp_adam(A[m], G[m], M[m], V[m], w->v->rows[m] * w->R, step, b1t, b2t,
+                             lower);
+    }
+    return AMP_OK;
+}
+
+amp_status amp_cpu_gcp_steps(const amp_gcp_view *v, double *const *A, double *const *M,
+                             double *const *V, unsigned R, amp_gcp_loss loss, double delta,
+                             amp_gcp_adam adam, const amp_gcp_batch *b, unsigned steps,
+                             uint64_t t0, double rate, double lower, amp_error *err)
+{
+    uint64_t cap = 1;
+    for (unsigned i = 0; i < steps; i++)
+        cap = b[i].snz + b[i].sz > cap ? b[i].snz + b[i].sz : cap;
+    gcp_ws w;
+    double *G[AMP_MAX_MODES] = {0};
+    amp_status rc = ws_init(&w, v, R, loss, delta, cap, 4, err);
+    if (rc != AMP_OK)
+        return rc;
+    if (adam == AMP_GCP_ADAM_LAZY)
+        AMP_CHECK_GOTO(ws_lazy(&w, err), rc, done);
+    for (unsigned m = 0; m < v->nmodes && adam == AMP_GCP_ADAM_DENSE; m++) {
+        G[m] = amp_calloc(v->rows[m] * R + 1, sizeof(double), "GCP's gradient", err);
+        if (G[m] == NULL) {
+            rc = err->status;
+            goto done;
+        }
+    }
+    double seconds = 0;
+    for (unsigned i = 0; i < steps; i++)
+        AMP_CHECK_GOTO(adam_step(&w, A, G, M, V, &b[i], t0 + 1 + i, rate, lower, &seconds, err),
+                       rc, done);
+done:
+    for (unsigned m = 0; m < AMP_MAX_MODES; m++)
+        amp_free(G[m]);
+    ws_free(&w);
+    return rc;
 }
 
 amp_status amp_cpu_gcp_check_values(const amp_gcp_view *v, amp_gcp_loss loss, uint64_t *bad,
@@ -447,11 +590,18 @@ amp_status amp_cpu_gcp(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, a
         uint64_t cap, parts;
         plan_sizes(&p, &cap, &parts);
         AMP_CHECK_GOTO(ws_init(&w, v, R, go->loss, go->huber_delta, cap, parts, err), rc, done);
+        if (go->adam == AMP_GCP_ADAM_LAZY)
+            AMP_CHECK_GOTO(ws_lazy(&w, err), rc, done);
     }
     for (unsigned m = 0; m < N; m++) {
         const size_t n = (size_t)c->rows[m] * R + 1;
-        G[m] = amp_calloc(n, sizeof(double), "GCP's gradient", err);
-        Mo[m] = G[m] ? amp_calloc(n, sizeof(double), "Adam's moments", err) : NULL;
+        /* Lazy Adam's gradient is compact (the workspace's). */
+        if (go->adam == AMP_GCP_ADAM_DENSE &&
+            (G[m] = amp_calloc(n, sizeof(double), "GCP's gradient", err)) == NULL) {
+            rc = err->status;
+            goto done;
+        }
+        Mo[m] = amp_calloc(n, sizeof(double), "Adam's moments", err);
         Vo[m] = Mo[m] ? amp_calloc(n, sizeof(double), "Adam's moments", err) : NULL;
         A0[m] = Vo[m] ? amp_calloc(n, sizeof(double), "GCP's saved factors", err) : NULL;
         M0[m] = A0[m] ? amp_calloc(n, sizeof(double), "Adam's saved moments", err) : NULL;
@@ -494,16 +644,12 @@ amp_status amp_cpu_gcp(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, a
             const amp_gcp_batch gb = {amp_gcp_step_key(o->seed, id), p.grad_nz, p.grad_z,
                                       p.grad_wnz, p.grad_wz};
             now = amp_now();
-            AMP_CHECK_GOTO(gradient(&w, A, &gb, G, err), rc, done);
-            double t1 = amp_now();
-            c->seconds[AMP_PHASE_MTTKRP] += t1 - now;
+            double grad = 0;
             adam_t++;
-            const double b1t = 1 - pow(ADAM_BETA1, (double)adam_t);
-            const double b2t = 1 - pow(ADAM_BETA2, (double)adam_t);
-            for (unsigned m = 0; m < N; m++)
-                amp_cpu_gcp_adam(c->A[m], G[m], Mo[m], Vo[m], c->rows[m] * R, step, b1t, b2t,
-                                 p.lower);
-            c->seconds[AMP_PHASE_UPDATE] += amp_now() - t1;
+            AMP_CHECK_GOTO(adam_step(&w, c->A, G, Mo, Vo, &gb, adam_t, step, p.lower, &grad,
+                                     err), rc, done);
+            c->seconds[AMP_PHASE_MTTKRP] += grad;
+            c->seconds[AMP_PHASE_UPDATE] += amp_now() - now - grad;
         }
         now = amp_now();
         double f;

@@ -353,6 +353,12 @@ amp_status amp_gpu_gcp_estimate_host(int device, const amp_gcp_view *v, const do
 amp_status amp_gpu_gcp_exact_host(int device, const amp_gcp_view *v, const double *const *A,
                                   unsigned R, amp_gcp_loss loss, double delta, int kind,
                                   double *loss_out, amp_error *err);
+/* amp_cpu_gcp_steps on the device: the same steps, dense or lazy Adam. */
+amp_status amp_gpu_gcp_steps_host(int device, const amp_gcp_view *v, double *const *A,
+                                  double *const *M, double *const *V, unsigned R,
+                                  amp_gcp_loss loss, double delta, amp_gcp_adam adam,
+                                  const amp_gcp_batch *b, unsigned steps, uint64_t t0,
+                                  double rate, double lower, amp_error *err);
 /* CP-APR on p->ngpus GPUs (p NULL: g[0] alone), as amp_gpu_cpd_als_multi
  * runs CP-ALS, which calls it for AMP_METHOD_APR: one host thread a GPU
  * (the caller's is GPU 0's, which calls o->on_iter and writes c), g[i]

@@ -26,9 +26,33 @@
  * resolves). FLOPs per sample: N R (value) + N (N - 1) R (gradients).
  * Not the CPU's bits: the atomics add a row's samples in any order.
  *
- * gcp_adam, element-wise over one factor (grid stride): reads A, G, M,
- * V and writes A, M, V and G = 0 (the next step's, so no memset): 64
- * bytes an entry, sum(rows) R entries a step.
+ * gcp_adam (dense Adam), element-wise over one factor (grid stride):
+ * reads A, G, M, V and writes A, M, V and G = 0 (the next step's, so no
+ * memset): 64 bytes an entry, sum(rows) R entries a step, whatever the
+ * samples.
+ *
+ * Lazy Adam (--adam lazy, PyTorch's SparseAdam: only the rows a step's
+ * samples touch move, with the global step count's bias correction).
+ * gcp_grad also lists the touched rows: per mode a slot of 4 bytes a row
+ * (0 between steps), and lane n of the sample's warp claims its mode-n
+ * row's slot with atomicCAS (after a plain read, so a hot row costs one
+ * read, not an atomic), the winner appending the row to the mode's list
+ * by an atomicAdd on its count. The gradient still goes into G's full
+ * rows by the same atomics (G is zero between steps, and only touched
+ * rows are ever written, so no compact copy is needed). gcp_adam_lazy,
+ * over the list (thread mapping: entry i of the list's rows, entry i % R
+ * of row list[i / R], grid stride up to the count read on the device, so
+ * no host round trip), does gcp_adam's update on those rows, zeroes their
+ * G and empties their slots; the counts are reset by a memset. Bytes a
+ * step, for s samples touching u_n distinct rows of mode n (u_n at most
+ * min(s, rows[n])): the samples' 8 N R s of gathers and as many of
+ * atomics, as the dense step; N s slot reads (a 32-byte sector each);
+ * then 64 R + 12 bytes a touched row (A, M, V read and written, G read
+ * and zeroed; the list entry and the slot), 64 R sum(u_n) in all against
+ * the dense 64 R sum(rows): the step's cost follows its samples, not the
+ * factors. bench/bench-gcp.sh prints both floors for its tensor. The
+ * order of a row's atomics differs from the CPU's sample order, as the
+ * dense gradient's; which rows move does not (a row is touched or not).
  *
  * gcp_est (the estimate, or a batch's loss for the tests): block b sums
  * the samples [4096 b, 4096 (b + 1)) (its warps strided over them, the
@@ -65,6 +89,14 @@ typedef struct gcp_factors {
     double *G[AMP_MAX_MODES];
 } gcp_factors;
 
+/* Lazy Adam's per-mode tables (device): each row's slot (1: touched this
+ * step), the touched rows, their counts. */
+typedef struct gcp_touch {
+    uint32_t *slot[AMP_MAX_MODES];
+    uint64_t *list[AMP_MAX_MODES];
+    unsigned long long *count;     /* nmodes */
+} gcp_touch;
+
 typedef struct gcp_args {
     amp_gcp_view v;        /* device pointers */
     gcp_factors f;
@@ -72,6 +104,8 @@ typedef struct gcp_args {
     int loss;
     double delta;
     amp_gcp_batch b;
+    int lazy;              /* list the touched rows in t */
+    gcp_touch t;
 } gcp_args;
 
 __device__ __forceinline__ double warp_sum(double v)
@@ -125,6 +159,12 @@ __global__ void gcp_grad(gcp_args a, int *bad)
                 atomicExch(bad, 1);
             continue;
         }
+        if (a.lazy && lane < (int)N) {
+            const uint64_t i = rows[lane];
+            uint32_t *slot = a.t.slot[lane] + i;
+            if (*slot == 0 && atomicCAS(slot, 0u, 1u) == 0u)
+                a.t.list[lane][atomicAdd(&a.t.count[lane], 1ull)] = i;
+        }
         const double m = warp_model(a, rows, lane);
         const double y = (j < a.b.snz ? a.b.wnz : a.b.wz) * amp_gcp_df(a.loss, x, m, a.delta);
         for (unsigned r = lane; r < R; r += 32)
@@ -138,19 +178,42 @@ __global__ void gcp_grad(gcp_args a, int *bad)
     }
 }
 
+/* One entry's Adam step, run/cpu/gcp.c's adam_entry. */
+__device__ __forceinline__ void adam_entry(double *A, double *G, double *M, double *V,
+                                           uint64_t i, double step, double b1t, double b2t,
+                                           double lower)
+{
+    const double g = G[i];
+    const double m = ADAM_BETA1 * M[i] + (1 - ADAM_BETA1) * g;
+    const double v = ADAM_BETA2 * V[i] + (1 - ADAM_BETA2) * g * g;
+    M[i] = m;
+    V[i] = v;
+    G[i] = 0;
+    const double x = A[i] - step * (m / b1t) / (sqrt(v / b2t) + ADAM_EPS);
+    A[i] = x > lower ? x : lower;
+}
+
 __global__ void gcp_adam(double *A, double *G, double *M, double *V, uint64_t n, double step,
                          double b1t, double b2t, double lower)
 {
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        adam_entry(A, G, M, V, i, step, b1t, b2t, lower);
+}
+
+__global__ void gcp_adam_lazy(double *A, double *G, double *M, double *V, uint32_t *slot,
+                              const uint64_t *list, const unsigned long long *count, unsigned R,
+                              double step, double b1t, double b2t, double lower)
+{
+    const uint64_t n = (uint64_t)*count * R;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (uint64_t)gridDim.x * blockDim.x) {
-        const double g = G[i];
-        const double m = ADAM_BETA1 * M[i] + (1 - ADAM_BETA1) * g;
-        const double v = ADAM_BETA2 * V[i] + (1 - ADAM_BETA2) * g * g;
-        M[i] = m;
-        V[i] = v;
-        G[i] = 0;
-        const double x = A[i] - step * (m / b1t) / (sqrt(v / b2t) + ADAM_EPS);
-        A[i] = x > lower ? x : lower;
+        const uint64_t q = i / R;
+        const unsigned r = (unsigned)(i - q * R);
+        const uint64_t row = list[q];
+        adam_entry(A, G, M, V, row * R + r, step, b1t, b2t, lower);
+        if (r == 0)
+            slot[row] = 0;
     }
 }
 
@@ -268,6 +331,8 @@ typedef struct gcp_dev {
     uint64_t nparts;
     int *bad;
     double *gram;                   /* R x R */
+    int lazy;
+    gcp_touch t;                    /* lazy Adam's, where lazy */
 } gcp_dev;
 
 static void dev_free(gcp_dev *d)
@@ -290,6 +355,11 @@ static void dev_free(gcp_dev *d)
     cudaFreeHost(d->hpart);
     cudaFree(d->bad);
     cudaFree(d->gram);
+    for (unsigned m = 0; m < AMP_MAX_MODES; m++) {
+        cudaFree(d->t.slot[m]);
+        cudaFree(d->t.list[m]);
+    }
+    cudaFree(d->t.count);
     if (d->s)
         cudaStreamDestroy(d->s);
     memset(d, 0, sizeof *d);
@@ -339,6 +409,25 @@ static amp_status dev_init(gcp_dev *d, int device, const amp_gcp_view *v, unsign
     return AMP_OK;
 }
 
+/* Lazy Adam's tables for steps of at most cap samples: every slot empty,
+ * every count 0. */
+static amp_status dev_lazy(gcp_dev *d, uint64_t cap, amp_error *err)
+{
+    d->lazy = 1;
+    for (unsigned m = 0; m < d->v.nmodes; m++) {
+        const uint64_t most = cap < d->v.rows[m] ? cap : d->v.rows[m];
+        CUDA_TRY(cudaMalloc(&d->t.slot[m], d->v.rows[m] * sizeof(uint32_t) + 8), err);
+        CUDA_TRY(cudaMemset(d->t.slot[m], 0, d->v.rows[m] * sizeof(uint32_t) + 8), err);
+        CUDA_TRY(cudaMalloc(&d->t.list[m], most * sizeof(uint64_t) + 8), err);
+    }
+    CUDA_TRY(cudaMalloc(&d->t.count, AMP_MAX_MODES * sizeof(unsigned long long)), err);
+    CUDA_TRY(cudaMemset(d->t.count, 0, AMP_MAX_MODES * sizeof(unsigned long long)), err);
+    /* The memsets ran on the legacy stream, which d->s (non-blocking)
+     * does not wait for. */
+    CUDA_TRY(cudaDeviceSynchronize(), err);
+    return AMP_OK;
+}
+
 static gcp_args args_of(const gcp_dev *d, int loss, double delta, const amp_gcp_batch *b)
 {
     gcp_args a;
@@ -353,6 +442,8 @@ static gcp_args args_of(const gcp_dev *d, int loss, double delta, const amp_gcp_
     a.delta = delta;
     if (b)
         a.b = *b;
+    a.lazy = d->lazy;
+    a.t = d->t;
     return a;
 }
 
@@ -385,6 +476,38 @@ static amp_status grad_launch(gcp_dev *d, int loss, double delta, const amp_gcp_
     gcp_grad<<<(unsigned)(blocks ? blocks : 1), GCP_THREADS, 0, d->s>>>(
         args_of(d, loss, delta, b), d->bad);
     return launched(err);
+}
+
+/* One Adam step (t: its count, from 1) of batch b: the gradient, then
+ * every entry's update (dense) or the touched rows' (d->lazy). */
+static amp_status adam_step(gcp_dev *d, int loss, double delta, const amp_gcp_batch *b,
+                            uint64_t t, double step, double lower, amp_error *err)
+{
+    AMP_CHECK(grad_launch(d, loss, delta, b, err));
+    const double b1t = 1 - pow(ADAM_BETA1, (double)t);
+    const double b2t = 1 - pow(ADAM_BETA2, (double)t);
+    const uint64_t most = (uint64_t)d->sm_count * 16;
+    for (unsigned m = 0; m < d->v.nmodes; m++) {
+        uint64_t n = d->v.rows[m] * d->R;
+        if (d->lazy) {
+            const uint64_t s = b->snz + b->sz;
+            n = (s < d->v.rows[m] ? s : d->v.rows[m]) * d->R;
+        }
+        uint64_t blocks = (n + 255) / 256;
+        blocks = blocks < most ? blocks : most;
+        if (d->lazy)
+            gcp_adam_lazy<<<(unsigned)(blocks ? blocks : 1), 256, 0, d->s>>>(
+                d->A[m], d->G[m], d->M[m], d->V[m], d->t.slot[m], d->t.list[m], d->t.count + m,
+                d->R, step, b1t, b2t, lower);
+        else
+            gcp_adam<<<(unsigned)(blocks ? blocks : 1), 256, 0, d->s>>>(
+                d->A[m], d->G[m], d->M[m], d->V[m], n, step, b1t, b2t, lower);
+        AMP_CHECK(launched(err));
+    }
+    if (d->lazy)
+        CUDA_TRY(cudaMemsetAsync(d->t.count, 0, d->v.nmodes * sizeof(unsigned long long), d->s),
+                 err);
+    return AMP_OK;
 }
 
 static amp_status est_run(gcp_dev *d, int loss, double delta, const amp_gcp_batch *b,
@@ -546,6 +669,49 @@ extern "C" amp_status amp_gpu_gcp_exact_host(int device, const amp_gcp_view *v,
     return rc;
 }
 
+extern "C" amp_status amp_gpu_gcp_steps_host(int device, const amp_gcp_view *v, double *const *A,
+                                             double *const *M, double *const *V, unsigned R,
+                                             amp_gcp_loss loss, double delta, amp_gcp_adam adam,
+                                             const amp_gcp_batch *b, unsigned steps, uint64_t t0,
+                                             double rate, double lower, amp_error *err)
+{
+    gcp_dev d;
+    uint64_t cap = 1;
+    for (unsigned i = 0; i < steps; i++)
+        cap = b[i].snz + b[i].sz > cap ? b[i].snz + b[i].sz : cap;
+    amp_status rc = dev_init(&d, device, v, R, 1, 4, err);
+    if (rc == AMP_OK && adam == AMP_GCP_ADAM_LAZY)
+        rc = dev_lazy(&d, cap, err);
+    if (rc == AMP_OK)
+        rc = upload_factors(&d, (const double *const *)A, err);
+    for (unsigned m = 0; rc == AMP_OK && m < v->nmodes; m++) {
+        const size_t bytes = v->rows[m] * R * sizeof(double);
+        cudaError_t e = cudaMemcpy(d.M[m], M[m], bytes, cudaMemcpyHostToDevice);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(d.V[m], V[m], bytes, cudaMemcpyHostToDevice);
+        if (e != cudaSuccess)
+            rc = CUDA_FAIL(err, e, "Adam's moments to the device");
+    }
+    if (rc == AMP_OK && cudaDeviceSynchronize() != cudaSuccess)
+        rc = CUDA_FAIL(err, cudaGetLastError(), "the uploads");
+    for (unsigned i = 0; rc == AMP_OK && i < steps; i++)
+        rc = adam_step(&d, loss, delta, &b[i], t0 + 1 + i, rate, lower, err);
+    if (rc == AMP_OK)
+        rc = check_bad(&d, err);
+    for (unsigned m = 0; rc == AMP_OK && m < v->nmodes; m++) {
+        const size_t bytes = v->rows[m] * R * sizeof(double);
+        cudaError_t e = cudaMemcpy(A[m], d.A[m], bytes, cudaMemcpyDeviceToHost);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(M[m], d.M[m], bytes, cudaMemcpyDeviceToHost);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(V[m], d.V[m], bytes, cudaMemcpyDeviceToHost);
+        if (e != cudaSuccess)
+            rc = CUDA_FAIL(err, e, "the factors to the host");
+    }
+    dev_free(&d);
+    return rc;
+}
+
 /* ---- the run ------------------------------------------------------------- */
 
 /* dst[m] = src[m] for every mode (device to device, on the stream). */
@@ -591,18 +757,8 @@ static amp_status run_gcp(gcp_dev *d, const amp_gcp_source *src, const amp_gcp_p
             const uint64_t id = 1 + (uint64_t)e * go->epoch_iters + it;
             const amp_gcp_batch gb = {amp_gcp_step_key(o->seed, id), p->grad_nz, p->grad_z,
                                       p->grad_wnz, p->grad_wz};
-            AMP_CHECK(grad_launch(d, loss, delta, &gb, err));
             adam_t++;
-            const double b1t = 1 - pow(ADAM_BETA1, (double)adam_t);
-            const double b2t = 1 - pow(ADAM_BETA2, (double)adam_t);
-            for (unsigned m = 0; m < N; m++) {
-                const uint64_t n = c->rows[m] * R;
-                uint64_t blocks = (n + 255) / 256, most = (uint64_t)d->sm_count * 16;
-                blocks = blocks < most ? blocks : most;
-                gcp_adam<<<(unsigned)(blocks ? blocks : 1), 256, 0, d->s>>>(
-                    d->A[m], d->G[m], d->M[m], d->V[m], n, step, b1t, b2t, p->lower);
-                AMP_CHECK(launched(err));
-            }
+            AMP_CHECK(adam_step(d, loss, delta, &gb, adam_t, step, p->lower, err));
         }
         AMP_CHECK(check_bad(d, err));   /* waits for the epoch's steps */
         double t1 = amp_now();
@@ -670,6 +826,8 @@ extern "C" amp_status amp_gpu_gcp(int device, const amp_tensor *t, const amp_cpd
         double t0 = amp_now();
         rc = dev_init(&d, device, &src.view, c->rank, 1, (cap + GCP_BLOCK - 1) / GCP_BLOCK * 4 + 4,
                       err);
+        if (rc == AMP_OK && o->gcp.adam == AMP_GCP_ADAM_LAZY)
+            rc = dev_lazy(&d, g, err);
         c->seconds[AMP_PHASE_UPDATE] += amp_now() - t0;
     }
     if (rc == AMP_OK)
