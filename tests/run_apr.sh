@@ -6,7 +6,9 @@
 # is the one recomputed from the factor files; from the same start as
 # pyttb's cp_apr (its shift rule, --kappa-rule pyttb), the log-likelihood
 # after every outer iteration is pyttb's to 1e-9, on the planted tensor and
-# on splatt-med (a real tensor of counts); the same bits on 1 and 2
+# on splatt-med (a real tensor of counts); a tensor whose fit has model
+# values below the Toolbox's floor, -inf with that floor as in pyttb and
+# finite with the default; the same bits on 1 and 2
 # threads; on one GPU (resident, streamed, from compressed chunks; f64 and
 # f32), every outer iteration's log-likelihood the CPU's from the same
 # start (skipped without a GPU); values that are not counts refused by
@@ -101,6 +103,53 @@ else
         "splatt-med from a given start" "splatt-med against pyttb"; do
         skip "$what" "no pyttb in $PY"
     done
+fi
+
+# ---- a model value below the floor -------------------------------------
+# 2500 counts of 1 at random coordinates of a 4-mode tensor (about 1500
+# nonempty slices a mode), rank 5: a fit puts model values far below 1e-10
+# at the nonzeros alone in their slices. With the Tensor Toolbox's floor
+# (--eps-div-zero 1e-10) the update credits such a row only m / 1e-10 of
+# its count at each inner iteration, the row underflows to 0 and the
+# log-likelihood is -inf from outer iteration 2, in pyttb as in amped;
+# with the default floor (1e-30) every outer iteration's is finite, rises,
+# and is pyttb's given the same floor.
+"$PY" "$CHECK" sparse "$T/sp.tns" 2500 2500 4 >"$T/sp.out" 2>&1 ||
+    { cat "$T/sp.out"; echo "Bail out! apr_check.py sparse failed"; exit 1; }
+run "$AMPED_PREP" -q -o "$T/sp.amp" "$T/sp.tns"
+check_status "a sparse 4-mode tensor of counts ($(cat "$T/sp.out")) prepares" 0
+"$PY" "$CHECK" init "$T/isp" 5 2 "$T/sp.tns"
+lls() {   # the JSON's log-likelihoods: F finite, I -inf (null), then rising or not
+    "$PY" -c 'import json, sys
+ll = [i["loglik"] for i in json.load(open(sys.argv[1]))["iterations"]]
+fin = [x for x in ll if x is not None]
+print("".join("F" if x is not None else "I" for x in ll),
+      "rising" if all(b > a for a, b in zip(fin, fin[1:])) else "not rising")' "$1"
+}
+run "$AMPED_RUN" -q --method cp-apr -r 5 --gpus 0 --init "$T/isp" --iters 4 \
+    --kappa-rule pyttb --eps-div-zero 1e-10 --json "$T/sp10.json" "$T/sp.amp"
+check_status "sparse, the Toolbox's floor 1e-10: exit 0" 0
+is "sparse, the Toolbox's floor: finite after outer iteration 1, -inf from 2" \
+    "$(lls "$T/sp10.json")" "FIII rising"
+run "$AMPED_RUN" -q --method cp-apr -r 5 --gpus 0 --init "$T/isp" --iters 4 \
+    --kappa-rule pyttb -o "$T/sp30" --format npy --json "$T/sp30.json" "$T/sp.amp"
+check_status "sparse, the default floor: exit 0" 0
+is "sparse, the default floor: every log-likelihood finite, and rising" \
+    "$(lls "$T/sp30.json")" "FFFF rising"
+py_check "sparse, the default floor: the JSON's log-likelihood is the factor files'" \
+    loglik "$T/sp.tns" "$T/sp30" "$T/sp30.json"
+run "$AMPED_RUN" -q --method cp-apr -r 5 --gpus 0 --seed 1 --iters 10 --json "$T/spk.json" \
+    "$T/sp.amp"
+check_status "sparse, the default floor and shift rule, a random start: exit 0" 0
+is "sparse, the default floor and shift rule: every log-likelihood finite" \
+    "$(lls "$T/spk.json" | cut -d' ' -f1)" "FFFFFFFFFF"
+if test -n "$have_pyttb"; then
+    py_check "sparse, the floor 1e-10: pyttb's log-likelihoods, -inf from iteration 2 too" \
+        pyttb "$T/sp.tns" "$T/isp" 5 "$T/sp10.json" 4
+    py_check "sparse, the default floor: pyttb's log-likelihoods with the same floor" \
+        pyttb "$T/sp.tns" "$T/isp" 5 "$T/sp30.json" 4
+else
+    skip "sparse against pyttb, two floors" "no pyttb in $PY"
 fi
 
 # ---- one GPU against the CPU, from the same start -----------------------
