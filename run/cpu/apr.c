@@ -187,11 +187,11 @@ static inline __attribute__((always_inline)) void phi_three(
         double m = 0;
 #pragma omp simd reduction(+ : m)
         for (unsigned r = 0; r < R; r++)
-            m += Bi[r] * r0[r] * r1[r];
+            m += Bi[r] * (r0[r] * r1[r]);
         const double x = value_at(am, k) / (m > eps ? m : eps);
 #pragma omp simd
         for (unsigned r = 0; r < R; r++)
-            phi[r] += x * r0[r] * r1[r];
+            phi[r] += x * (r0[r] * r1[r]);
     }
 }
 
@@ -231,6 +231,144 @@ static double row_phi(const apr_mode *am, uint64_t i, const double *restrict Bi,
         kkt = v > kkt ? v : kkt;
     }
     return kkt;
+}
+
+/* The dot of b and p (R entries) in four lanes added pairwise: an order
+ * fixed by the source, which the compiler keeps in one vector. */
+static inline __attribute__((always_inline)) double dot_lanes(const double *restrict b,
+                                                              const double *restrict p,
+                                                              unsigned R)
+{
+    double l0 = 0, l1 = 0, l2 = 0, l3 = 0;
+    unsigned r = 0;
+    for (; r + 4 <= R; r += 4) {
+        l0 += b[r] * p[r];
+        l1 += b[r + 1] * p[r + 1];
+        l2 += b[r + 2] * p[r + 2];
+        l3 += b[r + 3] * p[r + 3];
+    }
+    for (; r < R; r++)
+        l0 += b[r] * p[r];
+    return (l0 + l1) + (l2 + l3);
+}
+
+/* Row i's Phi from its rows of pi, stored one after another in P, and its
+ * n values in x, summed in f (F entries: R, or where R is a constant, an
+ * array of that size, which then stays in registers); the KKT violation
+ * returned. Four nonzeros at a time: their four dots are independent, so
+ * they overlap, and their four divisions can share one instruction; Phi
+ * still takes them in order. */
+static inline __attribute__((always_inline)) double phi_stored(
+    const double *restrict P, const double *restrict x, uint64_t n, const double *restrict Bi,
+    double eps, double *restrict phi, double *restrict f, unsigned R)
+{
+    for (unsigned r = 0; r < R; r++)
+        f[r] = 0;
+    uint64_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        const double *restrict p0 = P + k * R, *restrict p1 = p0 + R, *restrict p2 = p1 + R,
+                     *restrict p3 = p2 + R;
+        double m[4] = {dot_lanes(Bi, p0, R), dot_lanes(Bi, p1, R), dot_lanes(Bi, p2, R),
+                       dot_lanes(Bi, p3, R)};
+        double w[4];
+        for (unsigned q = 0; q < 4; q++)
+            w[q] = x[k + q] / (m[q] > eps ? m[q] : eps);
+        for (unsigned r = 0; r < R; r++)
+            f[r] += w[0] * p0[r];
+        for (unsigned r = 0; r < R; r++)
+            f[r] += w[1] * p1[r];
+        for (unsigned r = 0; r < R; r++)
+            f[r] += w[2] * p2[r];
+        for (unsigned r = 0; r < R; r++)
+            f[r] += w[3] * p3[r];
+    }
+    for (; k < n; k++) {
+        const double *restrict p = P + k * R;
+        const double mk = dot_lanes(Bi, p, R), w = x[k] / (mk > eps ? mk : eps);
+        for (unsigned r = 0; r < R; r++)
+            f[r] += w * p[r];
+    }
+    double kkt = 0;
+    for (unsigned r = 0; r < R; r++) {
+        phi[r] = f[r];
+        double d = 1 - f[r], v = fabs(Bi[r] < d ? Bi[r] : d);
+        kkt = v > kkt ? v : kkt;
+    }
+    return kkt;
+}
+
+#define PHI_STORED_FIXED(RR)                                                                 \
+    case RR: {                                                                               \
+        double fr[RR];                                                                       \
+        return phi_stored(P, x, n, Bi, eps, phi, fr, RR);                                    \
+    }
+
+static inline __attribute__((always_inline)) double phi_stored_any(
+    const double *restrict P, const double *restrict x, uint64_t n, const double *restrict Bi,
+    double eps, double *restrict phi, double *restrict f, unsigned R)
+{
+    switch (R) {
+        PHI_STORED_FIXED(8)
+        PHI_STORED_FIXED(16)
+        PHI_STORED_FIXED(32)
+    default:
+        return phi_stored(P, x, n, Bi, eps, phi, f, R);
+    }
+}
+
+/* Row i's inner iterations first .. last (from 1) on B_i, one row at a
+ * time: a row's update needs only its own nonzeros and the other modes'
+ * rows, which do not change within the mode, so its pi are gathered once
+ * into P (when it has at most cap nonzeros; else again at each iteration,
+ * as row_phi does) and every iteration after reads them from cache. Each
+ * iteration leaves Phi_i in phi, raises kmax[j] to the row's KKT
+ * violation, and multiplies B_i by Phi_i, except the last when
+ * !update_last. phi1, where not NULL, keeps Phi_i of iteration 1. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("default", "avx2")))
+#endif
+static void row_inner(const apr_mode *am, uint64_t i, double *restrict Bi, double eps,
+                      unsigned first, unsigned last, int update_last, double *restrict phi,
+                      double *restrict phi1, double *restrict kmax, double *restrict P,
+                      double *restrict xs, uint64_t cap, double *restrict pi)
+{
+    const unsigned R = am->R;
+    const uint64_t a = am->start[i], n = am->start[i + 1] - a;
+    const int stored = n <= cap;
+    if (stored) {
+        const int keyed = am->c->layout.key_bits > 0;
+        size_t blk = keyed ? block_of(am->c, a, 0) : 0;
+        for (uint64_t k = 0; k < n; k++) {
+            if (keyed)
+                while (am->c->block_start[blk + 1] <= a + k)
+                    blk++;
+            double *restrict q = P + k * R;
+            xs[k] = value_at(am, a + k);
+            if (am->nother == 2 && !keyed) {
+                const uint64_t w = am->c->words[a + k];
+                const double *restrict r0 = am->F[0] + ((w >> am->sh[0]) & am->mask[0]) * R;
+                const double *restrict r1 = am->F[1] + ((w >> am->sh[1]) & am->mask[1]) * R;
+#pragma omp simd
+                for (unsigned r = 0; r < R; r++)
+                    q[r] = r0[r] * r1[r];
+            } else {
+                const double *restrict g = gather_pi(am, a + k, blk, q);
+                if (g != q)
+                    memcpy(q, g, R * sizeof *q);
+            }
+        }
+    }
+    for (unsigned j = first; j <= last; j++) {
+        double v = stored ? phi_stored_any(P, xs, n, Bi, eps, phi, pi, R)
+                          : row_phi(am, i, Bi, eps, phi, pi);
+        kmax[j] = v > kmax[j] ? v : kmax[j];
+        if (j == 1 && phi1 != NULL)
+            memcpy(phi1, phi, R * sizeof *phi);
+        if (j < last || update_last)
+#pragma omp simd
+            for (unsigned r = 0; r < R; r++)
+                Bi[r] *= phi[r];
+    }
 }
 
 /* Row i's part of the log-likelihood: sum of x log m over its nonzeros,
@@ -365,6 +503,27 @@ static amp_status share_value(amp_cpu_share *sh, double *v, int max, double *sec
     return AMP_OK;
 }
 
+/* The largest KKT violation of each inner iteration j (1 .. inner): over
+ * the threads' (kthr, T rows of inner + 1), then over every process. */
+static amp_status reduce_kkt(amp_cpu_share *sh, const double *kthr, int T, unsigned inner,
+                             double *kk, double *seconds, amp_error *err)
+{
+    for (unsigned j = 0; j <= inner; j++) {
+        double v = 0;
+        for (int t = 0; t < T; t++)
+            v = kthr[(size_t)t * (inner + 1) + j] > v ? kthr[(size_t)t * (inner + 1) + j] : v;
+        kk[j] = v;
+    }
+    if (sh == NULL)
+        return AMP_OK;
+    double t0 = amp_now();
+    AMP_CHECK(sh->group->ops->allreduce(sh->group->ctx, kk, inner + 1, 1, err));
+    double dt = amp_now() - t0;
+    sh->exchange += dt;
+    seconds[AMP_PHASE_COMM] += dt;
+    return AMP_OK;
+}
+
 /* CP-APR on t, alone (sh NULL) or as one process of several: t is then
  * this process's part (its rows of each mode, in the run's order), it
  * updates those rows, the KKT violation's maximum and the log-likelihood's
@@ -385,7 +544,12 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
     uint64_t *start[AMP_MAX_MODES] = {0};
     double *Phi[AMP_MAX_MODES] = {0};
     double *scratch = NULL, *colpart = NULL, *rowpart = NULL;
-    uint64_t maxrows = 0;
+    double *kthr = NULL, *kk = NULL, *bak = NULL, *ph1 = NULL, *pst = NULL, *pxs = NULL;
+    unsigned jstar_last[AMP_MAX_MODES] = {0};
+    /* A stop inside the inner iterations (tol above 0) may undo some:
+     * bak and ph1 keep what it goes back to. */
+    const int keep = o->tol > 0;
+    uint64_t maxrows = 0, longest = 0;
     for (unsigned m = 0; m < N; m++)
         maxrows = c->rows[m] > maxrows ? c->rows[m] : maxrows;
     const uint64_t maxblocks = (maxrows + SUM_BLOCK - 1) / SUM_BLOCK;
@@ -393,6 +557,30 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
         AMP_CHECK_GOTO(amp_cpu_row_starts(&t->copies[m], m, c->rows[m], &start[m], err), rc, done);
         Phi[m] = amp_calloc(c->rows[m] * R + 1, sizeof(double), "CP-APR's Phi", err);
         if (Phi[m] == NULL) {
+            rc = err->status;
+            goto done;
+        }
+    }
+    for (unsigned m = 0; m < N; m++)
+        for (uint64_t i = 0; i < c->rows[m]; i++)
+            if (start[m][i + 1] - start[m][i] > longest)
+                longest = start[m][i + 1] - start[m][i];
+    /* Each thread's room for a row's pi: the longest row's, up to 4 MiB;
+     * longer rows gather at each inner iteration. */
+    const uint64_t pcap = longest < (UINT64_C(1) << 19) / R ? longest : (UINT64_C(1) << 19) / R;
+    pst = amp_calloc((size_t)T * pcap * R + 1, sizeof(double), "CP-APR's rows of pi", err);
+    pxs = pst ? amp_calloc((size_t)T * pcap + 1, sizeof(double), "CP-APR's values", err) : NULL;
+    kthr = pxs ? amp_calloc((size_t)T * (inner + 1), sizeof(double), "KKT violations", err) : NULL;
+    kk = kthr ? amp_calloc(inner + 1, sizeof(double), "KKT violations", err) : NULL;
+    if (kk == NULL) {
+        rc = err->status;
+        goto done;
+    }
+    if (keep) {
+        bak = amp_calloc(maxrows * R + 1, sizeof(double), "CP-APR's copy of B", err);
+        ph1 = bak ? amp_calloc(maxrows * R + 1, sizeof(double), "CP-APR's copy of Phi", err)
+                  : NULL;
+        if (ph1 == NULL) {
             rc = err->status;
             goto done;
         }
@@ -453,31 +641,84 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
 
             apr_mode am;
             mode_init(&am, t, c, d, start[d]);
-            double kkt = 0;
-            for (unsigned in = 0; in < inner; in++) {
-                inner_total++;
-                now = amp_now();
-                double *Ph = Phi[d];
-                kkt = 0;
-#pragma omp parallel for schedule(dynamic, 64) reduction(max : kkt)
-                for (int64_t i = lo; i < hi; i++) {
-                    double *pi = scratch + (size_t)amp_thread_id() * 2 * R;
-                    double v = row_phi(&am, (uint64_t)i, A + (uint64_t)i * R, eps,
-                                       Ph + (uint64_t)i * R, pi);
-                    kkt = v > kkt ? v : kkt;
-                }
-                c->seconds[AMP_PHASE_MTTKRP] += amp_now() - now;
-                AMP_CHECK_GOTO(share_value(sh, &kkt, 1, c->seconds, err), rc, done);
-                if (kkt < o->tol)
-                    break;
-                converged = 0;
-                now = amp_now();
-#pragma omp parallel for schedule(static)
-                for (int64_t i = lo; i < hi; i++)
-                    for (unsigned r = 0; r < R; r++)
-                        A[(uint64_t)i * R + r] *= Ph[(uint64_t)i * R + r];
-                c->seconds[AMP_PHASE_UPDATE] += amp_now() - now;
+            /* Every row runs all its inner iterations at once, its KKT
+             * violations kept per iteration; the mode's stop (the first
+             * iteration whose largest violation is below tol) is known
+             * after, and a stop before the last is undone from the copy
+             * in bak (rare: only a tol above 0 can stop). A mode that
+             * stopped at its first iteration last time is likely to again,
+             * so it runs that one alone first. */
+            const int spec = jstar_last[d] != 1;
+            double *Ph = Phi[d];
+            now = amp_now();
+            for (size_t z = 0; z < (size_t)T * (inner + 1); z++)
+                kthr[z] = 0;
+#pragma omp parallel for schedule(dynamic, 64)
+            for (int64_t i = lo; i < hi; i++) {
+                const size_t tid = (size_t)amp_thread_id();
+                double *Bi = A + (uint64_t)i * R;
+                if (spec && keep)
+                    memcpy(bak + (uint64_t)i * R, Bi, R * sizeof *Bi);
+                row_inner(&am, (uint64_t)i, Bi, eps, 1, spec ? inner : 1, spec,
+                          Ph + (uint64_t)i * R, spec && keep ? ph1 + (uint64_t)i * R : NULL,
+                          kthr + tid * (inner + 1), pst + tid * pcap * R, pxs + tid * pcap,
+                          pcap, scratch + tid * 2 * R);
             }
+            AMP_CHECK_GOTO(reduce_kkt(sh, kthr, T, inner, kk, c->seconds, err), rc, done);
+            unsigned ran = spec ? inner : 1, jstar = 0;
+            for (unsigned j = 1; j <= ran && jstar == 0; j++)
+                if (kk[j] < o->tol)
+                    jstar = j;
+            if (!spec && jstar == 0) {   /* iteration 1 did not stop it: the rest */
+                for (size_t z = 0; z < (size_t)T * (inner + 1); z++)
+                    kthr[z] = 0;
+#pragma omp parallel for schedule(dynamic, 64)
+                for (int64_t i = lo; i < hi; i++) {
+                    const size_t tid = (size_t)amp_thread_id();
+                    double *Bi = A + (uint64_t)i * R;
+                    const double *P1 = Ph + (uint64_t)i * R;
+                    for (unsigned r = 0; r < R; r++)
+                        Bi[r] *= P1[r];
+                    if (keep)
+                        memcpy(bak + (uint64_t)i * R, Bi, R * sizeof *Bi);
+                    if (inner >= 2)
+                        row_inner(&am, (uint64_t)i, Bi, eps, 2, inner, 1,
+                                  Ph + (uint64_t)i * R, NULL, kthr + tid * (inner + 1),
+                                  pst + tid * pcap * R, pxs + tid * pcap, pcap,
+                                  scratch + tid * 2 * R);
+                }
+                double k1 = kk[1];
+                AMP_CHECK_GOTO(reduce_kkt(sh, kthr, T, inner, kk, c->seconds, err), rc, done);
+                kk[1] = k1;
+                ran = inner;
+                for (unsigned j = 2; j <= ran && jstar == 0; j++)
+                    if (kk[j] < o->tol)
+                        jstar = j;
+            }
+            double kkt = kk[jstar ? jstar : inner];
+            inner_total += jstar ? jstar : inner;
+            if (jstar != 1)
+                converged = 0;
+            if (jstar == 1 && spec) {   /* back to the start, Phi of iteration 1 */
+#pragma omp parallel for schedule(static)
+                for (int64_t i = lo; i < hi; i++) {
+                    memcpy(A + (uint64_t)i * R, bak + (uint64_t)i * R, R * sizeof *A);
+                    memcpy(Ph + (uint64_t)i * R, ph1 + (uint64_t)i * R, R * sizeof *Ph);
+                }
+            } else if (jstar >= 2) {   /* again from bak, up to Phi of iteration jstar */
+                const unsigned from = spec ? 1 : 2;
+#pragma omp parallel for schedule(dynamic, 64)
+                for (int64_t i = lo; i < hi; i++) {
+                    const size_t tid = (size_t)amp_thread_id();
+                    double *Bi = A + (uint64_t)i * R;
+                    memcpy(Bi, bak + (uint64_t)i * R, R * sizeof *Bi);
+                    row_inner(&am, (uint64_t)i, Bi, eps, from, jstar, 0, Ph + (uint64_t)i * R,
+                              NULL, kthr + tid * (inner + 1), pst + tid * pcap * R,
+                              pxs + tid * pcap, pcap, scratch + tid * 2 * R);
+                }
+            }
+            jstar_last[d] = jstar;
+            c->seconds[AMP_PHASE_MTTKRP] += amp_now() - now;
             kkt_max = kkt > kkt_max ? kkt : kkt_max;
             if (sh != NULL)
                 AMP_CHECK_GOTO(share_mode(sh, c, d, err), rc, done);
@@ -536,6 +777,12 @@ done:
     amp_free(scratch);
     amp_free(colpart);
     amp_free(rowpart);
+    amp_free(kthr);
+    amp_free(kk);
+    amp_free(bak);
+    amp_free(ph1);
+    amp_free(pst);
+    amp_free(pxs);
     return rc;
 }
 
