@@ -9,8 +9,7 @@
  * could never grow again); with the pyttb rule, wherever Phi is positive,
  * as pyttb's cp_apr does, so that runs compare with it iteration by
  * iteration (amp_apr_opts.shift_rule). B
- * = A_n diag(lambda); then inner iterations, each one pass over mode n's
- * copy of the nonzeros (ordered by row n): per nonzero k of row i, the
+ * = A_n diag(lambda); then inner iterations: per nonzero k of row i, the
  * other modes' rows gathered into pi_k (their Hadamard product), the
  * model's value m_k = B_i . pi_k, and Phi_i += x_k / max(m_k, eps) pi_k.
  * The KKT violation max |min(B, 1 - Phi)| over the mode stops them below
@@ -18,16 +17,24 @@
  * lambda. The run stops when no mode needed an update (every mode met the
  * tolerance at its first inner iteration).
  *
+ * Rows are independent within a mode, and the other modes' rows do not
+ * change in it, so a row runs all its inner iterations at once (row_inner):
+ * its pi gathered once into a thread's scratch, each iteration then one
+ * pass over that scratch, with no gather. The mode-wide stop is decided
+ * after, from each iteration's largest violation over the rows, and a stop
+ * before the last iteration undone from a copy of B (apr_run). Per nonzero
+ * and mode: one gather of N - 1 factor rows and 8 (word) + 4 or 8 (value)
+ * bytes; per inner iteration R doubles of scratch read and about 4 R
+ * FLOPs. Threads take rows (dynamic chunks; no atomics), and every sum
+ * over rows runs over fixed blocks in a fixed order: the same bits for any
+ * thread count.
+ *
  * The log-likelihood after each outer iteration, sum x log m - sum of the
  * model's entries (= sum lambda, the factors' columns summing to 1), as
- * pyttb's tt_loglikelihood (the log x! term left out), takes one more pass
- * over the last mode's copy.
- *
- * Bytes per nonzero and inner iteration: 8 (word) + 4 or 8 (value), plus
- * N - 1 gathered factor rows; FLOPs about (N + 2) R. Rows are independent
- * within a mode, so threads take rows (dynamic chunks; no atomics), and
- * every sum over rows runs over fixed blocks in a fixed order: the same
- * bits for any thread count. */
+ * pyttb's tt_loglikelihood (the log x! term left out), comes from the
+ * last mode's rows as their last pass leaves them (the rows of pi are
+ * there), or where that pass does not end the mode, one more pass over
+ * the last mode's copy. */
 #include <config.h>
 
 #include <math.h>
@@ -42,6 +49,11 @@
 /* Rows per block of the sums over rows (column sums, log-likelihood,
  * KKT): fixed, so the sums do not depend on the thread count. */
 #define SUM_BLOCK 4096
+
+/* How many nonzeros ahead a row's gather asks for the other modes' rows:
+ * they are read at random, and the loads of one nonzero alone do not keep
+ * enough of them in flight (4, 8 and 16 measured: bench/RESULTS.md). */
+#define PREFETCH_AHEAD 16
 
 amp_status amp_cpu_row_starts(const amp_copy *c, unsigned d, uint64_t rows, uint64_t **out,
                               amp_error *err)
@@ -297,27 +309,101 @@ static inline __attribute__((always_inline)) double phi_stored(
     return kkt;
 }
 
-#define PHI_STORED_FIXED(RR)                                                                 \
-    case RR: {                                                                               \
-        double fr[RR];                                                                       \
-        return phi_stored(P, x, n, Bi, eps, phi, fr, RR);                                    \
+/* phi_stored for R = 4 nv (nv a constant up to 8), in vectors of 4 that
+ * stay in registers: B_i's and Phi's across the row, every sum in
+ * phi_stored's order (the dot's four lanes are its l0 .. l3), so the same
+ * bits. */
+typedef double amp_v4d __attribute__((vector_size(32)));
+typedef double amp_v4du __attribute__((vector_size(32), aligned(8)));
+
+static inline __attribute__((always_inline)) double vdot(const amp_v4d *b, const double *p,
+                                                         unsigned nv)
+{
+    amp_v4d acc = b[0] * *(const amp_v4du *)p;
+#pragma GCC unroll 8
+    for (unsigned v = 1; v < nv; v++)
+        acc += b[v] * *(const amp_v4du *)(p + 4 * v);
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+static inline __attribute__((always_inline)) double phi_vec(
+    const double *restrict P, const double *restrict x, uint64_t n, const double *restrict Bi,
+    double eps, double *restrict phi, unsigned nv)
+{
+    const unsigned R = 4 * nv;
+    amp_v4d b[8], f[8];
+#pragma GCC unroll 8
+    for (unsigned v = 0; v < nv; v++) {
+        b[v] = *(const amp_v4du *)(Bi + 4 * v);
+        f[v] = (amp_v4d){0, 0, 0, 0};
     }
+    uint64_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        const double *p0 = P + k * R, *p1 = p0 + R, *p2 = p1 + R, *p3 = p2 + R;
+        double m[4] = {vdot(b, p0, nv), vdot(b, p1, nv), vdot(b, p2, nv), vdot(b, p3, nv)};
+        double w[4];
+        for (unsigned q = 0; q < 4; q++)
+            w[q] = x[k + q] / (m[q] > eps ? m[q] : eps);
+#pragma GCC unroll 8
+        for (unsigned v = 0; v < nv; v++)
+            f[v] += w[0] * *(const amp_v4du *)(p0 + 4 * v);
+#pragma GCC unroll 8
+        for (unsigned v = 0; v < nv; v++)
+            f[v] += w[1] * *(const amp_v4du *)(p1 + 4 * v);
+#pragma GCC unroll 8
+        for (unsigned v = 0; v < nv; v++)
+            f[v] += w[2] * *(const amp_v4du *)(p2 + 4 * v);
+#pragma GCC unroll 8
+        for (unsigned v = 0; v < nv; v++)
+            f[v] += w[3] * *(const amp_v4du *)(p3 + 4 * v);
+    }
+    for (; k < n; k++) {
+        const double *p = P + k * R;
+        const double mk = vdot(b, p, nv), w = x[k] / (mk > eps ? mk : eps);
+#pragma GCC unroll 8
+        for (unsigned v = 0; v < nv; v++)
+            f[v] += w * *(const amp_v4du *)(p + 4 * v);
+    }
+    double kkt = 0;
+#pragma GCC unroll 8
+    for (unsigned v = 0; v < nv; v++)
+        for (unsigned q = 0; q < 4; q++) {
+            const double fr = f[v][q], br = Bi[4 * v + q], d = 1 - fr;
+            const double e = fabs(br < d ? br : d);
+            phi[4 * v + q] = fr;
+            kkt = e > kkt ? e : kkt;
+        }
+    return kkt;
+}
+
+#define PHI_VEC(NV)                                                                          \
+    case NV:                                                                                 \
+        return phi_vec(P, x, n, Bi, eps, phi, NV);
 
 static inline __attribute__((always_inline)) double phi_stored_any(
     const double *restrict P, const double *restrict x, uint64_t n, const double *restrict Bi,
     double eps, double *restrict phi, double *restrict f, unsigned R)
 {
-    switch (R) {
-        PHI_STORED_FIXED(8)
-        PHI_STORED_FIXED(16)
-        PHI_STORED_FIXED(32)
-    default:
-        return phi_stored(P, x, n, Bi, eps, phi, f, R);
-    }
+    if (R % 4 == 0)
+        switch (R / 4) {
+            PHI_VEC(1)
+            PHI_VEC(2)
+            PHI_VEC(3)
+            PHI_VEC(4)
+            PHI_VEC(5)
+            PHI_VEC(6)
+            PHI_VEC(7)
+            PHI_VEC(8)
+        default:
+            break;
+        }
+    return phi_stored(P, x, n, Bi, eps, phi, f, R);
 }
 
 /* Row i's inner iterations first .. last (from 1) on B_i, one row at a
- * time: a row's update needs only its own nonzeros and the other modes'
+ * time (and where ll is not NULL, the row's part of the log-likelihood
+ * from B_i as the last leaves it, into *ll: the last mode's pass has the
+ * rows of pi that it needs): a row's update needs only its own nonzeros and the other modes'
  * rows, which do not change within the mode, so its pi are gathered once
  * into P (when it has at most cap nonzeros; else again at each iteration,
  * as row_phi does) and every iteration after reads them from cache. Each
@@ -330,7 +416,8 @@ __attribute__((target_clones("default", "avx2")))
 static void row_inner(const apr_mode *am, uint64_t i, double *restrict Bi, double eps,
                       unsigned first, unsigned last, int update_last, double *restrict phi,
                       double *restrict phi1, double *restrict kmax, double *restrict P,
-                      double *restrict xs, uint64_t cap, double *restrict pi)
+                      double *restrict xs, uint64_t cap, double *restrict pi,
+                      double *restrict ll)
 {
     const unsigned R = am->R;
     const uint64_t a = am->start[i], n = am->start[i + 1] - a;
@@ -345,6 +432,17 @@ static void row_inner(const apr_mode *am, uint64_t i, double *restrict Bi, doubl
             double *restrict q = P + k * R;
             xs[k] = value_at(am, a + k);
             if (am->nother == 2 && !keyed) {
+                if (a + k + PREFETCH_AHEAD < am->c->nnz) {
+                    const uint64_t wn = am->c->words[a + k + PREFETCH_AHEAD];
+                    const char *n0 =
+                        (const char *)(am->F[0] + ((wn >> am->sh[0]) & am->mask[0]) * R);
+                    const char *n1 =
+                        (const char *)(am->F[1] + ((wn >> am->sh[1]) & am->mask[1]) * R);
+                    for (unsigned off = 0; off < R * sizeof(double); off += 64) {
+                        __builtin_prefetch(n0 + off);
+                        __builtin_prefetch(n1 + off);
+                    }
+                }
                 const uint64_t w = am->c->words[a + k];
                 const double *restrict r0 = am->F[0] + ((w >> am->sh[0]) & am->mask[0]) * R;
                 const double *restrict r1 = am->F[1] + ((w >> am->sh[1]) & am->mask[1]) * R;
@@ -368,6 +466,25 @@ static void row_inner(const apr_mode *am, uint64_t i, double *restrict Bi, doubl
 #pragma omp simd
             for (unsigned r = 0; r < R; r++)
                 Bi[r] *= phi[r];
+    }
+    if (ll != NULL) {   /* the row's sum of x log m, B_i as it ends (lambda in it) */
+        double sum = 0;
+        size_t blk = am->c->layout.key_bits > 0 ? block_of(am->c, a, 0) : 0;
+        for (uint64_t k = 0; k < n; k++) {
+            const double *restrict p;
+            if (stored) {
+                p = P + k * R;
+            } else {
+                if (am->c->layout.key_bits > 0)
+                    while (am->c->block_start[blk + 1] <= a + k)
+                        blk++;
+                p = gather_pi(am, a + k, blk, pi);
+            }
+            const double x = stored ? xs[k] : value_at(am, a + k);
+            if (x != 0)
+                sum += x * log(dot_lanes(Bi, p, R));
+        }
+        *ll = sum;
     }
 }
 
@@ -545,6 +662,8 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
     double *Phi[AMP_MAX_MODES] = {0};
     double *scratch = NULL, *colpart = NULL, *rowpart = NULL;
     double *kthr = NULL, *kk = NULL, *bak = NULL, *ph1 = NULL, *pst = NULL, *pxs = NULL;
+    double *llrow = NULL;
+    int ll_ok = 0;
     unsigned jstar_last[AMP_MAX_MODES] = {0};
     /* A stop inside the inner iterations (tol above 0) may undo some:
      * bak and ph1 keep what it goes back to. */
@@ -572,7 +691,8 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
     pxs = pst ? amp_calloc((size_t)T * pcap + 1, sizeof(double), "CP-APR's values", err) : NULL;
     kthr = pxs ? amp_calloc((size_t)T * (inner + 1), sizeof(double), "KKT violations", err) : NULL;
     kk = kthr ? amp_calloc(inner + 1, sizeof(double), "KKT violations", err) : NULL;
-    if (kk == NULL) {
+    llrow = kk ? amp_calloc(c->rows[N - 1] + 1, sizeof(double), "log-likelihood", err) : NULL;
+    if (llrow == NULL) {
         rc = err->status;
         goto done;
     }
@@ -650,6 +770,12 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
              * so it runs that one alone first. */
             const int spec = jstar_last[d] != 1;
             double *Ph = Phi[d];
+            /* The last mode's passes leave each row's part of the
+             * log-likelihood in llrow, where the row's last pass leaves B
+             * as it ends (ll_ok, below). */
+            double *llr = d == N - 1 ? llrow : NULL;
+            if (llr != NULL)
+                memset(llrow, 0, rows * sizeof *llrow);
             now = amp_now();
             for (size_t z = 0; z < (size_t)T * (inner + 1); z++)
                 kthr[z] = 0;
@@ -662,7 +788,7 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
                 row_inner(&am, (uint64_t)i, Bi, eps, 1, spec ? inner : 1, spec,
                           Ph + (uint64_t)i * R, spec && keep ? ph1 + (uint64_t)i * R : NULL,
                           kthr + tid * (inner + 1), pst + tid * pcap * R, pxs + tid * pcap,
-                          pcap, scratch + tid * 2 * R);
+                          pcap, scratch + tid * 2 * R, llr ? llr + i : NULL);
             }
             AMP_CHECK_GOTO(reduce_kkt(sh, kthr, T, inner, kk, c->seconds, err), rc, done);
             unsigned ran = spec ? inner : 1, jstar = 0;
@@ -685,7 +811,7 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
                         row_inner(&am, (uint64_t)i, Bi, eps, 2, inner, 1,
                                   Ph + (uint64_t)i * R, NULL, kthr + tid * (inner + 1),
                                   pst + tid * pcap * R, pxs + tid * pcap, pcap,
-                                  scratch + tid * 2 * R);
+                                  scratch + tid * 2 * R, llr ? llr + i : NULL);
                 }
                 double k1 = kk[1];
                 AMP_CHECK_GOTO(reduce_kkt(sh, kthr, T, inner, kk, c->seconds, err), rc, done);
@@ -714,10 +840,14 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
                     memcpy(Bi, bak + (uint64_t)i * R, R * sizeof *Bi);
                     row_inner(&am, (uint64_t)i, Bi, eps, from, jstar, 0, Ph + (uint64_t)i * R,
                               NULL, kthr + tid * (inner + 1), pst + tid * pcap * R,
-                              pxs + tid * pcap, pcap, scratch + tid * 2 * R);
+                              pxs + tid * pcap, pcap, scratch + tid * 2 * R,
+                              llr ? llr + i : NULL);
                 }
             }
             jstar_last[d] = jstar;
+            /* Not where the mode went back to its start, nor where one
+             * inner iteration's update was the last (no pass after it). */
+            ll_ok = !(jstar == 1 && spec) && !(jstar == 0 && !spec && inner < 2);
             c->seconds[AMP_PHASE_MTTKRP] += amp_now() - now;
             kkt_max = kkt > kkt_max ? kkt : kkt_max;
             if (sh != NULL)
@@ -742,7 +872,7 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
                 uint64_t hi = lo + SUM_BLOCK < rows ? lo + SUM_BLOCK : rows;
                 double s = 0;
                 for (uint64_t i = lo; i < hi; i++)
-                    s += row_loglik(&am, i, A + i * R, lam, pi);
+                    s += ll_ok ? llrow[i] : row_loglik(&am, i, A + i * R, lam, pi);
                 rowpart[b] = s;
             }
             double total = 0, sum = sum_blocks(rowpart, (uint64_t)nb);
@@ -783,6 +913,7 @@ done:
     amp_free(ph1);
     amp_free(pst);
     amp_free(pxs);
+    amp_free(llrow);
     return rc;
 }
 
