@@ -326,78 +326,100 @@ static inline __attribute__((always_inline)) double vdot(const amp_v4d *b, const
     return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
-static inline __attribute__((always_inline)) double phi_vec(
-    const double *restrict P, const double *restrict x, uint64_t n, const double *restrict Bi,
-    double eps, double *restrict phi, unsigned nv)
+static inline __attribute__((always_inline)) void iters_vec(
+    const double *restrict P, const double *restrict x, uint64_t n, double *restrict Bi,
+    double eps, unsigned first, unsigned last, int update_last, double *restrict phi,
+    double *restrict phi1, double *restrict kmax, unsigned nv)
 {
     const unsigned R = 4 * nv;
     amp_v4d b[8], f[8];
 #pragma GCC unroll 8
-    for (unsigned v = 0; v < nv; v++) {
-        b[v] = *(const amp_v4du *)(Bi + 4 * v);
-        f[v] = (amp_v4d){0, 0, 0, 0};
-    }
-    uint64_t k = 0;
-    for (; k + 4 <= n; k += 4) {
-        const double *p0 = P + k * R, *p1 = p0 + R, *p2 = p1 + R, *p3 = p2 + R;
-        double m[4] = {vdot(b, p0, nv), vdot(b, p1, nv), vdot(b, p2, nv), vdot(b, p3, nv)};
-        double w[4];
-        for (unsigned q = 0; q < 4; q++)
-            w[q] = x[k + q] / (m[q] > eps ? m[q] : eps);
-#pragma GCC unroll 8
-        for (unsigned v = 0; v < nv; v++)
-            f[v] += w[0] * *(const amp_v4du *)(p0 + 4 * v);
-#pragma GCC unroll 8
-        for (unsigned v = 0; v < nv; v++)
-            f[v] += w[1] * *(const amp_v4du *)(p1 + 4 * v);
-#pragma GCC unroll 8
-        for (unsigned v = 0; v < nv; v++)
-            f[v] += w[2] * *(const amp_v4du *)(p2 + 4 * v);
-#pragma GCC unroll 8
-        for (unsigned v = 0; v < nv; v++)
-            f[v] += w[3] * *(const amp_v4du *)(p3 + 4 * v);
-    }
-    for (; k < n; k++) {
-        const double *p = P + k * R;
-        const double mk = vdot(b, p, nv), w = x[k] / (mk > eps ? mk : eps);
-#pragma GCC unroll 8
-        for (unsigned v = 0; v < nv; v++)
-            f[v] += w * *(const amp_v4du *)(p + 4 * v);
-    }
-    double kkt = 0;
-#pragma GCC unroll 8
     for (unsigned v = 0; v < nv; v++)
-        for (unsigned q = 0; q < 4; q++) {
-            const double fr = f[v][q], br = Bi[4 * v + q], d = 1 - fr;
-            const double e = fabs(br < d ? br : d);
-            phi[4 * v + q] = fr;
-            kkt = e > kkt ? e : kkt;
+        b[v] = *(const amp_v4du *)(Bi + 4 * v);
+    for (unsigned j = first; j <= last; j++) {
+#pragma GCC unroll 8
+        for (unsigned v = 0; v < nv; v++)
+            f[v] = (amp_v4d){0, 0, 0, 0};
+        uint64_t k = 0;
+        for (; k + 4 <= n; k += 4) {
+            const double *p0 = P + k * R, *p1 = p0 + R, *p2 = p1 + R, *p3 = p2 + R;
+            double m[4] = {vdot(b, p0, nv), vdot(b, p1, nv), vdot(b, p2, nv),
+                           vdot(b, p3, nv)};
+            double w[4];
+            for (unsigned q = 0; q < 4; q++)
+                w[q] = x[k + q] / (m[q] > eps ? m[q] : eps);
+#pragma GCC unroll 8
+            for (unsigned v = 0; v < nv; v++)
+                f[v] += w[0] * *(const amp_v4du *)(p0 + 4 * v);
+#pragma GCC unroll 8
+            for (unsigned v = 0; v < nv; v++)
+                f[v] += w[1] * *(const amp_v4du *)(p1 + 4 * v);
+#pragma GCC unroll 8
+            for (unsigned v = 0; v < nv; v++)
+                f[v] += w[2] * *(const amp_v4du *)(p2 + 4 * v);
+#pragma GCC unroll 8
+            for (unsigned v = 0; v < nv; v++)
+                f[v] += w[3] * *(const amp_v4du *)(p3 + 4 * v);
         }
-    return kkt;
+        for (; k < n; k++) {
+            const double *p = P + k * R;
+            const double mk = vdot(b, p, nv), w = x[k] / (mk > eps ? mk : eps);
+#pragma GCC unroll 8
+            for (unsigned v = 0; v < nv; v++)
+                f[v] += w * *(const amp_v4du *)(p + 4 * v);
+        }
+        double kkt = 0;
+#pragma GCC unroll 8
+        for (unsigned v = 0; v < nv; v++)
+            for (unsigned q = 0; q < 4; q++) {
+                const double d = 1 - f[v][q], e = fabs(b[v][q] < d ? b[v][q] : d);
+                kkt = e > kkt ? e : kkt;
+            }
+        kmax[j] = kkt > kmax[j] ? kkt : kmax[j];
+        if (j == 1 && phi1 != NULL)
+#pragma GCC unroll 8
+            for (unsigned v = 0; v < nv; v++)
+                *(amp_v4du *)(phi1 + 4 * v) = f[v];
+        if (j < last || update_last)
+#pragma GCC unroll 8
+            for (unsigned v = 0; v < nv; v++)
+                b[v] *= f[v];
+    }
+#pragma GCC unroll 8
+    for (unsigned v = 0; v < nv; v++) {
+        *(amp_v4du *)(phi + 4 * v) = f[v];
+        *(amp_v4du *)(Bi + 4 * v) = b[v];
+    }
 }
 
-#define PHI_VEC(NV)                                                                          \
+#define ITERS_VEC(NV)                                                                        \
     case NV:                                                                                 \
-        return phi_vec(P, x, n, Bi, eps, phi, NV);
+        iters_vec(P, x, n, Bi, eps, first, last, update_last, phi, phi1, kmax, NV);          \
+        return 1;
 
-static inline __attribute__((always_inline)) double phi_stored_any(
-    const double *restrict P, const double *restrict x, uint64_t n, const double *restrict Bi,
-    double eps, double *restrict phi, double *restrict f, unsigned R)
+/* Row i's inner iterations from its stored pi in vectors, where R allows
+ * (a multiple of 4 up to 32): 1; else 0, for phi_stored's loop. B_i and
+ * Phi stay in registers across the row's iterations; every sum is
+ * phi_stored's, in its order, so the same bits. */
+static inline __attribute__((always_inline)) int iters_stored(
+    const double *restrict P, const double *restrict x, uint64_t n, double *restrict Bi,
+    double eps, unsigned first, unsigned last, int update_last, double *restrict phi,
+    double *restrict phi1, double *restrict kmax, unsigned R)
 {
     if (R % 4 == 0)
         switch (R / 4) {
-            PHI_VEC(1)
-            PHI_VEC(2)
-            PHI_VEC(3)
-            PHI_VEC(4)
-            PHI_VEC(5)
-            PHI_VEC(6)
-            PHI_VEC(7)
-            PHI_VEC(8)
+            ITERS_VEC(1)
+            ITERS_VEC(2)
+            ITERS_VEC(3)
+            ITERS_VEC(4)
+            ITERS_VEC(5)
+            ITERS_VEC(6)
+            ITERS_VEC(7)
+            ITERS_VEC(8)
         default:
             break;
         }
-    return phi_stored(P, x, n, Bi, eps, phi, f, R);
+    return 0;
 }
 
 /* Row i's inner iterations first .. last (from 1) on B_i, one row at a
@@ -456,8 +478,11 @@ static void row_inner(const apr_mode *am, uint64_t i, double *restrict Bi, doubl
             }
         }
     }
+    if (stored && last >= first &&
+        iters_stored(P, xs, n, Bi, eps, first, last, update_last, phi, phi1, kmax, R))
+        first = last + 1;   /* done */
     for (unsigned j = first; j <= last; j++) {
-        double v = stored ? phi_stored_any(P, xs, n, Bi, eps, phi, pi, R)
+        double v = stored ? phi_stored(P, xs, n, Bi, eps, phi, pi, R)
                           : row_phi(am, i, Bi, eps, phi, pi);
         kmax[j] = v > kmax[j] ? v : kmax[j];
         if (j == 1 && phi1 != NULL)
