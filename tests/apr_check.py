@@ -15,9 +15,11 @@
         starting factors for TNS's dims, uniform in [0.1, 1), as npy
     apr_check.py pyttb TNS INIT_PREFIX R JSON K
         pyttb's cp_apr (algorithm "mu") from the same start, with the
-        JSON's eps_div_zero, stopped after k = 1 .. K outer iterations:
-        its log-likelihood against the JSON's after iteration k; exit 1
-        above 1e-9 relative (two -inf agree: the JSON writes null)
+        JSON's eps_div_zero and tol, stopped after k = 1 .. K outer
+        iterations: its log-likelihood against the JSON's after iteration
+        k, and its inner iterations in iteration k against the JSON's;
+        exit 1 above 1e-9 relative or where the inner iterations differ
+        (two -inf agree: the JSON writes null)
     apr_check.py loglik TNS PREFIX JSON
         the log-likelihood recomputed from the factor files (npy) and the
         tensor, against the JSON's final_loglik: exit 1 above 1e-10
@@ -126,13 +128,18 @@ def against_pyttb(tns, init_prefix, R, js, K):
     for k in range(1, K + 1):
         with np.errstate(divide="ignore"):
             _, _, out = ttb.cp_apr(X, R, init=ttb.ktensor([a.copy() for a in A0]), maxiters=k,
-                                   printitn=0, epsDivZero=j["eps_div_zero"])
+                                   printitn=0, epsDivZero=j["eps_div_zero"], stoptol=j["tol"])
         if k > len(ours):
             break
         if ours[k - 1] == out["obj"] == -math.inf:
             rel = 0.0
         else:
             rel = abs(ours[k - 1] - out["obj"]) / abs(out["obj"])
+        inner = int(out["nInnerIters"][-1])
+        if inner != j["iterations"][k - 1]["inner"]:
+            print(f"iteration {k}: {j['iterations'][k - 1]['inner']} inner iterations, "
+                  f"pyttb {inner}")
+            worst = math.inf
         worst = max(worst, rel)
         print(f"iteration {k}: amped {ours[k - 1]:.15e} pyttb {out['obj']:.15e} rel {rel:.2e}")
     print(f"largest relative difference {worst:.2e}")

@@ -148,8 +148,21 @@ if test -n "$have_pyttb"; then
         pyttb "$T/sp.tns" "$T/isp" 5 "$T/sp10.json" 4
     py_check "sparse, the default floor: pyttb's log-likelihoods with the same floor" \
         pyttb "$T/sp.tns" "$T/isp" 5 "$T/sp30.json" 4
+    # tol 0.3 stops modes at their first inner iteration and inside them
+    # (the CPU runs a row's iterations at once, and goes back where the
+    # mode stopped before its last): pyttb's inner iterations and
+    # log-likelihoods still.
+    run "$AMPED_RUN" -q --method cp-apr -r 5 --gpus 0 --init "$T/isp" --iters 10 --tol 0.3 \
+        --kappa-rule pyttb --json "$T/spt.json" "$T/sp.amp"
+    check_status "sparse, tol 0.3: exit 0" 0
+    is "sparse, tol 0.3: outer iterations of fewer than 4 x 10 inner, and of under 10" \
+        "$("$PY" -c 'import json, sys
+inner = [i["inner"] for i in json.load(open(sys.argv[1]))["iterations"]]
+print(len(inner), max(inner) < 40, min(inner) < 10)' "$T/spt.json")" "10 True True"
+    py_check "sparse, tol 0.3: pyttb's inner iterations and log-likelihoods" \
+        pyttb "$T/sp.tns" "$T/isp" 5 "$T/spt.json" 10
 else
-    skip "sparse against pyttb, two floors" "no pyttb in $PY"
+    skip "sparse against pyttb, two floors and stops inside the inner iterations" "no pyttb in $PY"
 fi
 
 # ---- one GPU against the CPU, from the same start -----------------------
