@@ -11,6 +11,11 @@
         space of N a mode, the empty slices dropped (so that pyttb's rows
         are amped's): a fit puts model values far below 1e-10 at its
         nonzeros
+    apr_check.py longrows OUT.tns SEED
+        counts at every coordinate of mode 1's first slice and of mode 3's
+        first (200 x 200 each, 79,800 nonzeros in a 200 x 200 x 200
+        tensor): rows of 40,000 nonzeros, more than the CPU keeps of one
+        row's pi at rank 16
     apr_check.py init PREFIX R SEED TNS
         starting factors for TNS's dims, uniform in [0.1, 1), as npy
     apr_check.py pyttb TNS INIT_PREFIX R JSON K
@@ -108,6 +113,19 @@ def sparse(out, n, nnz, seed):
         for s in subs:
             f.write(" ".join(str(i + 1) for i in s) + " 1\n")
     print(f"{len(subs)} nonzeros, dims {' x '.join(str(int(d)) for d in subs.max(axis=0) + 1)}")
+
+
+def longrows(out, seed):
+    rng = np.random.default_rng(seed)
+    n = 200
+    X = np.zeros((n, n, n), dtype=np.int64)
+    X[0, :, :] = rng.poisson(2.0, (n, n)) + 1
+    X[:, :, 0] = rng.poisson(2.0, (n, n)) + 1
+    subs = np.argwhere(X > 0)
+    with open(out, "w") as f:
+        for t in subs:
+            f.write(f"{t[0] + 1} {t[1] + 1} {t[2] + 1} {X[tuple(t)]}\n")
+    print(f"{len(subs)} nonzeros")
 
 
 def init(prefix, R, seed, tns):
@@ -208,6 +226,9 @@ def main(argv):
         return 0
     if cmd == "sparse":
         sparse(argv[2], int(argv[3]), int(argv[4]), int(argv[5]))
+        return 0
+    if cmd == "longrows":
+        longrows(argv[2], int(argv[3]))
         return 0
     if cmd == "init":
         init(argv[2], int(argv[3]), int(argv[4]), argv[5])

@@ -161,8 +161,21 @@ inner = [i["inner"] for i in json.load(open(sys.argv[1]))["iterations"]]
 print(len(inner), max(inner) < 40, min(inner) < 10)' "$T/spt.json")" "10 True True"
     py_check "sparse, tol 0.3: pyttb's inner iterations and log-likelihoods" \
         pyttb "$T/sp.tns" "$T/isp" 5 "$T/spt.json" 10
+    # Rows longer than the CPU keeps of one row's pi (40,000 nonzeros at
+    # rank 16) take the pass that gathers at every inner iteration, and
+    # the last mode's log-likelihood from gathers too.
+    "$PY" "$CHECK" longrows "$T/lr.tns" 9 >"$T/lr.out" 2>&1 ||
+        { cat "$T/lr.out"; echo "Bail out! apr_check.py longrows failed"; exit 1; }
+    run "$AMPED_PREP" -q -o "$T/lr.amp" "$T/lr.tns"
+    "$PY" "$CHECK" init "$T/ilr" 16 3 "$T/lr.tns"
+    run "$AMPED_RUN" -q --method cp-apr -r 16 --gpus 0 --init "$T/ilr" --iters 2 \
+        --kappa-rule pyttb --json "$T/lr.json" "$T/lr.amp"
+    check_status "rows of 40,000 nonzeros ($(cat "$T/lr.out")), rank 16: exit 0" 0
+    py_check "rows of 40,000 nonzeros: pyttb's inner iterations and log-likelihoods" \
+        pyttb "$T/lr.tns" "$T/ilr" 16 "$T/lr.json" 2
 else
     skip "sparse against pyttb, two floors and stops inside the inner iterations" "no pyttb in $PY"
+    skip "rows of 40,000 nonzeros against pyttb" "no pyttb in $PY"
 fi
 
 # ---- one GPU against the CPU, from the same start -----------------------
