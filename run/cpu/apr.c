@@ -329,7 +329,7 @@ static inline __attribute__((always_inline)) double vdot(const amp_v4d *b, const
 static inline __attribute__((always_inline)) void iters_vec(
     const double *restrict P, const double *restrict x, uint64_t n, double *restrict Bi,
     double eps, unsigned first, unsigned last, int update_last, double *restrict phi,
-    double *restrict phi1, double *restrict kmax, unsigned nv)
+    double *restrict kmax, unsigned nv)
 {
     const unsigned R = 4 * nv;
     amp_v4d b[8], f[8];
@@ -376,10 +376,6 @@ static inline __attribute__((always_inline)) void iters_vec(
                 kkt = e > kkt ? e : kkt;
             }
         kmax[j] = kkt > kmax[j] ? kkt : kmax[j];
-        if (j == 1 && phi1 != NULL)
-#pragma GCC unroll 8
-            for (unsigned v = 0; v < nv; v++)
-                *(amp_v4du *)(phi1 + 4 * v) = f[v];
         if (j < last || update_last)
 #pragma GCC unroll 8
             for (unsigned v = 0; v < nv; v++)
@@ -394,7 +390,7 @@ static inline __attribute__((always_inline)) void iters_vec(
 
 #define ITERS_VEC(NV)                                                                        \
     case NV:                                                                                 \
-        iters_vec(P, x, n, Bi, eps, first, last, update_last, phi, phi1, kmax, NV);          \
+        iters_vec(P, x, n, Bi, eps, first, last, update_last, phi, kmax, NV);                \
         return 1;
 
 /* Row i's inner iterations from its stored pi in vectors, where R allows
@@ -404,7 +400,7 @@ static inline __attribute__((always_inline)) void iters_vec(
 static inline __attribute__((always_inline)) int iters_stored(
     const double *restrict P, const double *restrict x, uint64_t n, double *restrict Bi,
     double eps, unsigned first, unsigned last, int update_last, double *restrict phi,
-    double *restrict phi1, double *restrict kmax, unsigned R)
+    double *restrict kmax, unsigned R)
 {
     if (R % 4 == 0)
         switch (R / 4) {
@@ -431,13 +427,13 @@ static inline __attribute__((always_inline)) int iters_stored(
  * as row_phi does) and every iteration after reads them from cache. Each
  * iteration leaves Phi_i in phi, raises kmax[j] to the row's KKT
  * violation, and multiplies B_i by Phi_i, except the last when
- * !update_last. phi1, where not NULL, keeps Phi_i of iteration 1. */
+ * !update_last. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("default", "avx2")))
 #endif
 static void row_inner(const apr_mode *am, uint64_t i, double *restrict Bi, double eps,
                       unsigned first, unsigned last, int update_last, double *restrict phi,
-                      double *restrict phi1, double *restrict kmax, double *restrict P,
+                      double *restrict kmax, double *restrict P,
                       double *restrict xs, uint64_t cap, double *restrict pi,
                       double *restrict ll)
 {
@@ -479,14 +475,12 @@ static void row_inner(const apr_mode *am, uint64_t i, double *restrict Bi, doubl
         }
     }
     if (stored && last >= first &&
-        iters_stored(P, xs, n, Bi, eps, first, last, update_last, phi, phi1, kmax, R))
+        iters_stored(P, xs, n, Bi, eps, first, last, update_last, phi, kmax, R))
         first = last + 1;   /* done */
     for (unsigned j = first; j <= last; j++) {
         double v = stored ? phi_stored(P, xs, n, Bi, eps, phi, pi, R)
                           : row_phi(am, i, Bi, eps, phi, pi);
         kmax[j] = v > kmax[j] ? v : kmax[j];
-        if (j == 1 && phi1 != NULL)
-            memcpy(phi1, phi, R * sizeof *phi);
         if (j < last || update_last)
 #pragma omp simd
             for (unsigned r = 0; r < R; r++)
@@ -686,12 +680,12 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
     uint64_t *start[AMP_MAX_MODES] = {0};
     double *Phi[AMP_MAX_MODES] = {0};
     double *scratch = NULL, *colpart = NULL, *rowpart = NULL;
-    double *kthr = NULL, *kk = NULL, *bak = NULL, *ph1 = NULL, *pst = NULL, *pxs = NULL;
+    double *kthr = NULL, *kk = NULL, *bak = NULL, *pst = NULL, *pxs = NULL;
     double *llrow = NULL;
     int ll_ok = 0;
     unsigned jstar_last[AMP_MAX_MODES] = {0};
     /* A stop inside the inner iterations (tol above 0) may undo some:
-     * bak and ph1 keep what it goes back to. */
+     * bak keeps the B it goes back to. */
     const int keep = o->tol > 0;
     uint64_t maxrows = 0, longest = 0;
     for (unsigned m = 0; m < N; m++)
@@ -723,9 +717,7 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
     }
     if (keep) {
         bak = amp_calloc(maxrows * R + 1, sizeof(double), "CP-APR's copy of B", err);
-        ph1 = bak ? amp_calloc(maxrows * R + 1, sizeof(double), "CP-APR's copy of Phi", err)
-                  : NULL;
-        if (ph1 == NULL) {
+        if (bak == NULL) {
             rc = err->status;
             goto done;
         }
@@ -811,9 +803,8 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
                 if (spec && keep)
                     memcpy(bak + (uint64_t)i * R, Bi, R * sizeof *Bi);
                 row_inner(&am, (uint64_t)i, Bi, eps, 1, spec ? inner : 1, spec,
-                          Ph + (uint64_t)i * R, spec && keep ? ph1 + (uint64_t)i * R : NULL,
-                          kthr + tid * (inner + 1), pst + tid * pcap * R, pxs + tid * pcap,
-                          pcap, scratch + tid * 2 * R, llr ? llr + i : NULL);
+                          Ph + (uint64_t)i * R, kthr + tid * (inner + 1), pst + tid * pcap * R,
+                          pxs + tid * pcap, pcap, scratch + tid * 2 * R, llr ? llr + i : NULL);
             }
             AMP_CHECK_GOTO(reduce_kkt(sh, kthr, T, inner, kk, c->seconds, err), rc, done);
             unsigned ran = spec ? inner : 1, jstar = 0;
@@ -834,7 +825,7 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
                         memcpy(bak + (uint64_t)i * R, Bi, R * sizeof *Bi);
                     if (inner >= 2)
                         row_inner(&am, (uint64_t)i, Bi, eps, 2, inner, 1,
-                                  Ph + (uint64_t)i * R, NULL, kthr + tid * (inner + 1),
+                                  Ph + (uint64_t)i * R, kthr + tid * (inner + 1),
                                   pst + tid * pcap * R, pxs + tid * pcap, pcap,
                                   scratch + tid * 2 * R, llr ? llr + i : NULL);
                 }
@@ -850,13 +841,7 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
             inner_total += jstar ? jstar : inner;
             if (jstar != 1)
                 converged = 0;
-            if (jstar == 1 && spec) {   /* back to the start, Phi of iteration 1 */
-#pragma omp parallel for schedule(static)
-                for (int64_t i = lo; i < hi; i++) {
-                    memcpy(A + (uint64_t)i * R, bak + (uint64_t)i * R, R * sizeof *A);
-                    memcpy(Ph + (uint64_t)i * R, ph1 + (uint64_t)i * R, R * sizeof *Ph);
-                }
-            } else if (jstar >= 2) {   /* again from bak, up to Phi of iteration jstar */
+            if (jstar >= 2 || (jstar == 1 && spec)) {   /* again from bak, to Phi of jstar */
                 const unsigned from = spec ? 1 : 2;
 #pragma omp parallel for schedule(dynamic, 64)
                 for (int64_t i = lo; i < hi; i++) {
@@ -864,15 +849,15 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
                     double *Bi = A + (uint64_t)i * R;
                     memcpy(Bi, bak + (uint64_t)i * R, R * sizeof *Bi);
                     row_inner(&am, (uint64_t)i, Bi, eps, from, jstar, 0, Ph + (uint64_t)i * R,
-                              NULL, kthr + tid * (inner + 1), pst + tid * pcap * R,
+                              kthr + tid * (inner + 1), pst + tid * pcap * R,
                               pxs + tid * pcap, pcap, scratch + tid * 2 * R,
                               llr ? llr + i : NULL);
                 }
             }
             jstar_last[d] = jstar;
-            /* Not where the mode went back to its start, nor where one
-             * inner iteration's update was the last (no pass after it). */
-            ll_ok = !(jstar == 1 && spec) && !(jstar == 0 && !spec && inner < 2);
+            /* Not where one inner iteration's update was the last (no
+             * pass after it). */
+            ll_ok = !(jstar == 0 && !spec && inner < 2);
             c->seconds[AMP_PHASE_MTTKRP] += amp_now() - now;
             kkt_max = kkt > kkt_max ? kkt : kkt_max;
             if (sh != NULL)
@@ -935,7 +920,6 @@ done:
     amp_free(kthr);
     amp_free(kk);
     amp_free(bak);
-    amp_free(ph1);
     amp_free(pst);
     amp_free(pxs);
     amp_free(llrow);
