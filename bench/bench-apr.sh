@@ -3,7 +3,8 @@
 # seconds per outer iteration on the count tensors of ../shared/data at
 # rank AMP_RANK (16), AMP_ITERS (5) outer iterations from the same start,
 # pyttb's shift rule so that both compute the same iterates, on AMP_THREADS
-# threads (2); the same log-likelihood is printed beside. Run from the
+# threads (2), by the wall clock and in CPU seconds (all threads'); the
+# same log-likelihood is printed beside. Run from the
 # build directory; python from AMP_PYTHON (python3), with pyttb.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -12,8 +13,8 @@ py=${AMP_PYTHON:-python3}
 shared=${AMP_TEST_DATA:-$src/../shared/data}
 rank=${AMP_RANK:-16} iters=${AMP_ITERS:-5} threads=${AMP_THREADS:-2}
 if "$py" -c 'import pyttb' 2>/dev/null; then
-    echo "| tensor | rank | outer iterations | pyttb s/iter | amped s/iter | ratio | pyttb loglik | amped loglik | rel. diff |"
-    echo "|---|---|---|---|---|---|---|---|---|"
+    echo "| tensor | rank | outer iterations | pyttb s/iter | amped s/iter | ratio | pyttb CPU s/iter | amped CPU s/iter | CPU ratio | pyttb loglik | amped loglik | rel. diff |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
     for t in splatt-med; do   # counts 1 to 5, no empty slice (pyttb keeps those rows)
         tns=$shared/$t.tns
         [ -f "$tns" ] || continue

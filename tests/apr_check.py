@@ -6,12 +6,25 @@
         sparse model: the
         counts as FROSTT text, the truth as TRUTH_PREFIX.modeN.npy and
         TRUTH_PREFIX.lambda.npy
+    apr_check.py sparse OUT.tns N NNZ SEED
+        NNZ counts of 1 at coordinates drawn uniformly from a 4-mode index
+        space of N a mode, the empty slices dropped (so that pyttb's rows
+        are amped's): a fit puts model values far below 1e-10 at its
+        nonzeros
+    apr_check.py longrows OUT.tns SEED
+        counts at every coordinate of mode 1's first slice and of mode 3's
+        first (200 x 200 each, 79,800 nonzeros in a 200 x 200 x 200
+        tensor): rows of 40,000 nonzeros, more than the CPU keeps of one
+        row's pi at rank 16
     apr_check.py init PREFIX R SEED TNS
         starting factors for TNS's dims, uniform in [0.1, 1), as npy
     apr_check.py pyttb TNS INIT_PREFIX R JSON K
-        pyttb's cp_apr (algorithm "mu") from the same start, stopped after
-        k = 1 .. K outer iterations: its log-likelihood against the JSON's
-        after iteration k; exit 1 above 1e-9 relative
+        pyttb's cp_apr (algorithm "mu") from the same start, with the
+        JSON's eps_div_zero and tol, stopped after k = 1 .. K outer
+        iterations: its log-likelihood against the JSON's after iteration
+        k, and its inner iterations in iteration k against the JSON's;
+        exit 1 above 1e-9 relative or where the inner iterations differ
+        (two -inf agree: the JSON writes null)
     apr_check.py loglik TNS PREFIX JSON
         the log-likelihood recomputed from the factor files (npy) and the
         tensor, against the JSON's final_loglik: exit 1 above 1e-10
@@ -91,6 +104,30 @@ def planted(out, truth, seed, nmodes=3):
     print(f"{len(subs)} nonzeros, {int(X.sum())} counts")
 
 
+def sparse(out, n, nnz, seed):
+    rng = np.random.default_rng(seed)
+    subs = np.unique(rng.integers(0, n, (nnz, 4)), axis=0)
+    for m in range(subs.shape[1]):
+        subs[:, m] = np.unique(subs[:, m], return_inverse=True)[1]
+    with open(out, "w") as f:
+        for s in subs:
+            f.write(" ".join(str(i + 1) for i in s) + " 1\n")
+    print(f"{len(subs)} nonzeros, dims {' x '.join(str(int(d)) for d in subs.max(axis=0) + 1)}")
+
+
+def longrows(out, seed):
+    rng = np.random.default_rng(seed)
+    n = 200
+    X = np.zeros((n, n, n), dtype=np.int64)
+    X[0, :, :] = rng.poisson(2.0, (n, n)) + 1
+    X[:, :, 0] = rng.poisson(2.0, (n, n)) + 1
+    subs = np.argwhere(X > 0)
+    with open(out, "w") as f:
+        for t in subs:
+            f.write(f"{t[0] + 1} {t[1] + 1} {t[2] + 1} {X[tuple(t)]}\n")
+    print(f"{len(subs)} nonzeros")
+
+
 def init(prefix, R, seed, tns):
     _, _, shape = read_tns(tns)
     rng = np.random.default_rng(seed)
@@ -103,14 +140,24 @@ def against_pyttb(tns, init_prefix, R, js, K):
     subs, vals, shape = read_tns(tns)
     X = ttb.sptensor(subs, vals.reshape(-1, 1), shape)
     A0 = [np.load(f"{init_prefix}.mode{m + 1}.npy") for m in range(len(shape))]
-    ours = [it["loglik"] for it in json.load(open(js))["iterations"]]
+    j = json.load(open(js))
+    ours = [-math.inf if it["loglik"] is None else it["loglik"] for it in j["iterations"]]
     worst = 0.0
     for k in range(1, K + 1):
-        _, _, out = ttb.cp_apr(X, R, init=ttb.ktensor([a.copy() for a in A0]), maxiters=k,
-                               printitn=0)
+        with np.errstate(divide="ignore"):
+            _, _, out = ttb.cp_apr(X, R, init=ttb.ktensor([a.copy() for a in A0]), maxiters=k,
+                                   printitn=0, epsDivZero=j["eps_div_zero"], stoptol=j["tol"])
         if k > len(ours):
             break
-        rel = abs(ours[k - 1] - out["obj"]) / abs(out["obj"])
+        if ours[k - 1] == out["obj"] == -math.inf:
+            rel = 0.0
+        else:
+            rel = abs(ours[k - 1] - out["obj"]) / abs(out["obj"])
+        inner = int(out["nInnerIters"][-1])
+        if inner != j["iterations"][k - 1]["inner"]:
+            print(f"iteration {k}: {j['iterations'][k - 1]['inner']} inner iterations, "
+                  f"pyttb {inner}")
+            worst = math.inf
         worst = max(worst, rel)
         print(f"iteration {k}: amped {ours[k - 1]:.15e} pyttb {out['obj']:.15e} rel {rel:.2e}")
     print(f"largest relative difference {worst:.2e}")
@@ -176,6 +223,12 @@ def main(argv):
     cmd = argv[1]
     if cmd == "planted":
         planted(argv[2], argv[3], int(argv[4]), int(argv[5]) if len(argv) > 5 else 3)
+        return 0
+    if cmd == "sparse":
+        sparse(argv[2], int(argv[3]), int(argv[4]), int(argv[5]))
+        return 0
+    if cmd == "longrows":
+        longrows(argv[2], int(argv[3]))
         return 0
     if cmd == "init":
         init(argv[2], int(argv[3]), int(argv[4]), argv[5])

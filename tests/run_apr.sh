@@ -6,7 +6,9 @@
 # is the one recomputed from the factor files; from the same start as
 # pyttb's cp_apr (its shift rule, --kappa-rule pyttb), the log-likelihood
 # after every outer iteration is pyttb's to 1e-9, on the planted tensor and
-# on splatt-med (a real tensor of counts); the same bits on 1 and 2
+# on splatt-med (a real tensor of counts); a tensor whose fit has model
+# values below the Toolbox's floor, -inf with that floor as in pyttb and
+# finite with the default; the same bits on 1 and 2
 # threads; on one GPU (resident, streamed, from compressed chunks; f64 and
 # f32), every outer iteration's log-likelihood the CPU's from the same
 # start (skipped without a GPU); values that are not counts refused by
@@ -101,6 +103,79 @@ else
         "splatt-med from a given start" "splatt-med against pyttb"; do
         skip "$what" "no pyttb in $PY"
     done
+fi
+
+# ---- a model value below the floor -------------------------------------
+# 2500 counts of 1 at random coordinates of a 4-mode tensor (about 1500
+# nonempty slices a mode), rank 5: a fit puts model values far below 1e-10
+# at the nonzeros alone in their slices. With the Tensor Toolbox's floor
+# (--eps-div-zero 1e-10) the update credits such a row only m / 1e-10 of
+# its count at each inner iteration, the row underflows to 0 and the
+# log-likelihood is -inf from outer iteration 2, in pyttb as in amped;
+# with the default floor (1e-30) every outer iteration's is finite, rises,
+# and is pyttb's given the same floor.
+"$PY" "$CHECK" sparse "$T/sp.tns" 2500 2500 4 >"$T/sp.out" 2>&1 ||
+    { cat "$T/sp.out"; echo "Bail out! apr_check.py sparse failed"; exit 1; }
+run "$AMPED_PREP" -q -o "$T/sp.amp" "$T/sp.tns"
+check_status "a sparse 4-mode tensor of counts ($(cat "$T/sp.out")) prepares" 0
+"$PY" "$CHECK" init "$T/isp" 5 2 "$T/sp.tns"
+lls() {   # the JSON's log-likelihoods: F finite, I -inf (null), then rising or not
+    "$PY" -c 'import json, sys
+ll = [i["loglik"] for i in json.load(open(sys.argv[1]))["iterations"]]
+fin = [x for x in ll if x is not None]
+print("".join("F" if x is not None else "I" for x in ll),
+      "rising" if all(b > a for a, b in zip(fin, fin[1:])) else "not rising")' "$1"
+}
+run "$AMPED_RUN" -q --method cp-apr -r 5 --gpus 0 --init "$T/isp" --iters 4 \
+    --kappa-rule pyttb --eps-div-zero 1e-10 --json "$T/sp10.json" "$T/sp.amp"
+check_status "sparse, the Toolbox's floor 1e-10: exit 0" 0
+is "sparse, the Toolbox's floor: finite after outer iteration 1, -inf from 2" \
+    "$(lls "$T/sp10.json")" "FIII rising"
+run "$AMPED_RUN" -q --method cp-apr -r 5 --gpus 0 --init "$T/isp" --iters 4 \
+    --kappa-rule pyttb -o "$T/sp30" --format npy --json "$T/sp30.json" "$T/sp.amp"
+check_status "sparse, the default floor: exit 0" 0
+is "sparse, the default floor: every log-likelihood finite, and rising" \
+    "$(lls "$T/sp30.json")" "FFFF rising"
+py_check "sparse, the default floor: the JSON's log-likelihood is the factor files'" \
+    loglik "$T/sp.tns" "$T/sp30" "$T/sp30.json"
+run "$AMPED_RUN" -q --method cp-apr -r 5 --gpus 0 --seed 1 --iters 10 --json "$T/spk.json" \
+    "$T/sp.amp"
+check_status "sparse, the default floor and shift rule, a random start: exit 0" 0
+is "sparse, the default floor and shift rule: every log-likelihood finite" \
+    "$(lls "$T/spk.json" | cut -d' ' -f1)" "FFFFFFFFFF"
+if test -n "$have_pyttb"; then
+    py_check "sparse, the floor 1e-10: pyttb's log-likelihoods, -inf from iteration 2 too" \
+        pyttb "$T/sp.tns" "$T/isp" 5 "$T/sp10.json" 4
+    py_check "sparse, the default floor: pyttb's log-likelihoods with the same floor" \
+        pyttb "$T/sp.tns" "$T/isp" 5 "$T/sp30.json" 4
+    # tol 0.3 stops modes at their first inner iteration and inside them
+    # (the CPU runs a row's iterations at once, and goes back where the
+    # mode stopped before its last): pyttb's inner iterations and
+    # log-likelihoods still.
+    run "$AMPED_RUN" -q --method cp-apr -r 5 --gpus 0 --init "$T/isp" --iters 10 --tol 0.3 \
+        --kappa-rule pyttb --json "$T/spt.json" "$T/sp.amp"
+    check_status "sparse, tol 0.3: exit 0" 0
+    is "sparse, tol 0.3: outer iterations of fewer than 4 x 10 inner, and of under 10" \
+        "$("$PY" -c 'import json, sys
+inner = [i["inner"] for i in json.load(open(sys.argv[1]))["iterations"]]
+print(len(inner), max(inner) < 40, min(inner) < 10)' "$T/spt.json")" "10 True True"
+    py_check "sparse, tol 0.3: pyttb's inner iterations and log-likelihoods" \
+        pyttb "$T/sp.tns" "$T/isp" 5 "$T/spt.json" 10
+    # Rows longer than the CPU keeps of one row's pi (40,000 nonzeros at
+    # rank 16) take the pass that gathers at every inner iteration, and
+    # the last mode's log-likelihood from gathers too.
+    "$PY" "$CHECK" longrows "$T/lr.tns" 9 >"$T/lr.out" 2>&1 ||
+        { cat "$T/lr.out"; echo "Bail out! apr_check.py longrows failed"; exit 1; }
+    run "$AMPED_PREP" -q -o "$T/lr.amp" "$T/lr.tns"
+    "$PY" "$CHECK" init "$T/ilr" 16 3 "$T/lr.tns"
+    run "$AMPED_RUN" -q --method cp-apr -r 16 --gpus 0 --init "$T/ilr" --iters 2 \
+        --kappa-rule pyttb --json "$T/lr.json" "$T/lr.amp"
+    check_status "rows of 40,000 nonzeros ($(cat "$T/lr.out")), rank 16: exit 0" 0
+    py_check "rows of 40,000 nonzeros: pyttb's inner iterations and log-likelihoods" \
+        pyttb "$T/lr.tns" "$T/ilr" 16 "$T/lr.json" 2
+else
+    skip "sparse against pyttb, two floors and stops inside the inner iterations" "no pyttb in $PY"
+    skip "rows of 40,000 nonzeros against pyttb" "no pyttb in $PY"
 fi
 
 # ---- one GPU against the CPU, from the same start -----------------------

@@ -210,13 +210,22 @@ typedef enum amp_method {
 #define AMP_NMETHODS 6
 
 /* CP-APR (Poisson CP, run/cpu/apr.c): its options, with the Tensor
- * Toolbox's and pyttb's defaults. Its tol is the KKT violation's, and its
- * iterations the outer ones. */
+ * Toolbox's and pyttb's defaults but one. Its tol is the KKT violation's,
+ * and its iterations the outer ones. The floor of the model's value where
+ * it is divided by is 1e-30, not their 1e-10: wherever a model value at a
+ * nonzero is below the floor, w = x / floor credits only m / floor of
+ * that count to the row's update, so the value falls further at every
+ * inner iteration until it underflows to 0 and the log-likelihood is
+ * -inf (rd100m-counts at rank 32, and tests/run_apr.sh's sparse 4-mode
+ * tensor, at outer iteration 2; pyttb does the same with 1e-10). Model
+ * values at nonzeros of 1e-12 and below are an ordinary fit on a large
+ * sparse tensor; 1e-30 is still a normal number in f32, where x / 1e-30
+ * stays finite for counts below 3e8. */
 #define AMP_APR_INNER_DEFAULT 10u
 #define AMP_APR_INNER_MAX 100000u
 #define AMP_APR_KAPPA_DEFAULT 1e-2
 #define AMP_APR_KAPPA_TOL_DEFAULT 1e-10
-#define AMP_APR_EPS_DEFAULT 1e-10
+#define AMP_APR_EPS_DEFAULT 1e-30
 #define AMP_APR_TOL_DEFAULT 1e-4
 #define AMP_APR_ITERS_DEFAULT 1000u
 typedef struct amp_apr_opts {

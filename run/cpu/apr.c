@@ -9,8 +9,7 @@
  * could never grow again); with the pyttb rule, wherever Phi is positive,
  * as pyttb's cp_apr does, so that runs compare with it iteration by
  * iteration (amp_apr_opts.shift_rule). B
- * = A_n diag(lambda); then inner iterations, each one pass over mode n's
- * copy of the nonzeros (ordered by row n): per nonzero k of row i, the
+ * = A_n diag(lambda); then inner iterations: per nonzero k of row i, the
  * other modes' rows gathered into pi_k (their Hadamard product), the
  * model's value m_k = B_i . pi_k, and Phi_i += x_k / max(m_k, eps) pi_k.
  * The KKT violation max |min(B, 1 - Phi)| over the mode stops them below
@@ -18,16 +17,24 @@
  * lambda. The run stops when no mode needed an update (every mode met the
  * tolerance at its first inner iteration).
  *
+ * Rows are independent within a mode, and the other modes' rows do not
+ * change in it, so a row runs all its inner iterations at once (row_inner):
+ * its pi gathered once into a thread's scratch, each iteration then one
+ * pass over that scratch, with no gather. The mode-wide stop is decided
+ * after, from each iteration's largest violation over the rows, and a stop
+ * before the last iteration undone from a copy of B (apr_run). Per nonzero
+ * and mode: one gather of N - 1 factor rows and 8 (word) + 4 or 8 (value)
+ * bytes; per inner iteration R doubles of scratch read and about 4 R
+ * FLOPs. Threads take rows (dynamic chunks; no atomics), and every sum
+ * over rows runs over fixed blocks in a fixed order: the same bits for any
+ * thread count.
+ *
  * The log-likelihood after each outer iteration, sum x log m - sum of the
  * model's entries (= sum lambda, the factors' columns summing to 1), as
- * pyttb's tt_loglikelihood (the log x! term left out), takes one more pass
- * over the last mode's copy.
- *
- * Bytes per nonzero and inner iteration: 8 (word) + 4 or 8 (value), plus
- * N - 1 gathered factor rows; FLOPs about (N + 2) R. Rows are independent
- * within a mode, so threads take rows (dynamic chunks; no atomics), and
- * every sum over rows runs over fixed blocks in a fixed order: the same
- * bits for any thread count. */
+ * pyttb's tt_loglikelihood (the log x! term left out), comes from the
+ * last mode's rows as their last pass leaves them (the rows of pi are
+ * there), or where that pass does not end the mode, one more pass over
+ * the last mode's copy. */
 #include <config.h>
 
 #include <math.h>
@@ -42,6 +49,11 @@
 /* Rows per block of the sums over rows (column sums, log-likelihood,
  * KKT): fixed, so the sums do not depend on the thread count. */
 #define SUM_BLOCK 4096
+
+/* How many nonzeros ahead a row's gather asks for the other modes' rows:
+ * they are read at random, and the loads of one nonzero alone do not keep
+ * enough of them in flight (4, 8 and 16 measured: bench/RESULTS.md). */
+#define PREFETCH_AHEAD 16
 
 amp_status amp_cpu_row_starts(const amp_copy *c, unsigned d, uint64_t rows, uint64_t **out,
                               amp_error *err)
@@ -187,11 +199,11 @@ static inline __attribute__((always_inline)) void phi_three(
         double m = 0;
 #pragma omp simd reduction(+ : m)
         for (unsigned r = 0; r < R; r++)
-            m += Bi[r] * r0[r] * r1[r];
+            m += Bi[r] * (r0[r] * r1[r]);
         const double x = value_at(am, k) / (m > eps ? m : eps);
 #pragma omp simd
         for (unsigned r = 0; r < R; r++)
-            phi[r] += x * r0[r] * r1[r];
+            phi[r] += x * (r0[r] * r1[r]);
     }
 }
 
@@ -231,6 +243,268 @@ static double row_phi(const apr_mode *am, uint64_t i, const double *restrict Bi,
         kkt = v > kkt ? v : kkt;
     }
     return kkt;
+}
+
+/* The dot of b and p (R entries) in four lanes added pairwise: an order
+ * fixed by the source, which the compiler keeps in one vector. */
+static inline __attribute__((always_inline)) double dot_lanes(const double *restrict b,
+                                                              const double *restrict p,
+                                                              unsigned R)
+{
+    double l0 = 0, l1 = 0, l2 = 0, l3 = 0;
+    unsigned r = 0;
+    for (; r + 4 <= R; r += 4) {
+        l0 += b[r] * p[r];
+        l1 += b[r + 1] * p[r + 1];
+        l2 += b[r + 2] * p[r + 2];
+        l3 += b[r + 3] * p[r + 3];
+    }
+    for (; r < R; r++)
+        l0 += b[r] * p[r];
+    return (l0 + l1) + (l2 + l3);
+}
+
+/* Row i's Phi from its rows of pi, stored one after another in P, and its
+ * n values in x, summed in f (F entries: R, or where R is a constant, an
+ * array of that size, which then stays in registers); the KKT violation
+ * returned. Four nonzeros at a time: their four dots are independent, so
+ * they overlap, and their four divisions can share one instruction; Phi
+ * still takes them in order. */
+static inline __attribute__((always_inline)) double phi_stored(
+    const double *restrict P, const double *restrict x, uint64_t n, const double *restrict Bi,
+    double eps, double *restrict phi, double *restrict f, unsigned R)
+{
+    for (unsigned r = 0; r < R; r++)
+        f[r] = 0;
+    uint64_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        const double *restrict p0 = P + k * R, *restrict p1 = p0 + R, *restrict p2 = p1 + R,
+                     *restrict p3 = p2 + R;
+        double m[4] = {dot_lanes(Bi, p0, R), dot_lanes(Bi, p1, R), dot_lanes(Bi, p2, R),
+                       dot_lanes(Bi, p3, R)};
+        double w[4];
+        for (unsigned q = 0; q < 4; q++)
+            w[q] = x[k + q] / (m[q] > eps ? m[q] : eps);
+        for (unsigned r = 0; r < R; r++)
+            f[r] += w[0] * p0[r];
+        for (unsigned r = 0; r < R; r++)
+            f[r] += w[1] * p1[r];
+        for (unsigned r = 0; r < R; r++)
+            f[r] += w[2] * p2[r];
+        for (unsigned r = 0; r < R; r++)
+            f[r] += w[3] * p3[r];
+    }
+    for (; k < n; k++) {
+        const double *restrict p = P + k * R;
+        const double mk = dot_lanes(Bi, p, R), w = x[k] / (mk > eps ? mk : eps);
+        for (unsigned r = 0; r < R; r++)
+            f[r] += w * p[r];
+    }
+    double kkt = 0;
+    for (unsigned r = 0; r < R; r++) {
+        phi[r] = f[r];
+        double d = 1 - f[r], v = fabs(Bi[r] < d ? Bi[r] : d);
+        kkt = v > kkt ? v : kkt;
+    }
+    return kkt;
+}
+
+/* phi_stored for R = 4 nv (nv a constant up to 8), in vectors of 4 that
+ * stay in registers: B_i's and Phi's across the row, every sum in
+ * phi_stored's order (the dot's four lanes are its l0 .. l3), so the same
+ * bits. */
+typedef double amp_v4d __attribute__((vector_size(32)));
+typedef double amp_v4du __attribute__((vector_size(32), aligned(8)));
+
+static inline __attribute__((always_inline)) double vdot(const amp_v4d *b, const double *p,
+                                                         unsigned nv)
+{
+    amp_v4d acc = b[0] * *(const amp_v4du *)p;
+#pragma GCC unroll 8
+    for (unsigned v = 1; v < nv; v++)
+        acc += b[v] * *(const amp_v4du *)(p + 4 * v);
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+static inline __attribute__((always_inline)) void iters_vec(
+    const double *restrict P, const double *restrict x, uint64_t n, double *restrict Bi,
+    double eps, unsigned first, unsigned last, int update_last, double *restrict phi,
+    double *restrict kmax, unsigned nv)
+{
+    const unsigned R = 4 * nv;
+    amp_v4d b[8], f[8];
+#pragma GCC unroll 8
+    for (unsigned v = 0; v < nv; v++)
+        b[v] = *(const amp_v4du *)(Bi + 4 * v);
+    for (unsigned j = first; j <= last; j++) {
+#pragma GCC unroll 8
+        for (unsigned v = 0; v < nv; v++)
+            f[v] = (amp_v4d){0, 0, 0, 0};
+        uint64_t k = 0;
+        for (; k + 4 <= n; k += 4) {
+            const double *p0 = P + k * R, *p1 = p0 + R, *p2 = p1 + R, *p3 = p2 + R;
+            double m[4] = {vdot(b, p0, nv), vdot(b, p1, nv), vdot(b, p2, nv),
+                           vdot(b, p3, nv)};
+            double w[4];
+            for (unsigned q = 0; q < 4; q++)
+                w[q] = x[k + q] / (m[q] > eps ? m[q] : eps);
+#pragma GCC unroll 8
+            for (unsigned v = 0; v < nv; v++)
+                f[v] += w[0] * *(const amp_v4du *)(p0 + 4 * v);
+#pragma GCC unroll 8
+            for (unsigned v = 0; v < nv; v++)
+                f[v] += w[1] * *(const amp_v4du *)(p1 + 4 * v);
+#pragma GCC unroll 8
+            for (unsigned v = 0; v < nv; v++)
+                f[v] += w[2] * *(const amp_v4du *)(p2 + 4 * v);
+#pragma GCC unroll 8
+            for (unsigned v = 0; v < nv; v++)
+                f[v] += w[3] * *(const amp_v4du *)(p3 + 4 * v);
+        }
+        for (; k < n; k++) {
+            const double *p = P + k * R;
+            const double mk = vdot(b, p, nv), w = x[k] / (mk > eps ? mk : eps);
+#pragma GCC unroll 8
+            for (unsigned v = 0; v < nv; v++)
+                f[v] += w * *(const amp_v4du *)(p + 4 * v);
+        }
+        double kkt = 0;
+#pragma GCC unroll 8
+        for (unsigned v = 0; v < nv; v++)
+            for (unsigned q = 0; q < 4; q++) {
+                const double d = 1 - f[v][q], e = fabs(b[v][q] < d ? b[v][q] : d);
+                kkt = e > kkt ? e : kkt;
+            }
+        kmax[j] = kkt > kmax[j] ? kkt : kmax[j];
+        if (j < last || update_last)
+#pragma GCC unroll 8
+            for (unsigned v = 0; v < nv; v++)
+                b[v] *= f[v];
+    }
+#pragma GCC unroll 8
+    for (unsigned v = 0; v < nv; v++) {
+        *(amp_v4du *)(phi + 4 * v) = f[v];
+        *(amp_v4du *)(Bi + 4 * v) = b[v];
+    }
+}
+
+#define ITERS_VEC(NV)                                                                        \
+    case NV:                                                                                 \
+        iters_vec(P, x, n, Bi, eps, first, last, update_last, phi, kmax, NV);                \
+        return 1;
+
+/* Row i's inner iterations from its stored pi in vectors, where R allows
+ * (a multiple of 4 up to 32): 1; else 0, for phi_stored's loop. B_i and
+ * Phi stay in registers across the row's iterations; every sum is
+ * phi_stored's, in its order, so the same bits. */
+static inline __attribute__((always_inline)) int iters_stored(
+    const double *restrict P, const double *restrict x, uint64_t n, double *restrict Bi,
+    double eps, unsigned first, unsigned last, int update_last, double *restrict phi,
+    double *restrict kmax, unsigned R)
+{
+    if (R % 4 == 0)
+        switch (R / 4) {
+            ITERS_VEC(1)
+            ITERS_VEC(2)
+            ITERS_VEC(3)
+            ITERS_VEC(4)
+            ITERS_VEC(5)
+            ITERS_VEC(6)
+            ITERS_VEC(7)
+            ITERS_VEC(8)
+        default:
+            break;
+        }
+    return 0;
+}
+
+/* Row i's inner iterations first .. last (from 1) on B_i, one row at a
+ * time (and where ll is not NULL, the row's part of the log-likelihood
+ * from B_i as the last leaves it, into *ll: the last mode's pass has the
+ * rows of pi that it needs): a row's update needs only its own nonzeros and the other modes'
+ * rows, which do not change within the mode, so its pi are gathered once
+ * into P (when it has at most cap nonzeros; else again at each iteration,
+ * as row_phi does) and every iteration after reads them from cache. Each
+ * iteration leaves Phi_i in phi, raises kmax[j] to the row's KKT
+ * violation, and multiplies B_i by Phi_i, except the last when
+ * !update_last. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("default", "avx2")))
+#endif
+static void row_inner(const apr_mode *am, uint64_t i, double *restrict Bi, double eps,
+                      unsigned first, unsigned last, int update_last, double *restrict phi,
+                      double *restrict kmax, double *restrict P,
+                      double *restrict xs, uint64_t cap, double *restrict pi,
+                      double *restrict ll)
+{
+    const unsigned R = am->R;
+    const uint64_t a = am->start[i], n = am->start[i + 1] - a;
+    const int stored = n <= cap;
+    if (stored) {
+        const int keyed = am->c->layout.key_bits > 0;
+        size_t blk = keyed ? block_of(am->c, a, 0) : 0;
+        for (uint64_t k = 0; k < n; k++) {
+            if (keyed)
+                while (am->c->block_start[blk + 1] <= a + k)
+                    blk++;
+            double *restrict q = P + k * R;
+            xs[k] = value_at(am, a + k);
+            if (am->nother == 2 && !keyed) {
+                if (a + k + PREFETCH_AHEAD < am->c->nnz) {
+                    const uint64_t wn = am->c->words[a + k + PREFETCH_AHEAD];
+                    const char *n0 =
+                        (const char *)(am->F[0] + ((wn >> am->sh[0]) & am->mask[0]) * R);
+                    const char *n1 =
+                        (const char *)(am->F[1] + ((wn >> am->sh[1]) & am->mask[1]) * R);
+                    for (unsigned off = 0; off < R * sizeof(double); off += 64) {
+                        __builtin_prefetch(n0 + off);
+                        __builtin_prefetch(n1 + off);
+                    }
+                }
+                const uint64_t w = am->c->words[a + k];
+                const double *restrict r0 = am->F[0] + ((w >> am->sh[0]) & am->mask[0]) * R;
+                const double *restrict r1 = am->F[1] + ((w >> am->sh[1]) & am->mask[1]) * R;
+#pragma omp simd
+                for (unsigned r = 0; r < R; r++)
+                    q[r] = r0[r] * r1[r];
+            } else {
+                const double *restrict g = gather_pi(am, a + k, blk, q);
+                if (g != q)
+                    memcpy(q, g, R * sizeof *q);
+            }
+        }
+    }
+    if (stored && last >= first &&
+        iters_stored(P, xs, n, Bi, eps, first, last, update_last, phi, kmax, R))
+        first = last + 1;   /* done */
+    for (unsigned j = first; j <= last; j++) {
+        double v = stored ? phi_stored(P, xs, n, Bi, eps, phi, pi, R)
+                          : row_phi(am, i, Bi, eps, phi, pi);
+        kmax[j] = v > kmax[j] ? v : kmax[j];
+        if (j < last || update_last)
+#pragma omp simd
+            for (unsigned r = 0; r < R; r++)
+                Bi[r] *= phi[r];
+    }
+    if (ll != NULL) {   /* the row's sum of x log m, B_i as it ends (lambda in it) */
+        double sum = 0;
+        size_t blk = am->c->layout.key_bits > 0 ? block_of(am->c, a, 0) : 0;
+        for (uint64_t k = 0; k < n; k++) {
+            const double *restrict p;
+            if (stored) {
+                p = P + k * R;
+            } else {
+                if (am->c->layout.key_bits > 0)
+                    while (am->c->block_start[blk + 1] <= a + k)
+                        blk++;
+                p = gather_pi(am, a + k, blk, pi);
+            }
+            const double x = stored ? xs[k] : value_at(am, a + k);
+            if (x != 0)
+                sum += x * log(dot_lanes(Bi, p, R));
+        }
+        *ll = sum;
+    }
 }
 
 /* Row i's part of the log-likelihood: sum of x log m over its nonzeros,
@@ -365,6 +639,27 @@ static amp_status share_value(amp_cpu_share *sh, double *v, int max, double *sec
     return AMP_OK;
 }
 
+/* The largest KKT violation of each inner iteration j (1 .. inner): over
+ * the threads' (kthr, T rows of inner + 1), then over every process. */
+static amp_status reduce_kkt(amp_cpu_share *sh, const double *kthr, int T, unsigned inner,
+                             double *kk, double *seconds, amp_error *err)
+{
+    for (unsigned j = 0; j <= inner; j++) {
+        double v = 0;
+        for (int t = 0; t < T; t++)
+            v = kthr[(size_t)t * (inner + 1) + j] > v ? kthr[(size_t)t * (inner + 1) + j] : v;
+        kk[j] = v;
+    }
+    if (sh == NULL)
+        return AMP_OK;
+    double t0 = amp_now();
+    AMP_CHECK(sh->group->ops->allreduce(sh->group->ctx, kk, inner + 1, 1, err));
+    double dt = amp_now() - t0;
+    sh->exchange += dt;
+    seconds[AMP_PHASE_COMM] += dt;
+    return AMP_OK;
+}
+
 /* CP-APR on t, alone (sh NULL) or as one process of several: t is then
  * this process's part (its rows of each mode, in the run's order), it
  * updates those rows, the KKT violation's maximum and the log-likelihood's
@@ -385,7 +680,14 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
     uint64_t *start[AMP_MAX_MODES] = {0};
     double *Phi[AMP_MAX_MODES] = {0};
     double *scratch = NULL, *colpart = NULL, *rowpart = NULL;
-    uint64_t maxrows = 0;
+    double *kthr = NULL, *kk = NULL, *bak = NULL, *pst = NULL, *pxs = NULL;
+    double *llrow = NULL;
+    int ll_ok = 0;
+    unsigned jstar_last[AMP_MAX_MODES] = {0};
+    /* A stop inside the inner iterations (tol above 0) may undo some:
+     * bak keeps the B it goes back to. */
+    const int keep = o->tol > 0;
+    uint64_t maxrows = 0, longest = 0;
     for (unsigned m = 0; m < N; m++)
         maxrows = c->rows[m] > maxrows ? c->rows[m] : maxrows;
     const uint64_t maxblocks = (maxrows + SUM_BLOCK - 1) / SUM_BLOCK;
@@ -393,6 +695,29 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
         AMP_CHECK_GOTO(amp_cpu_row_starts(&t->copies[m], m, c->rows[m], &start[m], err), rc, done);
         Phi[m] = amp_calloc(c->rows[m] * R + 1, sizeof(double), "CP-APR's Phi", err);
         if (Phi[m] == NULL) {
+            rc = err->status;
+            goto done;
+        }
+    }
+    for (unsigned m = 0; m < N; m++)
+        for (uint64_t i = 0; i < c->rows[m]; i++)
+            if (start[m][i + 1] - start[m][i] > longest)
+                longest = start[m][i + 1] - start[m][i];
+    /* Each thread's room for a row's pi: the longest row's, up to 4 MiB;
+     * longer rows gather at each inner iteration. */
+    const uint64_t pcap = longest < (UINT64_C(1) << 19) / R ? longest : (UINT64_C(1) << 19) / R;
+    pst = amp_calloc((size_t)T * pcap * R + 1, sizeof(double), "CP-APR's rows of pi", err);
+    pxs = pst ? amp_calloc((size_t)T * pcap + 1, sizeof(double), "CP-APR's values", err) : NULL;
+    kthr = pxs ? amp_calloc((size_t)T * (inner + 1), sizeof(double), "KKT violations", err) : NULL;
+    kk = kthr ? amp_calloc(inner + 1, sizeof(double), "KKT violations", err) : NULL;
+    llrow = kk ? amp_calloc(c->rows[N - 1] + 1, sizeof(double), "log-likelihood", err) : NULL;
+    if (llrow == NULL) {
+        rc = err->status;
+        goto done;
+    }
+    if (keep) {
+        bak = amp_calloc(maxrows * R + 1, sizeof(double), "CP-APR's copy of B", err);
+        if (bak == NULL) {
             rc = err->status;
             goto done;
         }
@@ -453,31 +778,87 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
 
             apr_mode am;
             mode_init(&am, t, c, d, start[d]);
-            double kkt = 0;
-            for (unsigned in = 0; in < inner; in++) {
-                inner_total++;
-                now = amp_now();
-                double *Ph = Phi[d];
-                kkt = 0;
-#pragma omp parallel for schedule(dynamic, 64) reduction(max : kkt)
-                for (int64_t i = lo; i < hi; i++) {
-                    double *pi = scratch + (size_t)amp_thread_id() * 2 * R;
-                    double v = row_phi(&am, (uint64_t)i, A + (uint64_t)i * R, eps,
-                                       Ph + (uint64_t)i * R, pi);
-                    kkt = v > kkt ? v : kkt;
-                }
-                c->seconds[AMP_PHASE_MTTKRP] += amp_now() - now;
-                AMP_CHECK_GOTO(share_value(sh, &kkt, 1, c->seconds, err), rc, done);
-                if (kkt < o->tol)
-                    break;
-                converged = 0;
-                now = amp_now();
-#pragma omp parallel for schedule(static)
-                for (int64_t i = lo; i < hi; i++)
-                    for (unsigned r = 0; r < R; r++)
-                        A[(uint64_t)i * R + r] *= Ph[(uint64_t)i * R + r];
-                c->seconds[AMP_PHASE_UPDATE] += amp_now() - now;
+            /* Every row runs all its inner iterations at once, its KKT
+             * violations kept per iteration; the mode's stop (the first
+             * iteration whose largest violation is below tol) is known
+             * after, and a stop before the last is undone from the copy
+             * in bak (rare: only a tol above 0 can stop). A mode that
+             * stopped at its first iteration last time is likely to again,
+             * so it runs that one alone first. */
+            const int spec = jstar_last[d] != 1;
+            double *Ph = Phi[d];
+            /* The last mode's passes leave each row's part of the
+             * log-likelihood in llrow, where the row's last pass leaves B
+             * as it ends (ll_ok, below). */
+            double *llr = d == N - 1 ? llrow : NULL;
+            if (llr != NULL)
+                memset(llrow, 0, rows * sizeof *llrow);
+            now = amp_now();
+            for (size_t z = 0; z < (size_t)T * (inner + 1); z++)
+                kthr[z] = 0;
+#pragma omp parallel for schedule(dynamic, 64)
+            for (int64_t i = lo; i < hi; i++) {
+                const size_t tid = (size_t)amp_thread_id();
+                double *Bi = A + (uint64_t)i * R;
+                if (spec && keep)
+                    memcpy(bak + (uint64_t)i * R, Bi, R * sizeof *Bi);
+                row_inner(&am, (uint64_t)i, Bi, eps, 1, spec ? inner : 1, spec,
+                          Ph + (uint64_t)i * R, kthr + tid * (inner + 1), pst + tid * pcap * R,
+                          pxs + tid * pcap, pcap, scratch + tid * 2 * R, llr ? llr + i : NULL);
             }
+            AMP_CHECK_GOTO(reduce_kkt(sh, kthr, T, inner, kk, c->seconds, err), rc, done);
+            unsigned ran = spec ? inner : 1, jstar = 0;
+            for (unsigned j = 1; j <= ran && jstar == 0; j++)
+                if (kk[j] < o->tol)
+                    jstar = j;
+            if (!spec && jstar == 0) {   /* iteration 1 did not stop it: the rest */
+                for (size_t z = 0; z < (size_t)T * (inner + 1); z++)
+                    kthr[z] = 0;
+#pragma omp parallel for schedule(dynamic, 64)
+                for (int64_t i = lo; i < hi; i++) {
+                    const size_t tid = (size_t)amp_thread_id();
+                    double *Bi = A + (uint64_t)i * R;
+                    const double *P1 = Ph + (uint64_t)i * R;
+                    for (unsigned r = 0; r < R; r++)
+                        Bi[r] *= P1[r];
+                    if (keep)
+                        memcpy(bak + (uint64_t)i * R, Bi, R * sizeof *Bi);
+                    if (inner >= 2)
+                        row_inner(&am, (uint64_t)i, Bi, eps, 2, inner, 1,
+                                  Ph + (uint64_t)i * R, kthr + tid * (inner + 1),
+                                  pst + tid * pcap * R, pxs + tid * pcap, pcap,
+                                  scratch + tid * 2 * R, llr ? llr + i : NULL);
+                }
+                double k1 = kk[1];
+                AMP_CHECK_GOTO(reduce_kkt(sh, kthr, T, inner, kk, c->seconds, err), rc, done);
+                kk[1] = k1;
+                ran = inner;
+                for (unsigned j = 2; j <= ran && jstar == 0; j++)
+                    if (kk[j] < o->tol)
+                        jstar = j;
+            }
+            double kkt = kk[jstar ? jstar : inner];
+            inner_total += jstar ? jstar : inner;
+            if (jstar != 1)
+                converged = 0;
+            if (jstar >= 2 || (jstar == 1 && spec)) {   /* again from bak, to Phi of jstar */
+                const unsigned from = spec ? 1 : 2;
+#pragma omp parallel for schedule(dynamic, 64)
+                for (int64_t i = lo; i < hi; i++) {
+                    const size_t tid = (size_t)amp_thread_id();
+                    double *Bi = A + (uint64_t)i * R;
+                    memcpy(Bi, bak + (uint64_t)i * R, R * sizeof *Bi);
+                    row_inner(&am, (uint64_t)i, Bi, eps, from, jstar, 0, Ph + (uint64_t)i * R,
+                              kthr + tid * (inner + 1), pst + tid * pcap * R,
+                              pxs + tid * pcap, pcap, scratch + tid * 2 * R,
+                              llr ? llr + i : NULL);
+                }
+            }
+            jstar_last[d] = jstar;
+            /* Not where one inner iteration's update was the last (no
+             * pass after it). */
+            ll_ok = !(jstar == 0 && !spec && inner < 2);
+            c->seconds[AMP_PHASE_MTTKRP] += amp_now() - now;
             kkt_max = kkt > kkt_max ? kkt : kkt_max;
             if (sh != NULL)
                 AMP_CHECK_GOTO(share_mode(sh, c, d, err), rc, done);
@@ -501,7 +882,7 @@ static amp_status apr_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
                 uint64_t hi = lo + SUM_BLOCK < rows ? lo + SUM_BLOCK : rows;
                 double s = 0;
                 for (uint64_t i = lo; i < hi; i++)
-                    s += row_loglik(&am, i, A + i * R, lam, pi);
+                    s += ll_ok ? llrow[i] : row_loglik(&am, i, A + i * R, lam, pi);
                 rowpart[b] = s;
             }
             double total = 0, sum = sum_blocks(rowpart, (uint64_t)nb);
@@ -536,6 +917,12 @@ done:
     amp_free(scratch);
     amp_free(colpart);
     amp_free(rowpart);
+    amp_free(kthr);
+    amp_free(kk);
+    amp_free(bak);
+    amp_free(pst);
+    amp_free(pxs);
+    amp_free(llrow);
     return rc;
 }
 
