@@ -12,6 +12,8 @@
 #include "amp_cpu.h"
 #include "amp_parse.h"
 #include "amp_score.h"
+#include "amp_strbuf.h"
+#include "amp_svg.h"
 #include "amp_timer.h"
 #include "session.h"
 #include "starts.h"
@@ -86,15 +88,32 @@ typedef struct model {
 typedef struct batch_ctx {
     model *m;              /* the batch's first model */
     int oom;
+    /* Per iteration of the batch, the last model's seconds since the
+     * iteration began: its time, without the batch's set-up (on a GPU,
+     * each model's handles and arrays). */
+    double *iter_s;
+    unsigned niter, cap;
 } batch_ctx;
 
 static void on_model_iter(void *ctx, unsigned k, unsigned iter, double fit, double delta,
                           double seconds)
 {
-    (void)iter;
     (void)delta;
-    (void)seconds;
     batch_ctx *b = ctx;
+    if (iter > b->cap) {
+        unsigned cap = b->cap ? 2 * b->cap : 64;
+        cap = cap < iter ? iter : cap;
+        double *p = realloc(b->iter_s, cap * sizeof *p);
+        if (p == NULL) {
+            b->oom = 1;
+            return;
+        }
+        memset(p + b->cap, 0, (cap - b->cap) * sizeof *p);
+        b->iter_s = p;
+        b->cap = cap;
+    }
+    b->iter_s[iter - 1] = seconds > b->iter_s[iter - 1] ? seconds : b->iter_s[iter - 1];
+    b->niter = iter > b->niter ? iter : b->niter;
     model *m = &b->m[k];
     if (m->nfits == m->cap) {
         unsigned cap = m->cap ? 2 * m->cap : 64;
@@ -174,7 +193,8 @@ static void jnum(FILE *f, double x)
 static amp_status write_json(const amp_starts_opts *s, const amp_cpd_opts *o, const model *ms,
                              unsigned nm, const rank_row *rows, unsigned nr, int pick,
                              const char *why, unsigned passes, double seconds,
-                             double mttkrp_s, amp_outfile *of, amp_error *err)
+                             double iterate_s, double mttkrp_s, int gpu, amp_outfile *of,
+                             amp_error *err)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -182,12 +202,14 @@ static amp_status write_json(const amp_starts_opts *s, const amp_cpd_opts *o, co
     if (f == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     fprintf(f, "{\n  \"program\": \"amped-run\",\n  \"batch\": {\"starts\": %u, \"seed\": %llu, "
-            "\"method\": \"%s\", \"tol\": ", s->starts, (unsigned long long)o->seed,
-            amp_method_name(o->method));
+            "\"method\": \"%s\", \"backend\": \"%s\", \"tol\": ", s->starts,
+            (unsigned long long)o->seed, amp_method_name(o->method), gpu ? "gpu" : "cpu");
     jnum(f, o->tol);
     fprintf(f, ", \"max_iters\": %u, \"models\": %u, \"passes\": %u, \"seconds\": ",
             o->max_iters, nm, passes);
     jnum(f, seconds);
+    fprintf(f, ", \"iterate_seconds\": ");
+    jnum(f, iterate_s);
     fprintf(f, ", \"mttkrp_seconds\": ");
     jnum(f, mttkrp_s);
     fprintf(f, "},\n  \"models\": [\n");
@@ -263,6 +285,64 @@ static amp_status write_json(const amp_starts_opts *s, const amp_cpd_opts *o, co
     return rc;
 }
 
+/* --report: the per-rank table and a chart of fit and FMS against rank
+ * (every plotted value also in its mark's data-x / data-y, as in the
+ * single run's page: tests/report_check.py reads them back). */
+static amp_status write_html(const amp_starts_opts *s, const amp_cpd_opts *o, const model *ms,
+                             const rank_row *rows, unsigned nr, int gpu, amp_outfile *of,
+                             amp_error *err)
+{
+    const unsigned K = s->starts ? s->starts : 1;
+    amp_strbuf b = {0};
+    char title[96];
+    snprintf(title, sizeof title, "amped-run: %u start%s at %u rank%s, %s", K,
+             K == 1 ? "" : "s", nr, nr == 1 ? "" : "s",
+             o->method == AMP_METHOD_ALS ? "CP-ALS" : amp_method_name(o->method));
+    amp_html_begin(&b, title);
+    amp_strbuf_printf(&b, "<h2>Ranks</h2>\n<table id=\"ranks\">\n<tr><th>rank</th><th>best "
+                      "fit</th><th>seed</th><th>worst fit</th><th>FMS min</th><th>FMS median"
+                      "</th></tr>\n");
+    double *v = malloc(5 * (size_t)nr * sizeof *v + 1);
+    if (v == NULL)
+        return amp_html_finish(&b, AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the HTML "
+                                            "report"), of, err);
+    double *best = v + nr, *worst = best + nr, *fmin = worst + nr, *fmed = fmin + nr;
+    for (unsigned i = 0; i < nr; i++) {
+        const rank_row *r = &rows[i];
+        v[i] = r->rank;
+        best[i] = r->best_fit;
+        worst[i] = r->worst_fit;
+        fmin[i] = r->fms_min;
+        fmed[i] = r->fms_median;
+        amp_strbuf_printf(&b, "<tr><td data-value=\"%u\">%u</td><td data-value=\"%.17g\">"
+                          "%.10f</td><td>%llu</td><td data-value=\"%.17g\">%.10f</td>",
+                          r->rank, r->rank, r->best_fit, r->best_fit,
+                          (unsigned long long)ms[r->best].seed, r->worst_fit, r->worst_fit);
+        if (K > 1)
+            amp_strbuf_printf(&b, "<td data-value=\"%.17g\">%.4f</td><td data-value=\"%.17g"
+                              "\">%.4f</td></tr>\n", r->fms_min, r->fms_min, r->fms_median,
+                              r->fms_median);
+        else
+            amp_strbuf_printf(&b, "<td>-</td><td>-</td></tr>\n");
+    }
+    amp_strbuf_printf(&b, "</table>\n<p class=\"note\">FMS: each start's factor match score "
+                      "against its rank's best start (1: the same components); the median "
+                      "and lowest over the other starts. Fitted on %s.</p>\n",
+                      gpu ? "one GPU" : "the CPU");
+    /* FMS is there only with two starts or more. */
+    amp_series sr[4] = {{"best fit", v, best, nr}, {"worst fit", v, worst, nr},
+                        {"FMS median", v, fmed, nr}, {"FMS min", v, fmin, nr}};
+    amp_chart c = {"starts-rank", K > 1 ? "Fit and FMS against rank" : "Fit against rank",
+                   "rank", K > 1 ? "fit, FMS" : "fit", 0, 0, 0};
+    amp_strbuf_printf(&b, "<h2>Fit and FMS</h2>\n");
+    amp_svg_lines(&b, &c, sr, K > 1 ? 4 : 2);
+    free(v);
+    amp_status rc = amp_html_finish(&b, AMP_OK, of, err);
+    if (rc == AMP_OK)
+        rc = amp_outfile_place_all(&of, 1, err);
+    return rc;
+}
+
 static amp_status write_model(const amp_tensor *t, const model *m, const amp_starts_out *out,
                               int with_seed, const amp_cpd_opts *o, amp_error *err)
 {
@@ -279,30 +359,71 @@ static amp_status write_model(const amp_tensor *t, const model *m, const amp_sta
     return rc;
 }
 
-amp_status amp_starts_run(const amp_starts_opts *s, const amp_tensor *t, const amp_cpd_opts *o,
-                          const amp_starts_out *out, amp_error *err)
+/* The ranks of the run: --ranks', or --rank's alone. */
+static unsigned run_ranks(const amp_starts_opts *s, unsigned rank, unsigned *ranks)
+{
+    if (s->nranks == 0) {
+        ranks[0] = rank;
+        return 1;
+    }
+    memcpy(ranks, s->ranks, s->nranks * sizeof *ranks);
+    return s->nranks;
+}
+
+/* Models first .. *last - 1: as many as fit `limit` columns, in order. */
+static unsigned batch_end(const unsigned *rank_of, unsigned nm, unsigned first, unsigned limit,
+                          unsigned *last)
+{
+    unsigned cols = 0, k = first;
+    while (k < nm && cols + rank_of[k] <= limit)
+        cols += rank_of[k++];
+    *last = k;
+    return cols;
+}
+
+unsigned amp_starts_width(const amp_starts_opts *s, unsigned rank, unsigned limit)
 {
     const unsigned K = s->starts ? s->starts : 1;
-    unsigned nr = s->nranks, ranks[AMP_STARTS_MAX_RANKS];
-    if (nr == 0) {
-        nr = 1;
-        ranks[0] = o->rank;
-    } else
-        memcpy(ranks, s->ranks, nr * sizeof *ranks);
+    unsigned ranks[AMP_STARTS_MAX_RANKS], widest = 0;
+    const unsigned nr = run_ranks(s, rank, ranks);
     for (unsigned i = 0; i < nr; i++)
-        if (ranks[i] > AMP_CPU_MAX_RANK)
-            return AMP_FAIL(err, AMP_ERR_USAGE, "rank %u passes the CPU's limit %u", ranks[i],
-                            AMP_CPU_MAX_RANK);
+        if (ranks[i] > limit)
+            return 0;
+    unsigned *rank_of = malloc((size_t)nr * K * sizeof *rank_of);
+    if (rank_of == NULL)   /* the widest a batch can be */
+        return limit;
+    for (unsigned i = 0; i < nr * K; i++)
+        rank_of[i] = ranks[i / K];
+    for (unsigned first = 0, last; first < nr * K; first = last) {
+        unsigned cols = batch_end(rank_of, nr * K, first, limit, &last);
+        widest = cols > widest ? cols : widest;
+    }
+    free(rank_of);
+    return widest;
+}
+
+amp_status amp_starts_run(const amp_starts_opts *s, const amp_tensor *t, const amp_cpd_opts *o,
+                          amp_gpu_run *gr, const amp_starts_out *out, amp_error *err)
+{
+    const unsigned K = s->starts ? s->starts : 1;
+    unsigned ranks[AMP_STARTS_MAX_RANKS];
+    const unsigned nr = run_ranks(s, o->rank, ranks);
+    const unsigned limit = gr ? AMP_GPU_MAX_RANK : AMP_CPU_MAX_RANK;
+    for (unsigned i = 0; i < nr; i++)
+        if (ranks[i] > limit)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "rank %u passes the %s's limit %u", ranks[i],
+                            gr ? "GPU kernels" : "CPU", limit);
     const unsigned nm = nr * K;
     model *ms = calloc(nm, sizeof *ms);
     rank_row *rows = calloc(nr, sizeof *rows);
     amp_cpd **cs = calloc(nm, sizeof *cs);
+    unsigned *rank_of = calloc(nm, sizeof *rank_of);
     double *tmp = calloc(K, sizeof *tmp);
     amp_status rc = AMP_OK;
     unsigned made = 0, passes = 0;
     char why[512] = "";
     int pick = -1;
-    if (ms == NULL || rows == NULL || cs == NULL || tmp == NULL)
+    if (ms == NULL || rows == NULL || cs == NULL || rank_of == NULL || tmp == NULL)
         AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory");
     /* Model k = rank i's start j: seed + j, the start a run alone at that
      * rank and seed takes (amp_cpd_init_random). */
@@ -314,6 +435,7 @@ amp_status amp_starts_run(const amp_starts_opts *s, const amp_tensor *t, const a
             m->fms = NAN;
             AMP_CHECK_GOTO(amp_cpd_init_random(t, m->rank, m->seed, &m->c, err), rc, done);
             cs[made] = &m->c;
+            rank_of[made] = m->rank;
         }
     if (!out->quiet) {
         unsigned cols = 0;
@@ -325,23 +447,29 @@ amp_status amp_starts_run(const amp_starts_opts *s, const amp_tensor *t, const a
         for (unsigned i = 0; i < nr; i++)
             printf("%s%u", i ? "," : " ", ranks[i]);
         printf("), %s, %u columns side by side in one MTTKRP a mode, at most %u iteration%s, "
-               "tol %g\n", o->method == AMP_METHOD_ALS ? "cp-als" : amp_method_name(o->method),
-               cols, o->max_iters, o->max_iters == 1 ? "" : "s", o->tol);
+               "tol %g, on %s\n", o->method == AMP_METHOD_ALS ? "cp-als"
+                                                              : amp_method_name(o->method),
+               cols, o->max_iters, o->max_iters == 1 ? "" : "s", o->tol,
+               gr ? "one GPU" : "the CPU");
         fflush(stdout);
     }
     /* Batches of models whose columns fit the kernel's rank limit, in order. */
-    double t0 = amp_now(), mttkrp_s = 0;
-    for (unsigned first = 0; first < nm;) {
-        unsigned last = first, cols = 0;
-        while (last < nm && cols + ms[last].rank <= AMP_CPU_MAX_RANK)
-            cols += ms[last++].rank;
-        batch_ctx b = {&ms[first], 0};
-        AMP_CHECK_GOTO(amp_cpu_als_batch(t, o, last - first, cs + first, on_model_iter, &b,
-                                         &mttkrp_s, err), rc, done);
+    double t0 = amp_now(), mttkrp_s = 0, iterate_s = 0;
+    for (unsigned first = 0, last; first < nm; first = last) {
+        batch_end(rank_of, nm, first, limit, &last);
+        batch_ctx b = {&ms[first], 0, NULL, 0, 0};
+        amp_status brc =
+            gr ? amp_gpu_run_als_batch(gr, t, o, last - first, cs + first, on_model_iter, &b,
+                                       &mttkrp_s, err)
+               : amp_cpu_als_batch(t, o, last - first, cs + first, on_model_iter, &b, &mttkrp_s,
+                                   err);
+        for (unsigned i = 0; i < b.niter; i++)
+            iterate_s += b.iter_s[i];
+        free(b.iter_s);
+        AMP_CHECK_GOTO(brc, rc, done);
         if (b.oom)
             AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory for the fits");
         passes++;
-        first = last;
     }
     const double seconds = amp_now() - t0;
     for (unsigned k = 0; k < nm; k++)
@@ -403,9 +531,11 @@ amp_status amp_starts_run(const amp_starts_opts *s, const amp_tensor *t, const a
         for (unsigned k = 0; k < nm && s->keep_all; k++)
             AMP_CHECK_GOTO(write_model(t, &ms[k], out, 1, o, err), rc, done);
     }
+    if (out->html)
+        AMP_CHECK_GOTO(write_html(s, o, ms, rows, nr, gr != NULL, out->html, err), rc, done);
     if (out->json)
         AMP_CHECK_GOTO(write_json(s, o, ms, nm, rows, nr, pick, why, passes, seconds,
-                                  mttkrp_s, out->json, err), rc, done);
+                                  iterate_s, mttkrp_s, gr != NULL, out->json, err), rc, done);
 done:
     for (unsigned k = 0; k < made; k++) {
         amp_cpd_free(&ms[k].c);
@@ -414,6 +544,7 @@ done:
     free(ms);
     free(rows);
     free(cs);
+    free(rank_of);
     free(tmp);
     return rc;
 }

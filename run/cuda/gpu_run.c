@@ -147,6 +147,15 @@ amp_status amp_gpu_run_als(amp_gpu_run *run, const amp_tensor *t, const amp_cpd_
     return no_cuda(err);
 }
 
+amp_status amp_gpu_run_als_batch(amp_gpu_run *run, const amp_tensor *t, const amp_cpd_opts *o,
+                                 unsigned K, amp_cpd *const *cs, amp_gpu_batch_fn on_iter,
+                                 void *ctx, double *mttkrp_seconds, amp_error *err)
+{
+    (void)run, (void)t, (void)o, (void)K, (void)cs, (void)on_iter, (void)ctx,
+        (void)mttkrp_seconds;
+    return no_cuda(err);
+}
+
 void amp_gpu_run_times(const amp_gpu_run *run, unsigned gpu, double *mttkrp, double *busy,
                        double *comm, double *exchange, double *idle, double *phase)
 {
@@ -1143,6 +1152,35 @@ amp_status amp_gpu_run_als(amp_gpu_run *r, const amp_tensor *t, const amp_cpd_op
     amp_error e2 = {0};
     amp_status back = reorder(r, c, 0, rc == AMP_OK ? err : &e2);
     return rc != AMP_OK ? rc : back;
+}
+
+amp_status amp_gpu_run_als_batch(amp_gpu_run *r, const amp_tensor *t, const amp_cpd_opts *o,
+                                 unsigned K, amp_cpd *const *cs, amp_gpu_batch_fn on_iter,
+                                 void *ctx, double *mttkrp_seconds, amp_error *err)
+{
+    /* Several GPUs would pair each model's sends and sums with the
+     * others' on every GPU: not written yet. */
+    if (r->total > 1)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "several models in one pass run on one GPU "
+                        "for now, not %u", r->total);
+    unsigned cols = 0;
+    for (unsigned k = 0; k < K; k++)
+        cols += cs[k]->rank;
+    if (cols > r->rank)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the models' columns (%u) pass the rank the GPU's "
+                        "run was opened for (%u)", cols, r->rank);
+    unsigned k = 0;
+    amp_status rc = AMP_OK;
+    for (; k < K && rc == AMP_OK; k++)
+        rc = reorder(r, cs[k], 1, err);
+    if (rc == AMP_OK)
+        rc = amp_gpu_cpd_als_batch(r->g[0], t, o, K, cs, on_iter, ctx, mttkrp_seconds, err);
+    amp_error e2 = {0};
+    for (unsigned j = 0; j < k; j++) {
+        amp_status back = reorder(r, cs[j], 0, rc == AMP_OK ? err : &e2);
+        rc = rc != AMP_OK ? rc : back;
+    }
+    return rc;
 }
 
 unsigned amp_gpu_run_parts(const amp_gpu_run *r, unsigned m)
