@@ -1722,11 +1722,10 @@ static amp_status batch_mode(const amp_gpu_tensor *g, batch_model *bm, unsigned 
 
 /* Each model's end of iteration it (0-based): its fit, on_iter, and its
  * stop; *dropped set where one converged. */
-static amp_status batch_end(const amp_gpu_tensor *g, const amp_tensor *t, batch_model *bm,
-                            unsigned K, unsigned it, double t_iter, amp_gpu_batch_fn on_iter,
-                            void *ctx, int *dropped, amp_error *err)
+static amp_status batch_end(const amp_tensor *t, batch_model *bm, unsigned K, unsigned it,
+                            double t_iter, amp_gpu_batch_fn on_iter, void *ctx, int *dropped,
+                            amp_error *err)
 {
-    (void)g;
     for (unsigned k = 0; k < K; k++) {
         batch_model *b = &bm[k];
         if (!b->live)
@@ -1832,8 +1831,7 @@ extern "C" amp_status amp_gpu_cpd_als_batch(const amp_gpu_tensor *g, const amp_t
         if (it + 1 < o->max_iters)
             AMP_CHECK_GOTO(amp_gpu_prefetch(g, 0, err), rc, done);
         int dropped = 0;
-        AMP_CHECK_GOTO(batch_end(g, t, bm, K, it, t_iter, on_iter, ctx, &dropped, err), rc,
-                       done);
+        AMP_CHECK_GOTO(batch_end(t, bm, K, it, t_iter, on_iter, ctx, &dropped, err), rc, done);
         /* Every live model waited for every MTTKRP of the iteration, and
          * end_iteration for each model's stream. */
         for (unsigned d = 0; d < N && mttkrp_seconds; d++) {
