@@ -1211,8 +1211,10 @@ static int run(run_args *a)
     /* The GPU is opened (its memory planned) for the widest batch of
      * models; the rank itself is --rank's again once loaded. */
     const unsigned rank = a->r.opts.rank;
-    if (amp_starts_active(&a->starts) && a->r.gpus != 0)
+    if (amp_starts_active(&a->starts) && a->r.gpus != 0) {
         a->r.opts.rank = amp_starts_width(&a->starts, rank, AMP_GPU_MAX_RANK);
+        a->r.gpu.batch = 1;
+    }
     amp_status lrc = load(a, &s, &err);
     a->r.opts.rank = rank;
     if (s.dist) {

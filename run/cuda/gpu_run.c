@@ -295,12 +295,32 @@ static const char *no_remap(const amp_gpu_run *r, const amp_tensor *part)
     return NULL;
 }
 
+/* amp_gpu_als_bytes at the run's rank; for a batch of models
+ * (amp_gpu_run_als_batch, the rank their columns' sum) their columns side
+ * by side once more besides each model's own: every mode's factor as the
+ * MTTKRP reads it, and its output. */
+static size_t run_bytes(const amp_gpu_opts *o, const amp_gpu_run *r, const amp_tensor *part,
+                        uint64_t chunk_nnz)
+{
+    size_t bytes = amp_gpu_als_bytes(part, r->rank, r->f32, r->method, chunk_nnz);
+    if (o->batch) {
+        const size_t word = r->f32 ? sizeof(float) : sizeof(double);
+        uint64_t max_rows = 0;
+        for (unsigned m = 0; m < part->nmodes; m++) {
+            bytes += (size_t)part->rows[m] * r->rank * word;
+            max_rows = part->rows[m] > max_rows ? part->rows[m] : max_rows;
+        }
+        bytes += (size_t)max_rows * r->rank * word;
+    }
+    return bytes;
+}
+
 /* The run's device bytes for part: with every copy resident, and with two
  * remapped where that is possible (else 0). */
 static amp_memory_sizes sizes_of(const amp_gpu_opts *o, const amp_gpu_run *r,
                                  const amp_tensor *part, size_t avail)
 {
-    amp_memory_sizes s = {avail, amp_gpu_als_bytes(part, r->rank, r->f32, r->method, 0), 0, 0};
+    amp_memory_sizes s = {avail, run_bytes(o, r, part, 0), 0, 0};
     s.remap_in_file = o->file != NULL;
     for (unsigned d = 0; d < part->nmodes && s.remap_in_file; d++)
         s.remap_in_file = amp_remap_in_file(o->file, d);
@@ -336,8 +356,7 @@ static amp_status plan(const amp_gpu_opts *o, const amp_gpu_run *r, const amp_te
     if (memory == AMP_MEMORY_STREAM || memory == AMP_MEMORY_COMPRESSED) {
         /* What is left after the factors and work space goes to the ring
          * of chunk buffers. */
-        size_t base = amp_gpu_als_bytes(part, r->rank, r->f32, r->method, 1) -
-                      amp_gpu_ring_bytes(part, 1);
+        size_t base = run_bytes(o, r, part, 1) - amp_gpu_ring_bytes(part, 1);
         size_t per = amp_gpu_ring_bytes(part, 1);
         chunk = o->stream_chunk;
         if (chunk == 0) {
@@ -492,7 +511,7 @@ static amp_status plan_compressed(const amp_gpu_opts *o, const amp_tensor *t, am
     r->compressed = 1;
     r->memory[0] = AMP_MEMORY_COMPRESSED;
     r->chunk[0] = amp_gpu_file_chunk_nnz(o->file);
-    r->need[0] = amp_gpu_als_bytes(t, r->rank, r->f32, r->method, r->chunk[0]);
+    r->need[0] = run_bytes(o, r, t, r->chunk[0]);
     size_t avail = device_budget(o, &r->dev[0]);
     if (r->need[0] > avail) {
         char nb[32], ab[32];

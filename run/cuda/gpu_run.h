@@ -133,6 +133,10 @@ typedef struct amp_gpu_opts {
      * fallback to streaming (or, forced resident, the failure) can be
      * checked on a GPU that nothing else uses. */
     unsigned fail_resident;
+    /* The run will fit a batch of models (amp_gpu_run_als_batch), the
+     * rank it is opened for their columns' sum: the plan counts their
+     * columns side by side besides each model's own. */
+    int batch;
 } amp_gpu_opts;
 
 /* The GPU CP-ALS's own settings beyond amp_cpd_opts; zero: the default. */
