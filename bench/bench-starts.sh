@@ -6,25 +6,42 @@
 # against its six separate runs. AMP_ITERS (5) iterations each (--tol 0),
 # AMP_THREADS (2) threads, f64. The tensor: cpu20m (bench/lib.sh), or
 # AMP_TENSOR (an .amp file, e.g. from bench/amped-gen). Time an iteration:
-# a run alone, the mean of its iterations' seconds; the batch, its seconds
-# (from the starts' Gram matrices to the last model's stop) over its
+# a run alone, the mean of its iterations' seconds; the batch, the sum of
+# its iterations' seconds (each to the last model's fit; not the set-up,
+# which on a GPU makes each model's handles and arrays) over its
 # iterations. Run from the build directory.
+#
+# AMP_GPUS=1: the same comparisons on one GPU (--gpus 1, --memory
+# AMP_MEMORY, default resident; --memory stream for the streamed case),
+# on rd100m by default (bench/lib.sh makes it), AMP_ITERS 10 by default.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 need_built "$prep" "$run"
 need_python3
-threads=${AMP_THREADS:-2} iters=${AMP_ITERS:-5} K=${AMP_STARTS:-4} R=${AMP_RANK:-8}
+gpus=${AMP_GPUS:-0}
+threads=${AMP_THREADS:-2} K=${AMP_STARTS:-4} R=${AMP_RANK:-8}
 ranks=${AMP_RANKS:-8,16,32}
+if [ "$gpus" = 0 ]; then iters=${AMP_ITERS:-5}; else iters=${AMP_ITERS:-10}; fi
 if [ -n "${AMP_TENSOR:-}" ]; then
     amp=$AMP_TENSOR
     name=$(basename "$amp" .amp)
-else
+elif [ "$gpus" = 0 ]; then
     need_cpu20m
     amp="$data/cpu20m.amp"
     [ -f "$amp" ] || "$prep" -q -o "$amp" "$tns" || exit 1
     name=cpu20m
+else
+    need_rd100m
+    amp="$data/rd100m.amp"
+    [ -f "$amp" ] || "$prep" -q -o "$amp" "$tns" || exit 1
+    name=rd100m
 fi
-common="-q -t $threads --iters $iters --tol 0 --gpus 0"
+common="-q -t $threads --iters $iters --tol 0 --gpus $gpus"
+where="$threads threads"
+if [ "$gpus" != 0 ]; then
+    common="$common --memory ${AMP_MEMORY:-resident}"
+    where="one GPU, --memory ${AMP_MEMORY:-resident}"
+fi
 
 # s/iteration and MTTKRP s/iteration of a report (a run alone or a batch)
 per_iter() {
@@ -33,7 +50,7 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 if "batch" in j:
     n = max(m["iters"] for m in j["models"])
-    print("%.4f %.4f" % (j["batch"]["seconds"] / n, j["batch"]["mttkrp_seconds"] / n))
+    print("%.4f %.4f" % (j["batch"]["iterate_seconds"] / n, j["batch"]["mttkrp_seconds"] / n))
 else:
     it = j["iterations"]
     print("%.4f %.4f" % (sum(i["seconds"] for i in it) / len(it),
@@ -41,7 +58,7 @@ else:
 PYEOF
 }
 
-echo "### $name, $threads threads, $iters iterations, f64"
+echo "### $name, $where, $iters iterations, f64"
 echo
 echo "| run | s/iteration | MTTKRP s/iteration | batch / this |"
 echo "|---|---|---|---|"

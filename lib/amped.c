@@ -772,8 +772,8 @@ static amped_status run_options(const amped_options *o, int sweep, amp_run_opts 
     if (o != NULL && !sweep && o->starts.choose != AMP_CHOOSE_NONE)
         return fail_msg(AMPED_ERR_USAGE, "--choose picks a rank among --ranks (or the starts "
                         "of --starts): amped_cp_sweep runs them");
-    if (sweep)
-        r->gpus = 0;   /* the batch runs on the CPU (amp_starts_check) */
+    if (sweep && (o == NULL || !amp_starts_active(&o->starts)))
+        r->gpus = 0;   /* else amp_starts_check's: the CPU, or one GPU where gpus 1 asks */
     if (amp_run_opts_check(r, &err) != AMP_OK)
         return fail(&err);
     return AMPED_OK;
@@ -1130,15 +1130,36 @@ amped_status amped_cp_sweep(const amped_tensor *t, const amped_options *o,
     memset(&res, 0, sizeof res);
     const unsigned nm = (so.nranks ? so.nranks : 1) * (so.starts ? so.starts : 1);
     run_ctx *models = calloc(nm, sizeof *models);
+    /* gpus 1 (amp_starts_check): the GPU opened (its memory planned) for
+     * the widest batch of models, as amped-run opens it; the rank itself
+     * is the option's again once loaded. */
+    const unsigned rank = r.opts.rank;
+    if (r.gpus != 0) {
+        amp_gpu_prepare_process((unsigned)r.gpus);
+        r.opts.rank = amp_starts_width(&so, rank, AMP_GPU_MAX_RANK);
+        r.gpu.batch = 1;
+    }
     double seconds_open = 0;
     amp_status rc = models == NULL ? AMP_FAIL(&err, AMP_ERR_NOMEM, "out of memory")
                                    : open_session(&s, &r, t->path, &x, 0, &seconds_open, &err);
+    r.opts.rank = rank;
     sweep_ctx w = {&x, models, &res};
     if (rc == AMP_OK)
-        rc = amp_starts_fit(&so, &s.t, &r.opts, r.value_exp, on_model_iter, &w, &res, &err);
+        rc = amp_starts_fit(&so, &s.t, &r.opts, s.gr, r.value_exp, on_model_iter, &w, &res,
+                            &err);
     if (rc == AMP_OK && x.nomem)
         rc = AMP_FAIL(&err, AMP_ERR_NOMEM, "out of memory for the fits");
     st = rc == AMP_OK ? take_sweep(&res, &s.t, &r.opts, models, out) : fail(&err);
+    if (st == AMPED_OK && s.gr) {
+        amp_gpu_info in;
+        amp_gpu_run_info(s.gr, 0, &in);
+        for (unsigned k = 0; k < (*out)->nmodels; k++) {
+            amped_result *m = (*out)->models[k];
+            snprintf(m->backend, sizeof m->backend, "gpu");
+            snprintf(m->device, sizeof m->device, "%s", in.name ? in.name : "");
+            m->ngpus = 1;
+        }
+    }
     for (unsigned k = 0; models && k < nm; k++)
         free(models[k].recs);
     free(models);

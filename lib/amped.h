@@ -286,7 +286,9 @@ typedef struct amped_rank_summary {
 
 /* amped-run --starts K --ranks R1,R2,.. [--choose RULE]: options
  * "starts", "ranks" (or "rank") and "choose" ("fit-elbow", "fms F") with
- * the rest (method als, ao-admm, mu or hals; the CPU), checked as
+ * the rest (method als, ao-admm, mu or hals; the CPU, or one GPU where
+ * "gpus" is 1 or "devices" names one: "gpus" left out means the CPU
+ * here), checked as
  * amped-run checks them. Every model (rank i's start j is model
  * i * starts + j, from seed + j) fitted together as amped-run fits them;
  * the progress callback's model and rank say whose iteration it is, and

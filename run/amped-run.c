@@ -62,7 +62,7 @@ static void usage(void)
            "      --precision=P    f64 or f32: the MTTKRP's arithmetic; the rank-by-rank\n"
            "                       algebra is f64 either way (default f64)\n"
            "\n"
-           "Several models (see amped-run(1), STARTS AND RANKS; the CPU only):\n"
+           "Several models (see amped-run(1), STARTS AND RANKS; the CPU, or --gpus 1):\n"
            "      --starts=K       K random starts, seeds S, S+1, ..., fitted together:\n"
            "                       one MTTKRP a mode an iteration for all (default 1)\n"
            "      --ranks=R1,R2,.. these ranks (instead of --rank), K starts each; a\n"
@@ -1210,7 +1210,15 @@ static int run(run_args *a)
                  "now, not under mpirun");
         goto fail;
     }
+    /* The GPU is opened (its memory planned) for the widest batch of
+     * models; the rank itself is --rank's again once loaded. */
+    const unsigned rank = a->r.opts.rank;
+    if (amp_starts_active(&a->starts) && a->r.gpus != 0) {
+        a->r.opts.rank = amp_starts_width(&a->starts, rank, AMP_GPU_MAX_RANK);
+        a->r.gpu.batch = 1;
+    }
     amp_status lrc = load(a, &s, &err);
+    a->r.opts.rank = rank;
     if (s.dist) {
         /* Every process learns whether all loaded, so none waits for one
          * that stopped: a failed one reports itself, process 0 the rest. */
@@ -1240,9 +1248,9 @@ static int run(run_args *a)
     if (lrc != AMP_OK)
         goto fail;
     if (amp_starts_active(&a->starts)) {
-        amp_starts_out so = {a->output, a->format, a->json ? &a->json_out : NULL, a->quiet,
-                             a->r.value_exp};
-        if (amp_starts_run(&a->starts, &s.ss.t, &a->r.opts, &so, &err) != AMP_OK)
+        amp_starts_out so = {a->output, a->format, a->json ? &a->json_out : NULL,
+                             a->html ? &a->html_out : NULL, a->quiet, a->r.value_exp};
+        if (amp_starts_run(&a->starts, &s.ss.t, &a->r.opts, s.ss.gr, &so, &err) != AMP_OK)
             goto fail;
         status = EXIT_SUCCESS;
         goto done;
@@ -1429,7 +1437,9 @@ static int parse_options(int argc, char **argv, run_args *a, cli_args *cli)
 
 /* --starts and --ranks against the rest: -1 when they agree, else the
  * exit status. The program's own options here; those of the decomposition
- * in amp_starts_check (libamped's too), which sends the batch to the CPU. */
+ * in amp_starts_check (libamped's too), which sends the batch to the CPU,
+ * or to one GPU where --gpus 1 (or one --devices) asks: --gpus auto means
+ * the CPU here. */
 static int check_starts(run_args *a)
 {
     const amp_starts_opts *s = &a->starts;
@@ -1444,9 +1454,6 @@ static int check_starts(run_args *a)
         if (a->mttkrp_only || a->check)
             return amp_usage_error(PROGRAM, "--starts and --ranks fit models; --mttkrp-only "
                                    "and --check fit none");
-        if (a->html)
-            return amp_usage_error(PROGRAM, "--report draws one decomposition; with --starts "
-                                   "and --ranks, --json has every model's fits");
         if (a->rows_given && a->rows == AMP_ROWS_NONEMPTY)
             return amp_usage_error(PROGRAM, "--starts and --ranks write every row (--rows "
                                    "all)");

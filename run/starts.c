@@ -1,6 +1,7 @@
 /* amped-run --starts and --ranks (starts.h): the options and their checks,
- * the models fitted in batches within the kernel's rank limit, the per-rank
- * table, FMS and the choice of rank; nothing printed (run/starts_out.c). */
+ * the models fitted on the CPU or one GPU in batches within the kernel's
+ * rank limit, the per-rank table, FMS and the choice of rank; nothing
+ * printed (run/starts_out.c). */
 #include <config.h>
 
 #include <getopt.h>
@@ -101,14 +102,66 @@ amp_status amp_starts_check(const amp_starts_opts *s, amp_run_opts *r, int rank_
                                                    ? "--observed nonzeros"
                                                : o->method == AMP_METHOD_APR ? "--method cp-apr"
                                                                              : "--method gcp");
-    if (r->gpus_given && r->gpus != 0)
-        return AMP_FAIL(err, AMP_ERR_USAGE, "--starts and --ranks run on the CPU backend only "
-                        "for now: give --gpus 0 or leave --gpus out");
-    if (r->gpu_only)
-        return AMP_FAIL(err, AMP_ERR_USAGE, "--starts and --ranks run on the CPU backend only "
-                        "for now: %s is the GPUs'", r->gpu_only);
-    r->gpus = 0;
+    /* One GPU when asked for; several would pair each model's sums and
+     * sends across GPUs, not written yet. */
+    const int gpus = r->gpu.ndevices > 0 ? (int)r->gpu.ndevices
+                     : r->gpus_given     ? r->gpus
+                                         : 0;
+    if (gpus > 1)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--starts and --ranks run on the CPU or one GPU for "
+                        "now, and --%s asks for %d: give --gpus 1, or --gpus 0 for the CPU",
+                        r->gpu.ndevices > 0 ? "devices" : "gpus", gpus);
+    if (gpus == 0 && r->gpu_only)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--starts and --ranks run on the CPU unless --gpus 1 "
+                        "asks for the GPU: %s is the GPU's", r->gpu_only);
+    if (gpus == 1 && amp_starts_width(s, o->rank, AMP_GPU_MAX_RANK) == 0)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "--starts and --ranks on the GPU: every rank within "
+                        "the GPU kernels' %u (--gpus 0 runs any on the CPU)", AMP_GPU_MAX_RANK);
+    r->gpus = gpus;
     return AMP_OK;
+}
+
+/* The ranks of the run: --ranks', or --rank's alone. */
+static unsigned run_ranks(const amp_starts_opts *s, unsigned rank, unsigned *ranks)
+{
+    if (s->nranks == 0) {
+        ranks[0] = rank;
+        return 1;
+    }
+    memcpy(ranks, s->ranks, s->nranks * sizeof *ranks);
+    return s->nranks;
+}
+
+/* Models first .. *last - 1: as many as fit `limit` columns, in order. */
+static unsigned batch_end(const unsigned *rank_of, unsigned nm, unsigned first, unsigned limit,
+                          unsigned *last)
+{
+    unsigned cols = 0, k = first;
+    while (k < nm && cols + rank_of[k] <= limit)
+        cols += rank_of[k++];
+    *last = k;
+    return cols;
+}
+
+unsigned amp_starts_width(const amp_starts_opts *s, unsigned rank, unsigned limit)
+{
+    const unsigned K = s->starts ? s->starts : 1;
+    unsigned ranks[AMP_STARTS_MAX_RANKS], widest = 0;
+    const unsigned nr = run_ranks(s, rank, ranks);
+    for (unsigned i = 0; i < nr; i++)
+        if (ranks[i] > limit)
+            return 0;
+    unsigned *rank_of = malloc((size_t)nr * K * sizeof *rank_of);
+    if (rank_of == NULL)   /* the widest a batch can be */
+        return limit;
+    for (unsigned i = 0; i < nr * K; i++)
+        rank_of[i] = ranks[i / K];
+    for (unsigned first = 0, last; first < nr * K; first = last) {
+        unsigned cols = batch_end(rank_of, nr * K, first, limit, &last);
+        widest = cols > widest ? cols : widest;
+    }
+    free(rank_of);
+    return widest;
 }
 
 /* ---- the fit ------------------------------------------------------------ */
@@ -119,12 +172,31 @@ typedef struct batch_ctx {
     amp_starts_iter_fn on_iter;
     void *ctx;
     int oom;
+    /* Per iteration of the batch, the last model's seconds since the
+     * iteration began: its time, without the batch's set-up (on a GPU,
+     * each model's handles and arrays). */
+    double *iter_s;
+    unsigned niter, cap;
 } batch_ctx;
 
 static void on_model_iter(void *ctx, unsigned k, unsigned iter, double fit, double delta,
                           double seconds)
 {
     batch_ctx *b = ctx;
+    if (iter > b->cap) {
+        unsigned cap = b->cap ? 2 * b->cap : 64;
+        cap = cap < iter ? iter : cap;
+        double *p = realloc(b->iter_s, cap * sizeof *p);
+        if (p == NULL) {
+            b->oom = 1;
+            return;
+        }
+        memset(p + b->cap, 0, (cap - b->cap) * sizeof *p);
+        b->iter_s = p;
+        b->cap = cap;
+    }
+    b->iter_s[iter - 1] = seconds > b->iter_s[iter - 1] ? seconds : b->iter_s[iter - 1];
+    b->niter = iter > b->niter ? iter : b->niter;
     amp_starts_model *m = &b->m[k];
     if (m->nfits == m->cap) {
         unsigned cap = m->cap ? 2 * m->cap : 64;
@@ -201,32 +273,31 @@ void amp_starts_free(amp_starts_result *res)
 }
 
 amp_status amp_starts_fit(const amp_starts_opts *s, const amp_tensor *t, const amp_cpd_opts *o,
-                          int value_exp, amp_starts_iter_fn on_iter, void *ctx,
+                          amp_gpu_run *gr, int value_exp, amp_starts_iter_fn on_iter, void *ctx,
                           amp_starts_result *res, amp_error *err)
 {
     memset(res, 0, sizeof *res);
     res->pick = -1;
+    res->gpu = gr != NULL;
     const unsigned K = s->starts ? s->starts : 1;
-    unsigned nr = s->nranks, ranks[AMP_STARTS_MAX_RANKS];
-    if (nr == 0) {
-        nr = 1;
-        ranks[0] = o->rank;
-    } else
-        memcpy(ranks, s->ranks, nr * sizeof *ranks);
+    unsigned ranks[AMP_STARTS_MAX_RANKS];
+    const unsigned nr = run_ranks(s, o->rank, ranks);
+    const unsigned limit = gr ? AMP_GPU_MAX_RANK : AMP_CPU_MAX_RANK;
     for (unsigned i = 0; i < nr; i++)
-        if (ranks[i] > AMP_CPU_MAX_RANK)
-            return AMP_FAIL(err, AMP_ERR_USAGE, "rank %u passes the CPU's limit %u", ranks[i],
-                            AMP_CPU_MAX_RANK);
+        if (ranks[i] > limit)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "rank %u passes the %s's limit %u", ranks[i],
+                            gr ? "GPU kernels" : "CPU", limit);
     const unsigned nm = nr * K;
     amp_starts_model *ms = res->models = calloc(nm, sizeof *ms);
     amp_starts_rank *rows = res->rows = calloc(nr, sizeof *rows);
     amp_cpd **cs = calloc(nm, sizeof *cs);
+    unsigned *rank_of = calloc(nm, sizeof *rank_of);
     double *tmp = calloc(K, sizeof *tmp);
     amp_status rc = AMP_OK;
     res->nmodels = nm;
     res->nranks = nr;
     res->starts = K;
-    if (ms == NULL || rows == NULL || cs == NULL || tmp == NULL)
+    if (ms == NULL || rows == NULL || cs == NULL || rank_of == NULL || tmp == NULL)
         AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory");
     /* Model k = rank i's start j: seed + j, the start a run alone at that
      * rank and seed takes (amp_cpd_init_random). */
@@ -238,13 +309,12 @@ amp_status amp_starts_fit(const amp_starts_opts *s, const amp_tensor *t, const a
             m->fms = NAN;
             AMP_CHECK_GOTO(amp_cpd_init_random(t, m->rank, m->seed, &m->c, err), rc, done);
             cs[res->made] = &m->c;
+            rank_of[res->made] = m->rank;
         }
     /* Batches of models whose columns fit the kernel's rank limit, in order. */
     double t0 = amp_now();
-    for (unsigned first = 0; first < nm;) {
-        unsigned last = first, cols = 0;
-        while (last < nm && cols + ms[last].rank <= AMP_CPU_MAX_RANK)
-            cols += ms[last++].rank;
+    for (unsigned first = 0, last; first < nm; first = last) {
+        batch_end(rank_of, nm, first, limit, &last);
         if (o->stop && *o->stop) {
             /* stopped in an earlier batch: these never start */
             for (unsigned k = first; k < nm; k++)
@@ -252,13 +322,19 @@ amp_status amp_starts_fit(const amp_starts_opts *s, const amp_tensor *t, const a
             res->stopped = 1;
             break;
         }
-        batch_ctx b = {&ms[first], first, on_iter, ctx, 0};
-        AMP_CHECK_GOTO(amp_cpu_als_batch(t, o, last - first, cs + first, on_model_iter, &b,
-                                         &res->mttkrp_seconds, err), rc, done);
+        batch_ctx b = {&ms[first], first, on_iter, ctx, 0, NULL, 0, 0};
+        amp_status brc =
+            gr ? amp_gpu_run_als_batch(gr, t, o, last - first, cs + first, on_model_iter, &b,
+                                       &res->mttkrp_seconds, err)
+               : amp_cpu_als_batch(t, o, last - first, cs + first, on_model_iter, &b,
+                                   &res->mttkrp_seconds, err);
+        for (unsigned i = 0; i < b.niter; i++)
+            res->iterate_seconds += b.iter_s[i];
+        free(b.iter_s);
+        AMP_CHECK_GOTO(brc, rc, done);
         if (b.oom)
             AMP_RAISE_GOTO(err, rc, done, AMP_ERR_NOMEM, "out of memory for the fits");
         res->passes++;
-        first = last;
     }
     res->seconds = amp_now() - t0;
     for (unsigned k = 0; k < nm; k++) {
@@ -294,6 +370,7 @@ amp_status amp_starts_fit(const amp_starts_opts *s, const amp_tensor *t, const a
         res->pick = choose_rank(s, rows, nr, res->why, sizeof res->why);
 done:
     free(cs);
+    free(rank_of);
     free(tmp);
     if (rc != AMP_OK)
         amp_starts_free(res);

@@ -1,6 +1,7 @@
 /* amped-run --starts K and --ranks R1,R2,...: K random starts at each
- * rank fitted together on the CPU (amp_cpu_als_batch), one MTTKRP pass a
- * mode an iteration for all; per rank the best start's fit, the spread
+ * rank fitted together on the CPU (amp_cpu_als_batch) or one GPU
+ * (amp_gpu_run_als_batch), one MTTKRP pass a mode an iteration for all;
+ * per rank the best start's fit, the spread
  * over the starts, each start's factor match score against the best
  * (amp_fms), a recommended rank where --choose asks.
  *
@@ -13,6 +14,7 @@
 
 #include "amp_core.h"
 #include "amp_outfile.h"
+#include "gpu_run.h"
 #include "session.h"
 
 #define AMP_STARTS_MAX 1024u
@@ -39,7 +41,9 @@ int amp_starts_active(const amp_starts_opts *s);
 /* --starts, --ranks and --choose against the decomposition's options
  * (rank_given: --rank was given), before amp_run_opts_check: AMP_ERR_USAGE
  * naming what disagrees. Where they agree and the run is a batch, r->gpus
- * is set to 0: the batch runs on the CPU (--gpus auto means the CPU). */
+ * is set to 0 (the CPU; --gpus auto means the CPU here) or to 1 where
+ * --gpus 1 or one --devices asks for one GPU (several are refused, as is
+ * a rank past the GPU kernels' limit). */
 amp_status amp_starts_check(const amp_starts_opts *s, amp_run_opts *r, int rank_given,
                             amp_error *err);
 
@@ -73,7 +77,12 @@ typedef struct amp_starts_result {
     char why[512];                 /* the rule's reason ("" without one) */
     unsigned passes;               /* batches of models within the kernel's rank limit */
     int stopped;                   /* o->stop asked: later batches were not run */
+    int gpu;                       /* fitted on one GPU (else the CPU) */
     double seconds, mttkrp_seconds;
+    /* The batches' iterations alone, without their set-up (on a GPU, each
+     * model's handles and arrays): per iteration of a batch, the last
+     * model's seconds since the iteration began, summed. */
+    double iterate_seconds;
 } amp_starts_result;
 
 /* Called after each model's iteration, as amp_cpu_batch_fn, with the
@@ -81,14 +90,16 @@ typedef struct amp_starts_result {
 typedef void (*amp_starts_iter_fn)(void *ctx, unsigned model, unsigned iter, double fit,
                                    double delta, double seconds);
 
-/* Fit every model of s on t (the CPU backend, options o: method, tol,
- * iterations, seed, threads, stop), lambda scaled back by 2^-value_exp
+/* Fit every model of s on t (options o: method, tol, iterations, seed,
+ * threads, stop) on the CPU (gr NULL) or gr's one GPU (opened for
+ * amp_starts_width's columns, gpu.batch set), in batches of models within
+ * the backend's rank limit, lambda scaled back by 2^-value_exp
  * (the tensor is 2^value_exp X: amp_session_scale), then the per-rank
  * table and the rule's choice, into *res (freed by amp_starts_free, also
  * on failure). Where o->stop stops a batch, the batches after it are not
  * run: their models keep their starting factors and no iteration. */
 amp_status amp_starts_fit(const amp_starts_opts *s, const amp_tensor *t, const amp_cpd_opts *o,
-                          int value_exp, amp_starts_iter_fn on_iter, void *ctx,
+                          amp_gpu_run *gr, int value_exp, amp_starts_iter_fn on_iter, void *ctx,
                           amp_starts_result *res, amp_error *err);
 void amp_starts_free(amp_starts_result *res);
 
@@ -97,14 +108,20 @@ typedef struct amp_starts_out {
     const char *prefix;        /* -o, or NULL */
     amp_factor_format format;
     amp_outfile *json;         /* opened, or NULL */
+    amp_outfile *html;         /* --report: opened, or NULL */
     int quiet;
     int value_exp;             /* the tensor is 2^value_exp X: lambda scaled back */
 } amp_starts_out;
 
-/* amped-run's batch (run/starts_out.c): the header, amp_starts_fit, the
- * per-rank table (unless quiet) and the rule's choice, -o's and --json's
- * files. */
+/* amped-run's batch (run/starts_out.c): the header, amp_starts_fit on
+ * the CPU (gr NULL) or gr's one GPU, the per-rank table (unless quiet)
+ * and the rule's choice, -o's, --json's and --report's files. */
 amp_status amp_starts_run(const amp_starts_opts *s, const amp_tensor *t, const amp_cpd_opts *o,
-                          const amp_starts_out *out, amp_error *err);
+                          amp_gpu_run *gr, const amp_starts_out *out, amp_error *err);
+
+/* The columns of s's widest batch at --rank `rank` under a kernel limit
+ * of `limit` (0: a rank passes it): the rank a GPU run must be opened
+ * for. */
+unsigned amp_starts_width(const amp_starts_opts *s, unsigned rank, unsigned limit);
 
 #endif

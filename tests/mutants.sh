@@ -19,7 +19,8 @@
 # every mutant run is caught.
 #
 # GPU mutants (every test they name is tests/test_gpu, tests/test_multi_gpu,
-# tests/test_gpu_apr, tests/test_gpu_completion or tests/test_gpu_gcp) run only with
+# tests/test_gpu_apr, tests/test_gpu_completion, tests/test_gpu_gcp or the
+# script tests/gpu_starts.sh, exported with its amped-run) run only with
 # AMP_MUTANTS_CUDA=1 on a machine with
 # two GPUs; otherwise they are listed as not run, which is no failure.
 # Where the GPU machine cannot build (no headers, no libtool), --export
@@ -67,7 +68,7 @@ if [ -n "$run_dir" ]; then
     done
     for d in */; do
         id=${d%/}
-        [ "$id" = base ] && continue
+        case $id in base | bins | src) continue ;; esac   # (bins, src: export_script's)
         verdict=MISSED
         for prog in "$id"/*; do
             name=${prog##*/}
@@ -267,13 +268,19 @@ apr-gpus-equal-nnz @@ run/session.c @@ if (r->gpus > 1 && r->gpu.partition == AM
 EOF
 )"
 # Issue 44: several models in one pass (amped-run --starts, --ranks): a
-# model's MTTKRP columns read at another model's offset, caught by
-# run_starts.sh's batched-against-alone fits; FMS without the matching
+# model's MTTKRP columns read at another model's offset (copied out for
+# f32 and the constrained methods, read in place by CP-ALS in f64) or
+# its updated rows written at another's, caught by run_starts.sh's
+# batched-against-alone fits; FMS without the matching
 # (components paired in order), caught by test_score's exhaustive
 # assignments and run_starts.sh's exhaustive FMS.
 mutants="$mutants
 $(cat <<'EOF'
 starts-wrong-offset @@ run/cpu/als.c @@ : cat->M64[(uint64_t)i * Rc + off + r]; @@ : cat->M64[(uint64_t)i * Rc + (off + R) % Rc + r]; @@ tests/run_starts.sh
+starts-inplace-offset @@ run/cpu/als.c @@ const double *M = in_place ? cat.M64 + bm[k].off : w->M; @@ const double *M = in_place ? cat.M64 + (bm[k].off + R) % cat.Rlive : w->M; @@ tests/run_starts.sh
+starts-beside-offset @@ run/cpu/als.c @@ row_copy beside = {f32 ? NULL : cat.A64[d] + bm[k].off, @@ row_copy beside = {f32 ? NULL : cat.A64[d] + (bm[k].off + R) % cat.Rlive, @@ tests/run_starts.sh
+gpu-starts-m-offset @@ run/cuda/als_gpu.cu @@ (const char *)cat->M + b->off * word @@ (const char *)cat->M + (b->off + w->R) % cat->Rlive * word @@ tests/gpu_starts.sh
+gpu-starts-put-offset @@ run/cuda/als_gpu.cu @@ (char *)cat->A[m] + b->off * word @@ (char *)cat->A[m] + (b->off + w->R) % cat->Rlive * word @@ tests/gpu_starts.sh
 fms-no-permutation @@ run/core/score.c @@ sum += C[(size_t)i * n + col[i]]; @@ sum += C[(size_t)i * n + i]; @@ tests/test_score tests/run_starts.sh
 EOF
 )"
@@ -288,7 +295,7 @@ gpu_only() {
     local t
     for t in $1; do
         case $t in tests/test_gpu | tests/test_multi_gpu | tests/test_gpu_apr | tests/test_gpu_completion | \
-            tests/test_gpu_gcp) ;;
+            tests/test_gpu_gcp | tests/gpu_starts.sh) ;;
         *) return 1 ;; esac
     done
 }
@@ -308,10 +315,23 @@ echo "mutants: building the unmutated tree in $work"
     make -j"$(nproc)" check TESTS=; } >"$work/build.log" 2>&1 ||
     { echo "mutants: the unmutated tree does not build (see $work/build.log)"; keep=1; exit 1; }
 cd "$work/_b" || exit 1
+# export_script ID: tests/gpu_starts.sh for DIR/ID, a script: the tree's
+# amped-run and amped-prep into DIR/bins/ID (outside DIR/ID, whose every
+# file is run as a test) and a wrapper DIR/ID/gpu_starts.sh that runs the
+# script (from DIR/src) on them.
+export_script() {
+    mkdir -p "$export_dir/bins/$1" "$export_dir/$1" "$export_dir/src/tests" &&
+        cp amped-run amped-prep "$export_dir/bins/$1/" &&
+        cp ../tests/lib.sh ../tests/gpu_starts.sh ../tests/starts_check.py \
+            "$export_dir/src/tests/" &&
+        printf '#!/bin/sh\nhere=$(cd "$(dirname "$0")" && pwd)\ntop_srcdir=$here/../src top_builddir=$here/../bins/%s exec sh "$here/../src/tests/gpu_starts.sh"\n' \
+            "$1" >"$export_dir/$1/gpu_starts.sh" && chmod +x "$export_dir/$1/gpu_starts.sh"
+}
 if [ -n "$export_dir" ]; then
     mkdir -p "$export_dir/base"
     cp tests/test_gpu tests/test_multi_gpu tests/test_gpu_apr tests/test_gpu_completion \
         tests/test_gpu_gcp "$export_dir/base/" || exit 1
+    export_script base || exit 1
 fi
 
 # A log's failures, one a line: FAIL lines by test and number (the text may
@@ -373,7 +393,12 @@ while IFS= read -r line; do
     else
         if [ -n "$export_dir" ]; then
             mkdir -p "$export_dir/$id"
-            for t in $tests; do cp "$t" "$export_dir/$id/"; done
+            for t in $tests; do
+                case $t in
+                tests/gpu_starts.sh) export_script "$id" ;;
+                *) cp "$t" "$export_dir/$id/" ;;
+                esac
+            done
             printf '%-20s exported (%s)\n' "$id" "$tests"
             exported=$((exported + 1))
             cp "$work/orig" "../$file"

@@ -6,6 +6,9 @@
                                                  amped-prep --report against the
                                                  tensor itself and amped-run --info
   report_check.py ktensor FILE.ktn PREFIX        the ktensor file against -o's text files
+  report_check.py starts PAGE.html RUN.json     amped-run --starts/--ranks --report: fit and
+                                                 FMS against rank, recomputed from the
+                                                 JSON's models
 
 Each check that fails prints one line starting 'FAIL'; the exit status is
 the number of failures (0: all held). The numbers are compared exactly: the
@@ -284,6 +287,42 @@ def check_ktensor(path, prefix):
     expect('lines', at, len(lines))
 
 
+def check_starts(page, js):
+    """amped-run --starts/--ranks --report: the chart of fit and FMS against
+    rank and the table, against per-rank numbers recomputed here from the
+    JSON's models (each final fit and FMS against its rank's best)."""
+    root = load_page(page)
+    j = json.load(open(js))
+    models = j['models']
+    K = j['batch']['starts']
+    want = []
+    for r in sorted({m['rank'] for m in models}):
+        at = [m for m in models if m['rank'] == r]
+        fits = [m['final_fit'] for m in at]
+        b = fits.index(max(fits))   # the first of equal best fits, as amped-run takes it
+        fms = sorted(m['fms'] for i, m in enumerate(at) if i != b)
+        n = len(fms)
+        med = (fms[n // 2] if n % 2 else (fms[n // 2 - 1] + fms[n // 2]) / 2) if n else None
+        want.append((float(r), max(fits), min(fits), fms[0] if n else None, med))
+    svg = chart(root, 'starts-rank')
+    if svg is not None:
+        expect('best fit against rank', points(svg, 'best fit'), [(w[0], w[1]) for w in want])
+        expect('worst fit against rank', points(svg, 'worst fit'), [(w[0], w[2]) for w in want])
+        if K > 1:
+            expect('median FMS against rank', points(svg, 'FMS median'),
+                   [(w[0], w[4]) for w in want])
+            expect('lowest FMS against rank', points(svg, 'FMS min'),
+                   [(w[0], w[3]) for w in want])
+        else:
+            expect('no FMS with one start', points(svg, 'FMS median'), [])
+    t = table(root, 'ranks')
+    if t is not None:
+        rows = [[float(td.get('data-value')) for td in tr.iter(XHTML + 'td') if td.get('data-value')]
+                for tr in t.iter(XHTML + 'tr')]
+        expect('the ranks table', [r for r in rows if r],
+               [[w[0], w[1], w[2]] + ([w[3], w[4]] if K > 1 else []) for w in want])
+
+
 if __name__ == '__main__':
     what = sys.argv[1]
     if what == 'run':
@@ -292,6 +331,8 @@ if __name__ == '__main__':
         check_prep(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
     elif what == 'ktensor':
         check_ktensor(sys.argv[2], sys.argv[3])
+    elif what == 'starts':
+        check_starts(sys.argv[2], sys.argv[3])
     else:
-        sys.exit('usage: report_check.py run|prep|ktensor ...')
+        sys.exit('usage: report_check.py run|prep|ktensor|starts ...')
     sys.exit(min(failures, 100))

@@ -9,7 +9,9 @@
 # way; FMS against an exhaustive one computed here from the factor files,
 # and 1 for a model against itself permuted and scaled; FMS near 1 at rank
 # 5 and lower above it; --choose fms 0.95 and fit-elbow name rank 5; the
-# files -o writes with and without --keep-all; the options at their edges.
+# files -o writes with and without --keep-all; --report's chart of fit and
+# FMS against rank against the JSON (tests/report_check.py starts); the
+# options at their edges.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_program "$AMPED_PREP" "$AMPED_RUN"
 PY=${AMP_TEST_PYTHON:-python3}
@@ -42,8 +44,21 @@ check_status "a planted rank-5 tensor ($(cat "$T/planted.out")) prepares" 0
 ITER="--iters 200 --tol 1e-9 -t 2"
 # shellcheck disable=SC2086
 run "$AMPED_RUN" $ITER --ranks 8,2,3,4,5,6,7 --starts 5 --choose fms 0.95 \
-    --json "$T/sweep.json" -o "$T/m" --format npy --keep-all "$T/p.amp"
+    --json "$T/sweep.json" --report "$T/sweep.html" -o "$T/m" --format npy --keep-all \
+    "$T/p.amp"
 check_status "--ranks 2..8 --starts 5: exit 0" 0
+report_check() {   # description, report_check.py arguments...
+    _what=$1
+    shift
+    if "$PY" "$top_srcdir/tests/report_check.py" "$@" >"$T/rc.out" 2>&1; then
+        pass "$_what"
+    else
+        fail "$_what"
+        sed 's/^/# /' "$T/rc.out"
+    fi
+}
+report_check "--report: fit and FMS against rank = the JSON's models' (recomputed)" \
+    starts "$T/sweep.html" "$T/sweep.json"
 check_contains "the header counts the models and columns" "$RUN_OUT" \
     "35 models (5 starts, seed 1 on; ranks 2,3,4,5,6,7,8), cp-als, 175 columns side by side"
 check_contains "the table's header" "$RUN_OUT" \
@@ -103,8 +118,10 @@ is "-o without --keep-all: the best start only" \
     "$(cd "$T" && ls k.* | tr '\n' ' ')" \
     "k.r4.lambda.mat k.r4.manifest k.r4.mode1.mat k.r4.mode2.mat k.r4.mode3.mat "
 # shellcheck disable=SC2086
-run "$AMPED_RUN" -q $ITER --ranks 2,3,4,5,6,7,8 --choose fit-elbow --json "$T/e.json" "$T/p.amp"
+run "$AMPED_RUN" -q $ITER --ranks 2,3,4,5,6,7,8 --choose fit-elbow --json "$T/e.json" \
+    --report "$T/e.html" "$T/p.amp"
 py_check "--choose fit-elbow names rank 5" choose "$T/e.json" 5
+report_check "--report with one start: fit against rank, no FMS" starts "$T/e.html" "$T/e.json"
 
 # ---- the options at their edges ----------------------------------------
 while IFS='|' read -r args status msg; do
@@ -126,10 +143,11 @@ done <<'EOF'
 --ranks 3,4 --choose fms 0.9|2|--choose fms compares starts: give --starts 2 or more
 --starts 2 --method cp-apr|2|--starts and --ranks batch --method als, ao-admm, mu and hals; not --method cp-apr
 --starts 2 --method gcp|2|not --method gcp
---starts 2 --gpus 1|2|--starts and --ranks run on the CPU backend only for now
+--starts 2 --gpus 2|2|--starts and --ranks run on the CPU or one GPU for now, and --gpus asks for 2
+--starts 2 --memory stream|2|--starts and --ranks run on the CPU unless --gpus 1 asks for the GPU: --memory is the GPU's
+--ranks 4,600 --gpus 1|2|every rank within the GPU kernels' 512
 --starts 2 --init x|2|not --init
 --starts 2 --check|2|--mttkrp-only and --check fit none
---starts 2 --report x.html|2|--report draws one decomposition
 --starts 2 -o x --rows nonempty|2|--starts and --ranks write every row
 EOF
 done_testing

@@ -214,10 +214,23 @@ typedef struct method_work {
     size_t uscratch_bytes;
 } method_work;
 
-static amp_status update_mode(const double *M, uint64_t rows, unsigned R, const double *V,
-                              int first, int T, double *L, double *P, double *scratch,
-                              double *A, float *A32, update_out *out, int *pinv_used,
-                              method_work *mw, double *seconds, amp_error *err)
+/* Where the update's rows also go once normalized, ld values a row
+ * apart: the f32 kernel's shadow (f), or a batch's factor of every
+ * model side by side (d or f), written in the pass that normalizes them
+ * rather than in a pass of its own. */
+typedef struct row_copy {
+    double *d;
+    float *f;
+    size_t ld;
+} row_copy;
+
+/* M's rows are ldm values apart (a batch's output of every model side by
+ * side: R of them are this model's). */
+static amp_status update_mode(const double *M, size_t ldm, uint64_t rows, unsigned R,
+                              const double *V, int first, int T, double *L, double *P,
+                              double *scratch, double *A, const row_copy *copy,
+                              update_out *out, int *pinv_used, method_work *mw,
+                              double *seconds, amp_error *err)
 {
     double t0 = amp_now();
     const int als = mw->ua.method == AMP_METHOD_ALS;
@@ -241,14 +254,14 @@ static amp_status update_mode(const double *M, uint64_t rows, unsigned R, const 
         for (uint64_t lo = a; lo < b; lo += UPDATE_BLOCK) {
             uint64_t hi = b - lo < UPDATE_BLOCK ? b : lo + UPDATE_BLOCK, n = hi - lo;
             double *Ab = A + lo * R;
-            const double *Mb = M + lo * R;
+            const double *Mb = M + lo * ldm;
             if (als)
                 cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)R, (int)R,
-                            1.0, Mb, (int)R, P, (int)R, 0.0, Ab, (int)R);
-            else
+                            1.0, Mb, (int)ldm, P, (int)R, 0.0, Ab, (int)R);
+            else   /* (rows of R: a batch gives the constrained methods their own M) */
                 amp_cpu_update_rows(&mw->ua, Mb, Ab, mw->U ? mw->U + lo * R : NULL, n, us);
             for (uint64_t i = 0; i < n; i++) {
-                const double *x = Ab + i * R, *m = Mb + i * R;
+                const double *x = Ab + i * R, *m = Mb + i * ldm;
 #pragma omp simd
                 for (unsigned r = 0; r < R; r++) {
                     p.sq[r] += x[r] * x[r];
@@ -294,6 +307,9 @@ static amp_status update_mode(const double *M, uint64_t rows, unsigned R, const 
         inv[r] = 1 / lambda[r];
     int64_t n = (int64_t)rows;
     double *U = mw->U;
+    double *Cd = copy ? copy->d : NULL;
+    float *Cf = copy ? copy->f : NULL;
+    const size_t ld = copy ? copy->ld : 0;
 #pragma omp parallel for schedule(static) num_threads(T)
     for (int64_t i = 0; i < n; i++) {
         double *x = A + (uint64_t)i * R;
@@ -304,9 +320,12 @@ static amp_status update_mode(const double *M, uint64_t rows, unsigned R, const 
         if (U != NULL)
             for (unsigned r = 0; r < R; r++)
                 U[(uint64_t)i * R + r] *= inv[r];
-        if (A32 != NULL)
+        if (Cf != NULL)
             for (unsigned r = 0; r < R; r++)
-                A32[(uint64_t)i * R + r] = (float)x[r];
+                Cf[(uint64_t)i * ld + r] = (float)x[r];
+        if (Cd != NULL)
+            for (unsigned r = 0; r < R; r++)
+                Cd[(uint64_t)i * ld + r] = x[r];
     }
     seconds[AMP_PHASE_NORMALIZE] += amp_now() - t0;
 
@@ -633,10 +652,10 @@ static amp_status als_run(const amp_tensor *t, const amp_cpd_opts *o, amp_cpu_sh
             update_out out = {c->lambda, w.G[d], w.inner, w.sums, sh};
             w.mw.ua.rule = rule[d];
             w.mw.U = U;
-            AMP_CHECK_GOTO(update_mode(w.M + own * R, nown, R, w.V, it == 0, w.T, w.L, w.P,
-                                       w.scratch, c->A[d] + own * R,
-                                       f32 ? w.A32[d] + own * R : NULL, &out, &c->pinv_used,
-                                       &w.mw, c->seconds, err),
+            row_copy shadow = {NULL, f32 ? w.A32[d] + own * R : NULL, R};
+            AMP_CHECK_GOTO(update_mode(w.M + own * R, R, nown, R, w.V, it == 0, w.T, w.L, w.P,
+                                       w.scratch, c->A[d] + own * R, &shadow, &out,
+                                       &c->pinv_used, &w.mw, c->seconds, err),
                            rc, done);
             if (sh != NULL)
                 AMP_CHECK_GOTO(share_rows(sh, c, d, f32 ? w.A32[d] : NULL, w.T, err), rc, done);
@@ -997,8 +1016,14 @@ amp_status amp_cpu_als_batch(const amp_tensor *t, const amp_cpd_opts *o, unsigne
                 amp_cpd *c = bm[k].c;
                 als_work *w = &bm[k].w;
                 const unsigned R = c->rank;
+                /* CP-ALS in f64 solves from the batch's output in place;
+                 * f32 needs it in f64 and the constrained methods in rows
+                 * of R, as a run alone has them. */
+                const int in_place = o->method == AMP_METHOD_ALS && !f32;
+                const double *M = in_place ? cat.M64 + bm[k].off : w->M;
                 now = amp_now();
-                batch_get(&bm[k], t->rows[d], &cat, w->M, T);
+                if (!in_place)
+                    batch_get(&bm[k], t->rows[d], &cat, w->M, T);
                 for (size_t q = 0; q < (size_t)R * R; q++)
                     w->V[q] = 1;
                 for (unsigned m = 0; m < N; m++)
@@ -1014,10 +1039,14 @@ amp_status amp_cpu_als_batch(const amp_tensor *t, const amp_cpd_opts *o, unsigne
                 update_out out = {c->lambda, w->G[d], w->inner, w->sums, NULL};
                 w->mw.ua.rule = rule[d];
                 w->mw.U = w->U[d];
-                AMP_CHECK_GOTO(update_mode(w->M, c->rows[d], R, w->V, it == 0, T, w->L, w->P,
-                                           w->scratch, c->A[d], NULL, &out, &c->pinv_used,
-                                           &w->mw, c->seconds, err), rc, done);
-                batch_put(&bm[k], d, &cat, T);
+                /* The updated rows go beside the other models' as they
+                 * are normalized (the next MTTKRPs read them there). */
+                row_copy beside = {f32 ? NULL : cat.A64[d] + bm[k].off,
+                                   f32 ? cat.A32[d] + bm[k].off : NULL, cat.Rlive};
+                AMP_CHECK_GOTO(update_mode(M, in_place ? cat.Rlive : R, c->rows[d], R, w->V,
+                                           it == 0, T, w->L, w->P, w->scratch, c->A[d],
+                                           &beside, &out, &c->pinv_used, &w->mw, c->seconds,
+                                           err), rc, done);
             }
         }
         int dropped = 0;

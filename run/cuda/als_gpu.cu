@@ -44,7 +44,15 @@
  * each mode (to choose the pseudo-inverse) and the two fit terms of each
  * iteration. Phase times are GPU time between events, read once an
  * iteration. The MTTKRP adds the few rows shared between warps with
- * atomics, so runs agree to rounding, not bit for bit. */
+ * atomics, so runs agree to rounding, not bit for bit.
+ *
+ * Several models on one GPU (amped-run --starts, --ranks;
+ * amp_gpu_cpd_als_batch): each model has the state of a run alone and
+ * its own stream, and goes through the same steps; only the MTTKRP is
+ * shared, one a mode over every live model's columns side by side, its
+ * output's columns copied to each model's M, and each model's updated
+ * rows copied back beside the others' (pitched copies, rows x R a model
+ * and mode, against the MTTKRP's pass over every nonzero). */
 #include <config.h>
 
 #include <cublas_v2.h>
@@ -1111,6 +1119,25 @@ static amp_status gram_mode(gpu_als *w, const mode_update *u, amp_error *err)
     return AMP_OK;
 }
 
+/* Mode u->d's update once its MTTKRP is queued: the solve (or the
+ * constrained update), lambda and the column scales, the Gram. A batch
+ * of models (amp_gpu_cpd_als_batch) runs this for each after their shared
+ * MTTKRP. */
+static amp_status update_after_mttkrp(const amp_gpu_tensor *g, gpu_als *w, mode_update *u,
+                                      int *pinv_used, amp_error *err)
+{
+    if (w->method != AMP_METHOD_ALS)
+        AMP_CHECK(update_constrained(g, w, u, err));
+    else if (u->in_parts)
+        AMP_CHECK(solve_in_parts(g, w, u, err));
+    else
+        AMP_CHECK(solve_whole(w, u, pinv_used, err));
+    AMP_CHECK(normalize_mode(w, u, err));
+    AMP_CHECK(gram_mode(w, u, err));
+    w->sent_in[u->d] = u->in_parts ? w->parts[u->d] : u->early_send ? 1 : 0;
+    return AMP_OK;
+}
+
 /* Mode d's update, queued on w->s (and xs, ps): the steps in the file's
  * opening comment, each between events of ev[d]. */
 static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, int first,
@@ -1130,16 +1157,7 @@ static amp_status update_mode(const amp_gpu_tensor *g, gpu_als *w, unsigned d, i
     }
     if (g->remap)
         AMP_CHECK(gpu_remap_ahead(g, d, w->s, err));
-    if (w->method != AMP_METHOD_ALS)
-        AMP_CHECK(update_constrained(g, w, &u, err));
-    else if (u.in_parts)
-        AMP_CHECK(solve_in_parts(g, w, &u, err));
-    else
-        AMP_CHECK(solve_whole(w, &u, pinv_used, err));
-    AMP_CHECK(normalize_mode(w, &u, err));
-    AMP_CHECK(gram_mode(w, &u, err));
-    w->sent_in[d] = u.in_parts ? w->parts[d] : u.early_send ? 1 : 0;
-    return AMP_OK;
+    return update_after_mttkrp(g, w, &u, pinv_used, err);
 }
 
 /* GPU time of each phase of the last iteration into seconds; per mode
@@ -1323,6 +1341,13 @@ static amp_status agree_stop(als_run *run, gpu_als *w, unsigned iter, int *stop_
     return AMP_OK;
 }
 
+/* The fit from end_iteration's two terms: 1 - |X - model| / |X|. */
+static double fit_of(const amp_tensor *t, const double *terms)
+{
+    const double norm_x = sqrt(t->norm_sq), resid = t->norm_sq + terms[0] - 2 * terms[1];
+    return norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
+}
+
 /* The iterations, until the fit changes by less than o->tol or
  * o->max_iters; this process's first GPU reports each (o->on_iter) and
  * writes the outcome into c. The first iteration's time runs from
@@ -1336,7 +1361,7 @@ static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, dou
     const unsigned N = g->nmodes;
     double *seconds = run->seconds[w->local];
     const double *terms = w->host->terms;
-    double old_fit = 0, norm_x = sqrt(run->t->norm_sq), fit = 0;
+    double old_fit = 0, fit = 0;
     unsigned iters = 0;
     int converged = 0, stopped = 0, pinv_used = 0;
     for (unsigned it = 0; it < o->max_iters; it++) {
@@ -1357,8 +1382,7 @@ static amp_status iterate(const amp_gpu_tensor *g, als_run *run, gpu_als *w, dou
          * c->seconds gets the slowest GPU's at the end. */
         if (w->local == 0)
             memcpy(c->seconds, seconds, sizeof c->seconds);
-        double resid = run->t->norm_sq + terms[0] - 2 * terms[1];
-        fit = norm_x > 0 ? 1 - sqrt(resid > 0 ? resid : 0) / norm_x : 0;
+        fit = fit_of(run->t, terms);
         double delta = fabs(fit - old_fit);
         iters = it + 1;
         if (w->local == 0 && o->on_iter)
@@ -1576,6 +1600,263 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
     }
     free(run->cuts);
     delete run;
+    return rc;
+}
+
+/* ---- several models in one pass (amped-run --starts, --ranks) ----------- */
+
+/* One model of a batch: what a run alone on this GPU has (its run state,
+ * factors, Grams, solve, scales, lambda and stream: the same code updates
+ * it), and where its columns start in the concatenation. */
+struct batch_model {
+    als_run run;
+    amp_cpd_opts o;            /* the batch's, at this model's rank */
+    gpu_als w;
+    mode_update u;
+    cudaEvent_t put;           /* its columns are in the concatenation */
+    double old_fit;
+    unsigned off;
+    int live, made, pinv_used;
+};
+
+/* Every live model's columns side by side (Rlive in all, in model order):
+ * each mode's factor as the MTTKRP reads it (the f32 shadows or f64) and
+ * the MTTKRP's output, on a stream of their own; t0[d], t1[d] around
+ * mode d's MTTKRP. Every solve kernel takes rows of R values, so the
+ * models keep their own rows and columns are copied across (two pitched
+ * copies a model and mode, against the MTTKRP's pass over the nonzeros). */
+struct batch_cat {
+    unsigned Rlive;
+    size_t word;
+    void *A[AMP_MAX_MODES];
+    void *M;
+    cudaStream_t s;
+    cudaEvent_t t0[AMP_MAX_MODES], t1[AMP_MAX_MODES];
+};
+
+/* Model b's rows of mode m into its columns of the concatenation, on its
+ * own stream. */
+static amp_status batch_put(const amp_gpu_tensor *g, batch_model *b, unsigned m,
+                            batch_cat *cat, amp_error *err)
+{
+    gpu_als *w = &b->w;
+    const size_t word = cat->word, width = (size_t)w->R * word;
+    const void *src = w->f32 ? (const void *)w->A32[m] : (const void *)w->A[m];
+    if (g->rows[m] > 0)
+        CUDA_TRY(cudaMemcpy2DAsync((char *)cat->A[m] + b->off * word, cat->Rlive * word, src,
+                                   width, width, g->rows[m], cudaMemcpyDeviceToDevice, w->s),
+                 err);
+    return AMP_OK;
+}
+
+/* Offsets of the live models and every mode's concatenation rebuilt, on
+ * the models' streams (after all they queued before). */
+static amp_status batch_pack(const amp_gpu_tensor *g, batch_model *bm, unsigned K,
+                             batch_cat *cat, amp_error *err)
+{
+    unsigned R = 0;
+    for (unsigned k = 0; k < K; k++)
+        if (bm[k].live) {
+            bm[k].off = R;
+            R += bm[k].w.R;
+        }
+    cat->Rlive = R;
+    for (unsigned k = 0; k < K; k++)
+        for (unsigned m = 0; m < g->nmodes && bm[k].live; m++)
+            AMP_CHECK(batch_put(g, &bm[k], m, cat, err));
+    return AMP_OK;
+}
+
+/* Mode d for every live model: each model's steps before the MTTKRP on
+ * its stream, one MTTKRP over all their columns on cat->s once every
+ * model's columns are in, then each model's columns of M into its own M
+ * and its update after the MTTKRP (update_after_mttkrp), as alone. */
+static amp_status batch_mode(const amp_gpu_tensor *g, batch_model *bm, unsigned K,
+                             batch_cat *cat, unsigned d, int first, amp_error *err)
+{
+    for (unsigned k = 0; k < K; k++) {
+        if (!bm[k].live)
+            continue;
+        gpu_als *w = &bm[k].w;
+        plan_update(g, w, d, first, &bm[k].u);
+        AMP_CHECK(factor_mode(w, &bm[k].u, err));
+        AMP_CHECK(inputs_ready(g, w, &bm[k].u, err));
+        CUDA_TRY(cudaEventRecord(bm[k].put, w->s), err);
+        CUDA_TRY(cudaStreamWaitEvent(cat->s, bm[k].put, 0), err);
+    }
+    CUDA_TRY(cudaEventRecord(cat->t0[d], cat->s), err);
+    if (g->remap)
+        gpu_remap_fuse_next(g, d);
+    /* The two groups, as a run alone on one GPU queues them. */
+    amp_status rc = amp_gpu_mttkrp_group(g, d, cat->A, cat->Rlive, bm[0].w.f32, cat->M,
+                                         AMP_GPU_EARLY, cat->s, err);
+    if (rc == AMP_OK)
+        rc = amp_gpu_mttkrp_group(g, d, cat->A, cat->Rlive, bm[0].w.f32, cat->M, AMP_GPU_LATE,
+                                  cat->s, err);
+    if (rc != AMP_OK) {
+        if (g->remap)
+            gpu_remap_fuse_abort(g);
+        return rc;
+    }
+    if (g->remap)
+        AMP_CHECK(gpu_remap_ahead(g, d, cat->s, err));
+    CUDA_TRY(cudaEventRecord(cat->t1[d], cat->s), err);
+    for (unsigned k = 0; k < K; k++) {
+        if (!bm[k].live)
+            continue;
+        batch_model *b = &bm[k];
+        gpu_als *w = &b->w;
+        const size_t word = cat->word, width = (size_t)w->R * word;
+        CUDA_TRY(cudaStreamWaitEvent(w->s, cat->t1[d], 0), err);
+        if (g->rows[d] > 0)
+            CUDA_TRY(cudaMemcpy2DAsync(w->f32 ? (void *)w->M32 : (void *)w->M, width,
+                                       (const char *)cat->M + b->off * word, cat->Rlive * word,
+                                       width, g->rows[d], cudaMemcpyDeviceToDevice, w->s), err);
+        CUDA_TRY(cudaEventRecord(b->u.ev[EV_EARLY], w->s), err);
+        CUDA_TRY(cudaEventRecord(b->u.ev[EV_WAITED], w->s), err);
+        AMP_CHECK(update_after_mttkrp(g, w, &b->u, &b->pinv_used, err));
+        AMP_CHECK(batch_put(g, b, d, cat, err));
+    }
+    return AMP_OK;
+}
+
+/* Each model's end of iteration it (0-based): its fit, on_iter, and its
+ * stop; *dropped set where one converged. */
+static amp_status batch_end(const amp_tensor *t, batch_model *bm, unsigned K, unsigned it,
+                            double t_iter, amp_gpu_batch_fn on_iter, void *ctx, int *dropped,
+                            amp_error *err)
+{
+    for (unsigned k = 0; k < K; k++) {
+        batch_model *b = &bm[k];
+        if (!b->live)
+            continue;
+        amp_cpd *c = b->run.c;
+        AMP_CHECK(end_iteration(&b->w, b->run.seconds[0], err));
+        memcpy(c->seconds, b->run.seconds[0], sizeof c->seconds);
+        const double fit = fit_of(t, b->w.host->terms), delta = fabs(fit - b->old_fit);
+        c->fit = fit;
+        c->iters = it + 1;
+        if (on_iter)
+            on_iter(ctx, k, it + 1, fit, delta, wall_now() - t_iter);
+        if (it > 0 && delta < b->o.tol) {
+            c->converged = 1;
+            b->live = 0;
+            *dropped = 1;
+        }
+        b->old_fit = fit;
+    }
+    return AMP_OK;
+}
+
+static void batch_free(batch_model *bm, unsigned K, batch_cat *cat, unsigned N)
+{
+    for (unsigned k = 0; k < K; k++) {
+        if (bm[k].made)
+            gpu_als_free(&bm[k].w);
+        destroy_event(bm[k].put);
+    }
+    for (unsigned m = 0; m < N; m++) {
+        cudaFree(cat->A[m]);
+        destroy_event(cat->t0[m]);
+        destroy_event(cat->t1[m]);
+    }
+    cudaFree(cat->M);
+    destroy_stream(cat->s);
+}
+
+extern "C" amp_status amp_gpu_cpd_als_batch(const amp_gpu_tensor *g, const amp_tensor *t,
+                                            const amp_cpd_opts *o, unsigned K,
+                                            amp_cpd *const *cs, amp_gpu_batch_fn on_iter,
+                                            void *ctx, double *mttkrp_seconds, amp_error *err)
+{
+    const unsigned N = g->nmodes;
+    if (o->method == AMP_METHOD_APR || o->method == AMP_METHOD_GCP ||
+        o->completion.observed == AMP_OBSERVED_NONZEROS)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "several models in one pass run CP-ALS and "
+                        "the constrained methods (als, admm, mu, hals), not --method %s%s",
+                        amp_method_name(o->method),
+                        o->completion.observed == AMP_OBSERVED_NONZEROS
+                            ? " or --observed nonzeros" : "");
+    if (K == 0)
+        return AMP_OK;
+    unsigned Rtot = 0;
+    for (unsigned k = 0; k < K; k++)
+        Rtot += cs[k]->rank;
+    if (Rtot > AMP_GPU_MAX_RANK)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the models' columns (%u) pass the GPU kernels' "
+                        "rank limit %u", Rtot, AMP_GPU_MAX_RANK);
+    batch_model *bm = new (std::nothrow) batch_model[K]();
+    if (bm == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    batch_cat cat;
+    memset(&cat, 0, sizeof cat);
+    amp_status rc = AMP_OK;
+    const int f32 = o->precision == AMP_PRECISION_F32;
+    cat.word = f32 ? sizeof(float) : sizeof(double);
+    CUDA_TRY_GOTO(cudaSetDevice(g->device), err, rc, done);
+    for (unsigned k = 0; k < K; k++) {
+        batch_model *b = &bm[k];
+        b->o = *o;
+        b->o.rank = cs[k]->rank;
+        b->run.ngpus = b->run.nlocal = 1;
+        b->run.g = (amp_gpu_tensor *const *)&g;
+        b->run.t = t;
+        b->run.o = &b->o;
+        b->run.c = cs[k];
+        for (unsigned m = 0; m < N; m++)
+            b->run.parts[m] = 1;
+        b->made = 1;
+        AMP_CHECK_GOTO(gpu_als_new(g, &b->o, &b->run, 0, &b->w, err), rc, done);
+        CUDA_TRY_GOTO(cudaEventCreateWithFlags(&b->put, cudaEventDisableTiming), err, rc, done);
+        memset(cs[k]->seconds, 0, sizeof cs[k]->seconds);
+        AMP_CHECK_GOTO(load_factors_timed(g, &b->w, cs[k], b->run.seconds[0], err), rc, done);
+        cs[k]->iters = 0;
+        cs[k]->converged = cs[k]->stopped = 0;
+        b->live = 1;
+    }
+    CUDA_TRY_GOTO(cudaStreamCreateWithFlags(&cat.s, cudaStreamNonBlocking), err, rc, done);
+    for (unsigned m = 0; m < N; m++) {
+        CUDA_TRY_GOTO(cudaMalloc(&cat.A[m], (size_t)g->rows[m] * Rtot * cat.word + 8), err, rc,
+                      done);
+        CUDA_TRY_GOTO(cudaEventCreate(&cat.t0[m]), err, rc, done);
+        CUDA_TRY_GOTO(cudaEventCreate(&cat.t1[m]), err, rc, done);
+    }
+    CUDA_TRY_GOTO(cudaMalloc(&cat.M, (size_t)bm[0].w.max_rows * Rtot * cat.word + 8), err, rc,
+                  done);
+    AMP_CHECK_GOTO(batch_pack(g, bm, K, &cat, err), rc, done);
+    for (unsigned it = 0; it < o->max_iters && cat.Rlive > 0; it++) {
+        const double t_iter = wall_now();
+        for (unsigned d = 0; d < N; d++)
+            AMP_CHECK_GOTO(batch_mode(g, bm, K, &cat, d, it == 0, err), rc, done);
+        if (it + 1 < o->max_iters)
+            AMP_CHECK_GOTO(amp_gpu_prefetch(g, 0, err), rc, done);
+        int dropped = 0;
+        AMP_CHECK_GOTO(batch_end(t, bm, K, it, t_iter, on_iter, ctx, &dropped, err), rc, done);
+        /* Every live model waited for every MTTKRP of the iteration, and
+         * end_iteration for each model's stream. */
+        for (unsigned d = 0; d < N && mttkrp_seconds; d++) {
+            float ms = 0;
+            CUDA_TRY_GOTO(cudaEventElapsedTime(&ms, cat.t0[d], cat.t1[d]), err, rc, done);
+            *mttkrp_seconds += ms / 1e3;
+        }
+        if (o->stop && *o->stop) {
+            for (unsigned k = 0; k < K; k++)
+                if (bm[k].live)
+                    cs[k]->stopped = 1;
+            break;
+        }
+        /* A converged model stops costing its columns. */
+        if (dropped)
+            AMP_CHECK_GOTO(batch_pack(g, bm, K, &cat, err), rc, done);
+    }
+    for (unsigned k = 0; k < K; k++) {
+        cs[k]->pinv_used = bm[k].pinv_used;
+        AMP_CHECK_GOTO(write_output(g, &bm[k].w, cs[k], err), rc, done);
+    }
+done:
+    /* cudaFree waits for the device: nothing queued outlives its arrays. */
+    batch_free(bm, K, &cat, N);
+    delete[] bm;
     return rc;
 }
 

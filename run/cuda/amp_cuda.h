@@ -290,6 +290,13 @@ amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *const *comm
                                  const amp_gpu_als_opts *go, amp_cpd *c,
                                  amp_gpu_run_stats *stats, amp_error *err);
 
+/* Several models in one pass on g's device (amp_gpu_run_als_batch, which
+ * says what it does); cs's factors in the tensor's row order. */
+amp_status amp_gpu_cpd_als_batch(const amp_gpu_tensor *g, const amp_tensor *t,
+                                 const amp_cpd_opts *o, unsigned K, amp_cpd *const *cs,
+                                 amp_gpu_batch_fn on_iter, void *ctx, double *mttkrp_seconds,
+                                 amp_error *err);
+
 /* ---- CP-APR on one GPU or several (apr.cu) -------------------------------- */
 
 /* CP-APR (Poisson CP, o->method AMP_METHOD_APR) with the tensor on g's

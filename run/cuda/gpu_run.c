@@ -147,6 +147,15 @@ amp_status amp_gpu_run_als(amp_gpu_run *run, const amp_tensor *t, const amp_cpd_
     return no_cuda(err);
 }
 
+amp_status amp_gpu_run_als_batch(amp_gpu_run *run, const amp_tensor *t, const amp_cpd_opts *o,
+                                 unsigned K, amp_cpd *const *cs, amp_gpu_batch_fn on_iter,
+                                 void *ctx, double *mttkrp_seconds, amp_error *err)
+{
+    (void)run, (void)t, (void)o, (void)K, (void)cs, (void)on_iter, (void)ctx,
+        (void)mttkrp_seconds;
+    return no_cuda(err);
+}
+
 void amp_gpu_run_times(const amp_gpu_run *run, unsigned gpu, double *mttkrp, double *busy,
                        double *comm, double *exchange, double *idle, double *phase)
 {
@@ -286,12 +295,32 @@ static const char *no_remap(const amp_gpu_run *r, const amp_tensor *part)
     return NULL;
 }
 
+/* amp_gpu_als_bytes at the run's rank; for a batch of models
+ * (amp_gpu_run_als_batch, the rank their columns' sum) their columns side
+ * by side once more besides each model's own: every mode's factor as the
+ * MTTKRP reads it, and its output. */
+static size_t run_bytes(const amp_gpu_opts *o, const amp_gpu_run *r, const amp_tensor *part,
+                        uint64_t chunk_nnz)
+{
+    size_t bytes = amp_gpu_als_bytes(part, r->rank, r->f32, r->method, chunk_nnz);
+    if (o->batch) {
+        const size_t word = r->f32 ? sizeof(float) : sizeof(double);
+        uint64_t max_rows = 0;
+        for (unsigned m = 0; m < part->nmodes; m++) {
+            bytes += (size_t)part->rows[m] * r->rank * word;
+            max_rows = part->rows[m] > max_rows ? part->rows[m] : max_rows;
+        }
+        bytes += (size_t)max_rows * r->rank * word;
+    }
+    return bytes;
+}
+
 /* The run's device bytes for part: with every copy resident, and with two
  * remapped where that is possible (else 0). */
 static amp_memory_sizes sizes_of(const amp_gpu_opts *o, const amp_gpu_run *r,
                                  const amp_tensor *part, size_t avail)
 {
-    amp_memory_sizes s = {avail, amp_gpu_als_bytes(part, r->rank, r->f32, r->method, 0), 0, 0};
+    amp_memory_sizes s = {avail, run_bytes(o, r, part, 0), 0, 0};
     s.remap_in_file = o->file != NULL;
     for (unsigned d = 0; d < part->nmodes && s.remap_in_file; d++)
         s.remap_in_file = amp_remap_in_file(o->file, d);
@@ -327,8 +356,7 @@ static amp_status plan(const amp_gpu_opts *o, const amp_gpu_run *r, const amp_te
     if (memory == AMP_MEMORY_STREAM || memory == AMP_MEMORY_COMPRESSED) {
         /* What is left after the factors and work space goes to the ring
          * of chunk buffers. */
-        size_t base = amp_gpu_als_bytes(part, r->rank, r->f32, r->method, 1) -
-                      amp_gpu_ring_bytes(part, 1);
+        size_t base = run_bytes(o, r, part, 1) - amp_gpu_ring_bytes(part, 1);
         size_t per = amp_gpu_ring_bytes(part, 1);
         chunk = o->stream_chunk;
         if (chunk == 0) {
@@ -483,7 +511,7 @@ static amp_status plan_compressed(const amp_gpu_opts *o, const amp_tensor *t, am
     r->compressed = 1;
     r->memory[0] = AMP_MEMORY_COMPRESSED;
     r->chunk[0] = amp_gpu_file_chunk_nnz(o->file);
-    r->need[0] = amp_gpu_als_bytes(t, r->rank, r->f32, r->method, r->chunk[0]);
+    r->need[0] = run_bytes(o, r, t, r->chunk[0]);
     size_t avail = device_budget(o, &r->dev[0]);
     if (r->need[0] > avail) {
         char nb[32], ab[32];
@@ -1143,6 +1171,35 @@ amp_status amp_gpu_run_als(amp_gpu_run *r, const amp_tensor *t, const amp_cpd_op
     amp_error e2 = {0};
     amp_status back = reorder(r, c, 0, rc == AMP_OK ? err : &e2);
     return rc != AMP_OK ? rc : back;
+}
+
+amp_status amp_gpu_run_als_batch(amp_gpu_run *r, const amp_tensor *t, const amp_cpd_opts *o,
+                                 unsigned K, amp_cpd *const *cs, amp_gpu_batch_fn on_iter,
+                                 void *ctx, double *mttkrp_seconds, amp_error *err)
+{
+    /* Several GPUs would pair each model's sends and sums with the
+     * others' on every GPU: not written yet. */
+    if (r->total > 1)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "several models in one pass run on one GPU "
+                        "for now, not %u", r->total);
+    unsigned cols = 0;
+    for (unsigned k = 0; k < K; k++)
+        cols += cs[k]->rank;
+    if (cols > r->rank)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the models' columns (%u) pass the rank the GPU's "
+                        "run was opened for (%u)", cols, r->rank);
+    unsigned k = 0;
+    amp_status rc = AMP_OK;
+    for (; k < K && rc == AMP_OK; k++)
+        rc = reorder(r, cs[k], 1, err);
+    if (rc == AMP_OK)
+        rc = amp_gpu_cpd_als_batch(r->g[0], t, o, K, cs, on_iter, ctx, mttkrp_seconds, err);
+    amp_error e2 = {0};
+    for (unsigned j = 0; j < k; j++) {
+        amp_status back = reorder(r, cs[j], 0, rc == AMP_OK ? err : &e2);
+        rc = rc != AMP_OK ? rc : back;
+    }
+    return rc;
 }
 
 unsigned amp_gpu_run_parts(const amp_gpu_run *r, unsigned m)

@@ -133,6 +133,10 @@ typedef struct amp_gpu_opts {
      * fallback to streaming (or, forced resident, the failure) can be
      * checked on a GPU that nothing else uses. */
     unsigned fail_resident;
+    /* The run will fit a batch of models (amp_gpu_run_als_batch), the
+     * rank it is opened for their columns' sum: the plan counts their
+     * columns side by side besides each model's own. */
+    int batch;
 } amp_gpu_opts;
 
 /* The GPU CP-ALS's own settings beyond amp_cpd_opts; zero: the default. */
@@ -272,6 +276,23 @@ unsigned amp_gpu_run_parts(const amp_gpu_run *run, unsigned m);
 /* CP-ALS on the run's GPUs from c's factors (file order in and out). */
 amp_status amp_gpu_run_als(amp_gpu_run *run, const amp_tensor *t, const amp_cpd_opts *o,
                            const amp_gpu_als_opts *go, amp_cpd *c, amp_error *err);
+/* Several models fitted together on the run's GPU (amped-run --starts,
+ * --ranks; one GPU of one process, resident, streamed or remapped: else
+ * AMP_ERR_UNSUPPORTED): cs[k] model k's start at its own rank, the sum of
+ * their ranks within AMP_GPU_MAX_RANK and the rank the run was opened
+ * for; one MTTKRP a mode an iteration over every live model's columns
+ * side by side, each model updated by the same code as a run alone
+ * (amp_gpu_run_als) on its own stream, with its own Grams, solve,
+ * lambda, fit and stop: a model whose fit changes by less than o->tol
+ * drops out of the passes that follow. CP-ALS and the constrained
+ * methods (not CP-APR, GCP or completion). on_iter(ctx, k, ...) after each
+ * model's iteration; the MTTKRPs' GPU seconds added to *mttkrp_seconds
+ * (NULL: not counted). Factors in file order in and out, normalized. */
+typedef void (*amp_gpu_batch_fn)(void *ctx, unsigned model, unsigned iter, double fit,
+                                 double delta, double seconds);
+amp_status amp_gpu_run_als_batch(amp_gpu_run *run, const amp_tensor *t, const amp_cpd_opts *o,
+                                 unsigned K, amp_cpd *const *cs, amp_gpu_batch_fn on_iter,
+                                 void *ctx, double *mttkrp_seconds, amp_error *err);
 /* After amp_gpu_run_als: per GPU, per mode and per phase, in seconds (see
  * amp_gpu_run_stats). */
 void amp_gpu_run_times(const amp_gpu_run *run, unsigned gpu, double *mttkrp, double *busy,
