@@ -1090,6 +1090,8 @@ def sweep(tensor: Union[Tensor, PathLike], ranks: Union[int, Sequence[int]],
             observed="nonzeros", as amped-run).
         callback: as :func:`cp`'s; ``info.model`` and ``info.rank`` say
             whose iteration it is. Returning True stops every model there.
+        gpus: None or 0, the CPU (the default for a batch, as amped-run's);
+            1, one GPU (resident or streamed by memory=). More are refused.
         The other keywords are :func:`cp`'s.
 
     Returns:
@@ -1134,11 +1136,14 @@ def sweep(tensor: Union[Tensor, PathLike], ranks: Union[int, Sequence[int]],
         else:
             raise TypeError("choose must be 'fit-elbow', 'fms F' or ('fms', F)")
         opts.append(("choose", text))
-    for key in ("init", "rank", "keep_all", "gpus", "observed", "holdout", "loss"):
+    for key in ("init", "rank", "keep_all", "observed", "holdout", "loss"):
         if key in more:
-            raise TypeError(f"sweep() takes no {key}= (random starts on the CPU, the "
-                            f"methods als, ao-admm, mu and hals)")
-    opts += _run_options(len(shape), method, constraint, l1, l2, None, "auto", precision,
+            raise TypeError(f"sweep() takes no {key}= (random starts, the methods als, "
+                            f"ao-admm, mu and hals)")
+    # The CPU unless gpus=1 asks for one GPU (amped-run's rule for a batch).
+    gpus = more.pop("gpus", None)
+    memory = more.pop("memory", "auto")
+    opts += _run_options(len(shape), method, constraint, l1, l2, gpus, memory, precision,
                          iters, tol, seed, threads, callback, progress, None, None, None, more)
     return _run(tensor, opts, shape, callback, progress, iters, sweep=True)
 

@@ -265,6 +265,30 @@ class TestSweep(TempDirCase):
         self.assertEqual(sw.reason, js["choose"]["reason"])
         self.assertFalse(sw.stopped)
 
+    def test_gpu(self):
+        """sweep(gpus=1): every model's fits and factors equal amped-run --starts
+        --ranks --gpus 1 --keep-all's (one GPU, the batch on it)"""
+        if not amped.devices():
+            self.skipTest("no GPU that this build can use (amped.devices() is empty)")
+        program("amped-run")
+        tns, amp = alog()
+        prefix = self.path("swg")
+        js = amped_run(amp, prefix, "--gpus", "1", "--starts", "2", "--ranks", "3,2",
+                       "--keep-all", "--seed", "4", "--iters", "6")
+        sw = amped.sweep(amped.load(amp), ranks=[3, 2], starts=2, seed=4, iters=6, gpus=1,
+                         progress=False)
+        self.assertEqual(len(sw.models), len(js["models"]))
+        for k, (m, jm) in enumerate(zip(sw.models, js["models"])):
+            label = f"model {k}"
+            self.assertEqual(m.backend, "gpu", label)
+            self.assertEqual((m.rank, m.seed, m.iters), (jm["rank"], jm["seed"], jm["iters"]),
+                             label)
+            self.assertLessEqual(max_rel_diff(m.fits, jm["fits"]), TOL, label)
+            lam, A = run_factors(f"{prefix}.r{m.rank}.s{m.seed}", 3)
+            self.assertLessEqual(max_rel_diff(m.weights, lam), TOL, label)
+            for a, b in zip(m.factors, A):
+                self.assertLessEqual(max_rel_diff(a, b), TOL, label)
+
     def test_one_rank(self):
         """sweep of one rank, no rule: the table's row, no chosen rank"""
         tns, amp = alog()
@@ -314,6 +338,7 @@ class TestErrorsAndStops(TempDirCase):
             (dict(ranks=[2], method="cp-apr"), "--method cp-apr"),
             (dict(ranks=[2], choose="nope"), "--choose"),
             (dict(ranks=[2], memory="stream"), "--memory"),
+            (dict(ranks=[2], gpus=2), "--gpus"),
         ]
         for kw, name in sweeps:
             with self.subTest(kw=kw):
