@@ -348,18 +348,14 @@ static inline __attribute__((always_inline)) void iters_vec(
             double w[4];
             for (unsigned q = 0; q < 4; q++)
                 w[q] = x[k + q] / (m[q] > eps ? m[q] : eps);
+            /* Each f[v] takes the four nonzeros in order: the bits of one at a time. */
 #pragma GCC unroll 8
-            for (unsigned v = 0; v < nv; v++)
+            for (unsigned v = 0; v < nv; v++) {
                 f[v] += w[0] * *(const amp_v4du *)(p0 + 4 * v);
-#pragma GCC unroll 8
-            for (unsigned v = 0; v < nv; v++)
                 f[v] += w[1] * *(const amp_v4du *)(p1 + 4 * v);
-#pragma GCC unroll 8
-            for (unsigned v = 0; v < nv; v++)
                 f[v] += w[2] * *(const amp_v4du *)(p2 + 4 * v);
-#pragma GCC unroll 8
-            for (unsigned v = 0; v < nv; v++)
                 f[v] += w[3] * *(const amp_v4du *)(p3 + 4 * v);
+            }
         }
         for (; k < n; k++) {
             const double *p = P + k * R;
