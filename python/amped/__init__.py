@@ -812,7 +812,7 @@ def cp(tensor: Union[Tensor, PathLike], rank: int, method: str = "als",
             CP by stochastic gradients, with ``loss``: the result's ``loss``,
             ``loss_exact``, ...; options ``samples_grad``, ``samples_loss``,
             ``epoch_iters``, ``rate``, ``decay``, ``max_fails``,
-            ``huber_delta``; ``iters`` counts epochs).
+            ``huber_delta``, ``adam="lazy"``; ``iters`` counts epochs).
         constraint: "none" or "nonneg", for every mode or a list per mode
             (default none; mu: nonneg).
         l1, l2: sparsity and ridge penalties, one value or a list per mode

@@ -197,6 +197,12 @@ class TestGCP(MethodCase):
                        "--loss", "huber", "--huber-delta", "0.5", "--epoch-iters", "20"],
          dict(rank=2, seed=9, iters=3, method="gcp", loss="huber", huber_delta=0.5,
               epoch_iters=20)),
+        # few samples a step, so that many rows are untouched and lazy differs from dense
+        ("gcp lazy adam", ["-r", "3", "--seed", "2", "--iters", "3", "--method", "gcp",
+                           "--loss", "gaussian", "--adam", "lazy", "--samples-grad", "40",
+                           "--epoch-iters", "15"],
+         dict(rank=3, seed=2, iters=3, method="gcp", loss="gaussian", adam="lazy",
+              samples_grad=40, epoch_iters=15)),
     ]
 
     def test_same_as_amped_run(self):
