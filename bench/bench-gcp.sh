@@ -17,6 +17,9 @@
 # header): the samples' gathers and atomics (8 N R bytes each a sample)
 # and dense Adam's 64 R bytes for every row, lazy Adam's for the rows the
 # step touches (at most min(samples, rows) a mode; printed as that bound).
+# Lazy Adam also with --memory stream: the samples drawn on the host (on
+# every core) and sent, 8 N + 8 bytes each, while the GPU takes the step
+# before; the host's draws then set the pace.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 need_built "$prep" "$run"
@@ -62,12 +65,13 @@ PY
     [ -f "$amp" ] || "$prep" -q -o "$amp" "$ones" || exit 1
     R=${AMP_GPU_RANK:-32}
     E=${AMP_GPU_EPOCHS:-2}
-    for adam in dense lazy; do
-        "$run" "$amp" -q --gpus 1 -r "$R" --method gcp --loss bernoulli-logit --iters "$E" \
-            --max-fails "$E" --epoch-iters 1000 --samples-grad 50000,50000 \
-            --samples-loss 100000,100000 --adam "$adam" --json "$data/gcp-gpu-$adam.json" ||
+    for how in dense:resident lazy:resident lazy:stream; do
+        adam=${how%:*} mem=${how#*:}
+        "$run" "$amp" -q --gpus 1 --memory "$mem" -r "$R" --method gcp --loss bernoulli-logit \
+            --iters "$E" --max-fails "$E" --epoch-iters 1000 --samples-grad 50000,50000 \
+            --samples-loss 100000,100000 --adam "$adam" --json "$data/gcp-gpu-$adam-$mem.json" ||
             exit 1
-        "$py" - "$data/gcp-gpu-$adam.json" "$R" <<'PY'
+        "$py" - "$data/gcp-gpu-$adam-$mem.json" "$R" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 R = int(sys.argv[2])
@@ -81,7 +85,7 @@ adam = (64 * R + (12 if lazy else 0)) * touched
 gather = s * 16 * N * R
 ep = [i["seconds"] for i in j["iterations"]]
 print(f"rd100m ones (bernoulli-logit), rank {R}, one GPU ({j.get('device', '?')}), "
-      f"{j['adam']} Adam: s an epoch of 1000 steps: " + ", ".join(f"{x:.3f}" for x in ep)
+      f"{j['adam']} Adam, {j.get('memory', '?')}: s an epoch of 1000 steps: " + ", ".join(f"{x:.3f}" for x in ep)
       + " (target 1 s)")
 print(f"  per step: Adam {adam / 1e9:.3f} GB (64 R B x {touched} rows"
       f"{', at most: the touched rows' if lazy else ''}), samples "

@@ -842,6 +842,7 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
         if (ss->gcp_gpu > 0) {
             a->report.backend = "gpu";
             a->report.device = ss->gcp_device_name;
+            a->report.gcp_memory = ss->gcp_stream ? "stream" : "resident";
         }
     }
     if (ss->gr == NULL && ss->gcp_gpu == 0 && a->r.gpus != 0 && a->r.gpu_only)
@@ -863,7 +864,11 @@ static amp_status load(run_args *a, run_state *s, amp_error *err)
 static void print_loaded(const run_args *a, const run_state *s)
 {
     print_tensor(a, &s->ss.t, s->ss.threads, s->ss.gr != NULL || s->ss.gcp_gpu > 0);
-    if (s->ss.gcp_gpu > 0)
+    if (s->ss.gcp_gpu > 0 && s->ss.gcp_stream)
+        printf("backend:   gpu %d (%s), GCP's samples drawn on the host and streamed (%u "
+               "bytes a sample; no nonzero on the GPU), precision f64\n", s->ss.gcp_gpu - 1,
+               s->ss.gcp_device_name, 8 * s->ss.t.nmodes + 8);
+    else if (s->ss.gcp_gpu > 0)
         printf("backend:   gpu %d (%s), GCP's form of the tensor resident (16 bytes a "
                "nonzero), precision f64\n", s->ss.gcp_gpu - 1, s->ss.gcp_device_name);
     if (s->ss.gr)

@@ -178,6 +178,8 @@ amp_status amp_report_write_json(const amp_run_report *r, amp_outfile *of, amp_e
     if (gcp) {
         const amp_gcp_opts *g = &r->opts->gcp;
         put(&b, ",\n  \"loss\": \"%s\"", amp_gcp_loss_names[g->loss]);
+        if (r->gcp_memory)
+            put(&b, ", \"memory\": \"%s\"", r->gcp_memory);
         if (g->loss == AMP_GCP_HUBER) {
             put(&b, ",\n  \"huber_delta\": ");
             put_number(&b, g->huber_delta);

@@ -103,6 +103,8 @@ typedef struct amp_run_report {
     const char *holdout_file;
     /* --method gcp: the sample sizes and weights the run took, or NULL */
     const amp_gcp_plan *gcp_plan;
+    /* --method gcp on a GPU: "resident" or "stream"; NULL on the CPU */
+    const char *gcp_memory;
 } amp_run_report;
 
 /* One iteration; phase_so_far: each phase's time from the start of the

@@ -558,11 +558,11 @@ amp_status amp_session_load(amp_session *s, amp_run_opts *r, const char *path,
                             "and --%s asks for %d: give --gpus 1, or --gpus 0 for the CPU",
                             r->gpu.ndevices > 0 ? "devices" : "gpus", r->gpus);
         if (r->gpus != 0 && r->gpu.memory != AMP_MEMORY_AUTO &&
-            r->gpu.memory != AMP_MEMORY_RESIDENT)
-            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--memory %s: --method gcp keeps its "
-                            "sampler's form of the tensor (16 bytes a nonzero) resident on the "
-                            "GPU, as drawing an absent cell looks the cell up among every "
-                            "nonzero; --memory resident or auto",
+            r->gpu.memory != AMP_MEMORY_RESIDENT && r->gpu.memory != AMP_MEMORY_STREAM)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--memory %s: --method gcp reads no chunk "
+                            "of the tensor on the GPU, it keeps the sampler's form there "
+                            "(resident) or draws each step's samples on the host and sends "
+                            "them (stream); --memory resident, stream or auto",
                             amp_memory_name(r->gpu.memory));
         if (r->gpus != 0) {
             int dev = -1;
@@ -573,6 +573,10 @@ amp_status amp_session_load(amp_session *s, amp_run_opts *r, const char *path,
         if (!s->external_load)
             AMP_CHECK(load_host(s, p, err));
         s->seconds_load = amp_now() - t0;
+        s->gcp_stream = 0;
+        if (s->gcp_gpu > 0 && !s->external_load)
+            AMP_CHECK(amp_gpu_gcp_memory(s->gcp_gpu - 1, &s->t, r->opts.rank, r->gpu.memory,
+                                         &s->gcp_stream, err));
         return s->external_load ? AMP_OK : amp_session_check_counts(s, r, path, err);
     }
     if (r->keep_host)
@@ -789,7 +793,7 @@ amp_status amp_session_start(amp_session *s, amp_run_opts *r, amp_error *err)
 amp_status amp_session_als(amp_session *s, amp_run_opts *r, amp_error *err)
 {
     if (r->opts.method == AMP_METHOD_GCP && s->gcp_gpu > 0)
-        return amp_gpu_gcp_run(s->gcp_gpu - 1, &s->t, &r->opts, &s->c, err);
+        return amp_gpu_gcp_run(s->gcp_gpu - 1, &s->t, &r->opts, s->gcp_stream, &s->c, err);
     return s->gr ? amp_gpu_run_als(s->gr, &s->t, &r->opts, &r->gpu_als, &s->c, err)
                  : amp_cpu_als(&s->t, &r->opts, &s->c, err);
 }

@@ -96,6 +96,7 @@ typedef struct amp_session {
     /* GCP on a GPU (gpu_run.h, amp_gpu_gcp_run): its CUDA device + 1,
      * and its name; 0: GCP runs on the CPU (or the method is another). */
     int gcp_gpu;
+    int gcp_stream;   /* on the GPU, samples drawn on the host and streamed */
     char gcp_device_name[256];
 } amp_session;
 

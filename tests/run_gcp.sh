@@ -198,12 +198,33 @@ if "$AMPED_RUN" --list-devices >/dev/null 2>&1; then
     done
     py_check "one GPU, lazy Adam: every epoch's estimate is the CPU's" \
         same "$T/l0.json" "$T/l1.json" 1e-6
+    # Streamed: each step's samples drawn on the host (the CPU's draws) and
+    # sent; the JSON says which way the GPU ran.
+    for adam in dense lazy; do
+        run "$AMPED_RUN" -q --method gcp --loss bernoulli-logit -r 4 --gpus 1 --memory stream \
+            --seed 2 --iters 5 --rate 1e-2 --epoch-iters 200 --samples-grad 100 --adam $adam \
+            --json "$T/s-$adam.json" "$T/bernoulli-logit.amp"
+        check_status "bernoulli-logit, --memory stream, $adam Adam: exit 0" 0
+        check_contains "--memory stream, $adam Adam: the JSON says stream" \
+            "$T/s-$adam.json" '"memory": "stream"'
+    done
+    run "$AMPED_RUN" -q --method gcp --loss bernoulli-logit -r 4 --gpus 0 --seed 2 --iters 5 \
+        --rate 1e-2 --epoch-iters 200 --samples-grad 100 --json "$T/s0.json" \
+        "$T/bernoulli-logit.amp"
+    py_check "one GPU, streamed samples, dense Adam: every epoch's estimate is the CPU's" \
+        same "$T/s0.json" "$T/s-dense.json" 1e-6
+    py_check "one GPU, streamed samples, lazy Adam: every epoch's estimate is the CPU's" \
+        same "$T/l0.json" "$T/s-lazy.json" 1e-6
+    check_contains "resident: the JSON says resident" "$T/l1.json" '"memory": "resident"'
     run "$AMPED_RUN" --method gcp --loss poisson -r 3 --gpus 1 --iters 3 --epoch-iters 100 \
         "$T/poisson.amp"
     check_contains "one GPU: the backend line" "$RUN_OUT" "backend:   gpu 0"
 else
     skip "one GPU against the CPU (gcp)" "no CUDA device (amped-run --list-devices fails)"
     skip "one GPU against the CPU (gcp, lazy Adam)" "no CUDA device (amped-run --list-devices fails)"
+    for k in 1 2 3 4 5 6 7; do
+        skip "one GPU, streamed samples ($k of 7)" "no CUDA device (amped-run --list-devices fails)"
+    done
 fi
 
 # ---- values and options ----------------------------------------------------
@@ -249,7 +270,8 @@ done <<'EOF'
 --method gcp --max-fails -1|2|invalid value '-1' for --max-fails
 --method gcp --constraint nonneg|2|--method gcp takes no --constraint, --l1 or --l2
 --method gcp --gpus 2 --iters 1|1|--method gcp runs on one GPU for now, and --gpus asks for 2
---method gcp --gpus 1 --memory stream --iters 1|1|--memory stream: --method gcp keeps its sampler's form of the tensor
+--method gcp --gpus 1 --memory compressed --iters 1|1|--memory compressed: --method gcp reads no chunk of the tensor on the GPU
+--method gcp --gpus 1 --memory remap --iters 1|1|--memory remap: --method gcp reads no chunk of the tensor on the GPU
 EOF
 run "$AMPED_RUN" -q --method gcp -r 2 --gpus 0 --iters 2 --epoch-iters 10 --max-fails 0 \
     --samples-grad 7,3 --samples-loss 50 --json "$T/small.json" "$T/ones.amp"

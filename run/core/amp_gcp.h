@@ -266,6 +266,14 @@ typedef struct amp_gcp_batch {
     double wnz, wz;
 } amp_gcp_batch;
 
+/* Every sample of batch b (v in host memory), on the process's OpenMP
+ * threads: sample j's compact rows at rows + j N, its value at x[j].
+ * AMP_ERR_RANGE where a zero found no absent cell (amp_gcp_sample). The
+ * CPU backend draws its batches so, and a GPU run streaming its samples
+ * (--memory stream) draws them so on the host: the same cells. */
+amp_status amp_gcp_draw_batch(const amp_gcp_view *v, const amp_gcp_batch *b, uint64_t *rows,
+                              double *x, amp_error *err);
+
 /* The host's copy of the tensor in GCP's form (amp_gcp_view's arrays). */
 typedef struct amp_gcp_source {
     amp_gcp_view view;

@@ -216,6 +216,25 @@ static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)
     return m < c ? m : c;
 }
 
+amp_status amp_gcp_draw_batch(const amp_gcp_view *v, const amp_gcp_batch *b, uint64_t *rows,
+                              double *x, amp_error *err)
+{
+    const unsigned N = v->nmodes;
+    const int64_t s = (int64_t)(b->snz + b->sz);
+    uint64_t bad = UINT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (int64_t j = 0; j < s; j++)
+        if (amp_gcp_sample(v, b->key, (uint64_t)j, b->snz, rows + (uint64_t)j * N, x + j))
+            bad = (uint64_t)j < bad ? (uint64_t)j : bad;
+    if (bad != UINT64_MAX)
+        return AMP_FAIL(err, AMP_ERR_RANGE, "GCP's sampler drew %d stored cells in a row for "
+                        "one zero: the tensor (%llu of %llu cells stored) is too dense for "
+                        "stratified sampling; give --samples-grad and --samples-loss with 0 "
+                        "zeros", AMP_GCP_ZERO_ATTEMPTS, (unsigned long long)v->nnz,
+                        (unsigned long long)v->cells);
+    return AMP_OK;
+}
+
 amp_status amp_gcp_resolve(const amp_gcp_opts *o, const amp_gcp_view *v, amp_gcp_plan *p,
                            amp_error *err)
 {

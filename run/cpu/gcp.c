@@ -145,26 +145,11 @@ static amp_status ws_lazy(gcp_ws *w, amp_error *err)
 /* Batch b's samples into w->rows and w->x. */
 static amp_status draw(gcp_ws *w, const amp_gcp_batch *b, amp_error *err)
 {
-    const amp_gcp_view *v = w->v;
-    const unsigned N = w->N;
-    const int64_t s = (int64_t)(b->snz + b->sz);
-    if ((uint64_t)s > w->cap)
-        return AMP_FAIL(err, AMP_ERR_INTERNAL, "GCP: %lld samples, room for %llu", (long long)s,
-                        (unsigned long long)w->cap);
-    uint64_t *rows = w->rows;
-    double *x = w->x;
-    uint64_t bad = UINT64_MAX;
-#pragma omp parallel for schedule(static) reduction(min : bad)
-    for (int64_t j = 0; j < s; j++)
-        if (amp_gcp_sample(v, b->key, (uint64_t)j, b->snz, rows + (uint64_t)j * N, x + j))
-            bad = (uint64_t)j < bad ? (uint64_t)j : bad;
-    if (bad != UINT64_MAX)
-        return AMP_FAIL(err, AMP_ERR_RANGE, "GCP's sampler drew %d stored cells in a row for "
-                        "one zero: the tensor (%llu of %llu cells stored) is too dense for "
-                        "stratified sampling; give --samples-grad and --samples-loss with 0 "
-                        "zeros", AMP_GCP_ZERO_ATTEMPTS, (unsigned long long)v->nnz,
-                        (unsigned long long)v->cells);
-    return AMP_OK;
+    const uint64_t s = b->snz + b->sz;
+    if (s > w->cap)
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "GCP: %llu samples, room for %llu",
+                        (unsigned long long)s, (unsigned long long)w->cap);
+    return amp_gcp_draw_batch(w->v, b, w->rows, w->x, err);
 }
 
 /* The model's value at a cell given by its rows. */

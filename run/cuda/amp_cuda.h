@@ -340,14 +340,21 @@ amp_status amp_gpu_cpd_completion(const amp_gpu_tensor *g, const amp_tensor *t,
 /* ---- GCP on one GPU (gcp.cu) ---------------------------------------------- */
 
 /* GCP-Adam (run/cpu/gcp.c's algorithm, the same draws) on CUDA device
- * `device`, t in host memory: its form for the sampler (amp_gcp_source:
- * keys and values, 16 bytes a nonzero, and the row tables) built on the
- * host and resident on the device with the factors, Adam's moments and
- * the epoch's saved copies (7 R sum(rows) doubles). c as amp_cpu_gcp
- * leaves it; c->seconds the GPU time of each phase (MTTKRP: sampling and
- * the gradient; UPDATE: Adam; FIT: the estimate and the exact loss). */
-amp_status amp_gpu_gcp(int device, const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
-                       amp_error *err);
+ * `device`, t in host memory. Resident (stream 0): its form for the
+ * sampler (amp_gcp_source: keys and values, 16 bytes a nonzero, and the
+ * row tables) built on the host and resident on the device with the
+ * factors, Adam's moments and the epoch's saved copies (7 R sum(rows)
+ * doubles). Streamed (stream 1): each step's samples drawn on the host
+ * and uploaded, the device holding no nonzero (but for the exact loss,
+ * where it is taken). c as amp_cpu_gcp leaves it; c->seconds the GPU
+ * time of each phase (MTTKRP: sampling and the gradient; UPDATE: Adam;
+ * FIT: the estimate and the exact loss). */
+amp_status amp_gpu_gcp(int device, const amp_tensor *t, const amp_cpd_opts *o, int stream,
+                       amp_cpd *c, amp_error *err);
+/* Whether a resident run of rank R on t fits in the device's free
+ * memory (with a tenth to spare): --memory auto streams where not. */
+amp_status amp_gpu_gcp_fits(int device, const amp_tensor *t, unsigned R, int *fits,
+                            amp_error *err);
 /* The pieces on the device, from and to host memory, for the tests
  * against run/cpu/gcp.c's (amp_cpu_gcp_gradient, _estimate, _exact). */
 amp_status amp_gpu_gcp_gradient_host(int device, const amp_gcp_view *v, const double *const *A,

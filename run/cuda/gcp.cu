@@ -10,9 +10,22 @@
  * nonzeros' keys (ascending) and values, 16 bytes a nonzero, and each
  * mode's table from ordinal to row, 8 bytes a row. Drawing an absent cell
  * looks it up by binary search among the keys, so every key must be at
- * hand: the form is resident, and a tensor streamed in chunks
- * (--memory stream) is refused (session.c) rather than sampled per chunk,
- * which would need each chunk's keys on the device at every step anyway.
+ * hand: the form is resident (--memory resident).
+ *
+ * Streamed (--memory stream, or auto where the form does not fit): the
+ * samples are drawn on the host instead (amp_gcp_draw_batch, the CPU
+ * backend's draws, on every core) and only they cross to the device,
+ * 8 N + 8 bytes a sample (compact rows and value), into one of two
+ * device buffers while the device runs the step before: a step's draws
+ * depend on its key alone, so the host draws step i + 1 while the GPU
+ * takes step i. The device holds the factors, Adam's state and the row
+ * tables, no nonzero: the tensor's size no longer bounds the run, and a
+ * step moves the same bytes on the device as resident. The fixed sample
+ * of the estimate is drawn once and kept on the device. The exact loss,
+ * taken only where the tensor has at most 2^24 cells or 2^24 nonzeros
+ * (amp_gcp_exact_kind), still needs the nonzeros on the device: there
+ * they are uploaded (at most 256 MB). The same cells as resident, so the
+ * same run up to the atomics' order of sums.
  *
  * gcp_grad (one step's sample and gradient). Thread mapping: a warp a
  * sample, grid-stride over the samples; lane 0 draws the sample (its
@@ -106,6 +119,10 @@ typedef struct gcp_args {
     amp_gcp_batch b;
     int lazy;              /* list the touched rows in t */
     gcp_touch t;
+    /* Streamed: the batch's samples drawn on the host (rows, N a sample;
+     * values), read instead of drawn; NULL: drawn here. */
+    const uint64_t *srows;
+    const double *sx;
 } gcp_args;
 
 __device__ __forceinline__ double warp_sum(double v)
@@ -120,6 +137,12 @@ __device__ __forceinline__ double warp_sum(double v)
 __device__ __forceinline__ int warp_sample(const gcp_args &a, uint64_t j, uint64_t *rows,
                                           double *x, int lane)
 {
+    if (a.srows != NULL) {
+        for (unsigned m = 0; m < a.v.nmodes; m++)
+            rows[m] = a.srows[j * a.v.nmodes + m];
+        *x = a.sx[j];
+        return 0;
+    }
     int bad = 0;
     if (lane == 0)
         bad = amp_gcp_sample(&a.v, a.b.key, j, a.b.snz, rows, x);
@@ -333,6 +356,19 @@ typedef struct gcp_dev {
     double *gram;                   /* R x R */
     int lazy;
     gcp_touch t;                    /* lazy Adam's, where lazy */
+    /* Streamed: the host's view to draw from; two pinned host buffers of
+     * samples and their device twins (rows, values; cap samples each),
+     * each buffer's event (its upload done, so the host may refill it);
+     * the fixed sample of the estimate on the device; the samples the
+     * next launch reads (NULL: drawn on the device). */
+    const amp_gcp_view *hv;
+    uint64_t cap;
+    uint64_t *hrows[2], *drows[2], *lrows;
+    double *hx[2], *dx[2], *lx;
+    cudaEvent_t ev[2];
+    int next;
+    const uint64_t *srows;
+    const double *sx;
 } gcp_dev;
 
 static void dev_free(gcp_dev *d)
@@ -360,15 +396,26 @@ static void dev_free(gcp_dev *d)
         cudaFree(d->t.list[m]);
     }
     cudaFree(d->t.count);
+    for (int k = 0; k < 2; k++) {
+        cudaFreeHost(d->hrows[k]);
+        cudaFreeHost(d->hx[k]);
+        cudaFree(d->drows[k]);
+        cudaFree(d->dx[k]);
+        if (d->ev[k])
+            cudaEventDestroy(d->ev[k]);
+    }
+    cudaFree(d->lrows);
+    cudaFree(d->lx);
     if (d->s)
         cudaStreamDestroy(d->s);
     memset(d, 0, sizeof *d);
 }
 
-/* The view's arrays on device `device`, room for the factors (with Adam's
+/* The view's arrays on device `device` (the nonzeros only where
+ * nonzeros; the row tables always), room for the factors (with Adam's
  * state where adam) and nparts block sums. */
 static amp_status dev_init(gcp_dev *d, int device, const amp_gcp_view *v, unsigned R, int adam,
-                           uint64_t nparts, amp_error *err)
+                           uint64_t nparts, int nonzeros, amp_error *err)
 {
     memset(d, 0, sizeof *d);
     CUDA_TRY(cudaSetDevice(device), err);
@@ -376,13 +423,19 @@ static amp_status dev_init(gcp_dev *d, int device, const amp_gcp_view *v, unsign
     CUDA_TRY(cudaStreamCreateWithFlags(&d->s, cudaStreamNonBlocking), err);
     d->R = R;
     d->v = *v;
-    const size_t nb = v->nnz * sizeof(uint64_t) + 8;
-    CUDA_TRY(cudaMalloc(&d->key, nb), err);
-    CUDA_TRY(cudaMalloc(&d->val, v->nnz * sizeof(double) + 8), err);
-    CUDA_TRY(cudaMemcpy(d->key, v->key, v->nnz * sizeof(uint64_t), cudaMemcpyHostToDevice), err);
-    CUDA_TRY(cudaMemcpy(d->val, v->val, v->nnz * sizeof(double), cudaMemcpyHostToDevice), err);
-    d->v.key = d->key;
-    d->v.val = d->val;
+    d->v.key = NULL;
+    d->v.val = NULL;
+    if (nonzeros) {
+        const size_t nb = v->nnz * sizeof(uint64_t) + 8;
+        CUDA_TRY(cudaMalloc(&d->key, nb), err);
+        CUDA_TRY(cudaMalloc(&d->val, v->nnz * sizeof(double) + 8), err);
+        CUDA_TRY(cudaMemcpy(d->key, v->key, v->nnz * sizeof(uint64_t), cudaMemcpyHostToDevice),
+                 err);
+        CUDA_TRY(cudaMemcpy(d->val, v->val, v->nnz * sizeof(double), cudaMemcpyHostToDevice),
+                 err);
+        d->v.key = d->key;
+        d->v.val = d->val;
+    }
     for (unsigned m = 0; m < v->nmodes; m++) {
         const size_t rb = v->rows[m] * sizeof(uint64_t);
         CUDA_TRY(cudaMalloc(&d->row_of[m], rb), err);
@@ -428,6 +481,68 @@ static amp_status dev_lazy(gcp_dev *d, uint64_t cap, amp_error *err)
     return AMP_OK;
 }
 
+/* Streamed samples: two buffers of cap samples (host, pinned, and
+ * device) for the steps, and the estimate's fixed sample (lb) drawn on
+ * the host and kept on the device. hv: the host's view. */
+static amp_status dev_stream(gcp_dev *d, const amp_gcp_view *hv, uint64_t cap,
+                             const amp_gcp_batch *lb, amp_error *err)
+{
+    const unsigned N = hv->nmodes;
+    d->hv = hv;
+    d->cap = cap;
+    for (int k = 0; k < 2; k++) {
+        CUDA_TRY(cudaMallocHost(&d->hrows[k], cap * N * sizeof(uint64_t) + 8), err);
+        CUDA_TRY(cudaMallocHost(&d->hx[k], cap * sizeof(double) + 8), err);
+        CUDA_TRY(cudaMalloc(&d->drows[k], cap * N * sizeof(uint64_t) + 8), err);
+        CUDA_TRY(cudaMalloc(&d->dx[k], cap * sizeof(double) + 8), err);
+        CUDA_TRY(cudaEventCreateWithFlags(&d->ev[k], cudaEventDisableTiming), err);
+    }
+    const uint64_t s = lb->snz + lb->sz;
+    uint64_t *rows = (uint64_t *)malloc(s * N * sizeof(uint64_t) + 8);
+    double *x = (double *)malloc(s * sizeof(double) + 8);
+    amp_status rc = rows && x ? AMP_OK : AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    if (rc == AMP_OK)
+        rc = amp_gcp_draw_batch(hv, lb, rows, x, err);
+    cudaError_t e = cudaSuccess;
+    if (rc == AMP_OK)
+        e = cudaMalloc(&d->lrows, s * N * sizeof(uint64_t) + 8);
+    if (rc == AMP_OK && e == cudaSuccess)
+        e = cudaMalloc(&d->lx, s * sizeof(double) + 8);
+    if (rc == AMP_OK && e == cudaSuccess)
+        e = cudaMemcpy(d->lrows, rows, s * N * sizeof(uint64_t), cudaMemcpyHostToDevice);
+    if (rc == AMP_OK && e == cudaSuccess)
+        e = cudaMemcpy(d->lx, x, s * sizeof(double), cudaMemcpyHostToDevice);
+    if (rc == AMP_OK && e != cudaSuccess)
+        rc = CUDA_FAIL(err, e, "the estimate's sample to the device");
+    free(rows);
+    free(x);
+    return rc;
+}
+
+/* Streamed: batch b drawn on the host into the next buffer (once that
+ * buffer's last upload is done) and uploaded on the stream, behind the
+ * steps queued before; the next launch reads it. */
+static amp_status stream_batch(gcp_dev *d, const amp_gcp_batch *b, amp_error *err)
+{
+    const unsigned N = d->hv->nmodes;
+    const uint64_t s = b->snz + b->sz;
+    const int k = d->next;
+    d->next ^= 1;
+    if (s > d->cap)
+        return AMP_FAIL(err, AMP_ERR_INTERNAL, "GCP: %llu samples, room for %llu",
+                        (unsigned long long)s, (unsigned long long)d->cap);
+    CUDA_TRY(cudaEventSynchronize(d->ev[k]), err);
+    AMP_CHECK(amp_gcp_draw_batch(d->hv, b, d->hrows[k], d->hx[k], err));
+    CUDA_TRY(cudaMemcpyAsync(d->drows[k], d->hrows[k], s * N * sizeof(uint64_t),
+                             cudaMemcpyHostToDevice, d->s), err);
+    CUDA_TRY(cudaMemcpyAsync(d->dx[k], d->hx[k], s * sizeof(double), cudaMemcpyHostToDevice,
+                             d->s), err);
+    CUDA_TRY(cudaEventRecord(d->ev[k], d->s), err);
+    d->srows = d->drows[k];
+    d->sx = d->dx[k];
+    return AMP_OK;
+}
+
 static gcp_args args_of(const gcp_dev *d, int loss, double delta, const amp_gcp_batch *b)
 {
     gcp_args a;
@@ -444,6 +559,8 @@ static gcp_args args_of(const gcp_dev *d, int loss, double delta, const amp_gcp_
         a.b = *b;
     a.lazy = d->lazy;
     a.t = d->t;
+    a.srows = d->srows;
+    a.sx = d->sx;
     return a;
 }
 
@@ -620,7 +737,7 @@ extern "C" amp_status amp_gpu_gcp_gradient_host(int device, const amp_gcp_view *
                                                 amp_error *err)
 {
     gcp_dev d;
-    amp_status rc = dev_init(&d, device, v, R, 0, 4, err);
+    amp_status rc = dev_init(&d, device, v, R, 0, 4, 1, err);
     if (rc == AMP_OK)
         rc = upload_factors(&d, A, err);
     if (rc == AMP_OK)
@@ -645,7 +762,8 @@ extern "C" amp_status amp_gpu_gcp_estimate_host(int device, const amp_gcp_view *
 {
     gcp_dev d;
     const uint64_t s = b->snz + b->sz;
-    amp_status rc = dev_init(&d, device, v, R, 0, (s + GCP_BLOCK - 1) / GCP_BLOCK * 4 + 4, err);
+    amp_status rc = dev_init(&d, device, v, R, 0, (s + GCP_BLOCK - 1) / GCP_BLOCK * 4 + 4, 1,
+                             err);
     if (rc == AMP_OK)
         rc = upload_factors(&d, A, err);
     if (rc == AMP_OK)
@@ -660,7 +778,7 @@ extern "C" amp_status amp_gpu_gcp_exact_host(int device, const amp_gcp_view *v,
                                              double *loss_out, amp_error *err)
 {
     gcp_dev d;
-    amp_status rc = dev_init(&d, device, v, R, 0, 4, err);
+    amp_status rc = dev_init(&d, device, v, R, 0, 4, 1, err);
     if (rc == AMP_OK)
         rc = upload_factors(&d, A, err);
     if (rc == AMP_OK)
@@ -679,7 +797,7 @@ extern "C" amp_status amp_gpu_gcp_steps_host(int device, const amp_gcp_view *v, 
     uint64_t cap = 1;
     for (unsigned i = 0; i < steps; i++)
         cap = b[i].snz + b[i].sz > cap ? b[i].snz + b[i].sz : cap;
-    amp_status rc = dev_init(&d, device, v, R, 1, 4, err);
+    amp_status rc = dev_init(&d, device, v, R, 1, 4, 1, err);
     if (rc == AMP_OK && adam == AMP_GCP_ADAM_LAZY)
         rc = dev_lazy(&d, cap, err);
     if (rc == AMP_OK)
@@ -736,7 +854,10 @@ static amp_status run_gcp(gcp_dev *d, const amp_gcp_source *src, const amp_gcp_p
     AMP_CHECK(copy_modes(d, d->A0, d->A, err));
     const amp_gcp_batch lb = {amp_gcp_step_key(o->seed, 0), p->loss_nz, p->loss_z, p->loss_wnz,
                               p->loss_wz};
+    const int streamed = d->hv != NULL;
     double now = amp_now(), f_prev, se;
+    if (streamed)
+        d->srows = d->lrows, d->sx = d->lx;
     AMP_CHECK(est_run(d, loss, delta, &lb, &f_prev, &se, err));
     c->seconds[AMP_PHASE_FIT] += amp_now() - now;
     c->gcp_loss = f_prev;
@@ -758,12 +879,16 @@ static amp_status run_gcp(gcp_dev *d, const amp_gcp_source *src, const amp_gcp_p
             const amp_gcp_batch gb = {amp_gcp_step_key(o->seed, id), p->grad_nz, p->grad_z,
                                       p->grad_wnz, p->grad_wz};
             adam_t++;
+            if (streamed)
+                AMP_CHECK(stream_batch(d, &gb, err));
             AMP_CHECK(adam_step(d, loss, delta, &gb, adam_t, step, p->lower, err));
         }
         AMP_CHECK(check_bad(d, err));   /* waits for the epoch's steps */
         double t1 = amp_now();
         c->seconds[AMP_PHASE_MTTKRP] += t1 - t_epoch;
         double f;
+        if (streamed)
+            d->srows = d->lrows, d->sx = d->lx;
         AMP_CHECK(est_run(d, loss, delta, &lb, &f, &se, err));
         AMP_CHECK(exact_run(d, loss, delta, p->exact, &c->gcp_exact, err));
         c->seconds[AMP_PHASE_FIT] += amp_now() - t1;
@@ -798,8 +923,31 @@ static amp_status run_gcp(gcp_dev *d, const amp_gcp_source *src, const amp_gcp_p
     return AMP_OK;
 }
 
+/* The bytes a resident run holds on the device: the form (16 a nonzero,
+ * 8 a row), the factors with their gradient, Adam's moments and the
+ * epoch's saved copies (7 R doubles a row). */
+static uint64_t resident_bytes(const amp_tensor *t, unsigned R)
+{
+    uint64_t rows = 0;
+    for (unsigned m = 0; m < t->nmodes; m++)
+        rows += t->rows[m];
+    return 16 * t->nnz + rows * (8 + 56 * (uint64_t)R);
+}
+
+extern "C" amp_status amp_gpu_gcp_fits(int device, const amp_tensor *t, unsigned R, int *fits,
+                                       amp_error *err)
+{
+    size_t free_b = 0, total = 0;
+    CUDA_TRY(cudaSetDevice(device), err);
+    CUDA_TRY(cudaMemGetInfo(&free_b, &total), err);
+    /* a tenth kept for the samples' buffers, the lazy tables and the
+     * allocator's rounding */
+    *fits = resident_bytes(t, R) <= (uint64_t)(0.9 * (double)free_b);
+    return AMP_OK;
+}
+
 extern "C" amp_status amp_gpu_gcp(int device, const amp_tensor *t, const amp_cpd_opts *o,
-                                  amp_cpd *c, amp_error *err)
+                                  int stream, amp_cpd *c, amp_error *err)
 {
     if (c->rank != o->rank)
         return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", c->rank, o->rank);
@@ -825,9 +973,14 @@ extern "C" amp_status amp_gpu_gcp(int device, const amp_tensor *t, const amp_cpd
         const uint64_t cap = g > l ? g : l;
         double t0 = amp_now();
         rc = dev_init(&d, device, &src.view, c->rank, 1, (cap + GCP_BLOCK - 1) / GCP_BLOCK * 4 + 4,
-                      err);
+                      !stream || p.exact != AMP_GCP_EXACT_NONE, err);
         if (rc == AMP_OK && o->gcp.adam == AMP_GCP_ADAM_LAZY)
             rc = dev_lazy(&d, g, err);
+        if (rc == AMP_OK && stream) {
+            const amp_gcp_batch lb = {amp_gcp_step_key(o->seed, 0), p.loss_nz, p.loss_z,
+                                      p.loss_wnz, p.loss_wz};
+            rc = dev_stream(&d, &src.view, g, &lb, err);
+        }
         c->seconds[AMP_PHASE_UPDATE] += amp_now() - t0;
     }
     if (rc == AMP_OK)

@@ -48,10 +48,18 @@ amp_status amp_gpu_gcp_pick(const amp_gpu_opts *o, int *ordinal, char *name, siz
                     "--with-cuda); --gpus 0 runs on the CPU");
 }
 
-amp_status amp_gpu_gcp_run(int ordinal, const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
-                           amp_error *err)
+amp_status amp_gpu_gcp_memory(int ordinal, const amp_tensor *t, unsigned R, int memory,
+                              int *stream, amp_error *err)
 {
-    (void)ordinal, (void)t, (void)o, (void)c;
+    (void)ordinal, (void)t, (void)R, (void)memory;
+    *stream = 0;
+    return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "this build has no CUDA backend");
+}
+
+amp_status amp_gpu_gcp_run(int ordinal, const amp_tensor *t, const amp_cpd_opts *o, int stream,
+                           amp_cpd *c, amp_error *err)
+{
+    (void)ordinal, (void)t, (void)o, (void)stream, (void)c;
     return AMP_FAIL(err, AMP_ERR_NO_DEVICE, "this build has no CUDA backend");
 }
 
@@ -1032,10 +1040,22 @@ amp_status amp_gpu_gcp_pick(const amp_gpu_opts *o, int *ordinal, char *name, siz
     return AMP_OK;
 }
 
-amp_status amp_gpu_gcp_run(int ordinal, const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
-                           amp_error *err)
+amp_status amp_gpu_gcp_memory(int ordinal, const amp_tensor *t, unsigned R, int memory,
+                              int *stream, amp_error *err)
 {
-    return amp_gpu_gcp(ordinal, t, o, c, err);
+    *stream = memory == AMP_MEMORY_STREAM;
+    if (memory != AMP_MEMORY_AUTO)
+        return AMP_OK;
+    int fits = 1;
+    AMP_CHECK(amp_gpu_gcp_fits(ordinal, t, R, &fits, err));
+    *stream = !fits;
+    return AMP_OK;
+}
+
+amp_status amp_gpu_gcp_run(int ordinal, const amp_tensor *t, const amp_cpd_opts *o, int stream,
+                           amp_cpd *c, amp_error *err)
+{
+    return amp_gpu_gcp(ordinal, t, o, stream, c, err);
 }
 
 unsigned amp_gpu_run_count(const amp_gpu_run *r)

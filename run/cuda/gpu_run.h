@@ -187,10 +187,17 @@ unsigned amp_gpu_visible(void);
  * is none, or the build has no CUDA. */
 amp_status amp_gpu_gcp_pick(const amp_gpu_opts *o, int *ordinal, char *name, size_t name_size,
                             amp_error *err);
+/* How GCP runs on that GPU for --memory `memory` (AMP_MEMORY_AUTO,
+ * _RESIDENT or _STREAM): *stream 1 where its samples are drawn on the
+ * host and streamed (stream; auto where the resident form of t at rank R
+ * does not fit in the GPU's free memory), 0 where the tensor's form is
+ * resident. */
+amp_status amp_gpu_gcp_memory(int ordinal, const amp_tensor *t, unsigned R, int memory,
+                              int *stream, amp_error *err);
 /* GCP-Adam on that GPU (run/cuda/gcp.cu) from t in host memory: as
  * amp_cpu_gcp, with the same draws; c->seconds the GPU's phases. */
-amp_status amp_gpu_gcp_run(int ordinal, const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c,
-                           amp_error *err);
+amp_status amp_gpu_gcp_run(int ordinal, const amp_tensor *t, const amp_cpd_opts *o, int stream,
+                           amp_cpd *c, amp_error *err);
 
 /* The GPUs this process would see, counted without starting CUDA:
  * CUDA_VISIBLE_DEVICES's entries where it is set, else the driver's
