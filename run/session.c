@@ -540,11 +540,18 @@ amp_status amp_session_load(amp_session *s, amp_run_opts *r, const char *path,
                             "cp-apr for now; --memory resident, stream or compressed");
     }
     if (r->opts.completion.observed == AMP_OBSERVED_NONZEROS && r->gpus != 0) {
-        /* One GPU (run/cuda/completion.cu), resident or streamed. */
-        if (r->gpus > 1)
-            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--observed nonzeros runs on one GPU for "
-                            "now, and --%s asks for %d: give --gpus 1, or --gpus 0 for the CPU",
-                            r->gpu.ndevices > 0 ? "devices" : "gpus", r->gpus);
+        /* One GPU or several (run/cuda/completion.cu), their parts
+         * resident or streamed. Several take the shards: a row's system
+         * needs each of its nonzeros on one GPU (equal-nnz cuts rows). */
+        if (r->gpu.partition == AMP_PARTITION_EQUAL_NNZ && r->gpus > 1)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--observed nonzeros on %d GPUs takes "
+                            "the file's shards (--partition shards), not --partition "
+                            "equal-nnz: a row's system needs every nonzero of the row on one "
+                            "GPU", r->gpus);
+        if (r->gpu.overlap)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--overlap: not with --observed "
+                            "nonzeros, whose pass solves each row as it meets the row's "
+                            "nonzeros, which --overlap's two groups part");
         if (r->gpu.memory == AMP_MEMORY_REMAP)
             return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--memory remap: not with --observed "
                             "nonzeros for now; --memory resident, stream or compressed");

@@ -8,8 +8,11 @@
 # 2000 hidden cells below twice the noise); every number the report prints
 # recomputed from the factor files; the holdout selection the same for
 # other shards, chunks and thread counts; rows with no training entry
-# counted; one GPU against the CPU (skipped without a GPU); the options at
-# their edges.
+# counted; one GPU against the CPU (skipped without a GPU), and two GPUs
+# (resident, streamed, rows by copies, --holdout-file: skipped without two);
+# the options at their edges; equal-nnz, --overlap and --memory remap
+# refused, and --gpus 2 not refused for completion (it fails here only for
+# want of GPUs).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_program "$AMPED_PREP" "$AMPED_RUN"
 PY=${AMP_TEST_PYTHON:-python3}
@@ -253,6 +256,30 @@ EOF2
 else
     skip "one GPU against the CPU" "no CUDA device (amped-run --list-devices)"
 fi
+# ---- two GPUs against the CPU: each its rows' systems ---------------------
+if "$AMPED_RUN" --list-devices >/dev/null 2>&1 &&
+    test "$("$AMPED_RUN" --list-devices | grep -c '^GPU ')" -ge 2; then
+    while IFS='|' read -r what args tol; do
+        # shellcheck disable=SC2086
+        run "$AMPED_RUN" -q --gpus 2 --observed nonzeros -r 3 --l2 0.01 --init "$T/ig" \
+            --iters 8 --tol 0 --holdout 0.1 $args --json "$T/g3.json" "$T/p.amp"
+        check_status "two GPUs, $what: exit 0" 0
+        py_check "two GPUs, $what: every iteration's fit and RMSEs are the CPU's" \
+            same "$T/g0.json" "$T/g3.json" "$tol"
+    done <<'EOF2'
+resident|--memory resident|1e-9
+streamed|--memory stream --stream-chunk 1031|1e-9
+resident, copies|--memory resident --exchange copy|1e-9
+EOF2
+    run "$AMPED_RUN" -q --gpus 2 --observed nonzeros -r 3 --l2 0.01 --init "$T/ig" \
+        --iters 8 --tol 0 --holdout-file "$T/pt.tns" --json "$T/g4.json" -o "$T/g4" \
+        --format npy "$T/p.amp"
+    check_status "two GPUs, --holdout-file: exit 0" 0
+    py_check "two GPUs: the report recomputed from the factor files" \
+        recompute "$T/p.tns" "$T/g4" "$T/g4.json" file "$T/pt.tns"
+else
+    skip "two GPUs against the CPU" "fewer than two CUDA devices (amped-run --list-devices)"
+fi
 
 # ---- options at their edges ---------------------------------------------
 run "$AMPED_RUN" -q --gpus 0 --observed nonzeros -r 2 --iters 2 --holdout 0 \
@@ -279,16 +306,31 @@ done <<EOF
 --observed nonzeros --method hals|--observed nonzeros --method hals|not --method hals
 --observed nonzeros --l1|--observed nonzeros --l1 0.1|takes --l2 (its ridge), not --constraint or --l1
 EOF
-# Several GPUs and the remapped copies are refused before any device is
-# touched (exit 1: not a usage error, a limit of this version).
+# Equal-nnz, --overlap and the remapped copies are refused before any
+# device is touched (exit 1: not a usage error, a limit of this version).
+while IFS='|' read -r what args text; do
+    # shellcheck disable=SC2086
+    run "$AMPED_RUN" -q --observed nonzeros -r 2 --iters 1 $args "$T/r3.amp"
+    check_status "--observed nonzeros $what: refused (exit 1)" 1
+    check_contains "--observed nonzeros $what: the message says why" "$RUN_ERR" "$text"
+done <<'EOF'
+on 2 GPUs, equal-nnz|--gpus 2 --partition equal-nnz|--observed nonzeros on 2 GPUs takes the file's shards (--partition shards), not --partition equal-nnz: a row's system needs every nonzero of the row on one GPU
+--devices 0,1, equal-nnz|--devices 0,1 --partition equal-nnz|--observed nonzeros on 2 GPUs takes the file's shards
+--overlap|--gpus 2 --overlap|--overlap: not with --observed nonzeros
+--memory remap|--memory remap|--memory remap: not with --observed nonzeros
+EOF
+# Several GPUs are no longer refused for completion: without two GPUs (or
+# without CUDA) the run stops for want of them, as CP-ALS's does.
 run "$AMPED_RUN" -q --gpus 2 --observed nonzeros -r 2 --iters 1 "$T/r3.amp"
-check_status "--observed nonzeros on 2 GPUs: refused (exit 1)" 1
-check_contains "--observed nonzeros on 2 GPUs: the message says one GPU" "$RUN_ERR" \
-    "runs on one GPU for now, and --gpus asks for 2"
-run "$AMPED_RUN" -q --memory remap --observed nonzeros -r 2 --iters 1 "$T/r3.amp"
-check_status "--observed nonzeros with --memory remap: refused (exit 1)" 1
-check_contains "--observed nonzeros with --memory remap: the message says so" "$RUN_ERR" \
-    "--memory remap: not with --observed nonzeros"
+if "$AMPED_RUN" --list-devices >/dev/null 2>&1 &&
+    test "$("$AMPED_RUN" --list-devices | grep -c '^GPU ')" -ge 2; then
+    check_status "--observed nonzeros --gpus 2 on a machine of 2 GPUs: exit 0" 0
+else
+    check_status "--observed nonzeros --gpus 2 without 2 GPUs: exit 1" 1
+    check_contains "... for want of GPUs" "$RUN_ERR" "--gpus 0 runs on the CPU"
+fi
+check_not_contains "--observed nonzeros --gpus 2: not refused for completion" "$RUN_ERR" \
+    "one GPU for now"
 printf '1 1 1 0.5\n1 8 1 0.25\n' >"$T/bad1.tns"
 printf '1 1 1 0.5\n1 1 x 0.25\n' >"$T/bad2.tns"
 printf '1 1 1 0.5\n0 1 1 0.25\n' >"$T/bad3.tns"

@@ -31,52 +31,17 @@
 
 #include "tap.h"
 #include "cpd_util.h"
+#include "cmp_util.h"
 #ifdef AMP_HAVE_CUDA
 #include "amp_cuda.h"
 #endif
 
 #ifdef AMP_HAVE_CUDA
-#define ITERS 4
+#define ITERS CMP_ITERS
 #define CHUNK 997
 #define F64_TOL 1e-10
 #define F64_FACTOR_TOL 1e-9
 #define F32_TOL 1e-4
-
-typedef struct cmp_log {
-    unsigned n;
-    double fit[ITERS], train[ITERS], test[ITERS];
-    const amp_cpd *c;
-} cmp_log;
-
-static void log_iter(void *ctx, unsigned iter, double fit, double delta, double seconds)
-{
-    cmp_log *l = ctx;
-    (void)delta, (void)seconds;
-    if (iter == l->n + 1 && l->n < ITERS) {
-        l->fit[l->n] = fit;
-        l->train[l->n] = l->c->completion.rmse_train;
-        l->test[l->n] = l->c->completion.rmse_test;
-        l->n++;
-    }
-}
-
-static amp_cpd_opts cmp_opts(unsigned R, int f32, double l2, double holdout)
-{
-    amp_cpd_opts o;
-    amp_cpd_opts_init(&o);
-    o.rank = R;
-    o.max_iters = ITERS;
-    o.tol = 0;
-    o.precision = f32 ? AMP_PRECISION_F32 : AMP_PRECISION_F64;
-    o.completion.observed = AMP_OBSERVED_NONZEROS;
-    o.completion.holdout = holdout;
-    o.seed = 5;
-    if (l2 > 0) {
-        o.rules.n_l2 = 1;
-        o.rules.l2[0] = l2;
-    }
-    return o;
-}
 
 /* A run from amped's random start (seed), on the CPU (g NULL) or g. */
 static int run_cmp(const amp_tensor *t, const amp_gpu_tensor *g, const amp_cpd_opts *base,
@@ -86,7 +51,7 @@ static int run_cmp(const amp_tensor *t, const amp_gpu_tensor *g, const amp_cpd_o
     amp_cpd_opts o = *base;
     memset(log, 0, sizeof *log);
     log->c = c;
-    o.on_iter = log_iter;
+    o.on_iter = cmp_log_iter;
     o.ctx = log;
     if (amp_cpd_init_random(t, o.rank, seed, c, &err) != AMP_OK ||
         (g ? amp_gpu_cpd_completion(g, t, &o, c, NULL, &err)
@@ -98,46 +63,6 @@ static int run_cmp(const amp_tensor *t, const amp_gpu_tensor *g, const amp_cpd_o
         diag("%u iterations logged, %u run, of %u", log->n, c->iters, ITERS);
         return 0;
     }
-    return 1;
-}
-
-static double rel(double a, double b)
-{
-    if (a == b || (isnan(a) && isnan(b)))
-        return 0;
-    return fabs(a - b) / fabs(b);
-}
-
-/* The largest relative difference of the fits and RMSEs (NaN if any). */
-static double log_gap(const cmp_log *a, const cmp_log *b)
-{
-    double gap = 0;
-    for (unsigned k = 0; k < ITERS; k++) {
-        const double e[3] = {rel(a->fit[k], b->fit[k]), rel(a->train[k], b->train[k]),
-                             rel(a->test[k], b->test[k])};
-        for (int q = 0; q < 3; q++)
-            gap = e[q] > gap || isnan(e[q]) ? e[q] : gap;
-    }
-    return gap;
-}
-
-static int same_counts(const amp_cpd *a, const amp_cpd *b, unsigned N)
-{
-    if (a->completion.n_train != b->completion.n_train ||
-        a->completion.n_test != b->completion.n_test) {
-        diag("training %" PRIu64 " and %" PRIu64 ", test %" PRIu64 " and %" PRIu64,
-             a->completion.n_train, b->completion.n_train, a->completion.n_test,
-             b->completion.n_test);
-        return 0;
-    }
-    for (unsigned m = 0; m < N; m++)
-        if (a->completion.unobserved[m] != b->completion.unobserved[m] ||
-            a->completion.singular[m] != b->completion.singular[m]) {
-            diag("mode %u: kept %" PRIu64 "/%" PRIu64 " against %" PRIu64 "/%" PRIu64, m + 1,
-                 a->completion.unobserved[m], a->completion.singular[m],
-                 b->completion.unobserved[m], b->completion.singular[m]);
-            return 0;
-        }
     return 1;
 }
 
@@ -202,8 +127,8 @@ static void check_shape(const char *name, const amp_tensor *t, const amp_file *f
             amp_cpd gpu = {0};
             cmp_log log;
             int okay = g && run_cmp(t, g, &o64, 7 + R, &gpu, &log);
-            double gap = okay ? log_gap(&log, &cpu_log) : NAN;
-            ok(okay && gap <= F64_TOL && same_counts(&gpu, &cpu, t->nmodes),
+            double gap = okay ? cmp_gap(&log, &cpu_log) : NAN;
+            ok(okay && gap <= F64_TOL && cmp_same_counts(&gpu, &cpu, t->nmodes),
                "%s, rank %u, %s, f64: %u iterations' fits and RMSEs within %.1e of the CPU's "
                "(last test RMSE %.12e, CPU %.12e), the same counts", name, R, how, ITERS, gap,
                okay ? log.test[ITERS - 1] : NAN, cpu_log.test[ITERS - 1]);
@@ -212,7 +137,7 @@ static void check_shape(const char *name, const amp_tensor *t, const amp_file *f
                "%.1e of the CPU's", name, R, how, fd);
             amp_cpd_free(&gpu);
             okay = g && run_cmp(t, g, &o32, 7 + R, &gpu, &log);
-            gap = okay ? log_gap(&log, &cpu_log) : NAN;
+            gap = okay ? cmp_gap(&log, &cpu_log) : NAN;
             ok(okay && gap <= F32_TOL && factors_finite(t, &gpu), "%s, rank %u, %s, f32: %u "
                "iterations' fits and RMSEs within %.1e of the CPU's f64 (tolerance %.0e), "
                "factors finite", name, R, how, ITERS, gap, F32_TOL);
@@ -248,7 +173,7 @@ static void check_extras(const char *name, const amp_tensor *t)
             break;
     }
     okay = okay && kept > 0 && run_cmp(t, g, &os, 3, &gpu, &log);
-    ok(okay && same_counts(&gpu, &cpu, t->nmodes), "%s, rank 3, no ridge, holdout %g: %" PRIu64
+    ok(okay && cmp_same_counts(&gpu, &cpu, t->nmodes), "%s, rank 3, no ridge, holdout %g: %" PRIu64
        " rows kept, as on the CPU", name, os.completion.holdout, kept);
     amp_cpd_free(&gpu);
     amp_cpd_free(&cpu);
@@ -273,13 +198,13 @@ static void check_extras(const char *name, const amp_tensor *t)
         cmp_log l2;
         memset(&l2, 0, sizeof l2);
         l2.c = &gpu;
-        oa.on_iter = log_iter;
+        oa.on_iter = cmp_log_iter;
         oa.ctx = &l2;
         okay = amp_cpd_init_random(t, 5, 4, &gpu, &err) == AMP_OK &&
                amp_gpu_cpd_als(g, t, &oa, &gpu, &err) == AMP_OK && l2.n == ITERS;
         if (!okay)
             diag("%s", amp_error_message(&err));
-        gap = okay ? log_gap(&l2, &cpu_log) : NAN;
+        gap = okay ? cmp_gap(&l2, &cpu_log) : NAN;
     }
     ok(okay && gap <= F64_TOL, "%s: amp_gpu_cpd_als runs completion (%.1e of the CPU's)", name,
        gap);

@@ -1516,12 +1516,9 @@ extern "C" amp_status amp_gpu_cpd_als_multi(amp_gpu_tensor *const *g, amp_comm *
     if (o->method == AMP_METHOD_APR)   /* apr.cu, on the same parts and communicators */
         return amp_gpu_cpd_apr_multi((const amp_gpu_tensor *const *)g, comms, p, group, o, go, c,
                                      stats, err);
-    if (o->completion.observed == AMP_OBSERVED_NONZEROS) {
-        if (ngpus > 1 || procs > 1)
-            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--observed nonzeros runs on one GPU for "
-                            "now, not %u%s", ngpus, procs > 1 ? " over several processes" : "");
-        return amp_gpu_cpd_completion(g[0], t, o, c, stats, err);
-    }
+    if (o->completion.observed == AMP_OBSERVED_NONZEROS)   /* completion.cu, likewise */
+        return amp_gpu_cpd_completion_multi((const amp_gpu_tensor *const *)g, comms, p, group,
+                                            t, o, go, c, stats, err);
     if (c->rank != o->rank)
         return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", c->rank, o->rank);
     if (ngpus > 1 && comms == NULL)

@@ -327,16 +327,31 @@ amp_status amp_gpu_cpd_apr(const amp_gpu_tensor *g, const amp_cpd_opts *o, amp_c
  * and lambda (host, f64), the same outputs (c->completion and c->fit
  * before each o->on_iter, iters, converged, stopped) and c->seconds the
  * GPU time of each phase (MTTKRP: the fused pass that builds and solves
- * the rows' systems; NORMALIZE; FIT: the residuals). t: g's tensor as the
- * host holds it (its relabelling draws the holdout; layout only is
+ * the rows' systems; NORMALIZE; FIT: the residuals; COMM on several
+ * GPUs). t: the whole tensor as the host holds it (its relabelling draws
+ * the holdout, its nnz counts the training entries; layout only is
  * enough). The gathered rows and k k^T's products in f32 under
  * AMP_PRECISION_F32, every sum and the solve f64. g resident, streamed
  * or from compressed chunks; two copies remapped are refused
- * (AMP_ERR_UNSUPPORTED); ranks 1 to AMP_GPU_COMPLETION_MAX_RANK.
- * amp_gpu_cpd_als and amp_gpu_cpd_als_multi (of one GPU) call it. */
+ * (AMP_ERR_UNSUPPORTED); ranks 1 to AMP_GPU_COMPLETION_MAX_RANK. */
 amp_status amp_gpu_cpd_completion(const amp_gpu_tensor *g, const amp_tensor *t,
                                   const amp_cpd_opts *o, amp_cpd *c,
                                   amp_gpu_run_stats *stats, amp_error *err);
+/* The same on p->ngpus GPUs of this process (p NULL: g[0] alone), as
+ * amp_gpu_cpd_apr_multi runs CP-APR, which amp_gpu_cpd_als_multi calls
+ * it like: one host thread a GPU, g[i] GPU i's part of an owner-computes
+ * partition (equal-nnz refused), comms[i] its communicator, c's factors
+ * in the run's row order on the way in and out. Each GPU builds and
+ * solves the systems of the rows it owns; each mode's rows go to every
+ * GPU before it is normalized; the residual sums and kept-row counts are
+ * added in GPU order (completion.cu), so every GPU ends with the same
+ * factors. group: NULL or of one process (several are refused). go: only
+ * fail_gpu and fail_iter are read (as amp_gpu_cpd_apr_multi's). */
+amp_status amp_gpu_cpd_completion_multi(const amp_gpu_tensor *const *g, amp_comm *const *comms,
+                                        const amp_partition *p, const amp_group *group,
+                                        const amp_tensor *t, const amp_cpd_opts *o,
+                                        const amp_gpu_als_opts *go, amp_cpd *c,
+                                        amp_gpu_run_stats *stats, amp_error *err);
 /* ---- GCP on one GPU (gcp.cu) ---------------------------------------------- */
 
 /* GCP-Adam (run/cpu/gcp.c's algorithm, the same draws) on CUDA device

@@ -11,7 +11,8 @@
  *
  * Several GPUs (of one process, or of several under MPI: as the CPU's
  * processes in apr.c, one host thread a GPU as CP-ALS's als_gpu.cu, the
- * same communicators, amp_comm): each GPU holds its part of the tensor,
+ * same communicators, amp_comm; the threads' shared handling, gpu_team.h,
+ * is completion.cu's too): each GPU holds its part of the tensor,
  * the shards AMPED's owner-computes partition dealt it, which own disjoint
  * rows of every mode (one contiguous range a GPU in the run's row order),
  * and a whole copy of every factor. For mode n:
@@ -115,18 +116,14 @@
 #include <string.h>
 #include <time.h>
 
-#include <atomic>
-#include <chrono>
-#include <mutex>
 #include <new>
-#include <thread>
-#include <vector>
 
 #include "als_kernels.h"
 #include "amp_comm.h"
 #include "amp_cuda.h"
 #include "blco_decode.cuh"
 #include "gpu_internal.h"
+#include "gpu_team.h"
 
 #define APR_THREADS 256
 #define APR_FULL 0xffffffffu
@@ -550,32 +547,16 @@ struct apr_timer {
 };
 
 /* What the GPUs' threads of one run share (als_gpu.cu's als_run, less the
- * ALS-only parts). Under several processes (group) the run's ngpus GPUs
- * are every process's; this one drives nlocal of them, GPUs first ..
- * first + nlocal - 1 of the run, g and comms indexed by their local
- * number. */
+ * ALS-only parts): the team (gpu_team.h), and g indexed by local number. */
 struct apr_run {
-    unsigned ngpus, nlocal, first;
+    gpu_team team;
     const amp_group *group;
     const amp_gpu_tensor *const *g;
-    amp_comm *const *comms;
     const amp_partition *p;
     const amp_cpd_opts *o;
     amp_gpu_als_opts go;
     amp_cpd *c;
     amp_gpu_run_stats *stats;
-    std::atomic<int> failed{0};
-    /* o->stop as the first GPU read it after outer iteration stop_iter
-     * (from 1): the others wait for that answer, so all stop together. */
-    std::atomic<unsigned> stop_iter{0};
-    std::atomic<int> stop_now{0};
-    /* This process's GPUs past their last collective (settle's count). */
-    std::atomic<unsigned> quiet{0};
-    std::mutex lock;
-    int first_failed = -1;
-    amp_status rc[AMP_MAX_GPUS];
-    amp_error err[AMP_MAX_GPUS];
-    double seconds[AMP_MAX_GPUS][AMP_NPHASES];
 };
 
 struct gpu_apr {
@@ -607,14 +588,11 @@ struct gpu_apr {
     amp_gpu_run_stats *stats;
     /* The run, this GPU's number in it (its slot, its place in the
      * partition, its NCCL rank) and among this process's GPUs, its
-     * communicator (NULL on one GPU); per mode the rows it owns (every
-     * row on one GPU) and where every GPU's rows sit in the factor, in
-     * values (amp_comm_allgatherv's offsets and counts). */
+     * communicator (NULL on one GPU); its rows (gpu_team.h). */
     apr_run *run;
     amp_comm *comm;
     unsigned gpu, local, ngpus;
-    uint64_t own_begin[AMP_MAX_MODES], own_rows[AMP_MAX_MODES];
-    uint64_t gather_offset[AMP_MAX_MODES][AMP_MAX_GPUS], gather_count[AMP_MAX_MODES][AMP_MAX_GPUS];
+    gpu_rows rows;
 };
 
 static double wall_now(void)
@@ -671,28 +649,11 @@ static amp_status tm_collect(gpu_apr *w, amp_error *err)
     return AMP_OK;
 }
 
-/* Everything queued on the stream done, then the timed steps collected.
- * On several GPUs never blocked for good: a peer that failed leaves our
- * collectives waiting, so poll, and give up when any GPU of the process
- * has failed or the collectives' library reports an error (a GPU of
- * another process gone). */
+/* Everything queued on the stream done (polled on several GPUs:
+ * team_wait_stream), then the timed steps collected. */
 static amp_status wait_all(gpu_apr *w, amp_error *err)
 {
-    if (w->ngpus == 1) {
-        CUDA_TRY(cudaStreamSynchronize(w->s), err);
-        return tm_collect(w, err);
-    }
-    for (;;) {
-        cudaError_t e = cudaStreamQuery(w->s);
-        if (e == cudaSuccess)
-            break;
-        if (e != cudaErrorNotReady)
-            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u: %s", w->gpu, cudaGetErrorString(e));
-        if (w->run->failed.load())
-            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u stopped: another GPU failed", w->gpu);
-        AMP_CHECK(amp_comm_check(w->comm, err));
-        std::this_thread::yield();
-    }
+    AMP_CHECK(team_wait_stream(&w->run->team, w->comm, w->gpu, w->s, err));
     return tm_collect(w, err);
 }
 
@@ -831,21 +792,6 @@ static amp_status over_copy(gpu_apr *w, unsigned d, apr_args a, apr_fn fn, int p
     return AMP_OK;
 }
 
-/* This GPU's rows of each mode and where every GPU's sit (p NULL: one
- * GPU, every row its own). */
-static void plan_rows(gpu_apr *w, const amp_partition *p)
-{
-    const amp_gpu_tensor *g = w->g;
-    for (unsigned m = 0; m < w->N; m++) {
-        w->own_begin[m] = p ? p->modes[m].row_begin[w->gpu] : 0;
-        w->own_rows[m] = p ? p->modes[m].row_count[w->gpu] : g->rows[m];
-        for (unsigned q = 0; q < w->ngpus; q++) {
-            w->gather_offset[m][q] = (p ? p->modes[m].row_begin[q] : 0) * w->R;
-            w->gather_count[m][q] = (p ? p->modes[m].row_count[q] : g->rows[m]) * w->R;
-        }
-    }
-}
-
 /* The device state of one GPU (w's run, numbers, communicator and
  * precision set by the caller); on failure what was made stays for
  * gpu_apr_free. */
@@ -858,7 +804,7 @@ static amp_status gpu_apr_new(const amp_gpu_tensor *g, const amp_cpd_opts *o,
     w->g = g;
     w->N = N;
     w->R = R;
-    plan_rows(w, p);
+    team_plan_rows(g, p, w->gpu, w->ngpus, R, &w->rows);
     CUDA_TRY(cudaSetDevice(g->device), err);
     CUDA_TRY(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), err);
     for (unsigned k = 0; k < APR_TIMED; k++) {
@@ -933,7 +879,7 @@ template <typename P>
 static amp_status shift_scale(gpu_apr *w, unsigned d, int shift, const amp_cpd_opts *o,
                               amp_error *err)
 {
-    const uint64_t at = w->own_begin[d] * w->R, n = w->own_rows[d] * w->R;
+    const uint64_t at = w->rows.own_begin[d] * w->R, n = w->rows.own_rows[d] * w->R;
     const double above = o->apr.shift_rule == AMP_APR_SHIFT_PYTTB ? 0 : 1;
     if (n > 0) {
         apr_shift_scale<P><<<ew_grid(n, w->g->sm_count), 256, 0, w->s>>>(
@@ -951,7 +897,7 @@ static amp_status shift_scale(gpu_apr *w, unsigned d, int shift, const amp_cpd_o
 template <typename P>
 static amp_status phi_pass(gpu_apr *w, unsigned d, amp_error *err)
 {
-    const uint64_t at = w->own_begin[d] * w->R, n = w->own_rows[d] * w->R;
+    const uint64_t at = w->rows.own_begin[d] * w->R, n = w->rows.own_rows[d] * w->R;
     CUDA_TRY(cudaMemsetAsync((P *)w->Phi[d] + at, 0, n * sizeof(P), w->s), err);
     AMP_CHECK(over_copy(w, d, w->args[d], w->phi_fn[d], w->phi_per_sm[d], 0, err));
     CUDA_TRY(cudaMemsetAsync(w->kkt, 0, sizeof *w->kkt, w->s), err);
@@ -978,7 +924,7 @@ static amp_status kkt_out(gpu_apr *w, amp_error *err)
 template <typename P>
 static amp_status update(gpu_apr *w, unsigned d, amp_error *err)
 {
-    const uint64_t at = w->own_begin[d] * w->R, n = w->own_rows[d] * w->R;
+    const uint64_t at = w->rows.own_begin[d] * w->R, n = w->rows.own_rows[d] * w->R;
     if (n > 0) {
         apr_update<P><<<ew_grid(n, w->g->sm_count), 256, 0, w->s>>>(
             w->A[d] + at, w->A32[d] ? w->A32[d] + at : NULL, (const P *)w->Phi[d] + at, n);
@@ -995,8 +941,8 @@ static amp_status exchange(gpu_apr *w, unsigned d, amp_error *err)
     if (w->ngpus == 1)
         return AMP_OK;
     AMP_CHECK(tm_begin(w, APR_EXCHANGE, (int)d, err));
-    AMP_CHECK(amp_comm_allgatherv(w->comm, w->A[d], 0, w->gather_offset[d], w->gather_count[d],
-                                  w->s, err));
+    AMP_CHECK(amp_comm_allgatherv(w->comm, w->A[d], 0, w->rows.gather_offset[d],
+                                  w->rows.gather_count[d], w->s, err));
     return tm_end(w, err);
 }
 
@@ -1044,30 +990,6 @@ static double log_sum(const gpu_apr *w)
     for (unsigned r = 0; r < w->R; r++)
         total += w->host[2 + r];
     return sum - total;
-}
-
-/* Whether to stop after outer iteration iter, as o->stop says to this
- * process's first GPU: it reads the flag and publishes its answer, and
- * every other GPU of the process waits for that (or for a failure), so
- * that none goes on into a collective the others left. */
-static amp_status agree_stop(gpu_apr *w, unsigned iter, int *stop_now, amp_error *err)
-{
-    apr_run *run = w->run;
-    if (run->nlocal == 1) {
-        *stop_now = *run->o->stop != 0;
-        return AMP_OK;
-    }
-    if (w->local == 0) {
-        run->stop_now.store(*run->o->stop != 0);
-        run->stop_iter.store(iter);
-    }
-    while (run->stop_iter.load() < iter) {
-        if (run->failed.load())
-            return AMP_FAIL(err, AMP_ERR_CUDA, "GPU %u stopped: another GPU failed", w->gpu);
-        std::this_thread::yield();
-    }
-    *stop_now = run->stop_now.load();
-    return AMP_OK;
 }
 
 /* The outer iterations, as amp_cpu_apr's (apr.c; several GPUs as its
@@ -1155,7 +1077,8 @@ static amp_status iterate(gpu_apr *w, const amp_cpd_opts *o, amp_cpd *c, double 
         }
         if (o->stop) {
             int stop_now = 0;
-            AMP_CHECK(agree_stop(w, it + 1, &stop_now, err));
+            AMP_CHECK(team_agree_stop(&w->run->team, w->local, w->gpu, o->stop, it + 1,
+                                      &stop_now, err));
             if (stop_now) {
                 if (lead)
                     c->stopped = 1;
@@ -1201,70 +1124,14 @@ static amp_status run_apr(gpu_apr *w, const amp_cpd_opts *o, amp_cpd *c, amp_err
     return wait_all(w, err);
 }
 
-/* This GPU failed: say so first (so the report names it, not a peer that
- * stopped because of it), then cancel its collectives so that no peer
- * waits for it forever; the peers' threads see `failed` as they wait and
- * cancel theirs (als_gpu.cu's fail_gpu). */
-static void fail_gpu(apr_run *run, unsigned local)
-{
-    {
-        std::lock_guard<std::mutex> hold(run->lock);
-        if (run->first_failed < 0)
-            run->first_failed = (int)local;
-    }
-    if (run->ngpus > 1) {
-        run->failed.store(1);
-        amp_comm_abort(run->comms[local]);
-    }
-}
-
-/* This GPU is past its collectives; one that failed waits for the rest of
- * the process's GPUs before it frees anything (als_gpu.cu's settle). */
-static void settle(apr_run *run, int failed)
-{
-    run->quiet.fetch_add(1);
-    while (failed && run->quiet.load() < run->nlocal)
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-}
-
 /* The whole run of this process's GPU local. */
 static amp_status apr_one_gpu(apr_run *run, unsigned local, amp_error *err)
 {
-    gpu_apr *w = (gpu_apr *)calloc(1, sizeof *w);
-    if (w == NULL) {
-        fail_gpu(run, local);
-        settle(run, 1);
-        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    }
-    w->run = run;
-    w->local = local;
-    w->gpu = run->first + local;
-    w->ngpus = run->ngpus;
-    w->comm = run->comms ? run->comms[local] : NULL;
-    w->f32 = run->o->precision == AMP_PRECISION_F32;
-    w->stats = run->stats;
-    amp_status rc = gpu_apr_new(run->g[local], run->o, run->p, w, err);
-    if (rc == AMP_OK)
-        rc = run_apr(w, run->o, run->c, err);
-    if (rc != AMP_OK) {   /* before freeing: cudaFree waits for the device */
-        fail_gpu(run, local);
-        if (run->ngpus == 1 && w->s)   /* what was queued ends before its buffers go */
-            cudaStreamSynchronize(w->s);
-        /* Rows by copies: this GPU's queued pulls read the peers' buffers
-         * and no abort takes them back: they end before any peer frees. */
-        if (run->ngpus > 1 && amp_comm_by_copies(run->comms[local]))
-            cudaDeviceSynchronize();
-    }
-    settle(run, rc != AMP_OK);
-    memcpy(run->seconds[local], w->seconds, sizeof w->seconds);
-    gpu_apr_free(w);
-    free(w);
-    return rc;
-}
-
-static void apr_gpu_main(apr_run *run, unsigned local)
-{
-    run->rc[local] = apr_one_gpu(run, local, &run->err[local]);
+    return team_one_gpu<gpu_apr>(&run->team, local, run, run->o->precision == AMP_PRECISION_F32,
+                                 run->stats, [&](gpu_apr *w) {
+        amp_status rc = gpu_apr_new(run->g[local], run->o, run->p, w, err);
+        return rc == AMP_OK ? run_apr(w, run->o, run->c, err) : rc;
+    }, gpu_apr_free, err);
 }
 
 extern "C" amp_status amp_gpu_cpd_apr_multi(const amp_gpu_tensor *const *g,
@@ -1299,68 +1166,26 @@ extern "C" amp_status amp_gpu_cpd_apr_multi(const amp_gpu_tensor *const *g,
     apr_run *run = new (std::nothrow) apr_run;
     if (run == NULL)
         return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    run->ngpus = ngpus;
-    run->nlocal = nlocal;
-    run->first = group ? group->rank * nlocal : 0;
+    run->team.ngpus = ngpus;
+    run->team.nlocal = nlocal;
+    run->team.first = group ? group->rank * nlocal : 0;
+    run->team.comms = comms;
     run->group = group;
     run->g = g;
-    run->comms = comms;
     run->p = p;
     run->o = o;
     run->go = go ? *go : amp_gpu_als_opts{};
     run->c = c;
     run->stats = stats;
-    memset(run->rc, 0, sizeof run->rc);
-    memset(run->err, 0, sizeof run->err);
-    memset(run->seconds, 0, sizeof run->seconds);
     if (stats) {
         memset(stats, 0, sizeof *stats);
         stats->ngpus = nlocal;
         stats->nmodes = c->nmodes;
     }
     memset(c->seconds, 0, sizeof c->seconds);
-    amp_status rc = AMP_OK;
-    std::vector<std::thread> threads;
-    try {
-        for (unsigned i = 1; i < nlocal; i++)
-            threads.emplace_back(apr_gpu_main, run, i);
-    } catch (...) {
-        run->failed.store(1);
-        rc = AMP_FAIL(err, AMP_ERR_NOMEM, "could not start a thread for each of %u GPUs",
-                      nlocal);
-    }
-    if (rc == AMP_OK)
-        apr_gpu_main(run, 0);
-    else {
-        if (comms)
-            amp_comm_abort(comms[0]);
-        /* GPU 0 and those whose threads did not start are past their
-         * collectives too: the started ones' settle must not wait. */
-        run->quiet.fetch_add(nlocal - (unsigned)threads.size());
-    }
-    for (auto &th : threads)
-        th.join();
-    if (rc == AMP_OK && run->first_failed >= 0) {
-        const int i = run->first_failed;
-        const amp_error *e = &run->err[i];
-        if (ngpus > 1)
-            rc = amp_error_set(err, e->status, e->src_file, e->src_line, "GPU %u of the run "
-                               "(device %d): %s", run->first + (unsigned)i, g[i]->device,
-                               amp_error_message(e));
-        else
-            rc = amp_error_set(err, e->status, e->src_file, e->src_line, "%s",
-                               amp_error_message(e));
-    }
-    if (rc == AMP_OK) {
-        /* c->seconds: the slowest GPU's time of each phase. */
-        for (unsigned i = 0; i < nlocal; i++)
-            for (int ph = 0; ph < AMP_NPHASES; ph++) {
-                c->seconds[ph] = run->seconds[i][ph] > c->seconds[ph] ? run->seconds[i][ph]
-                                                                       : c->seconds[ph];
-                if (stats)
-                    stats->phase[i][ph] = run->seconds[i][ph];
-            }
-    }
+    const amp_status rc = team_run(&run->team, g, [run](unsigned local) {
+        run->team.rc[local] = apr_one_gpu(run, local, &run->team.err[local]);
+    }, c, stats, err);
     delete run;
     return rc;
 }

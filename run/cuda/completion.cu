@@ -1,10 +1,45 @@
-/* CP completion (--observed nonzeros) on one GPU: run/cpu/completion.c's
- * algorithm, the reference, step for step (each row's normal equations of
- * its training entries plus the ridge, solved by Cholesky; rows with no
- * training entry or a singular system kept at their value in the model;
- * lambda as CP-ALS takes it; the fit and RMSEs after each iteration).
- * Only scalars cross to the host: each mode's counts of kept rows, and
- * after each iteration the residual sums and lambda.
+/* CP completion (--observed nonzeros) on one GPU or several: run/cpu/
+ * completion.c's algorithm, the reference, step for step (each row's
+ * normal equations of its training entries plus the ridge, solved by
+ * Cholesky; rows with no training entry or a singular system kept at
+ * their value in the model; lambda as CP-ALS takes it; the fit and RMSEs
+ * after each iteration). Only scalars cross to the host: after each
+ * iteration the residual sums and each mode's counts of kept rows.
+ *
+ * Several GPUs of one process (as CP-APR's, apr.cu: one host thread a GPU,
+ * the same communicators, amp_comm, and gpu_team.h's polled waits, stop
+ * and failure handling): each GPU holds its part of the tensor, the shards
+ * AMPED's owner-computes partition dealt it, which own disjoint rows of
+ * every mode (one contiguous range a GPU in the run's row order), and a
+ * whole copy of every factor. For mode n:
+ *   - each GPU builds and solves the systems of its own rows only (a row's
+ *     nonzeros are all on its owner, so its system is whole there; the
+ *     launch covers only the owner's rows, which the others' parts do not
+ *     hold);
+ *   - then the mode's rows go to every GPU as CP-ALS sends them
+ *     (amp_comm_allgatherv: NCCL, or copies between the GPUs), and the
+ *     column norms and lambda are taken over every row on each GPU alike:
+ *     each GPU then holds the same factor and lambda, bit for bit, with no
+ *     sum across GPUs;
+ *   - after the last mode, each GPU's residual sums over its nonzeros of
+ *     the last mode's copy, its count of the draw's test entries and its
+ *     counts of kept rows go into its own slot of a vector of one slot a
+ *     GPU (4 + 2 N doubles; the others zero), summed across GPUs
+ *     (amp_comm_allreduce: one nonzero term a place, exact) and added on
+ *     the host in GPU order 0, 1, ...: the same bits on every GPU and
+ *     every run. --holdout-file's entries are the run's GPU 0's alone.
+ * What crosses GPUs an iteration: every mode's rows, 8 R bytes a row
+ * (each GPU receives the rows it does not own: (G - 1) / G of 8 R
+ * sum(rows) on average, G GPUs), and the slots, 8 G (4 + 2 N) bytes
+ * each GPU. So a run on several GPUs takes the decisions of one GPU's
+ * (each row's system is built from the same nonzeros in the same order)
+ * and differs from it only in the order of the residual sums, by GPU
+ * (about 1e-16 relative; tests/test_multi_gpu.c bounds the sequence of
+ * fits and RMSEs at 1e-9). Only the owner-computes partition: equal-nnz
+ * cuts rows between GPUs, whose systems would need a sum of R (R + 1) / 2
+ * + R + 1 doubles a cut row, and --overlap's two groups part a row's
+ * nonzeros (both refused); one process (the training count and the
+ * holdout's relabelling come from the whole tensor).
  *
  * cmp_rows, the fused pass (build and solve). Thread mapping: a warp owns
  * whole rows of mode d (rows w, w + W, ... of the rows the launch covers,
@@ -45,6 +80,9 @@
  * buffer, which the next chunk's first row (the same row) adds before
  * solving or carrying on; two carry buffers alternate by chunk parity so
  * that a launch's first row reads one while its last row writes the other.
+ * A row without a training nonzero goes to the chunk its start falls in,
+ * so that it is kept and counted once. Several GPUs stream each its own
+ * part, as one GPU streams the whole.
  *
  * cmp_resid: the residuals after each iteration over the last mode's copy
  * (f64 whatever the precision), a thread a nonzero: m = sum_r lambda_r
@@ -58,8 +96,9 @@
  *
  * Normalization (cmp_col_partial, cmp_col_final, cmp_scale): column sums
  * of squares and max |a| over fixed blocks of CMP_SUM_ROWS rows, summed in
- * block order; lambda = 2-norm (first iteration) or max(max |a|, 1); A
- * scaled by the reciprocal and its f32 shadow rewritten. */
+ * block order, over every row (on several GPUs after the exchange);
+ * lambda = 2-norm (first iteration) or max(max |a|, 1); A scaled by the
+ * reciprocal and its f32 shadow rewritten. */
 #include <config.h>
 
 #include <cuda_runtime.h>
@@ -70,11 +109,15 @@
 #include <string.h>
 #include <time.h>
 
+#include <new>
+
 #include "als_kernels.h"
+#include "amp_comm.h"
 #include "amp_completion.h"
 #include "amp_cuda.h"
 #include "blco_decode.cuh"
 #include "gpu_internal.h"
+#include "gpu_team.h"
 
 #define CMP_FULL 0xffffffffu
 #define CMP_SUM_ROWS 256
@@ -468,9 +511,31 @@ __global__ void cmp_to_f32(const double *A, float *A32, uint64_t n)
         A32[i] = (float)A[i];
 }
 
+/* This GPU's slot: the 4 totals, then each mode's kept-row counts (exact
+ * as doubles below 2^53). */
+__global__ void cmp_slot(const double *total, const unsigned long long *counts, unsigned nc,
+                         double *slot)
+{
+    for (unsigned q = threadIdx.x; q < 4 + nc; q += blockDim.x)
+        slot[q] = q < 4 ? total[q] : (double)counts[q - 4];
+}
+
 /* ---- the run ---------------------------------------------------------------- */
 
 typedef void (*cmp_fn)(const cmp_args);
+
+/* What the GPUs' threads of one run share (apr.cu's apr_run). */
+struct cmp_run {
+    gpu_team team;
+    const amp_gpu_tensor *const *g;
+    const amp_tensor *t;
+    const amp_partition *p;
+    const amp_cpd_opts *o;
+    amp_gpu_als_opts go;
+    amp_mode_rule rule[AMP_MAX_MODES];
+    amp_cpd *c;
+    amp_gpu_run_stats *stats;
+};
 
 struct gpu_cmp {
     const amp_gpu_tensor *g;
@@ -485,10 +550,16 @@ struct gpu_cmp {
     uint64_t *n2o[AMP_MAX_MODES];
     double *lambda, *colpart, *carry[2], *part, *total;
     double **Aptr;                    /* device: A[0 .. N) for cmp_test */
-    uint64_t *tidx;
+    uint64_t *tidx;                   /* the run's GPU 0 only: the test file's entries */
     double *tval;
-    unsigned long long *counts;       /* unobserved, singular; then 2 prev/last rows */
-    double *host;                     /* page-locked: 4 totals, 2 counts */
+    /* Each mode's unobserved and singular rows (2 N), then 2 prev/last
+     * rows for cmp_starts. */
+    unsigned long long *counts;
+    /* One slot of CMP_SLOT(N) doubles a GPU of the run (cmp_slot), this
+     * GPU's filled in, the others zero until summed across GPUs; and
+     * their page-locked copy. */
+    double *slots;
+    double *host;
     size_t part_blocks;
     cmp_fn rows_fn, resid_fn;
     size_t shmem;
@@ -497,7 +568,17 @@ struct gpu_cmp {
     cudaEvent_t ev[2 * AMP_NPHASES];
     double seconds[AMP_NPHASES];
     amp_gpu_run_stats *stats;
+    /* The run, this GPU's number in it and among this process's GPUs,
+     * its communicator (NULL on one GPU), its rows (gpu_team.h). */
+    cmp_run *run;
+    amp_comm *comm;
+    unsigned gpu, local, ngpus;
+    gpu_rows rows;
 };
+
+/* A GPU's slot: the training and test sums, the values' squares, the
+ * draw's test entries, and 2 counts a mode. */
+#define CMP_SLOT(N) (4 + 2 * (size_t)(N))
 
 static double wall_now(void)
 {
@@ -516,7 +597,7 @@ static void gpu_cmp_free(gpu_cmp *w)
         free(w->host_start[m]);
     }
     void *p[] = {w->lambda, w->colpart, w->carry[0], w->carry[1], w->part, w->total,
-                 w->Aptr, w->tidx, w->tval, w->counts};
+                 w->Aptr, w->tidx, w->tval, w->counts, w->slots};
     for (size_t k = 0; k < sizeof p / sizeof p[0]; k++)
         cudaFree(p[k]);
     if (w->host)
@@ -526,21 +607,23 @@ static void gpu_cmp_free(gpu_cmp *w)
     destroy_stream(w->s);
 }
 
-/* Time one step (phase ph) of work queued on w->s, waiting for it: the
- * host waits after every step anyway where it reads a count. */
+/* Time one step (phase ph) of work queued on w->s, waiting for it (polled
+ * on several GPUs: team_wait_event); *sec (if not NULL) gets its time. */
 static amp_status tm_begin(gpu_cmp *w, int ph, amp_error *err)
 {
     CUDA_TRY(cudaEventRecord(w->ev[2 * ph], w->s), err);
     return AMP_OK;
 }
 
-static amp_status tm_end(gpu_cmp *w, int ph, amp_error *err)
+static amp_status tm_end(gpu_cmp *w, int ph, double *sec, amp_error *err)
 {
     float ms = 0;
     CUDA_TRY(cudaEventRecord(w->ev[2 * ph + 1], w->s), err);
-    CUDA_TRY(cudaEventSynchronize(w->ev[2 * ph + 1]), err);
+    AMP_CHECK(team_wait_event(&w->run->team, w->comm, w->gpu, w->ev[2 * ph + 1], err));
     CUDA_TRY(cudaEventElapsedTime(&ms, w->ev[2 * ph], w->ev[2 * ph + 1]), err);
     w->seconds[ph] += ms / 1e3;
+    if (sec)
+        *sec = ms / 1e3;
     return AMP_OK;
 }
 
@@ -575,8 +658,8 @@ static void base_args(gpu_cmp *w, unsigned d, int f64_factors, const amp_cpd_opt
     a->start = w->start[d];
     a->A = w->A[d];
     a->lambda = w->lambda;
-    a->unobserved = w->counts;
-    a->singular = w->counts + 1;
+    a->unobserved = w->counts + 2 * d;
+    a->singular = w->counts + 2 * d + 1;
     a->part = w->part;
 }
 
@@ -603,8 +686,8 @@ static amp_status launch_chunk(cmp_pass *p, const uint64_t *words, const void *v
     const unsigned d = a.d;
     const gpu_copy *c = &g->copies[d];
     if (p->kind == 2) {
-        unsigned long long *prev = w->counts + 2 + (p->chunk & 1);
-        unsigned long long *last = w->counts + 2 + ((p->chunk + 1) & 1);
+        unsigned long long *prev = w->counts + 2 * w->N + (p->chunk & 1);
+        unsigned long long *last = w->counts + 2 * w->N + ((p->chunk + 1) & 1);
         cmp_starts<<<(unsigned)((n + 255) / 256), 256, 0, w->s>>>(
             words, c->block_start, c->block_key, c->nblocks, c0, n, c->nnz, g->rows[d],
             c->shift[d], c->width[d], prev, last, w->start[d]);
@@ -616,32 +699,40 @@ static amp_status launch_chunk(cmp_pass *p, const uint64_t *words, const void *v
         cmp_fold<<<1, 32, 0, w->s>>>(w->part, blocks, w->total);
         CUDA_TRY(cudaGetLastError(), err);
     } else {
-        /* The rows that meet [c0, c0 + n): from the row starts. */
+        /* This GPU's rows (every row on one GPU: the others' are not in
+         * its part, and their starts say they are empty) that meet
+         * [c0, c0 + n): from the row starts. A row without a nonzero
+         * goes to the chunk its start falls in (the last one where that
+         * is the copy's end), so that it is kept and counted once. */
+        const uint64_t own_lo = w->rows.own_begin[d];
+        const uint64_t own_hi = own_lo + w->rows.own_rows[d];
+        a.row_lo = own_lo;
+        a.row_hi = own_hi;
         if (w->host_start[d] != NULL) {
-            const uint64_t *hs = w->host_start[d];
-            uint64_t lo = 0, hi = g->rows[d];
-            while (lo < hi) {   /* the last row whose start is <= c0 */
-                uint64_t mid = lo + (hi - lo + 1) / 2;
-                if (hs[mid] <= c0)
-                    lo = mid;
+            const uint64_t *hs = w->host_start[d], rows = g->rows[d], c1 = c0 + n;
+            uint64_t lo = 0, hi = rows;
+            while (lo < hi) {   /* the first row cut by c0 or starting at or after it */
+                const uint64_t mid = lo + (hi - lo) / 2;
+                if (hs[mid] >= c0 || hs[mid + 1] > c0)
+                    hi = mid;
                 else
-                    hi = mid - 1;
+                    lo = mid + 1;
             }
-            a.row_lo = lo;
-            lo = a.row_lo, hi = g->rows[d];
-            while (lo < hi) {   /* the last row whose start is < c0 + n */
-                uint64_t mid = lo + (hi - lo + 1) / 2;
-                if (hs[mid] < c0 + n)
-                    lo = mid;
+            const uint64_t first = lo;
+            lo = first, hi = rows;
+            while (c1 < c->nnz && lo < hi) {   /* the first row starting at or after c1 */
+                const uint64_t mid = lo + (hi - lo) / 2;
+                if (hs[mid] >= c1)
+                    hi = mid;
                 else
-                    hi = mid - 1;
+                    lo = mid + 1;
             }
-            a.row_hi = lo + 1;
+            const uint64_t end = c1 < c->nnz ? lo : rows;
+            a.row_lo = first > own_lo ? first : own_lo;
+            a.row_hi = end < own_hi ? end : own_hi;
+            a.row_hi = a.row_hi > a.row_lo ? a.row_hi : a.row_lo;
             a.carry_in = p->chunk > 0 ? w->carry[p->chunk & 1] : NULL;
             a.carry_out = w->carry[(p->chunk + 1) & 1];
-        } else {
-            a.row_lo = 0;
-            a.row_hi = g->rows[d];
         }
         const uint64_t nrows = a.row_hi - a.row_lo;
         uint64_t blocks = (nrows + w->wpb - 1) / w->wpb;
@@ -699,8 +790,64 @@ static cmp_fn pick_rows(int vals_f32)
     return vals_f32 ? cmp_rows<real, float> : cmp_rows<real, double>;
 }
 
+/* What tab (n values) holds, to the device at *dst (allocated), from
+ * pageable memory: a plain copy, so that tab may go when it returns. */
+static amp_status upload_table(uint64_t **dst, const uint64_t *tab, uint64_t n, amp_error *err)
+{
+    CUDA_TRY(cudaMalloc(dst, n * sizeof(uint64_t) + 8), err);
+    CUDA_TRY(cudaMemcpy(*dst, tab, n * sizeof(uint64_t), cudaMemcpyHostToDevice), err);
+    return AMP_OK;
+}
+
+/* Mode m's relabelling for the holdout draw, from the copies' rows to the
+ * file's: t's (new_to_orig), after the run's order where the partition
+ * moved rows (run_row: t's row to the run's). */
+static amp_status upload_n2o(gpu_cmp *w, const amp_partition *p, unsigned m, amp_error *err)
+{
+    const amp_tensor *t = w->t;
+    const uint64_t *run_row = p ? p->modes[m].run_row : NULL;
+    if (run_row == NULL)
+        return t->new_to_orig[m] ? upload_table(&w->n2o[m], t->new_to_orig[m], t->rows[m], err)
+                                 : AMP_OK;
+    uint64_t *tab = (uint64_t *)malloc((t->rows[m] ? t->rows[m] : 1) * sizeof(uint64_t));
+    if (tab == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for mode %u's relabelling", m + 1);
+    for (uint64_t x = 0; x < t->rows[m]; x++)
+        tab[run_row[x]] = t->new_to_orig[m] ? t->new_to_orig[m][x] : x;
+    const amp_status rc = upload_table(&w->n2o[m], tab, t->rows[m], err);
+    free(tab);
+    return rc;
+}
+
+/* --holdout-file's entries to the device, their rows in the run's order. */
+static amp_status upload_test(gpu_cmp *w, const amp_test_set *ts, const amp_partition *p,
+                              amp_error *err)
+{
+    const unsigned N = w->N;
+    const size_t n = ts->n * N;
+    int moved = 0;
+    for (unsigned m = 0; m < N; m++)
+        moved |= p != NULL && p->modes[m].run_row != NULL;
+    CUDA_TRY(cudaMalloc(&w->tval, ts->n * sizeof(double) + 8), err);
+    CUDA_TRY(cudaMemcpy(w->tval, ts->val, ts->n * sizeof(double), cudaMemcpyHostToDevice), err);
+    if (!moved)
+        return upload_table(&w->tidx, ts->idx, n, err);
+    uint64_t *idx = (uint64_t *)malloc((n ? n : 1) * sizeof(uint64_t));
+    if (idx == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for the test entries");
+    for (size_t k = 0; k < n; k++) {
+        const uint64_t *run_row = p->modes[k % N].run_row;
+        idx[k] = ts->idx[k] == AMP_TEST_NO_ROW || run_row == NULL ? ts->idx[k]
+                                                                  : run_row[ts->idx[k]];
+    }
+    const amp_status rc = upload_table(&w->tidx, idx, n, err);
+    free(idx);
+    return rc;
+}
+
 static amp_status gpu_cmp_new(const amp_gpu_tensor *g, const amp_tensor *t,
-                              const amp_cpd_opts *o, gpu_cmp *w, amp_error *err)
+                              const amp_cpd_opts *o, const amp_partition *p, gpu_cmp *w,
+                              amp_error *err)
 {
     const unsigned N = g->nmodes, R = o->rank;
     uint64_t max_rows = 1;
@@ -708,6 +855,7 @@ static amp_status gpu_cmp_new(const amp_gpu_tensor *g, const amp_tensor *t,
     w->t = t;
     w->N = N;
     w->R = R;
+    team_plan_rows(g, p, w->gpu, w->ngpus, R, &w->rows);
     CUDA_TRY(cudaSetDevice(g->device), err);
     CUDA_TRY(cudaStreamCreateWithFlags(&w->s, cudaStreamNonBlocking), err);
     for (unsigned k = 0; k < 2 * AMP_NPHASES; k++)
@@ -720,11 +868,8 @@ static amp_status gpu_cmp_new(const amp_gpu_tensor *g, const amp_tensor *t,
         if (w->f32)
             CUDA_TRY(cudaMalloc(&w->A32[m], n * sizeof(float) + 8), err);
         CUDA_TRY(cudaMalloc(&w->start[m], ((size_t)g->rows[m] + 1) * sizeof(uint64_t)), err);
-        if (o->completion.holdout > 0 && t->new_to_orig[m] != NULL) {
-            CUDA_TRY(cudaMalloc(&w->n2o[m], (size_t)t->rows[m] * sizeof(uint64_t) + 8), err);
-            CUDA_TRY(cudaMemcpyAsync(w->n2o[m], t->new_to_orig[m], t->rows[m] * sizeof(uint64_t),
-                                     cudaMemcpyHostToDevice, w->s), err);
-        }
+        if (o->completion.holdout > 0)
+            AMP_CHECK(upload_n2o(w, p, m, err));
     }
     const uint64_t nb = (max_rows + CMP_SUM_ROWS - 1) / CMP_SUM_ROWS;
     CUDA_TRY(cudaMalloc(&w->lambda, R * sizeof(double)), err);
@@ -732,29 +877,27 @@ static amp_status gpu_cmp_new(const amp_gpu_tensor *g, const amp_tensor *t,
     CUDA_TRY(cudaMalloc(&w->carry[0], Wd * sizeof(double)), err);
     CUDA_TRY(cudaMalloc(&w->carry[1], Wd * sizeof(double)), err);
     CUDA_TRY(cudaMalloc(&w->total, 4 * sizeof(double)), err);
-    CUDA_TRY(cudaMalloc(&w->counts, 4 * sizeof(unsigned long long)), err);
-    CUDA_TRY(cudaMallocHost(&w->host, (6 + (size_t)R) * sizeof(double)), err);
+    CUDA_TRY(cudaMalloc(&w->counts, (2 * (size_t)N + 2) * sizeof(unsigned long long)), err);
+    CUDA_TRY(cudaMalloc(&w->slots, CMP_SLOT(N) * w->ngpus * sizeof(double)), err);
+    CUDA_TRY(cudaMallocHost(&w->host, CMP_SLOT(N) * w->ngpus * sizeof(double)), err);
     /* The residual pass's partials: its largest launch, or the test set's. */
     uint64_t most = 1;
     for (unsigned m = 0; m < N; m++) {
         const uint64_t n = g->streamed || g->zstream ? g->chunk_nnz : g->copies[m].nnz;
         most = n > most ? n : most;
     }
-    if (o->completion.test && o->completion.test->n > most)
-        most = o->completion.test->n;
+    /* The test file's entries: on the run's GPU 0 alone (every GPU holds
+     * every row of the factors by then), which thus sums them as one GPU
+     * does; the others' test sums stay 0. */
+    const amp_test_set *ts = w->gpu == 0 ? o->completion.test : NULL;
+    if (ts && ts->n > most)
+        most = ts->n;
     w->part_blocks = (most + CMP_RESID_THREADS - 1) / CMP_RESID_THREADS + 1;
     CUDA_TRY(cudaMalloc(&w->part, w->part_blocks * 4 * sizeof(double)), err);
-    if (o->completion.test) {
-        const amp_test_set *ts = o->completion.test;
-        CUDA_TRY(cudaMalloc(&w->tidx, ts->n * N * sizeof(uint64_t) + 8), err);
-        CUDA_TRY(cudaMalloc(&w->tval, ts->n * sizeof(double) + 8), err);
+    if (ts) {
+        AMP_CHECK(upload_test(w, ts, p, err));
         CUDA_TRY(cudaMalloc(&w->Aptr, N * sizeof(double *)), err);
-        CUDA_TRY(cudaMemcpyAsync(w->tidx, ts->idx, ts->n * N * sizeof(uint64_t),
-                                 cudaMemcpyHostToDevice, w->s), err);
-        CUDA_TRY(cudaMemcpyAsync(w->tval, ts->val, ts->n * sizeof(double),
-                                 cudaMemcpyHostToDevice, w->s), err);
-        CUDA_TRY(cudaMemcpyAsync(w->Aptr, w->A, N * sizeof(double *), cudaMemcpyHostToDevice,
-                                 w->s), err);
+        CUDA_TRY(cudaMemcpy(w->Aptr, w->A, N * sizeof(double *), cudaMemcpyHostToDevice), err);
     }
     w->rows_fn = w->f32 ? pick_rows<float>(g->vals_f32) : pick_rows<double>(g->vals_f32);
     w->resid_fn = g->vals_f32 ? cmp_resid<float> : cmp_resid<double>;
@@ -776,7 +919,7 @@ static amp_status gpu_cmp_new(const amp_gpu_tensor *g, const amp_tensor *t,
         base_args(w, d, 0, o, &p.a);
         p.kind = 2;
         const unsigned long long none = ~0ull;
-        CUDA_TRY(cudaMemcpyAsync(w->counts + 2, &none, sizeof none, cudaMemcpyHostToDevice,
+        CUDA_TRY(cudaMemcpyAsync(w->counts + 2 * N, &none, sizeof none, cudaMemcpyHostToDevice,
                                  w->s), err);
         CUDA_TRY(cudaStreamSynchronize(w->s), err);
         AMP_CHECK(over_copy(&p, err));
@@ -816,44 +959,92 @@ static amp_status normalize(gpu_cmp *w, unsigned m, int first, amp_error *err)
     return AMP_OK;
 }
 
+/* Several GPUs: this GPU's rows of mode d (f64; the f32 shadows follow
+ * from the normalization) to every other GPU, and theirs in, as CP-ALS
+ * sends a mode's rows (amp_comm_allgatherv: NCCL, or copies). */
+static amp_status exchange(gpu_cmp *w, unsigned d, amp_error *err)
+{
+    if (w->ngpus == 1)
+        return AMP_OK;
+    double sec = 0;
+    AMP_CHECK(tm_begin(w, AMP_PHASE_COMM, err));
+    AMP_CHECK(amp_comm_allgatherv(w->comm, w->A[d], 0, w->rows.gather_offset[d],
+                                  w->rows.gather_count[d], w->s, err));
+    AMP_CHECK(tm_end(w, AMP_PHASE_COMM, &sec, err));
+    if (w->stats) {
+        w->stats->comm[w->local][d] += sec;
+        w->stats->exchange[w->local][d] += sec;
+    }
+    return AMP_OK;
+}
+
+/* Every GPU's slot (cmp_slot) to the host: on several GPUs each GPU's in
+ * its own place of a vector zero elsewhere, summed across GPUs (each
+ * place gets one nonzero term: exact, whatever order the collective adds
+ * in), so every GPU holds every slot; the caller adds them in GPU order. */
+static amp_status share_slots(gpu_cmp *w, amp_error *err)
+{
+    const size_t S = CMP_SLOT(w->N);
+    if (w->ngpus > 1) {
+        AMP_CHECK(tm_begin(w, AMP_PHASE_COMM, err));
+        CUDA_TRY(cudaMemsetAsync(w->slots, 0, S * w->ngpus * sizeof(double), w->s), err);
+    }
+    cmp_slot<<<1, 32, 0, w->s>>>(w->total, w->counts, 2 * w->N, w->slots + S * w->gpu);
+    CUDA_TRY(cudaGetLastError(), err);
+    if (w->ngpus > 1)
+        AMP_CHECK(amp_comm_allreduce(w->comm, w->slots, S * w->ngpus, 0, w->s, err));
+    CUDA_TRY(cudaMemcpyAsync(w->host, w->slots, S * w->ngpus * sizeof(double),
+                             cudaMemcpyDeviceToHost, w->s), err);
+    if (w->ngpus > 1)
+        return tm_end(w, AMP_PHASE_COMM, NULL, err);
+    return team_wait_stream(&w->run->team, w->comm, w->gpu, w->s, err);
+}
+
+/* The iterations, as amp_cpu_completion's; on several GPUs every GPU
+ * decides alike (the fit is the run's, the same bits on each), and this
+ * process's first GPU writes c and calls o->on_iter. */
 static amp_status iterate(gpu_cmp *w, const amp_cpd_opts *o, const amp_mode_rule *rule,
                           amp_cpd *c, double t_start, amp_error *err)
 {
     const unsigned N = w->N, R = w->R;
+    const size_t S = CMP_SLOT(N);
     const amp_test_set *ts = o->completion.test;
+    const amp_gpu_als_opts *go = &w->run->go;
+    const int lead = w->local == 0;
     double old_fit = 0;
-    c->iters = 0;
-    c->converged = 0;
-    c->stopped = 0;
+    if (lead) {
+        c->iters = 0;
+        c->converged = 0;
+        c->stopped = 0;
+    }
     for (unsigned it = 0; it < o->max_iters; it++) {
         const double t_iter = it == 0 ? t_start : wall_now();
+        CUDA_TRY(cudaMemsetAsync(w->counts, 0, 2 * N * sizeof(unsigned long long), w->s), err);
         for (unsigned d = 0; d < N; d++) {
+            if (go->fail_gpu == w->gpu + 1 && go->fail_iter == it + 1 && d == 1)
+                return AMP_FAIL(err, AMP_ERR_CUDA, "a device failure injected at iteration %u "
+                                "(amp_gpu_als_opts.fail_gpu)", it + 1);
             cmp_pass p;
             memset(&p, 0, sizeof p);
             p.w = w;
             base_args(w, d, 0, o, &p.a);
             p.a.l2 = rule[d].l2;
             p.kind = 0;
-            const double before = w->seconds[AMP_PHASE_MTTKRP];
+            double sec = 0;
             AMP_CHECK(tm_begin(w, AMP_PHASE_MTTKRP, err));
-            CUDA_TRY(cudaMemsetAsync(w->counts, 0, 2 * sizeof(unsigned long long), w->s), err);
             AMP_CHECK(over_copy(&p, err));
-            CUDA_TRY(cudaMemcpyAsync(w->host + 4, w->counts, 2 * sizeof(double),
-                                     cudaMemcpyDeviceToHost, w->s), err);
-            AMP_CHECK(tm_end(w, AMP_PHASE_MTTKRP, err));
-            unsigned long long cnt[2];
-            memcpy(cnt, w->host + 4, sizeof cnt);
-            c->completion.unobserved[d] = cnt[0];
-            c->completion.singular[d] = cnt[1];
+            AMP_CHECK(tm_end(w, AMP_PHASE_MTTKRP, &sec, err));
             if (w->stats) {
-                w->stats->mttkrp[0][d] += w->seconds[AMP_PHASE_MTTKRP] - before;
-                w->stats->busy[0][d] += w->seconds[AMP_PHASE_MTTKRP] - before;
+                w->stats->mttkrp[w->local][d] += sec;
+                w->stats->busy[w->local][d] += sec;
             }
+            AMP_CHECK(exchange(w, d, err));
             AMP_CHECK(tm_begin(w, AMP_PHASE_NORMALIZE, err));
             AMP_CHECK(normalize(w, d, it == 0, err));
-            AMP_CHECK(tm_end(w, AMP_PHASE_NORMALIZE, err));
+            AMP_CHECK(tm_end(w, AMP_PHASE_NORMALIZE, NULL, err));
         }
-        /* The residuals over the last copy; the test file's entries. */
+        /* The residuals over this GPU's part of the last copy; the test
+         * file's entries (the run's GPU 0). */
         AMP_CHECK(tm_begin(w, AMP_PHASE_FIT, err));
         CUDA_TRY(cudaMemsetAsync(w->total, 0, 4 * sizeof(double), w->s), err);
         cmp_pass p;
@@ -862,7 +1053,7 @@ static amp_status iterate(gpu_cmp *w, const amp_cpd_opts *o, const amp_mode_rule
         base_args(w, N - 1, 1, o, &p.a);
         p.kind = 1;
         AMP_CHECK(over_copy(&p, err));
-        if (ts != NULL && ts->n > 0) {
+        if (w->tidx != NULL && ts->n > 0) {
             const unsigned blocks = (unsigned)((ts->n + CMP_RESID_THREADS - 1) /
                                                CMP_RESID_THREADS);
             cmp_test<<<blocks, CMP_RESID_THREADS, 0, w->s>>>(w->tidx, w->tval, ts->n, N, R,
@@ -872,31 +1063,52 @@ static amp_status iterate(gpu_cmp *w, const amp_cpd_opts *o, const amp_mode_rule
             cmp_fold<<<1, 32, 0, w->s>>>(w->part, blocks, w->total);
             CUDA_TRY(cudaGetLastError(), err);
         }
-        CUDA_TRY(cudaMemcpyAsync(w->host, w->total, 4 * sizeof(double), cudaMemcpyDeviceToHost,
-                                 w->s), err);
-        AMP_CHECK(tm_end(w, AMP_PHASE_FIT, err));
-        const double sse = w->host[0], sq = w->host[1], sse_test = w->host[2];
+        AMP_CHECK(tm_end(w, AMP_PHASE_FIT, NULL, err));
+        AMP_CHECK(share_slots(w, err));
+        /* The GPUs' slots added in the run's GPU order, 0 first: the same
+         * bits on every GPU and every run of the same GPUs (one GPU's
+         * own). */
+        double tot[CMP_SLOT(AMP_MAX_MODES)];
+        for (size_t q = 0; q < S; q++) {
+            tot[q] = w->host[q];
+            for (unsigned k = 1; k < w->ngpus; k++)
+                tot[q] += w->host[k * S + q];
+        }
+        const double sse = tot[0], sq = tot[1], sse_test = tot[2];
         /* The draw's test entries, counted by the pass (exact in a double
          * below 2^53 nonzeros). */
-        const uint64_t n_held = (uint64_t)w->host[3];
-        c->completion.n_test = ts ? ts->n : n_held;
-        c->completion.n_train = w->t->nnz - n_held;
-        const uint64_t ntr = c->completion.n_train, nte = c->completion.n_test;
-        c->completion.rmse_train = ntr > 0 ? sqrt(sse / (double)ntr) : NAN;
-        c->completion.rmse_test = nte > 0 ? sqrt(sse_test / (double)nte) : NAN;
+        const uint64_t n_held = (uint64_t)tot[3];
         const double fit = sq > 0 ? 1 - sqrt(sse) / sqrt(sq) : 0;
         const double delta = fabs(fit - old_fit);
-        c->fit = fit;
-        c->iters = it + 1;
-        memcpy(c->seconds, w->seconds, sizeof c->seconds);
-        if (o->on_iter)
-            o->on_iter(o->ctx, it + 1, fit, delta, wall_now() - t_iter);
-        if (o->stop && *o->stop) {
-            c->stopped = 1;
-            break;
+        if (lead) {
+            for (unsigned d = 0; d < N; d++) {
+                c->completion.unobserved[d] = (uint64_t)tot[4 + 2 * d];
+                c->completion.singular[d] = (uint64_t)tot[5 + 2 * d];
+            }
+            c->completion.n_test = ts ? ts->n : n_held;
+            c->completion.n_train = w->t->nnz - n_held;
+            const uint64_t ntr = c->completion.n_train, nte = c->completion.n_test;
+            c->completion.rmse_train = ntr > 0 ? sqrt(sse / (double)ntr) : NAN;
+            c->completion.rmse_test = nte > 0 ? sqrt(sse_test / (double)nte) : NAN;
+            c->fit = fit;
+            c->iters = it + 1;
+            memcpy(c->seconds, w->seconds, sizeof c->seconds);
+            if (o->on_iter)
+                o->on_iter(o->ctx, it + 1, fit, delta, wall_now() - t_iter);
+        }
+        if (o->stop) {
+            int stop_now = 0;
+            AMP_CHECK(team_agree_stop(&w->run->team, w->local, w->gpu, o->stop, it + 1,
+                                      &stop_now, err));
+            if (stop_now) {
+                if (lead)
+                    c->stopped = 1;
+                break;
+            }
         }
         if (it > 0 && delta < o->tol) {
-            c->converged = 1;
+            if (lead)
+                c->converged = 1;
             break;
         }
         old_fit = fit;
@@ -904,6 +1116,8 @@ static amp_status iterate(gpu_cmp *w, const amp_cpd_opts *o, const amp_mode_rule
     return AMP_OK;
 }
 
+/* One GPU's run from c's factors (every GPU takes all of them); the
+ * process's first GPU writes the outcome into c. */
 static amp_status run_cmp(gpu_cmp *w, const amp_cpd_opts *o, const amp_mode_rule *rule,
                           amp_cpd *c, amp_error *err)
 {
@@ -921,53 +1135,107 @@ static amp_status run_cmp(gpu_cmp *w, const amp_cpd_opts *o, const amp_mode_rule
         }
     }
     AMP_CHECK(iterate(w, o, rule, c, t_start, err));
-    for (unsigned m = 0; m < N; m++)
-        CUDA_TRY(cudaMemcpyAsync(c->A[m], w->A[m], (size_t)w->g->rows[m] * R * sizeof(double),
+    if (w->local == 0) {
+        /* Every GPU holds every row of every factor by now. */
+        for (unsigned m = 0; m < N; m++)
+            CUDA_TRY(cudaMemcpyAsync(c->A[m], w->A[m], (size_t)w->g->rows[m] * R * sizeof(double),
+                                     cudaMemcpyDeviceToHost, w->s), err);
+        CUDA_TRY(cudaMemcpyAsync(c->lambda, w->lambda, R * sizeof(double),
                                  cudaMemcpyDeviceToHost, w->s), err);
-    CUDA_TRY(cudaMemcpyAsync(c->lambda, w->lambda, R * sizeof(double), cudaMemcpyDeviceToHost,
-                             w->s), err);
-    CUDA_TRY(cudaStreamSynchronize(w->s), err);
-    memcpy(c->seconds, w->seconds, sizeof c->seconds);
+    }
+    AMP_CHECK(team_wait_stream(&w->run->team, w->comm, w->gpu, w->s, err));
+    if (w->local == 0)
+        memcpy(c->seconds, w->seconds, sizeof c->seconds);
     return AMP_OK;
+}
+
+/* The whole run of this process's GPU local (apr.cu's apr_one_gpu). */
+static amp_status cmp_one_gpu(cmp_run *run, unsigned local, amp_error *err)
+{
+    return team_one_gpu<gpu_cmp>(&run->team, local, run, run->o->precision == AMP_PRECISION_F32,
+                                 run->stats, [&](gpu_cmp *w) {
+        amp_status rc = gpu_cmp_new(run->g[local], run->t, run->o, run->p, w, err);
+        return rc == AMP_OK ? run_cmp(w, run->o, run->rule, run->c, err) : rc;
+    }, gpu_cmp_free, err);
+}
+
+extern "C" amp_status amp_gpu_cpd_completion_multi(const amp_gpu_tensor *const *g,
+                                                   amp_comm *const *comms,
+                                                   const amp_partition *p,
+                                                   const amp_group *group, const amp_tensor *t,
+                                                   const amp_cpd_opts *o,
+                                                   const amp_gpu_als_opts *go, amp_cpd *c,
+                                                   amp_gpu_run_stats *stats, amp_error *err)
+{
+    const unsigned ngpus = p ? p->ngpus : 1;
+    if (c->rank != o->rank)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", c->rank, o->rank);
+    AMP_CHECK(amp_rank_check(o->rank, AMP_GPU_COMPLETION_MAX_RANK, "completion on the GPU",
+                             err));
+    /* The training count and the holdout's relabelling come from t, the
+     * whole tensor, which only one process holds. */
+    if (group && group->size > 1)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--observed nonzeros runs in one process for "
+                        "now, not %u", group->size);
+    if (ngpus > 1 && comms == NULL)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%u GPUs need their communicators", ngpus);
+    if (ngpus > 1 && p->kind != AMP_PARTITION_OWNER)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--observed nonzeros on several GPUs takes "
+                        "the file's shards (--partition shards), not equal-nnz: a row's system "
+                        "needs every nonzero of the row on one GPU");
+    if (t->nmodes != g[0]->nmodes)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "the host's tensor has %u modes, the GPU's %u",
+                        t->nmodes, g[0]->nmodes);
+    for (unsigned i = 0; i < ngpus; i++) {
+        if (c->nmodes != g[i]->nmodes)
+            return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have %u modes, the tensor %u",
+                            c->nmodes, g[i]->nmodes);
+        if (g[i]->remap)
+            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--observed nonzeros does not run on two "
+                            "copies remapped (--memory remap) for now: --memory resident or "
+                            "stream");
+        /* The row starts need each row's nonzeros together. */
+        for (unsigned m = 0; m < g[i]->nmodes && ngpus > 1; m++)
+            if (g[i]->copies[m].early_nnz != g[i]->copies[m].nnz)
+                return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--observed nonzeros does not take "
+                                "copies in two groups (--overlap)");
+    }
+    cmp_run *run = new (std::nothrow) cmp_run;
+    if (run == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    amp_status rc = amp_rules_resolve(o, g[0]->nmodes, run->rule, err);
+    if (rc != AMP_OK) {
+        delete run;
+        return rc;
+    }
+    run->team.ngpus = ngpus;
+    run->team.nlocal = ngpus;
+    run->team.first = 0;
+    run->team.comms = comms;
+    run->g = g;
+    run->t = t;
+    run->p = p;
+    run->o = o;
+    run->go = go ? *go : amp_gpu_als_opts{};
+    run->c = c;
+    run->stats = stats;
+    if (stats) {
+        memset(stats, 0, sizeof *stats);
+        stats->ngpus = ngpus;
+        stats->nmodes = g[0]->nmodes;
+    }
+    memset(c->seconds, 0, sizeof c->seconds);
+    memset(&c->completion, 0, sizeof c->completion);
+    rc = team_run(&run->team, g, [run](unsigned local) {
+        run->team.rc[local] = cmp_one_gpu(run, local, &run->team.err[local]);
+    }, c, stats, err);
+    delete run;
+    return rc;
 }
 
 extern "C" amp_status amp_gpu_cpd_completion(const amp_gpu_tensor *g, const amp_tensor *t,
                                              const amp_cpd_opts *o, amp_cpd *c,
                                              amp_gpu_run_stats *stats, amp_error *err)
 {
-    if (c->rank != o->rank)
-        return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have rank %u, not %u", c->rank, o->rank);
-    AMP_CHECK(amp_rank_check(o->rank, AMP_GPU_COMPLETION_MAX_RANK, "completion on the GPU",
-                             err));
-    if (c->nmodes != g->nmodes || t->nmodes != g->nmodes)
-        return AMP_FAIL(err, AMP_ERR_USAGE, "the factors have %u modes, the tensor %u",
-                        c->nmodes, g->nmodes);
-    if (g->remap)
-        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--observed nonzeros does not run on two "
-                        "copies remapped (--memory remap) for now: --memory resident or stream");
-    amp_mode_rule rule[AMP_MAX_MODES];
-    AMP_CHECK(amp_rules_resolve(o, g->nmodes, rule, err));
-    gpu_cmp *w = (gpu_cmp *)calloc(1, sizeof *w);
-    if (w == NULL)
-        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
-    w->f32 = o->precision == AMP_PRECISION_F32;
-    w->stats = stats;
-    if (stats) {
-        memset(stats, 0, sizeof *stats);
-        stats->ngpus = 1;
-        stats->nmodes = g->nmodes;
-    }
-    memset(c->seconds, 0, sizeof c->seconds);
-    memset(&c->completion, 0, sizeof c->completion);
-    amp_status rc = gpu_cmp_new(g, t, o, w, err);
-    if (rc == AMP_OK)
-        rc = run_cmp(w, o, rule, c, err);
-    if (rc != AMP_OK && w->s)   /* what was queued ends before its buffers go */
-        cudaStreamSynchronize(w->s);
-    if (rc == AMP_OK && stats)
-        for (int ph = 0; ph < AMP_NPHASES; ph++)
-            stats->phase[0][ph] = w->seconds[ph];
-    gpu_cmp_free(w);
-    free(w);
-    return rc;
+    return amp_gpu_cpd_completion_multi(&g, NULL, NULL, NULL, t, o, NULL, c, stats, err);
 }

@@ -853,22 +853,28 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
     r->threads = cpd->threads;
     if (r->n > 1 && !amp_comm_available() && !asked && !r->group)
         r->n = 1;   /* every GPU, as far as a build without NCCL can join them */
-    /* Completion runs on one GPU (completion.cu): every visible GPU means
-     * the first. */
-    if (r->completion && r->n > 1 && !asked && !r->group)
-        r->n = 1;
-    if (r->completion && (r->n > 1 || r->group))
-        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--observed nonzeros runs on one "
-                       "GPU for now, not %u%s; --gpus 1 runs it on one, --gpus 0 on the CPU",
-                       r->n, r->group ? " GPUs of each of several processes" : " GPUs");
-    /* CP-APR on several GPUs (apr.cu) needs each row's nonzeros on one
-     * GPU: the shards, not equal-nnz (under MPI refused below for every
-     * method). */
+    /* Completion runs in one process (completion.cu: amped-run refuses
+     * it under mpirun before any GPU starts). */
+    if (r->completion && r->group)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--observed nonzeros runs in one "
+                       "process for now, not under mpirun; --gpus N runs it on N GPUs of one");
+    /* CP-APR and completion on several GPUs (apr.cu, completion.cu) need
+     * each row's nonzeros on one GPU: the shards, not equal-nnz (under MPI
+     * refused below for every method). */
     if (r->method == AMP_METHOD_APR && r->n > 1 && !r->group &&
         o->partition == AMP_PARTITION_EQUAL_NNZ)
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--method cp-apr on %u GPUs takes "
                        "the file's shards (--partition shards), not --partition equal-nnz: an "
                        "inner iteration needs every nonzero of a row on one GPU", r->n);
+    if (r->completion && r->n > 1 && o->partition == AMP_PARTITION_EQUAL_NNZ)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--observed nonzeros on %u GPUs "
+                       "takes the file's shards (--partition shards), not --partition "
+                       "equal-nnz: a row's system needs every nonzero of the row on one GPU",
+                       r->n);
+    if (r->completion && r->n > 1 && o->overlap)
+        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--overlap: not with --observed "
+                       "nonzeros, whose pass solves each row as it meets the row's nonzeros, "
+                       "which --overlap's two groups part");
     if (r->group && r->group->size > 1 && !amp_comm_available())
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "the GPUs of %u processes need "
                        "NCCL, and this build has none (configure --with-nccl); --gpus 0 runs "
