@@ -526,32 +526,26 @@ amp_status amp_session_load(amp_session *s, amp_run_opts *r, const char *path,
                             const amp_session_progress *p, amp_error *err)
 {
     double t0 = amp_now();
+    const int completion = r->opts.completion.observed == AMP_OBSERVED_NONZEROS;
+    if (r->gpus != 0) {
+        /* Refused before any GPU is looked for; the GPU layer asks again
+         * for the count it finds where --gpus was not given. */
+        amp_status rc = amp_rules_gpu_layout(r->opts.method, completion, r->gpus,
+                                             r->gpu.partition == AMP_PARTITION_EQUAL_NNZ,
+                                             r->gpu.overlap, err);
+        if (rc != AMP_OK)
+            return rc;
+    }
     if (r->opts.method == AMP_METHOD_APR && r->gpus != 0) {
         /* One GPU or several (run/cuda/apr.cu), their parts resident or
-         * streamed; without --gpus, every GPU found, else the CPU. Several
-         * take the shards: an inner iteration needs each row's nonzeros on
-         * one GPU (equal-nnz cuts rows). */
-        if (r->gpus > 1 && r->gpu.partition == AMP_PARTITION_EQUAL_NNZ)
-            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--method cp-apr on %d GPUs takes the "
-                            "file's shards (--partition shards), not --partition equal-nnz: an "
-                            "inner iteration needs every nonzero of a row on one GPU", r->gpus);
+         * streamed; without --gpus, every GPU found, else the CPU. */
         if (r->gpu.memory == AMP_MEMORY_REMAP)
             return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--memory remap: not with --method "
                             "cp-apr for now; --memory resident, stream or compressed");
     }
-    if (r->opts.completion.observed == AMP_OBSERVED_NONZEROS && r->gpus != 0) {
+    if (completion && r->gpus != 0) {
         /* One GPU or several (run/cuda/completion.cu), their parts
-         * resident or streamed. Several take the shards: a row's system
-         * needs each of its nonzeros on one GPU (equal-nnz cuts rows). */
-        if (r->gpu.partition == AMP_PARTITION_EQUAL_NNZ && r->gpus > 1)
-            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--observed nonzeros on %d GPUs takes "
-                            "the file's shards (--partition shards), not --partition "
-                            "equal-nnz: a row's system needs every nonzero of the row on one "
-                            "GPU", r->gpus);
-        if (r->gpu.overlap)
-            return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--overlap: not with --observed "
-                            "nonzeros, whose pass solves each row as it meets the row's "
-                            "nonzeros, which --overlap's two groups part");
+         * resident or streamed. */
         if (r->gpu.memory == AMP_MEMORY_REMAP)
             return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--memory remap: not with --observed "
                             "nonzeros for now; --memory resident, stream or compressed");

@@ -258,28 +258,29 @@ EOF
 # GPU ones need two GPUs (tests/test_multi_gpu's CP-APR checks: the KKT
 # violations against the CPU's and the stopping decisions, the
 # log-likelihoods, the factors), not run on a machine without them; the
-# refusal of equal-nnz is caught on the CPU by run_apr.sh.
+# refusal of equal-nnz (run/core/rules.c's one check, which amped-run asks
+# before it looks for GPUs) is caught on the CPU by run_apr.sh.
 mutants="$mutants
 $(cat <<'EOF'
 gpu-apr-kkt-one-gpu @@ run/cuda/apr.cu @@ AMP_CHECK(amp_comm_allreduce(w->comm, (double *)w->kkt, 1, 1, w->s, err)); @@ (void)0; @@ tests/test_multi_gpu
 gpu-apr-ll-own-slot @@ run/cuda/apr.cu @@ AMP_CHECK(amp_comm_allreduce(w->comm, w->ll_slots, w->ngpus, 0, w->s, err)); @@ (void)0; @@ tests/test_multi_gpu
 gpu-apr-no-exchange @@ run/cuda/apr.cu @@ AMP_CHECK(exchange(w, d, err)); @@ (void)0; @@ tests/test_multi_gpu
-apr-gpus-equal-nnz @@ run/session.c @@ if (r->gpus > 1 && r->gpu.partition == AMP_PARTITION_EQUAL_NNZ) @@ if (0) @@ tests/run_apr.sh
+apr-gpus-equal-nnz @@ run/core/rules.c @@ equal_nnz && (completion || method == AMP_METHOD_APR)) @@ equal_nnz && (completion)) @@ tests/run_apr.sh
 EOF
 )"
 # Completion on several GPUs (completion.cu, issue 43): the GPU ones need
 # two GPUs (tests/test_multi_gpu's completion checks: the fits and RMSEs
 # against the CPU's and one GPU's, the counts of kept rows, the factors),
 # not run on a machine without them; the refusals of equal-nnz and
-# --overlap are caught on the CPU by run_completion.sh.
+# --overlap (run/core/rules.c) are caught on the CPU by run_completion.sh.
 mutants="$mutants
 $(cat <<'EOF'
 gpu-cmp-own-slot @@ run/cuda/completion.cu @@ AMP_CHECK(amp_comm_allreduce(w->comm, w->slots, S * w->ngpus, 0, w->s, err)); @@ (void)0; @@ tests/test_multi_gpu
 gpu-cmp-no-exchange @@ run/cuda/completion.cu @@ AMP_CHECK(exchange(w, d, err)); @@ (void)0; @@ tests/test_multi_gpu
 gpu-cmp-every-row @@ run/cuda/completion.cu @@ a.row_lo = own_lo; @@ a.row_lo = 0; @@ tests/test_multi_gpu
 gpu-cmp-test-every-gpu @@ run/cuda/completion.cu @@ const amp_test_set *ts = w->gpu == 0 ? o->completion.test : NULL; @@ const amp_test_set *ts = o->completion.test; @@ tests/test_multi_gpu
-cmp-gpus-equal-nnz @@ run/session.c @@ if (r->gpu.partition == AMP_PARTITION_EQUAL_NNZ && r->gpus > 1) @@ if (0) @@ tests/run_completion.sh
-cmp-overlap @@ run/session.c @@         if (r->gpu.overlap) @@         if (0) @@ tests/run_completion.sh
+cmp-gpus-equal-nnz @@ run/core/rules.c @@ equal_nnz && (completion || method == AMP_METHOD_APR)) @@ equal_nnz && (method == AMP_METHOD_APR)) @@ tests/run_completion.sh
+cmp-overlap @@ run/core/rules.c @@ if (completion && overlap) @@ if (0) @@ tests/run_completion.sh
 EOF
 )"
 # Issue 44: several models in one pass (amped-run --starts, --ranks): a

@@ -288,12 +288,17 @@ EOF
 # without CUDA) the run stops for want of them, as CP-ALS's does, and the
 # refusal of old is gone.
 run "$AMPED_RUN" --method cp-apr -r 2 --gpus 2 --iters 2 "$T/p.amp"
-if "$AMPED_RUN" --list-devices >/dev/null 2>&1 &&
-    test "$("$AMPED_RUN" --list-devices | grep -c '^GPU ')" -ge 2; then
+ngpus=0
+"$AMPED_RUN" --list-devices >/dev/null 2>&1 && ngpus=$("$AMPED_RUN" --list-devices | grep -c '^GPU ')
+if test "$ngpus" -ge 2; then
     check_status "cp-apr --gpus 2 on a machine of 2 GPUs: exit 0" 0
 else
     check_status "cp-apr --gpus 2 without 2 GPUs: exit 1" 1
-    check_contains "... for want of GPUs" "$RUN_ERR" "--gpus 0 runs on the CPU"
+    if test "$ngpus" = 1; then
+        check_contains "... for want of GPUs" "$RUN_ERR" "--gpus 2: this machine has 1 GPU"
+    else
+        check_contains "... for want of GPUs" "$RUN_ERR" "--gpus 0 runs on the CPU"
+    fi
 fi
 check_not_contains "cp-apr --gpus 2: not refused for the method" "$RUN_ERR" "one GPU for now"
 run "$AMPED_RUN" -q --method cp-apr -r 2 --gpus 0 --inner 1 --iters 2 --tol 0 \

@@ -257,8 +257,9 @@ else
     skip "one GPU against the CPU" "no CUDA device (amped-run --list-devices)"
 fi
 # ---- two GPUs against the CPU: each its rows' systems ---------------------
-if "$AMPED_RUN" --list-devices >/dev/null 2>&1 &&
-    test "$("$AMPED_RUN" --list-devices | grep -c '^GPU ')" -ge 2; then
+ngpus=0
+"$AMPED_RUN" --list-devices >/dev/null 2>&1 && ngpus=$("$AMPED_RUN" --list-devices | grep -c '^GPU ')
+if test "$ngpus" -ge 2; then
     while IFS='|' read -r what args tol; do
         # shellcheck disable=SC2086
         run "$AMPED_RUN" -q --gpus 2 --observed nonzeros -r 3 --l2 0.01 --init "$T/ig" \
@@ -322,12 +323,17 @@ EOF
 # Several GPUs are no longer refused for completion: without two GPUs (or
 # without CUDA) the run stops for want of them, as CP-ALS's does.
 run "$AMPED_RUN" -q --gpus 2 --observed nonzeros -r 2 --iters 1 "$T/r3.amp"
-if "$AMPED_RUN" --list-devices >/dev/null 2>&1 &&
-    test "$("$AMPED_RUN" --list-devices | grep -c '^GPU ')" -ge 2; then
+ngpus=0
+"$AMPED_RUN" --list-devices >/dev/null 2>&1 && ngpus=$("$AMPED_RUN" --list-devices | grep -c '^GPU ')
+if test "$ngpus" -ge 2; then
     check_status "--observed nonzeros --gpus 2 on a machine of 2 GPUs: exit 0" 0
 else
     check_status "--observed nonzeros --gpus 2 without 2 GPUs: exit 1" 1
-    check_contains "... for want of GPUs" "$RUN_ERR" "--gpus 0 runs on the CPU"
+    if test "$ngpus" = 1; then
+        check_contains "... for want of GPUs" "$RUN_ERR" "--gpus 2: this machine has 1 GPU"
+    else
+        check_contains "... for want of GPUs" "$RUN_ERR" "--gpus 0 runs on the CPU"
+    fi
 fi
 check_not_contains "--observed nonzeros --gpus 2: not refused for completion" "$RUN_ERR" \
     "one GPU for now"

@@ -59,8 +59,8 @@ static int run_cmp(const amp_tensor *t, const amp_gpu_tensor *g, const amp_cpd_o
         diag("%s", amp_error_message(&err));
         return 0;
     }
-    if (log->n != ITERS || c->iters != ITERS) {
-        diag("%u iterations logged, %u run, of %u", log->n, c->iters, ITERS);
+    if (log->n != o.max_iters || c->iters != o.max_iters) {
+        diag("%u iterations logged, %u run, of %u", log->n, c->iters, o.max_iters);
         return 0;
     }
     return 1;
@@ -157,13 +157,21 @@ static void check_extras(const char *name, const amp_tensor *t)
     amp_gpu_tensor *g = upload(t, NULL, RESIDENT, NULL);
     /* No ridge, most entries held out: rows kept both ways. The share
      * that leaves some row without enough training entries depends on
-     * the tensor: the CPU finds it (0.9, then 0.99, then 0.999). */
+     * the tensor: the CPU finds it (0.9, then 0.99, then 0.999). One
+     * iteration: from the same start the two sides' systems differ by
+     * rounding alone, so each verdict of singular (a pivot against 1000 R
+     * eps of the diagonal) is clear-cut; later iterations build on rows
+     * fitted exactly from R entries without a ridge, whose ill-conditioned
+     * solves carry rounding far enough to move a pivot across the line
+     * (seen on an H100 after 4 iterations: 24 singular rows of a mode
+     * against the CPU's 23). */
     double holdout = 0.9;
     uint64_t kept = 0;
     int okay = g != NULL;
     amp_cpd_opts os = cmp_opts(3, 0, 0, holdout);
     for (int k = 0; okay && k < 3; k++, holdout = 1 - (1 - holdout) / 10) {
         os = cmp_opts(3, 0, 0, holdout);
+        os.max_iters = 1;
         amp_cpd_free(&cpu);
         okay = run_cmp(t, NULL, &os, 3, &cpu, &cpu_log);
         kept = 0;

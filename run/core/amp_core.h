@@ -365,6 +365,15 @@ typedef struct amp_cpd_opts {
 amp_status amp_rules_resolve(const amp_cpd_opts *o, unsigned nmodes, amp_mode_rule *rule,
                              amp_error *err);
 
+/* Whether ngpus GPUs in this layout can take the method: CP-APR's inner
+ * iterations and completion's row systems need every nonzero of a row on
+ * one GPU, so several GPUs take the shards, not equal-nnz's cut rows, and
+ * completion refuses --overlap, which parts a row's nonzeros. One check,
+ * asked by the session before any GPU is found and by the GPU layer for
+ * the count it found. */
+amp_status amp_rules_gpu_layout(amp_method method, int completion, long ngpus, int equal_nnz,
+                                int overlap, amp_error *err);
+
 enum {
     AMP_PHASE_MTTKRP, AMP_PHASE_GRAM, AMP_PHASE_SOLVE, AMP_PHASE_NORMALIZE, AMP_PHASE_FIT,
     AMP_PHASE_COMM,   /* collectives between GPUs (multi-GPU runs only) */

@@ -79,3 +79,20 @@ amp_status amp_rules_resolve(const amp_cpd_opts *o, unsigned nmodes, amp_mode_ru
                         AMP_ADMM_INNER_MAX, o->admm_inner);
     return AMP_OK;
 }
+
+amp_status amp_rules_gpu_layout(amp_method method, int completion, long ngpus, int equal_nnz,
+                                int overlap, amp_error *err)
+{
+    if (ngpus > 1 && equal_nnz && (completion || method == AMP_METHOD_APR))
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "%s on %ld GPUs takes the file's shards "
+                        "(--partition shards), not --partition equal-nnz: %s",
+                        completion ? "--observed nonzeros" : "--method cp-apr", ngpus,
+                        completion ? "a row's system needs every nonzero of the row on one GPU"
+                                   : "an inner iteration needs every nonzero of a row on one "
+                                     "GPU");
+    if (completion && overlap)
+        return AMP_FAIL(err, AMP_ERR_UNSUPPORTED, "--overlap: not with --observed nonzeros, "
+                        "whose pass solves each row as it meets the row's nonzeros, which "
+                        "--overlap's two groups part");
+    return AMP_OK;
+}

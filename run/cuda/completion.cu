@@ -791,7 +791,8 @@ static cmp_fn pick_rows(int vals_f32)
 }
 
 /* What tab (n values) holds, to the device at *dst (allocated), from
- * pageable memory: a plain copy, so that tab may go when it returns. */
+ * pageable memory: a plain copy, so that tab may go when it returns (its
+ * DMA may still be in flight: the caller synchronizes the device). */
 static amp_status upload_table(uint64_t **dst, const uint64_t *tab, uint64_t n, amp_error *err)
 {
     CUDA_TRY(cudaMalloc(dst, n * sizeof(uint64_t) + 8), err);
@@ -898,6 +899,10 @@ static amp_status gpu_cmp_new(const amp_gpu_tensor *g, const amp_tensor *t,
         AMP_CHECK(upload_test(w, ts, p, err));
         CUDA_TRY(cudaMalloc(&w->Aptr, N * sizeof(double *)), err);
         CUDA_TRY(cudaMemcpy(w->Aptr, w->A, N * sizeof(double *), cudaMemcpyHostToDevice), err);
+        /* Copies from pageable memory return once staged, before their
+         * DMA lands, and w->s (non-blocking) does not wait for the legacy
+         * stream that carries them. */
+        CUDA_TRY(cudaDeviceSynchronize(), err);
     }
     w->rows_fn = w->f32 ? pick_rows<float>(g->vals_f32) : pick_rows<double>(g->vals_f32);
     w->resid_fn = g->vals_f32 ? cmp_resid<float> : cmp_resid<double>;

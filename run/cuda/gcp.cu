@@ -512,6 +512,9 @@ static amp_status dev_stream(gcp_dev *d, const amp_gcp_view *hv, uint64_t cap,
         e = cudaMemcpy(d->lrows, rows, s * N * sizeof(uint64_t), cudaMemcpyHostToDevice);
     if (rc == AMP_OK && e == cudaSuccess)
         e = cudaMemcpy(d->lx, x, s * sizeof(double), cudaMemcpyHostToDevice);
+    /* Landed before d->s reads it (see upload_factors). */
+    if (rc == AMP_OK && e == cudaSuccess)
+        e = cudaDeviceSynchronize();
     if (rc == AMP_OK && e != cudaSuccess)
         rc = CUDA_FAIL(err, e, "the estimate's sample to the device");
     free(rows);
@@ -725,6 +728,10 @@ static amp_status upload_factors(gcp_dev *d, const double *const *A, amp_error *
     for (unsigned m = 0; m < d->v.nmodes; m++)
         CUDA_TRY(cudaMemcpy(d->A[m], A[m], d->v.rows[m] * d->R * sizeof(double),
                             cudaMemcpyHostToDevice), err);
+    /* A copy from pageable memory returns once staged, before its DMA
+     * lands, and d->s (non-blocking) does not wait for the legacy stream:
+     * without this the first kernel may read part of the old factors. */
+    CUDA_TRY(cudaDeviceSynchronize(), err);
     return AMP_OK;
 }
 

@@ -859,22 +859,12 @@ amp_status amp_gpu_run_open(const amp_gpu_opts *o, const amp_cpd_opts *cpd,
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--observed nonzeros runs in one "
                        "process for now, not under mpirun; --gpus N runs it on N GPUs of one");
     /* CP-APR and completion on several GPUs (apr.cu, completion.cu) need
-     * each row's nonzeros on one GPU: the shards, not equal-nnz (under MPI
-     * refused below for every method). */
-    if (r->method == AMP_METHOD_APR && r->n > 1 && !r->group &&
-        o->partition == AMP_PARTITION_EQUAL_NNZ)
-        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--method cp-apr on %u GPUs takes "
-                       "the file's shards (--partition shards), not --partition equal-nnz: an "
-                       "inner iteration needs every nonzero of a row on one GPU", r->n);
-    if (r->completion && r->n > 1 && o->partition == AMP_PARTITION_EQUAL_NNZ)
-        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--observed nonzeros on %u GPUs "
-                       "takes the file's shards (--partition shards), not --partition "
-                       "equal-nnz: a row's system needs every nonzero of the row on one GPU",
-                       r->n);
-    if (r->completion && r->n > 1 && o->overlap)
-        AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "--overlap: not with --observed "
-                       "nonzeros, whose pass solves each row as it meets the row's nonzeros, "
-                       "which --overlap's two groups part");
+     * each row's nonzeros on one GPU (under MPI refused below for every
+     * method). */
+    rc = amp_rules_gpu_layout(r->method, r->completion, r->group ? 1 : (long)r->n,
+                              o->partition == AMP_PARTITION_EQUAL_NNZ, o->overlap, err);
+    if (rc != AMP_OK)
+        goto fail;
     if (r->group && r->group->size > 1 && !amp_comm_available())
         AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_UNSUPPORTED, "the GPUs of %u processes need "
                        "NCCL, and this build has none (configure --with-nccl); --gpus 0 runs "
