@@ -525,10 +525,118 @@ static int whole_run(const amp_tensor *t, int threads, double *out, amp_error *e
     return good;
 }
 
+/* The start (scaled to |X|, each column's norm spread evenly over the
+ * modes) and the finish (unit columns, the norms in lambda) on a view
+ * whose modes have more rows than one of the sums' blocks (4096) and a
+ * row order (row_of) that is not the identity: against plain serial sums
+ * in the test, and the same bits on 1 and 3 threads. Only rows and row_of
+ * are read. */
+static void test_start_finish(void)
+{
+    enum { N = 3, R = 4 };
+    const uint64_t rows[N] = {10007, 4096, 300};
+    amp_gcp_view v;
+    memset(&v, 0, sizeof v);
+    v.nmodes = N;
+    uint64_t *row_of[N];
+    double *A[N], *B[N];
+    uint64_t seed = 99;
+    for (unsigned m = 0; m < N; m++) {
+        v.rows[m] = rows[m];
+        row_of[m] = malloc(rows[m] * sizeof(uint64_t));
+        A[m] = malloc(rows[m] * R * sizeof(double));
+        B[m] = malloc(rows[m] * R * sizeof(double));
+        for (uint64_t o = 0; o < rows[m]; o++)   /* a permutation: 7919 is prime to these */
+            row_of[m][o] = o * 7919 % rows[m];
+        for (uint64_t i = 0; i < rows[m] * R; i++)
+            A[m][i] = 0.1 + (double)(rng_next(&seed) >> 11) / 9007199254740992.0;
+        memcpy(B[m], A[m], rows[m] * R * sizeof(double));
+        v.row_of[m] = row_of[m];
+    }
+    const double norm_sq = 12345.0;
+    amp_error err = {0};
+    const int threads_before = amp_max_threads();
+    amp_set_threads(1);
+    int good = amp_gcp_start(&v, norm_sq, R, A, &err) == AMP_OK;
+    amp_set_threads(3);
+    good &= amp_gcp_start(&v, norm_sq, R, B, &err) == AMP_OK;
+    int same = 1;
+    for (unsigned m = 0; m < N; m++)
+        same &= memcmp(A[m], B[m], rows[m] * R * sizeof(double)) == 0;
+    /* |M|^2 by the Grams, summed plainly; the columns' norms. */
+    double msq = 0, spread = 0;
+    for (unsigned r = 0; r < R; r++)
+        for (unsigned q = 0; q < R; q++) {
+            double p = 1;
+            for (unsigned m = 0; m < N; m++) {
+                double g = 0;
+                for (uint64_t i = 0; i < rows[m]; i++)
+                    g += A[m][i * R + r] * A[m][i * R + q];
+                p *= g;
+            }
+            msq += p;
+        }
+    for (unsigned r = 0; r < R; r++) {
+        double n0 = 0;
+        for (unsigned m = 0; m < N; m++) {
+            double c = 0;
+            for (uint64_t i = 0; i < rows[m]; i++)
+                c += A[m][i * R + r] * A[m][i * R + r];
+            c = sqrt(c);
+            if (m == 0)
+                n0 = c;
+            spread = fmax(spread, fabs(c - n0) / n0);
+        }
+    }
+    ok(good && same && fabs(msq - norm_sq) <= 1e-12 * norm_sq && spread <= 1e-12,
+       "the start on modes of 10007, 4096 and 300 rows: |M|^2 %.15g (|X|^2 %.15g), the "
+       "columns' norms equal across modes (%.1e), the same bits on 1 and 3 threads",
+       msq, norm_sq, spread);
+
+    /* The finish: lambda the product of the columns' norms, unit columns,
+     * the model (lambda times the columns) unchanged. */
+    double lambda[R], lambda3[R], want[R];
+    for (unsigned r = 0; r < R; r++) {
+        want[r] = 1;
+        for (unsigned m = 0; m < N; m++) {
+            double c = 0;
+            for (uint64_t i = 0; i < rows[m]; i++)
+                c += A[m][i * R + r] * A[m][i * R + r];
+            want[r] *= sqrt(c);
+        }
+    }
+    for (unsigned m = 0; m < N; m++)
+        memcpy(B[m], A[m], rows[m] * R * sizeof(double));
+    amp_set_threads(1);
+    good = amp_gcp_finish(&v, R, A, lambda, &err) == AMP_OK;
+    amp_set_threads(3);
+    good &= amp_gcp_finish(&v, R, B, lambda3, &err) == AMP_OK;
+    same = memcmp(lambda, lambda3, sizeof lambda) == 0;
+    double gap = 0, unit = 0;
+    for (unsigned r = 0; r < R; r++) {
+        gap = fmax(gap, fabs(lambda[r] - want[r]) / want[r]);
+        for (unsigned m = 0; m < N; m++) {
+            double c = 0;
+            for (uint64_t i = 0; i < rows[m]; i++)
+                c += A[m][i * R + r] * A[m][i * R + r];
+            unit = fmax(unit, fabs(sqrt(c) - 1));
+        }
+    }
+    for (unsigned m = 0; m < N; m++)
+        same &= memcmp(A[m], B[m], rows[m] * R * sizeof(double)) == 0;
+    ok(good && same && gap <= 1e-12 && unit <= 1e-12,
+       "the finish: lambda the product of the columns' norms (%.1e), unit columns (%.1e), "
+       "the same bits on 1 and 3 threads", gap, unit);
+    amp_set_threads(threads_before);
+    for (unsigned m = 0; m < N; m++)
+        free(row_of[m]), free(A[m]), free(B[m]);
+}
+
 int main(void)
 {
-    plan(2 * AMP_GCP_NLOSSES + 1 + 5 + 9 + 2 + 3 + 2 + 1 + 1 + 3);
+    plan(2 * AMP_GCP_NLOSSES + 1 + 5 + 9 + 2 + 3 + 2 + 1 + 1 + 3 + 2);
     test_losses();
+    test_start_finish();
     amp_coo x;
     tiny(&x, 17);
     setup u, u3;

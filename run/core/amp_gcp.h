@@ -322,12 +322,15 @@ int amp_gcp_exact_kind(amp_gcp_loss loss, const amp_gcp_view *v);
  * scaled so that |M| = |X| (norm_sq: |X|^2; skipped where either is 0),
  * then each column's norm spread evenly over the modes (ktensor
  * normalize("all")). For --init factors, norm_sq < 0: the spreading
- * alone. Sums in ordinal order (v), so the same for any layout. */
-void amp_gcp_start(const amp_gcp_view *v, double norm_sq, unsigned R, double *const *A);
+ * alone. Sums in ordinal order (v) within fixed blocks of ordinals, so
+ * the same bits for any layout and thread count. */
+amp_status amp_gcp_start(const amp_gcp_view *v, double norm_sq, unsigned R, double *const *A,
+                         amp_error *err);
 
 /* The model's factors as amped-run writes every method's: columns of
  * unit 2-norm, the norms in lambda (the model unchanged). */
-void amp_gcp_finish(const amp_gcp_view *v, unsigned R, double *const *A, double *lambda);
+amp_status amp_gcp_finish(const amp_gcp_view *v, unsigned R, double *const *A, double *lambda,
+                          amp_error *err);
 
 /* The end of epoch e, the same on every backend: c's fails and fit (the
  * last good estimate f_prev), o->on_iter with this epoch's estimate f

@@ -598,7 +598,7 @@ amp_status amp_cpu_gcp(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, a
     }
     c->seconds[AMP_PHASE_UPDATE] += amp_now() - t0;
 
-    amp_gcp_start(v, go->scale_start ? t->norm_sq : -1, R, c->A);
+    AMP_CHECK_GOTO(amp_gcp_start(v, go->scale_start ? t->norm_sq : -1, R, c->A, err), rc, done);
     const double *const *A = (const double *const *)c->A;
     const amp_gcp_batch lb = {amp_gcp_step_key(o->seed, 0), p.loss_nz, p.loss_z, p.loss_wnz,
                               p.loss_wz};
@@ -671,7 +671,7 @@ amp_status amp_cpu_gcp(const amp_tensor *t, const amp_cpd_opts *o, amp_cpd *c, a
             break;
     }
     c->fit = f_prev;
-    amp_gcp_finish(v, R, c->A, c->lambda);
+    rc = amp_gcp_finish(v, R, c->A, c->lambda, err);
 done:
     for (unsigned m = 0; m < N; m++) {
         amp_free(G[m]);

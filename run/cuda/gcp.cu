@@ -856,7 +856,7 @@ static amp_status run_gcp(gcp_dev *d, const amp_gcp_source *src, const amp_gcp_p
     const amp_gcp_opts *go = &o->gcp;
     const int loss = go->loss;
     const double delta = go->huber_delta;
-    amp_gcp_start(&src->view, go->scale_start ? t->norm_sq : -1, R, c->A);
+    AMP_CHECK(amp_gcp_start(&src->view, go->scale_start ? t->norm_sq : -1, R, c->A, err));
     AMP_CHECK(upload_factors(d, (const double *const *)c->A, err));
     AMP_CHECK(copy_modes(d, d->A0, d->A, err));
     const amp_gcp_batch lb = {amp_gcp_step_key(o->seed, 0), p->loss_nz, p->loss_z, p->loss_wnz,
@@ -926,8 +926,7 @@ static amp_status run_gcp(gcp_dev *d, const amp_gcp_source *src, const amp_gcp_p
         CUDA_TRY(cudaMemcpyAsync(c->A[m], d->A[m], c->rows[m] * R * sizeof(double),
                                  cudaMemcpyDeviceToHost, d->s), err);
     CUDA_TRY(cudaStreamSynchronize(d->s), err);
-    amp_gcp_finish(&src->view, R, c->A, c->lambda);
-    return AMP_OK;
+    return amp_gcp_finish(&src->view, R, c->A, c->lambda, err);
 }
 
 /* The bytes a resident run holds on the device: the form (16 a nonzero,
