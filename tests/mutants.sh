@@ -209,6 +209,7 @@ gcp-zero-weight @@ run/cpu/gcp.c @@ y[j] = ((uint64_t)j < snz ? b->wnz : b->wz) 
 gcp-plan-zero-weight @@ run/core/gcp.c @@ p->grad_wz = p->grad_z ? (double)zeros / (double)p->grad_z : 0; @@ p->grad_wz = p->grad_z ? (double)v->cells / (double)p->grad_z : 0; @@ tests/test_gcp tests/run_gcp.sh
 gcp-start-block-short @@ run/core/gcp.c @@ const uint64_t lo = (uint64_t)b * bs, hi = lo + bs < n ? lo + bs : n; @@ const uint64_t lo = (uint64_t)b * bs, hi = lo + bs < n ? lo + bs - 1 : n; @@ tests/test_gcp tests/run_gcp.sh
 gcp-finish-lambda-one-mode @@ run/core/gcp.c @@             lambda[r] *= nrm[r]; @@             if (m == 0) lambda[r] *= nrm[r]; @@ tests/test_gcp tests/run_gcp.sh
+gcp-sort-one-chunk @@ run/core/gcp.c @@ const uint64_t to = cc[(ks[i] >> shift) & 0xffff]++; @@ const uint64_t to = count[(ks[i] >> shift) & 0xffff]++; @@ tests/test_gcp
 gcp-gradient-sign @@ run/cpu/gcp.c @@                     g[r] += z[r]; @@                     g[r] -= z[r]; @@ tests/test_gcp tests/run_gcp.sh
 gcp-no-projection @@ run/cpu/gcp.c @@     *a = x > lower ? x : lower; @@     *a = x; @@ tests/test_gcp tests/run_gcp.sh
 gpu-gcp-zero-weight @@ run/cuda/gcp.cu @@ (j < a.b.snz ? a.b.wnz : a.b.wz) * amp_gcp_df @@ (j < a.b.snz ? a.b.wnz : a.b.wnz) * amp_gcp_df @@ tests/test_gpu_gcp

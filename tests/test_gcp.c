@@ -632,11 +632,81 @@ static void test_start_finish(void)
         free(row_of[m]), free(A[m]), free(B[m]);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* GCP's form of a tensor of 300,000 nonzeros (more than one chunk of the
+ * parallel radix sort a thread) built on 1 thread and on 3: the same keys
+ * and values, bit for bit, and the keys those a plain computation gives
+ * (each index's ordinal among its mode's nonempty indices, mixed radix,
+ * sorted by qsort), each with its nonzero's value. */
+static void test_source_big(void)
+{
+    const shape sh = {"big", 3, {3000, 200, 2500}, 330000, 1};
+    amp_coo x;
+    random_tensor(&sh, 41, &x);
+    coo_unique(&x, "big");
+    amp_tensor t;
+    amp_gcp_source s1, s3;
+    amp_error err = {0};
+    memset(&s1, 0, sizeof s1), memset(&s3, 0, sizeof s3);
+    int good = prepare(&x, "gcp-big.amp", 3, 20011, &t) &&
+               amp_gcp_source_build(&t, 1, &s1, &err) == AMP_OK &&
+               amp_gcp_source_build(&t, 3, &s3, &err) == AMP_OK;
+    if (!good)
+        diag("%s", amp_error_message(&err));
+    const uint64_t n = x.nnz;
+    int same = good && s1.view.nnz == n && s3.view.nnz == n &&
+               memcmp(s1.view.key, s3.view.key, n * 8) == 0 &&
+               memcmp(s1.view.val, s3.view.val, n * 8) == 0;
+    /* The plain keys, and each key's value through a sorted (key, index). */
+    uint64_t *ord[3], rows[3];
+    for (unsigned m = 0; m < 3; m++) {
+        ord[m] = calloc(sh.dims[m] + 1, sizeof(uint64_t));
+        for (uint64_t k = 0; k < n; k++)
+            ord[m][x.ind[m][k]] = 1;
+        rows[m] = 0;
+        for (uint64_t i = 0; i < sh.dims[m]; i++) {
+            const uint64_t here = ord[m][i];
+            ord[m][i] = rows[m];
+            rows[m] += here;
+        }
+    }
+    uint64_t *pair = malloc(2 * n * sizeof(uint64_t) + 8);
+    for (uint64_t k = 0; k < n; k++) {
+        pair[2 * k] = (ord[0][x.ind[0][k]] * rows[1] + ord[1][x.ind[1][k]]) * rows[2] +
+                      ord[2][x.ind[2][k]];
+        pair[2 * k + 1] = k;
+    }
+    qsort(pair, n, 2 * sizeof(uint64_t), cmp_u64);
+    int plain = good && s1.view.cells == rows[0] * rows[1] * rows[2];
+    double vgap = 0;
+    for (uint64_t k = 0; plain && k < n; k++) {
+        plain &= s1.view.key[k] == pair[2 * k];
+        const double want = x.val[pair[2 * k + 1]];
+        vgap = fmax(vgap, fabs(s1.view.val[k] - want) / fmax(fabs(want), 1e-300));
+    }
+    ok(same && plain && vgap <= 1e-7,
+       "GCP's form of %" PRIu64 " nonzeros: 1 thread and 3 the same bits, the keys a plain "
+       "sort's, the values the nonzeros' (%.1e: f32 where the file keeps them so)", n, vgap);
+    for (unsigned m = 0; m < 3; m++)
+        free(ord[m]);
+    free(pair);
+    amp_gcp_source_free(&s1);
+    amp_gcp_source_free(&s3);
+    amp_tensor_free(&t);
+    amp_coo_free(&x);
+}
+
 int main(void)
 {
-    plan(2 * AMP_GCP_NLOSSES + 1 + 5 + 9 + 2 + 3 + 2 + 1 + 1 + 3 + 2);
+    plan(2 * AMP_GCP_NLOSSES + 1 + 5 + 9 + 2 + 3 + 2 + 1 + 1 + 3 + 2 + 1);
     test_losses();
     test_start_finish();
+    test_source_big();
     amp_coo x;
     tiny(&x, 17);
     setup u, u3;

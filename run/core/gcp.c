@@ -51,19 +51,27 @@ static int by_orig(const void *a, const void *b)
 }
 
 /* keys and values sorted by key: least significant digit first, 16 bits
- * a pass, only the passes the keys' bits need. Stable, so keys that are
- * equal (none, after amped-prep's sum of repeats) keep their order. */
+ * a pass, only the passes the keys' bits need. Each pass counts and
+ * scatters in parallel over fixed chunks (one a thread), each chunk's
+ * counts placed after the chunks before it: stable, so the order is
+ * the one a serial pass gives (keys equal: none, after amped-prep's sum
+ * of repeats) whatever the thread count. Serial, rd100m's 68.8 M keys
+ * took four passes of random 16-byte scatters on one core. */
 static amp_status sort_keys(uint64_t *key, double *val, uint64_t n, uint64_t max_key,
-                            amp_error *err)
+                            int threads, amp_error *err)
 {
     unsigned bits = 0;
     while (bits < 64 && (max_key >> bits) != 0)
         bits++;
     if (n < 2 || bits == 0)
         return AMP_OK;
+    int64_t T = amp_thread_count(threads);
+    if ((uint64_t)T > n / 65536 + 1)
+        T = (int64_t)(n / 65536 + 1);   /* a chunk of at least 64 K keys */
     uint64_t *k2 = amp_huge_alloc(n * sizeof *k2 + 1, "GCP's sorted keys", err);
     double *v2 = k2 ? amp_huge_alloc(n * sizeof *v2 + 1, "GCP's sorted values", err) : NULL;
-    uint64_t *count = v2 ? amp_calloc(65536, sizeof *count, "a radix count", err) : NULL;
+    uint64_t *count = v2 ? amp_calloc((size_t)T * 65536, sizeof *count, "a radix count", err)
+                         : NULL;
     if (count == NULL) {
         if (k2)
             amp_huge_free(k2, n * sizeof *k2 + 1);
@@ -73,20 +81,32 @@ static amp_status sort_keys(uint64_t *key, double *val, uint64_t n, uint64_t max
     }
     uint64_t *ks = key, *kd = k2;
     double *vs = val, *vd = v2;
+    const uint64_t per = n / (uint64_t)T;
     for (unsigned shift = 0; shift < bits; shift += 16) {
-        memset(count, 0, 65536 * sizeof *count);
-        for (uint64_t i = 0; i < n; i++)
-            count[(ks[i] >> shift) & 0xffff]++;
-        uint64_t at = 0;
-        for (unsigned d = 0; d < 65536; d++) {
-            uint64_t c = count[d];
-            count[d] = at;
-            at += c;
+#pragma omp parallel for schedule(static, 1) num_threads(T)
+        for (int64_t c = 0; c < T; c++) {
+            uint64_t *cc = count + (size_t)c * 65536;
+            memset(cc, 0, 65536 * sizeof *cc);
+            const uint64_t lo = per * (uint64_t)c, hi = c == T - 1 ? n : lo + per;
+            for (uint64_t i = lo; i < hi; i++)
+                cc[(ks[i] >> shift) & 0xffff]++;
         }
-        for (uint64_t i = 0; i < n; i++) {
-            uint64_t to = count[(ks[i] >> shift) & 0xffff]++;
-            kd[to] = ks[i];
-            vd[to] = vs[i];
+        uint64_t at = 0;
+        for (unsigned d = 0; d < 65536; d++)
+            for (int64_t c = 0; c < T; c++) {
+                uint64_t *slot = count + (size_t)c * 65536 + d, k = *slot;
+                *slot = at;
+                at += k;
+            }
+#pragma omp parallel for schedule(static, 1) num_threads(T)
+        for (int64_t c = 0; c < T; c++) {
+            uint64_t *cc = count + (size_t)c * 65536;
+            const uint64_t lo = per * (uint64_t)c, hi = c == T - 1 ? n : lo + per;
+            for (uint64_t i = lo; i < hi; i++) {
+                const uint64_t to = cc[(ks[i] >> shift) & 0xffff]++;
+                kd[to] = ks[i];
+                vd[to] = vs[i];
+            }
         }
         uint64_t *kt = ks;
         ks = kd;
@@ -194,7 +214,7 @@ amp_status amp_gcp_source_build(const amp_tensor *t, int threads, amp_gcp_source
             }
         }
     }
-    AMP_CHECK_GOTO(sort_keys(s->key, s->val, n, cells - 1, err), rc, fail);
+    AMP_CHECK_GOTO(sort_keys(s->key, s->val, n, cells - 1, threads, err), rc, fail);
     v->key = s->key;
     v->val = s->val;
     for (unsigned m = 0; m < N; m++)
