@@ -566,6 +566,9 @@ static amp_status gpu_als_new(const amp_gpu_tensor *g, const amp_cpd_opts *o, al
     CUDA_TRY_GOTO(cudaEventCreateWithFlags(&w->factored, cudaEventDisableTiming), err, rc, done);
     AMP_CHECK_GOTO(alloc_scratch(g, w, m_rows, err), rc, done);
     AMP_CHECK_GOTO(alloc_solver_work(w, err), rc, done);
+    /* The scratch's memsets ran on the legacy stream, which w->s
+     * (non-blocking) does not wait for: landed before any kernel. */
+    CUDA_TRY_GOTO(cudaDeviceSynchronize(), err, rc, done);
 done:   /* on failure the caller frees what was made (gpu_als_free) */
     return rc;
 }
