@@ -26,11 +26,12 @@ struct amp_cpu_mttkrp_ws {
     int nthreads;
     unsigned rank;
     size_t stride;          /* rank rounded up to a cache line of doubles */
-    size_t thread_bytes;    /* acc, tmp and two boundary rows, per thread */
+    size_t thread_bytes;    /* acc, tmp, two boundary rows and a fiber sum, per thread */
     void *scratch;
     uint64_t *slot_rows;    /* two per thread */
     size_t l2_bytes;        /* a core's L2: the kernel prefetches factors larger than half */
     int isa;                /* register sums: 4 AVX-512, 3 AVX2, 0 none (scratch row) */
+    int fibers;             /* walk the copies' fibers where they have them */
 };
 
 static int detect_isa(void)
@@ -52,6 +53,12 @@ int amp_cpu_mttkrp_ws_limit_isa(amp_cpu_mttkrp_ws *ws, int level)
     return ws->isa;
 }
 
+int amp_cpu_mttkrp_ws_fibers(amp_cpu_mttkrp_ws *ws, int on)
+{
+    ws->fibers = on != 0;
+    return ws->fibers;
+}
+
 amp_status amp_cpu_mttkrp_ws_new(int threads, unsigned rank, amp_cpu_mttkrp_ws **out, amp_error *err)
 {
     int T = amp_thread_count(threads);
@@ -66,8 +73,10 @@ amp_status amp_cpu_mttkrp_ws_new(int threads, unsigned rank, amp_cpu_mttkrp_ws *
 #endif
     ws->l2_bytes = l2 > 0 ? (size_t)l2 : (size_t)1 << 20;
     ws->isa = detect_isa();
+    ws->fibers = 1;
     ws->stride = ((size_t)rank + 15) / 16 * 16;
-    ws->thread_bytes = 4 * ws->stride * sizeof(double);
+    /* acc, tmp, the two shared rows' slots and the fiber sum. */
+    ws->thread_bytes = 5 * ws->stride * sizeof(double);
     ws->scratch = amp_alloc((size_t)T * ws->thread_bytes, "MTTKRP scratch", err);
     ws->slot_rows = malloc(2 * (size_t)T * sizeof *ws->slot_rows);
     if (ws->scratch == NULL || ws->slot_rows == NULL) {

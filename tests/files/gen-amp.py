@@ -596,7 +596,7 @@ def main():
     secs = m.file_order()
     b = build(secs[:1] + [req] + secs[1:])
     bad("amp-bad-required-section.amp", b.data,
-        "directory entry 1: required section type 200 is unknown to this reader (format 1.0); "
+        "directory entry 1: required section type 200 is unknown to this reader (format 1.1); "
         "the file needs a newer amped")
 
     m = model_3mode()
