@@ -22,6 +22,10 @@
 #define AMP_KERNEL_CLONES
 #endif
 
+/* The fewest nonzeros a fiber, on average over a copy, for which the
+ * default walks fibers (amp_cpu_mttkrp_ws_fibers). */
+#define AMP_CPU_FIBER_MIN_NNZ 4.0
+
 struct amp_cpu_mttkrp_ws {
     int nthreads;
     unsigned rank;
@@ -31,7 +35,7 @@ struct amp_cpu_mttkrp_ws {
     uint64_t *slot_rows;    /* two per thread */
     size_t l2_bytes;        /* a core's L2: the kernel prefetches factors larger than half */
     int isa;                /* register sums: 4 AVX-512, 3 AVX2, 0 none (scratch row) */
-    int fibers;             /* walk the copies' fibers where they have them */
+    int fibers;             /* -1: where they pay (mttkrp_cpu_impl.h), 1: always, 0: never */
 };
 
 static int detect_isa(void)
@@ -53,9 +57,9 @@ int amp_cpu_mttkrp_ws_limit_isa(amp_cpu_mttkrp_ws *ws, int level)
     return ws->isa;
 }
 
-int amp_cpu_mttkrp_ws_fibers(amp_cpu_mttkrp_ws *ws, int on)
+int amp_cpu_mttkrp_ws_fibers(amp_cpu_mttkrp_ws *ws, int mode)
 {
-    ws->fibers = on != 0;
+    ws->fibers = mode < 0 ? -1 : mode > 0;
     return ws->fibers;
 }
 
@@ -73,7 +77,7 @@ amp_status amp_cpu_mttkrp_ws_new(int threads, unsigned rank, amp_cpu_mttkrp_ws *
 #endif
     ws->l2_bytes = l2 > 0 ? (size_t)l2 : (size_t)1 << 20;
     ws->isa = detect_isa();
-    ws->fibers = 1;
+    ws->fibers = -1;
     ws->stride = ((size_t)rank + 15) / 16 * 16;
     /* acc, tmp, the two shared rows' slots and the fiber sum. */
     ws->thread_bytes = 5 * ws->stride * sizeof(double);

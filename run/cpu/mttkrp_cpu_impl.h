@@ -268,8 +268,13 @@ static void CAT(mttkrp, SFX)(const amp_tensor *t, unsigned d, const REAL *const 
     int reg = c->layout.key_bits > 0 ? 0 : ws->isa;
     if (reg && R < (reg == 4 ? 64 : 32) / sizeof(REAL))
         reg = 0;
-    /* Fibers wherever the copy has them (a middle mode, at least 3 modes). */
-    const int fib = ws->fibers && c->has_fibers && nmodes >= 3;
+    /* Fibers where the copy has them (a middle mode, at least 3 modes)
+     * and, by default, where they are long enough to pay: a fiber's end
+     * costs a branch the CPU mispredicts and a row gathered, against a
+     * multiply saved a nonzero (bench/RESULTS.md, issue 45). */
+    const int fib = ws->fibers != 0 && c->has_fibers && nmodes >= 3 &&
+                    (ws->fibers > 0 ||
+                     (double)c->nnz >= AMP_CPU_FIBER_MIN_NNZ * (double)c->nfibers);
 #pragma omp parallel num_threads(T)
     {
         int me = amp_thread_id();
