@@ -242,6 +242,8 @@ static void constructed(int which, amp_coo *x, const char **name)
     coo_unique(x, *name);
 }
 
+static void check_default(const char *name, const amp_tensor *t, int want_fibers);
+
 #define RANDOM_SHAPES 7
 static const shape random_shapes[RANDOM_SHAPES] = {
     {"3 modes, power-law", 3, {4000, 2000, 300}, 40000, 1},
@@ -276,13 +278,15 @@ static void test_tensors(void)
         }
         /* Small shards and chunks: rows and fibers cross chunks. */
         if (!ok(prepare(&x, "fibers.amp", 7, 613, &t), "%s: prepares and loads", name)) {
-            skip(6, "no file");
+            skip(6 + (i == RANDOM_SHAPES + CASE_FIBER1), "no file");
             amp_coo_free(&x);
             continue;
         }
         check_fiber_level(name, &t);
         check_mttkrp(name, &t, ranks[0]);
         check_mttkrp(name, &t, ranks[1]);
+        if (i == RANDOM_SHAPES + CASE_FIBER1)
+            check_default(name, &t, 0);
         if (i == RANDOM_SHAPES + CASE_FIBER1) {
             uint64_t most = 0;
             for (unsigned d = 0; d < t.nmodes; d++)
@@ -507,6 +511,53 @@ static void test_corrupt(void)
     amp_coo_free(&x);
 }
 
+/* ---- the default's choice ------------------------------------------------ */
+
+/* Mode d's f64 MTTKRP with the fibers setting `mode`, 2 threads. */
+static void mttkrp_with(const amp_tensor *t, unsigned d, double *const *A, unsigned R,
+                        int mode, double *M)
+{
+    amp_cpu_mttkrp_ws *ws;
+    amp_error err = {0};
+    if (amp_cpu_mttkrp_ws_new(2, R, &ws, &err) != AMP_OK)
+        exit(99);
+    amp_cpu_mttkrp_ws_fibers(ws, mode);
+    amp_cpu_mttkrp_f64(t, d, (const double *const *)A, R, M, ws);
+    amp_cpu_mttkrp_ws_free(ws);
+}
+
+/* The default walks the fibers of a copy that averages 4 nonzeros a fiber
+ * or more and not otherwise: its result is the bits of the forced kernel,
+ * which the other kernel's are not (the sums' order differs). 1 test. */
+static void check_default(const char *name, const amp_tensor *t, int want_fibers)
+{
+    const unsigned R = 16;
+    double *A[AMP_MAX_MODES];
+    uint64_t maxr = 1;
+    for (unsigned m = 0; m < t->nmodes; m++) {
+        A[m] = random_matrix(t->rows[m], R, 5 + m);
+        maxr = t->rows[m] > maxr ? t->rows[m] : maxr;
+    }
+    double *M[3];
+    for (int k = 0; k < 3; k++)
+        M[k] = malloc(maxr * R * sizeof *M[k]);
+    int same = 1, apart = 0;
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        size_t n = t->rows[d] * R * sizeof *M[0];
+        mttkrp_with(t, d, A, R, -1, M[0]);
+        mttkrp_with(t, d, A, R, want_fibers, M[1]);
+        mttkrp_with(t, d, A, R, !want_fibers, M[2]);
+        same &= memcmp(M[0], M[1], n) == 0;
+        apart |= memcmp(M[1], M[2], n) != 0;
+    }
+    ok(same && apart, "%s: the default MTTKRP is the %s kernel's, bit for bit (and the two "
+       "differ)", name, want_fibers ? "fiber" : "nonzero");
+    for (unsigned m = 0; m < t->nmodes; m++)
+        free(A[m]);
+    for (int k = 0; k < 3; k++)
+        free(M[k]);
+}
+
 /* ---- methods from one start, with fibers and without --------------------- */
 
 typedef struct fit_trace {
@@ -538,13 +589,14 @@ static void test_methods(void)
     for (uint64_t k = 0; k < x.nnz; k++)
         x.val[k] = fabs(x.val[k]) + 0.1;   /* non-negative, for MU and HALS */
     if (!ok(prepare(&x, "fiber-methods.amp", 5, 1000, &t), "%s: prepares", s.name)) {
-        skip(4, "no file");
+        skip(5, "no file");
         amp_coo_free(&x);
         return;
     }
     int longer = 1;
     for (unsigned d = 0; d < t.nmodes; d++)
         longer &= t.copies[d].has_fibers && t.copies[d].nnz >= 4 * t.copies[d].nfibers;
+    check_default(s.name, &t, 1);
     for (size_t i = 0; i < sizeof methods / sizeof *methods; i++) {
         double gap = NAN;
         fit_trace tr[2] = {{{0}, 0}, {{0}, 0}};
@@ -590,7 +642,7 @@ static void test_methods(void)
 int main(void)
 {
     int nreal = for_each_shared_tensor(NULL, NULL);
-    plan((RANDOM_SHAPES + NCASES) * 7 + nreal * 7 + (nreal == 0) + 2 * 4 + 8 + 5);
+    plan((RANDOM_SHAPES + NCASES) * 7 + 1 + nreal * 7 + (nreal == 0) + 2 * 4 + 8 + 6);
     tap_real_data(nreal, getenv("AMP_TEST_DATA"));
     test_tensors();
     for_each_shared_tensor(real_fibers, NULL);

@@ -400,7 +400,7 @@ static uint64_t count_fibers(const amp_copy *c, unsigned m, uint64_t a, uint64_t
         const uint64_t key = c->block_key[blk], w = c->words[k];
         const uint64_t r = amp_blco_field(key, w, l->shift[d], l->width[d]);
         const uint64_t i = amp_blco_field(key, w, l->shift[m], l->width[m]);
-        n += r != row || i != mi || k == a;
+        n += r != row || i != mi;   /* row starts as no row: k = a counts */
         row = r;
         mi = i;
     }

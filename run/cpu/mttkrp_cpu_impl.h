@@ -176,11 +176,11 @@ static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
         }
         lo = hi;
     }
-    if (fib && cur != UINT64_MAX) {
-        const REAL *restrict rm = F[jm] + curm * R;
+    if (fib && cur != UINT64_MAX) {   /* the last fiber */
+        const REAL *restrict last = F[jm] + curm * R;
 #pragma omp simd
         for (unsigned r = 0; r < R; r++)
-            acc[r] += fac[r] * rm[r];
+            acc[r] += fac[r] * last[r];
     }
     if (cur != UINT64_MAX) {
         unsigned s = first ? 0 : 1;

@@ -168,11 +168,11 @@ static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
             }
         }
     }
-    if (fib && cur != UINT64_MAX) {
-        const REAL *rm = ROW(jm, curm);
+    if (fib && cur != UINT64_MAX) {   /* the last fiber */
+        const REAL *last = ROW(jm, curm);
 #pragma GCC unroll 8
         for (unsigned u = 0; u < NV; u++)
-            acc[u] += fac[u] * *(const uvec *)(rm + u * VL);
+            acc[u] += fac[u] * *(const uvec *)(last + u * VL);
     }
 #undef ROW
     if (cur != UINT64_MAX) {
