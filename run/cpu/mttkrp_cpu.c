@@ -23,8 +23,10 @@
 #endif
 
 /* The fewest nonzeros a fiber, on average over a copy, for which the
- * default walks fibers (amp_cpu_mttkrp_ws_fibers). */
-#define AMP_CPU_FIBER_MIN_NNZ 4.0
+ * default walks fibers in f64 (amp_cpu_mttkrp_ws_fibers): 595 gained
+ * 8-11%, 7.2 lost 5% and 3 broke even on the 2-core VM (bench/RESULTS.md,
+ * issue 45). */
+#define AMP_CPU_FIBER_MIN_NNZ 16.0
 
 struct amp_cpu_mttkrp_ws {
     int nthreads;

@@ -269,12 +269,16 @@ static void CAT(mttkrp, SFX)(const amp_tensor *t, unsigned d, const REAL *const 
     if (reg && R < (reg == 4 ? 64 : 32) / sizeof(REAL))
         reg = 0;
     /* Fibers where the copy has them (a middle mode, at least 3 modes)
-     * and, by default, where they are long enough to pay: a fiber's end
-     * costs a branch the CPU mispredicts and a row gathered, against a
-     * multiply saved a nonzero (bench/RESULTS.md, issue 45). */
+     * and, by default, only where they were measured to pay: in f64 and
+     * long. A fiber's end costs a branch the CPU mispredicts, against a
+     * multiply saved a nonzero, and the middle rows the nonzero kernel
+     * gathers again are L1 hits, so fibers save no cache miss here; in
+     * f32 the fiber kernels were slower at every length tried
+     * (bench/RESULTS.md, issue 45). */
     const int fib = ws->fibers != 0 && c->has_fibers && nmodes >= 3 &&
                     (ws->fibers > 0 ||
-                     (double)c->nnz >= AMP_CPU_FIBER_MIN_NNZ * (double)c->nfibers);
+                     (sizeof(REAL) == 8 &&
+                      (double)c->nnz >= AMP_CPU_FIBER_MIN_NNZ * (double)c->nfibers));
 #pragma omp parallel num_threads(T)
     {
         int me = amp_thread_id();
