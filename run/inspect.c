@@ -58,6 +58,28 @@ int amp_inspect_info(const char *path)
     const amp_file_info *in = amp_file_info_get(f);
     const amp_meta *m = amp_file_meta(f);
     char a[32], b[32];
+    /* The FIBER sections read (and their counts checked) before anything
+     * is printed: a bad one leaves only the error. */
+    uint64_t fibers[AMP_MAX_MODES] = {0};
+    unsigned middle[AMP_MAX_MODES] = {0};
+    for (unsigned d = 0; d < m->nmodes; d++) {
+        const amp_mode_layout *l = amp_file_mode(f, d);
+        if (amp_file_fiber(f, d) == NULL)
+            continue;
+        uint64_t *counts = malloc(l->nshards * sizeof *counts);
+        if (counts == NULL || amp_file_read_fibers(f, d, &middle[d], counts, &err) != AMP_OK) {
+            if (counts == NULL)
+                amp_log(AMP_LOG_ERROR, "out of memory");
+            else
+                amp_log_error(&err);
+            free(counts);
+            amp_file_close(f);
+            return EXIT_FAILURE;
+        }
+        for (uint32_t s = 0; s < l->nshards; s++)
+            fibers[d] += counts[s];
+        free(counts);
+    }
     printf("file:       %s\n", path);
     printf("format:     %u.%u, %s, %zu sections%s, written by %s\n", in->major, in->minor,
            amp_format_bytes(a, sizeof a, in->file_size), in->nsections,
@@ -112,28 +134,10 @@ int amp_inspect_info(const char *path)
     }
     /* The fiber level (format 1.1): what the fiber MTTKRP saves is the
      * nonzeros a fiber, so say it per copy. */
-    for (unsigned d = 0; d < m->nmodes; d++) {
-        const amp_mode_layout *l = amp_file_mode(f, d);
-        if (amp_file_fiber(f, d) == NULL)
-            continue;
-        uint64_t *counts = malloc(l->nshards * sizeof *counts), sum = 0;
-        unsigned middle = 0;
-        if (counts == NULL || amp_file_read_fibers(f, d, &middle, counts, &err) != AMP_OK) {
-            if (counts == NULL)
-                amp_log(AMP_LOG_ERROR, "out of memory");
-            else
-                amp_log_error(&err);
-            free(counts);
-            free(by_mode);
-            amp_file_close(f);
-            return EXIT_FAILURE;
-        }
-        for (uint32_t s = 0; s < l->nshards; s++)
-            sum += counts[s];
-        printf("fibers %-2u   %" PRIu64 " (middle mode %u), %.2f nonzeros a fiber\n", d + 1, sum,
-               middle + 1, (double)m->nnz / (double)(sum ? sum : 1));
-        free(counts);
-    }
+    for (unsigned d = 0; d < m->nmodes; d++)
+        if (amp_file_fiber(f, d) != NULL)
+            printf("fibers %-2u   %" PRIu64 " (middle mode %u), %.2f nonzeros a fiber\n", d + 1,
+                   fibers[d], middle[d] + 1, (double)m->nnz / (double)(fibers[d] ? fibers[d] : 1));
     printf("sections:  ");
     for (int t = 1; t <= AMP_SECTION_FIBER; t++)
         if (t < AMP_SECTION_REMAP || by_type[t].count)
