@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "amp_alloc.h"
 #include "amp_cpu.h"
 #include "amp_threads.h"
 
@@ -85,16 +86,27 @@ int main(int argc, char **argv)
     srand(1);
     for (unsigned m = 0; m < t.nmodes; m++) {
         maxr = t.rows[m] > maxr ? t.rows[m] : maxr;
-        A[m] = malloc(t.rows[m] * R * sizeof **A);
-        A32[m] = malloc(t.rows[m] * R * sizeof **A32);
+        /* amped-run's allocator: rows on cache lines (a malloc'd row of
+         * 256 bytes spans 5 lines) and huge pages where the kernel gives
+         * them (the gathers' TLB misses). */
+        A[m] = amp_alloc(t.rows[m] * R * sizeof **A, "factor", &err);
+        A32[m] = amp_alloc(t.rows[m] * R * sizeof **A32, "factor", &err);
+        if (A[m] == NULL || A32[m] == NULL) {
+            fprintf(stderr, "cpu-mttkrp: %s\n", amp_error_message(&err));
+            return 1;
+        }
         for (uint64_t i = 0; i < t.rows[m] * R; i++)
             A32[m][i] = (float)(A[m][i] = (double)rand() / RAND_MAX);
     }
     double *M[2], *M32d = malloc(maxr * R * sizeof *M32d);
     float *M32[2];
     for (int k = 0; k < 2; k++) {
-        M[k] = malloc(maxr * R * sizeof **M);
-        M32[k] = malloc(maxr * R * sizeof **M32);
+        M[k] = amp_alloc(maxr * R * sizeof **M, "output", &err);
+        M32[k] = amp_alloc(maxr * R * sizeof **M32, "output", &err);
+        if (M[k] == NULL || M32[k] == NULL) {
+            fprintf(stderr, "cpu-mttkrp: %s\n", amp_error_message(&err));
+            return 1;
+        }
     }
     double *sec = malloc(2 * (size_t)rounds * sizeof *sec);
     printf("%s: %u modes, %llu nonzeros, rank %u, %d threads, %d rounds (median)\n", argv[1],

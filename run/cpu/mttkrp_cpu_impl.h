@@ -80,7 +80,9 @@ static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
         mask[nother] = wd[nother] >= 64 ? UINT64_MAX : (UINT64_C(1) << wd[nother]) - 1;
         F[nother++] = A[m];
     }
-    const unsigned jm = nother - 1, nleaf = fib ? nother - 1 : nother;
+    /* Constants where three is: the compiler then drops the leaf loop. */
+    const unsigned jm = three ? 1 : nother - 1;
+    const unsigned nleaf = three ? (fib ? 1 : 2) : fib ? nother - 1 : nother;
     const uint64_t *restrict words = c->words;
     const float *restrict v32 = c->vals;
     const double *restrict v64 = c->vals;

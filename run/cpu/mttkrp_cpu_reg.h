@@ -66,7 +66,9 @@ static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
     const uint64_t *restrict words = c->words;
     const float *restrict v32 = c->vals;
     const double *restrict v64 = c->vals;
-    const unsigned jm = nother - 1, nleaf = fib ? nother - 1 : nother;
+    /* Constants where three is: the compiler then drops the leaf loop. */
+    const unsigned jm = three ? 1 : nother - 1;
+    const unsigned nleaf = three ? (fib ? 1 : 2) : fib ? nother - 1 : nother;
     uint64_t cur = UINT64_MAX, curm = 0;
     int first = 1;
     vec acc[8], fac[8];
