@@ -212,6 +212,28 @@ amp_status amp_tensor_load_layout(const amp_file *f, amp_tensor *t, amp_error *e
             c->block_key[b] = keyed ? jobs[first + b].sec->aux : 0;
         }
         c->block_start[c->nblocks] = c->nnz;
+        /* The fiber level as the file states it, for consumers that never
+         * hold the nonzeros on the host (a GPU's upload); the loader checks
+         * it against them when it does (amp_tensor_fibers). A kernel over
+         * fibers is right for any order, so an unchecked statement can
+         * cost speed, never correctness. */
+        const amp_section *fs = amp_file_fiber(f, d);
+        if (fs != NULL && t->nmodes >= 3) {
+            uint64_t *counts = malloc((size_t)c->layout.nshards * sizeof *counts);
+            unsigned middle = 0;
+            if (counts == NULL)
+                AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+            rc = amp_file_read_fibers(f, d, &middle, counts, err);
+            if (rc == AMP_OK) {
+                c->has_fibers = 1;
+                c->fiber_mode = middle;
+                for (uint32_t s = 0; s < c->layout.nshards; s++)
+                    c->nfibers += counts[s];
+            }
+            free(counts);
+            if (rc != AMP_OK)
+                goto fail;
+        }
     }
     {
         /* The relabellings, one mode a thread: each is read and checked
