@@ -1899,6 +1899,78 @@ static amp_status gather_order(gathered *g, const mode_copy *c0, const amp_mode_
     return AMP_OK;
 }
 
+/* order_fibers for a gathered copy: its rows, as positions in copy 0
+ * (g->q), put in fiber order by copy 0's words, the same stable order
+ * order_fibers gives a copy held whole; each row's fibers into fibers[r]. */
+static amp_status order_gathered_fibers(gathered *g, const amp_mode_layout *l0, unsigned m,
+                                        const uint64_t *rowptr, uint64_t rows, int sort,
+                                        uint64_t *fibers, amp_error *err)
+{
+    const unsigned sh = l0->shift[m], wd = l0->width[m];
+    const uint64_t *sw = g->c0->words;
+    positions *q = &g->q;
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        uint64_t *pk = NULL, pcap = 0;
+#pragma omp for schedule(dynamic, 1024)
+        for (uint64_t r = 0; r < rows; r++) {
+            const uint64_t a = rowptr[r], len = rowptr[r + 1] - a;
+            int in_order = 1;
+            for (uint64_t i = a + 1; i < a + len && in_order; i++)
+                in_order = amp_blco_field(0, sw[pos_get(q, i - 1)], sh, wd) <=
+                           amp_blco_field(0, sw[pos_get(q, i)], sh, wd);
+            if (!in_order && sort && !failed) {
+                unsigned lbits = 1;
+                while (lbits < 64 && (len >> lbits) != 0)
+                    lbits++;
+                if (len > pcap) {
+                    free(pk);
+                    pcap = len;
+                    pk = malloc(3 * (size_t)pcap * sizeof *pk);
+                    if (pk == NULL) {
+                        pcap = 0;
+                        failed = 1;
+                        continue;
+                    }
+                }
+                uint64_t *tmp2 = pk + len, *save = pk + 2 * len;
+                if (wd + lbits <= 64) {
+                    for (uint64_t i = 0; i < len; i++)
+                        pk[i] = amp_blco_field(0, sw[pos_get(q, a + i)], sh, wd) << lbits | i;
+                    sort_high(pk, tmp2, len, lbits, wd);
+                } else {
+                    /* Too wide to pack: a stable insertion by index m. */
+                    for (uint64_t i = 0; i < len; i++) {
+                        uint64_t key = amp_blco_field(0, sw[pos_get(q, a + i)], sh, wd), j = i;
+                        while (j > 0 && amp_blco_field(0, sw[pos_get(q, a + pk[j - 1])], sh, wd) >
+                                            key) {
+                            pk[j] = pk[j - 1];
+                            j--;
+                        }
+                        pk[j] = i;
+                    }
+                    lbits = 64;
+                }
+                const uint64_t low = lbits >= 64 ? UINT64_MAX : (UINT64_C(1) << lbits) - 1;
+                for (uint64_t i = 0; i < len; i++)
+                    save[i] = pos_get(q, a + i);
+                for (uint64_t i = 0; i < len; i++)
+                    pos_set(q, a + i, save[pk[i] & low]);
+            }
+            uint64_t n = len > 0;
+            for (uint64_t i = a + 1; i < a + len; i++)
+                n += amp_blco_field(0, sw[pos_get(q, i - 1)], sh, wd) !=
+                     amp_blco_field(0, sw[pos_get(q, i)], sh, wd);
+            fibers[r] = n;
+        }
+        free(pk);
+    }
+    if (failed)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for ordering a mode copy's fibers");
+    return AMP_OK;
+}
+
 /* A chunk of a gathered copy, into the calling writer thread's buffer
  * (each thread views one chunk at a time, and compresses it before the
  * next). */
@@ -2016,19 +2088,24 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, build_input *t, 
     /* The fiber order: copy 0's rows sorted by their middle mode; a later
      * copy's rows come from copy 0 in mode 1's order, and are sorted only
      * for another middle mode, where nothing depends on the scatter's
-     * order (remap streams do) and the copy is held whole (not gathered). */
+     * order (remap streams do). A gathered copy's order (its positions in
+     * copy 0) is sorted the same way, so that a caller's arrays give
+     * amped-prep's bytes. */
     if (fibers != NULL) {
-        if (d > 0 && (P != NULL || gather))
+        if (d > 0 && P != NULL)
             t->middle[d] = 0;
-        if (!gather) {
-            AMP_CHECK_GOTO(order_fibers(copy, &l, t->middle[d], rowptr, c, d == 0 || t->middle[d] != 0,
+        const int sort = d == 0 || t->middle[d] != 0;
+        if (gather)
+            AMP_CHECK_GOTO(order_gathered_fibers(&g, l0, t->middle[d], rowptr, c, sort, fibers,
+                                                 err), rc, fail);
+        else
+            AMP_CHECK_GOTO(order_fibers(copy, &l, t->middle[d], rowptr, c, sort,
                                         d == 0 && t->orig.p != NULL ? &t->orig : NULL,
                                         fibers, err), rc, fail);
-            for (uint32_t s = 0; s < p->nshards; s++) {
-                shard_fibers[s] = 0;
-                for (uint64_t r = p->shards[s].index_begin; r < p->shards[s].index_end; r++)
-                    shard_fibers[s] += fibers[r];
-            }
+        for (uint32_t s = 0; s < p->nshards; s++) {
+            shard_fibers[s] = 0;
+            for (uint64_t r = p->shards[s].index_begin; r < p->shards[s].index_end; r++)
+                shard_fibers[s] += fibers[r];
         }
     }
     /* The remap positions come from the scatter alone (see
@@ -2088,7 +2165,7 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, build_input *t, 
     progress_at(bp, "chunks", bp->written, bp->total);
     t0 = amp_now();
     AMP_CHECK_GOTO(amp_writer_mode(w, &l, err), rc, fail);
-    if (fibers != NULL && !gather)
+    if (fibers != NULL)
         AMP_CHECK_GOTO(amp_writer_fibers(w, d, t->middle[d], shard_fibers, err), rc, fail);
     AMP_CHECK_GOTO(put_relabel(pk, w, d, p->new_to_orig, err), rc, fail);
     copy_ctx ctx = {copy, start, jobs};
