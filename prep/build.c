@@ -1958,11 +1958,11 @@ static amp_status order_gathered_fibers(gathered *g, const amp_mode_layout *l0, 
                 for (uint64_t i = 0; i < len; i++)
                     pos_set(q, a + i, save[pk[i] & low]);
             }
-            uint64_t n = len > 0;
+            uint64_t runs = len > 0;
             for (uint64_t i = a + 1; i < a + len; i++)
-                n += amp_blco_field(0, sw[pos_get(q, i - 1)], sh, wd) !=
-                     amp_blco_field(0, sw[pos_get(q, i)], sh, wd);
-            fibers[r] = n;
+                runs += amp_blco_field(0, sw[pos_get(q, i - 1)], sh, wd) !=
+                        amp_blco_field(0, sw[pos_get(q, i)], sh, wd);
+            fibers[r] = runs;
         }
         free(pk);
     }
