@@ -26,7 +26,7 @@ void amp_cpu_mttkrp_ws_free(amp_cpu_mttkrp_ws *ws);
  * benchmarks, which compare the kernels on one machine. */
 int amp_cpu_mttkrp_ws_limit_isa(amp_cpu_mttkrp_ws *ws, int level);
 /* Whether the kernels walk the fibers of copies that have them: -1 (the
- * default) in f64 where a copy's fibers are long enough to pay
+ * default) in f64 where a copy's fibers are long enough not to lose
  * (AMP_CPU_FIBER_MIN_NNZ), never in f32; 1 wherever a copy has them, 0
  * never (every nonzero on its own, as before fibers). Returns the
  * setting. For tests and benchmarks. */

@@ -23,9 +23,10 @@
 #endif
 
 /* The fewest nonzeros a fiber, on average over a copy, for which the
- * default walks fibers in f64 (amp_cpu_mttkrp_ws_fibers): 595 gained
- * 8-11%, 7.2 lost 5% and 3 broke even on the 2-core VM (bench/RESULTS.md,
- * issue 45). */
+ * default walks fibers in f64 (amp_cpu_mttkrp_ws_fibers). On the 2-core
+ * VM (bench/RESULTS.md, issue 45) the fiber kernel over the nonzero one
+ * was 0.93 to 1.09 at 595 a fiber (within the noise), 0.94 at 7.2, 0.90
+ * to 1.00 at 3: below this it loses, above it does no harm. */
 #define AMP_CPU_FIBER_MIN_NNZ 16.0
 
 struct amp_cpu_mttkrp_ws {

@@ -275,8 +275,8 @@ static void CAT(mttkrp, SFX)(const amp_tensor *t, unsigned d, const REAL *const 
      * long. A fiber's end costs a branch the CPU mispredicts, against a
      * multiply saved a nonzero, and the middle rows the nonzero kernel
      * gathers again are L1 hits, so fibers save no cache miss here; in
-     * f32 the fiber kernels were slower at every length tried
-     * (bench/RESULTS.md, issue 45). */
+     * f32 the fiber kernels were slower in 11 of 13 runs (bench/RESULTS.md,
+     * issue 45). */
     const int fib = ws->fibers != 0 && c->has_fibers && nmodes >= 3 &&
                     (ws->fibers > 0 ||
                      (sizeof(REAL) == 8 &&
