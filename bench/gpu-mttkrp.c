@@ -6,6 +6,9 @@
  *        AMP_BENCH_ORDER=next reorders each row's nonzeros (which the format
  *        leaves free) by the next mode's index, then the one after: issue
  *        28's order lever, for copies of one BLCO block (64 index bits at most)
+ *        AMP_BENCH_FIBERS=1 runs the kernel over fibers (mttkrp_fibers.cu,
+ *        issue 45) on the copies that have a fiber level: run it beside a
+ *        run without, in one job, for the before and after
  * Prints one line per precision: seconds per MTTKRP of each mode, all
  * modes, and the bandwidth over the bytes each MTTKRP must move at the
  * least (the copy once, every factor once). */
@@ -149,6 +152,15 @@ int main(int argc, char **argv)
     double up = amp_now() - t0;
     printf("upload of the resident tensor: %.3f s, %.1f GB/s (from pageable memory)\n", up,
            (double)amp_gpu_tensor_bytes(g) / up / 1e9);
+    const char *fibers_env = getenv("AMP_BENCH_FIBERS");
+    if (fibers_env && strcmp(fibers_env, "1") == 0) {
+        int any = amp_gpu_tensor_fibers(g, 1);
+        printf("the MTTKRP over fibers: %s", any ? "on, middle modes" : "no copy has fibers");
+        for (unsigned d = 0; d < t.nmodes && any; d++)
+            printf(" %s", t.copies[d].has_fibers ? (char[8]){(char)('1' + t.copies[d].fiber_mode), 0}
+                                                 : "-");
+        printf("\n");
+    }
     uint64_t maxr = 1;
     for (unsigned m = 0; m < t.nmodes; m++)
         maxr = t.rows[m] > maxr ? t.rows[m] : maxr;

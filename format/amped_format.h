@@ -36,7 +36,7 @@ extern "C" {
  * older readers skip; anything else is a new major version, refused with a
  * message naming the versions this build reads. */
 #define AMP_FORMAT_MAJOR 1
-#define AMP_FORMAT_MINOR 0
+#define AMP_FORMAT_MINOR 1
 
 /* The first bytes of every .amp file, for tools that tell it from others. */
 #define AMP_FILE_MAGIC "\x89" "AMP\r\n\x1a\n"
@@ -51,8 +51,10 @@ typedef enum amp_section_type {
     AMP_SECTION_MODE = 2,     /* one mode copy's layout and shard table */
     AMP_SECTION_RELABEL = 3,  /* one mode's new index -> original index */
     AMP_SECTION_CHUNK = 4,    /* a run of one shard's nonzeros */
-    AMP_SECTION_REMAP = 5     /* optional: per nonzero of a chunk, its position in the
+    AMP_SECTION_REMAP = 5,    /* optional: per nonzero of a chunk, its position in the
                                * next mode's copy (FLYCOO remap IDs) */
+    AMP_SECTION_FIBER = 6     /* optional (format 1.1): a mode copy's fiber level, its
+                               * middle mode and each shard's fiber count */
 } amp_section_type;
 
 #define AMP_SECTION_ZSTD 0x1u      /* the stored bytes are Zstandard frames (one, from amped) */
@@ -66,7 +68,8 @@ typedef enum amp_section_type {
 #define AMP_NO_INDEX UINT32_MAX    /* mode or shard of a section that has none */
 
 /* One directory entry. count and aux mean, per type: CHUNK: nonzeros and
- * the BLCO block key; RELABEL: entries; others: 0. */
+ * the BLCO block key; RELABEL: entries; REMAP: entries and their bytes;
+ * FIBER: shards and the middle mode (0-based); others: 0. */
 typedef struct amp_section {
     uint16_t type;
     uint16_t flags;
@@ -297,6 +300,11 @@ typedef amp_status (*amp_chunk_view_fn)(void *ctx, size_t job, const uint64_t **
 amp_status amp_writer_chunks(amp_writer *w, const amp_chunk_job *jobs, size_t njobs,
                              amp_chunk_view_fn view, void *ctx, amp_error *err);
 
+/* The FIBER section of mode copy `mode` (after its MODE section): its
+ * middle mode and counts[s], the fibers of shard s (see amp_file_fiber). */
+amp_status amp_writer_fibers(amp_writer *w, unsigned mode, unsigned middle,
+                             const uint64_t *counts, amp_error *err);
+
 /* Any section, e.g. an optional one of a later minor version; compressed
  * when flags has AMP_SECTION_ZSTD and compression gains. */
 amp_status amp_writer_section(amp_writer *w, const amp_section *desc, const void *raw,
@@ -346,6 +354,23 @@ const amp_section *amp_file_chunk(const amp_file *f, unsigned mode, uint32_t sha
  * NULL when the file has none (amped-prep --remap-streams writes them). */
 const amp_section *amp_file_remap(const amp_file *f, unsigned mode, uint32_t shard,
                                   uint32_t seq);
+
+/* Fibers (format 1.1). A fiber of mode copy d with middle mode m is a
+ * maximal run of consecutive nonzeros of one shard that share their
+ * output row (index d) and their index m; amped-prep orders each row by
+ * its middle mode, so a fiber holds every nonzero of the row with that
+ * index. The fibers live in the order of the words: nothing is stored per
+ * nonzero. The FIBER section of mode d (optional; files of format 1.0 have
+ * none) names m and each shard's fiber count, so that a consumer can size
+ * per-fiber work without a pass and check the order it relies on.
+ * amp_file_fiber: its directory entry, or NULL. amp_file_read_fibers: m
+ * and the counts (nshards entries), each checked to lie between the
+ * shard's rows and its nonzeros; AMP_ERR_CORRUPT naming the section
+ * otherwise. A count that disagrees with the words is found only by
+ * counting them (amp_tensor_load does). */
+const amp_section *amp_file_fiber(const amp_file *f, unsigned mode);
+amp_status amp_file_read_fibers(const amp_file *f, unsigned mode, unsigned *middle,
+                                uint64_t *counts, amp_error *err);
 
 /* "mode 2 shard 5 chunk 3", "directory", ... for messages. */
 const char *amp_section_name(const amp_section *s, char *buf, size_t n);

@@ -69,7 +69,7 @@ void amp_encode_trailer(unsigned char *t, uint64_t dir_offset, uint64_t dir_size
 
 int amp_section_type_known(uint16_t type)
 {
-    return type >= AMP_SECTION_META && type <= AMP_SECTION_REMAP;
+    return type >= AMP_SECTION_META && type <= AMP_SECTION_FIBER;
 }
 
 const char *amp_section_name(const amp_section *s, char *buf, size_t n)
@@ -91,6 +91,9 @@ const char *amp_section_name(const amp_section *s, char *buf, size_t n)
     case AMP_SECTION_REMAP:
         snprintf(buf, n, "mode %lu shard %lu chunk %lu remap stream (REMAP)",
                  (unsigned long)s->mode + 1, (unsigned long)s->shard, (unsigned long)s->seq);
+        break;
+    case AMP_SECTION_FIBER:
+        snprintf(buf, n, "mode %lu fiber counts (FIBER)", (unsigned long)s->mode + 1);
         break;
     default:
         snprintf(buf, n, "section of type %u", (unsigned)s->type);
@@ -426,6 +429,55 @@ amp_status amp_check_mode(const char *path, const amp_meta *m, amp_mode_layout *
                         "%llu of %llu nonzeros", path, sec, (unsigned long long)next,
                         (unsigned long long)dim, (unsigned long long)total,
                         (unsigned long long)m->nnz);
+    return AMP_OK;
+}
+
+amp_status amp_check_fibers(const char *path, const amp_section *secs, size_t n,
+                            const amp_meta *m, amp_mode_layout *const *layouts, size_t *fiber_at,
+                            amp_error *err)
+{
+    char name[96];
+    for (size_t i = 0; i < n; i++) {
+        const amp_section *s = &secs[i];
+        if (s->type != AMP_SECTION_FIBER)
+            continue;
+        if (s->mode >= m->nmodes || m->nmodes < 3)
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): the tensor "
+                            "has %u modes", path, i, AMP_SECTION_NAME(s, name), m->nmodes);
+        if (!(s->flags & AMP_SECTION_OPTIONAL) || s->shard != AMP_NO_INDEX || s->seq != 0)
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: directory entry %zu (%s): not marked "
+                            "optional, or names a shard or chunk", path, i,
+                            AMP_SECTION_NAME(s, name));
+        const amp_mode_layout *l = layouts[s->mode];
+        if (s->aux >= m->nmodes || s->aux == s->mode)
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: middle mode %llu is not another "
+                            "mode of the %u", path, AMP_SECTION_NAME(s, name),
+                            (unsigned long long)s->aux + 1, m->nmodes);
+        if (s->count != l->nshards || s->raw_size != 8 * s->count)
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: %llu counts in %llu bytes for %lu "
+                            "shards", path, AMP_SECTION_NAME(s, name),
+                            (unsigned long long)s->count, (unsigned long long)s->raw_size,
+                            (unsigned long)l->nshards);
+    }
+    for (unsigned d = 0; d < m->nmodes; d++)
+        AMP_CHECK(amp_find_unique(path, secs, n, AMP_SECTION_FIBER, d, &fiber_at[d], err));
+    return AMP_OK;
+}
+
+amp_status amp_check_fiber_counts(const char *path, const amp_section *s,
+                                  const amp_mode_layout *l, const uint64_t *counts,
+                                  amp_error *err)
+{
+    char name[96];
+    for (uint32_t q = 0; q < l->nshards; q++) {
+        const amp_shard *sh = &l->shards[q];
+        if (counts[q] < sh->index_end - sh->index_begin || counts[q] > sh->nnz)
+            return AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: shard %lu has %llu fibers, outside "
+                            "its %llu rows to %llu nonzeros", path, AMP_SECTION_NAME(s, name),
+                            (unsigned long)q, (unsigned long long)counts[q],
+                            (unsigned long long)(sh->index_end - sh->index_begin),
+                            (unsigned long long)sh->nnz);
+    }
     return AMP_OK;
 }
 

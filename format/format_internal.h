@@ -148,6 +148,17 @@ amp_status amp_check_directory(const char *path, const amp_section *secs, size_t
                                uint32_t *const *chunk_index, uint32_t *const *remap_index,
                                amp_error *err);
 
+/* The FIBER entries (format 1.1) against the metadata and layouts: at most
+ * one a mode, optional, a middle mode other than the copy's, one count a
+ * shard. fiber_at[d]: the entry's index, or n when mode d has none. */
+amp_status amp_check_fibers(const char *path, const amp_section *secs, size_t n,
+                            const amp_meta *m, amp_mode_layout *const *layouts, size_t *fiber_at,
+                            amp_error *err);
+/* A FIBER section's content: every shard's count within [rows, nnz]. */
+amp_status amp_check_fiber_counts(const char *path, const amp_section *s,
+                                  const amp_mode_layout *l, const uint64_t *counts,
+                                  amp_error *err);
+
 /* Chunks of a mode: the sum of its shards' nchunks. */
 uint64_t amp_mode_nchunks(const amp_mode_layout *l);
 

@@ -267,8 +267,9 @@ static amp_status read_layouts(amp_file *f, amp_error *err)
         if (f->chunk_index[d] == NULL || f->remap_index[d] == NULL)
             return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
     }
-    return amp_check_directory(path, f->secs, n, &f->meta, f->layout_ptrs, f->chunk_index,
-                               f->remap_index, err);
+    AMP_CHECK(amp_check_directory(path, f->secs, n, &f->meta, f->layout_ptrs, f->chunk_index,
+                                  f->remap_index, err));
+    return amp_check_fibers(path, f->secs, n, &f->meta, f->layout_ptrs, f->fiber_at, err);
 }
 
 amp_status amp_file_open(const char *path, amp_file **fp, amp_error *err)
@@ -359,6 +360,13 @@ const amp_section *amp_file_chunk(const amp_file *f, unsigned mode, uint32_t sha
         seq >= f->layouts[mode].shards[shard].nchunks)
         return NULL;
     return &f->secs[f->chunk_index[mode][f->layouts[mode].shards[shard].first_chunk + seq]];
+}
+
+const amp_section *amp_file_fiber(const amp_file *f, unsigned mode)
+{
+    if (mode >= f->meta.nmodes || f->fiber_at[mode] >= f->info.nsections)
+        return NULL;
+    return &f->secs[f->fiber_at[mode]];
 }
 
 const amp_section *amp_file_remap(const amp_file *f, unsigned mode, uint32_t shard,

@@ -17,6 +17,7 @@ struct amp_file {
     uint32_t *chunk_index[AMP_MAX_MODES];       /* [first_chunk + seq] -> section */
     uint32_t *remap_index[AMP_MAX_MODES];       /* the same for remap streams, or UINT32_MAX */
     size_t relabel_at[AMP_MAX_MODES];
+    size_t fiber_at[AMP_MAX_MODES];             /* FIBER entry, or info.nsections: none */
 };
 
 /* pread all n bytes or fail; what names the part for messages. */

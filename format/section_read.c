@@ -432,6 +432,25 @@ amp_status amp_file_read_relabel(const amp_file *f, unsigned mode, uint64_t *new
     return rc;
 }
 
+amp_status amp_file_read_fibers(const amp_file *f, unsigned mode, unsigned *middle,
+                                uint64_t *counts, amp_error *err)
+{
+    const amp_section *s = amp_file_fiber(f, mode);
+    if (s == NULL)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: mode %u has no fiber section", f->path,
+                        mode + 1);
+    amp_section_reader *r;
+    AMP_CHECK(amp_section_reader_new(f, &r, err));
+    amp_status rc = amp_section_read(r, s, counts, (size_t)s->raw_size, err);
+    amp_section_reader_free(r);
+    if (rc != AMP_OK)
+        return rc;
+    for (uint64_t q = 0; q < s->count; q++)
+        counts[q] = amp_get64((const unsigned char *)&counts[q]);
+    *middle = (unsigned)s->aux;
+    return amp_check_fiber_counts(f->path, s, &f->layouts[mode], counts, err);
+}
+
 typedef struct verify_worker {
     amp_section_reader *r;
     void *raw;
@@ -494,6 +513,12 @@ static amp_status verify_one(const amp_file *f, verify_worker *w, size_t i, uint
         return check_relabel(f, s->mode, w->raw, err);
     if (s->type == AMP_SECTION_REMAP)
         return check_remap(f, s, w->raw, seen[s->mode], err);
+    if (s->type == AMP_SECTION_FIBER) {
+        uint64_t *c = w->raw;
+        for (uint64_t q = 0; q < s->count; q++)
+            c[q] = amp_get64((const unsigned char *)&c[q]);
+        return amp_check_fiber_counts(f->path, s, &f->layouts[s->mode], c, err);
+    }
     return AMP_OK;
 }
 

@@ -289,6 +289,29 @@ amp_status amp_writer_meta(amp_writer *w, const amp_meta *meta, amp_error *err)
     return rc;
 }
 
+amp_status amp_writer_fibers(amp_writer *w, unsigned mode, unsigned middle,
+                             const uint64_t *counts, amp_error *err)
+{
+    const char *path = w->out->final_path;
+    if (mode >= w->meta.nmodes || w->layouts[mode] == NULL)
+        return AMP_FAIL(err, AMP_ERR_USAGE, "%s: mode %u fibers before its layout", path,
+                        mode + 1);
+    const amp_mode_layout *l = w->layouts[mode];
+    amp_section desc = {.type = AMP_SECTION_FIBER,
+                        .flags = AMP_SECTION_OPTIONAL | AMP_SECTION_ZSTD, .mode = mode,
+                        .shard = AMP_NO_INDEX, .count = l->nshards, .aux = middle,
+                        .raw_size = 8 * (uint64_t)l->nshards};
+    AMP_CHECK(amp_check_fiber_counts(path, &desc, l, counts, err));
+    unsigned char *p = malloc(8 * (size_t)l->nshards);
+    if (p == NULL)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+    for (uint32_t q = 0; q < l->nshards; q++)
+        amp_put64(p + 8 * (size_t)q, counts[q]);
+    amp_status rc = amp_writer_section(w, &desc, p, 8 * (size_t)l->nshards, err);
+    free(p);
+    return rc;
+}
+
 amp_status amp_writer_mode(amp_writer *w, const amp_mode_layout *layout, amp_error *err)
 {
     const char *path = w->out->final_path;
@@ -778,6 +801,9 @@ static amp_status check_written(amp_writer *w, amp_error *err)
     if (rc == AMP_OK)
         rc = amp_check_directory(path, w->secs, n, &w->meta, w->layouts, chunk_index,
                                  remap_index, err);
+    size_t fiber_at[AMP_MAX_MODES];
+    if (rc == AMP_OK)
+        rc = amp_check_fibers(path, w->secs, n, &w->meta, w->layouts, fiber_at, err);
     for (unsigned d = 0; d < AMP_MAX_MODES; d++) {
         free(chunk_index[d]);
         free(remap_index[d]);

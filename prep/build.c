@@ -86,6 +86,8 @@ typedef struct build_input {
      * position in a, so that copy 0's values can go once its chunks are
      * written and the later copies read theirs from a. NULL p: none. */
     positions orig;
+    /* Each copy's middle mode (see choose_middles), from copy 0's build on. */
+    unsigned middle[AMP_MAX_MODES];
 } build_input;
 
 static inline int in_dropped(const build_input *in, uint64_t k)
@@ -973,6 +975,268 @@ static amp_status sort_rows_by_key(mode_copy *c, const uint64_t *rowptr, uint64_
     return AMP_OK;
 }
 
+/* ---- fibers (issue 45) --------------------------------------------------- */
+
+/* Copy d's fibers with middle mode m are the distinct pairs (index d,
+ * index m), so the middle mode is chosen by counting those pairs for every
+ * two modes. They are counted as copy 0 is scattered from the tensor (the
+ * one pass that reads every index of every nonzero), in HyperLogLog
+ * sketches: 2^12 one-byte registers a pair of modes a thread, merged by
+ * maximum (so the same for any thread count), 1.6% standard error, far
+ * below the gaps between candidates that matter (rd100m: 24.0 M against
+ * 29.2 M fibers). Exact counts would need a sort per pair. */
+#define HLL_BITS 12
+#define HLL_REGS (1u << HLL_BITS)
+
+typedef struct fiber_sketch {
+    unsigned nmodes, npairs;
+    int threads;
+    uint8_t *regs;            /* threads x npairs x HLL_REGS */
+} fiber_sketch;
+
+static inline uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= UINT64_C(0xbf58476d1ce4e5b9);
+    x ^= x >> 27;
+    x *= UINT64_C(0x94d049bb133111eb);
+    return x ^ (x >> 31);
+}
+
+static inline unsigned pair_of(unsigned nmodes, unsigned a, unsigned b)
+{
+    if (a > b) {
+        unsigned t = a;
+        a = b;
+        b = t;
+    }
+    return a * nmodes - a * (a + 1) / 2 + (b - a - 1);
+}
+
+/* One nonzero of copy layout l (its key and word) into thread tid's
+ * sketches. */
+static inline void sketch_add(const fiber_sketch *sk, int tid, const amp_mode_layout *l,
+                              uint64_t key, uint64_t word)
+{
+    uint64_t h[AMP_MAX_MODES], x[AMP_MAX_MODES];
+    const unsigned n = sk->nmodes;
+    for (unsigned m = 0; m < n; m++) {
+        x[m] = amp_blco_field(key, word, l->shift[m], l->width[m]);
+        h[m] = mix64(x[m] + UINT64_C(0x9e3779b97f4a7c15));
+    }
+    uint8_t *regs = sk->regs + (size_t)tid * sk->npairs * HLL_REGS;
+    unsigned p = 0;
+    for (unsigned a = 0; a < n; a++)
+        for (unsigned b = a + 1; b < n; b++, p++) {
+            uint64_t v = mix64(x[a] ^ h[b]);
+            uint64_t rest = v << HLL_BITS;
+            unsigned rank = rest ? (unsigned)__builtin_clzll(rest) + 1 : 64 - HLL_BITS + 1;
+            uint8_t *r = regs + (size_t)p * HLL_REGS + (v >> (64 - HLL_BITS));
+            if (rank > *r)
+                *r = (uint8_t)rank;
+        }
+}
+
+static double sketch_estimate(const fiber_sketch *sk, unsigned p)
+{
+    double z = 0, m = HLL_REGS;
+    unsigned zeros = 0;
+    for (unsigned j = 0; j < HLL_REGS; j++) {
+        uint8_t r = 0;
+        for (int t = 0; t < sk->threads; t++) {
+            uint8_t v = sk->regs[((size_t)t * sk->npairs + p) * HLL_REGS + j];
+            r = v > r ? v : r;
+        }
+        z += ldexp(1.0, -(int)r);
+        zeros += r == 0;
+    }
+    double e = 0.7213 / (1 + 1.079 / m) * m * m / z;
+    if (e <= 2.5 * m && zeros > 0)
+        e = m * log(m / zeros);   /* linear counting: few pairs */
+    return e;
+}
+
+/* The middle mode of each copy from the sketches: the other mode with the
+ * fewest pairs; for copies after the first, mode 1 (index 0) unless
+ * another has 2% fewer, since the scatter from copy 0 leaves their rows
+ * in mode 1's order already and any other order costs a sort. */
+static void choose_middles(const fiber_sketch *sk, unsigned *middle)
+{
+    const unsigned n = sk->nmodes;
+    for (unsigned d = 0; d < n; d++) {
+        double best = INFINITY;
+        for (unsigned m = 0; m < n; m++) {
+            if (m == d)
+                continue;
+            double e = sketch_estimate(sk, pair_of(n, d, m));
+            if (d > 0 && m == 0)
+                e *= 0.98;
+            if (e < best) {
+                best = e;
+                middle[d] = m;
+            }
+        }
+    }
+}
+
+/* A nonzero of a row being put in fiber order. */
+typedef struct fiber_item {
+    uint64_t key, mid, word, pos, orig;
+    unsigned char val[8];
+} fiber_item;
+
+static int by_fiber(const void *a, const void *b)
+{
+    const fiber_item *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if (x->mid != y->mid)
+        return x->mid < y->mid ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static inline uint64_t copy_key(const mode_copy *c, uint64_t k)
+{
+    return c->keys ? c->keys[k] : 0;
+}
+
+/* a[0 .. n) stably by their bits [low, low + bits): insertion for short
+ * runs, else an LSD radix sort of 8 bits a pass through tmp. Most rows
+ * are short; the heavy rows of power-law data are long, and qsort of the
+ * rows' records was 4x the whole order step on cpu20m. */
+static void sort_high(uint64_t *a, uint64_t *tmp, uint64_t n, unsigned low, unsigned bits)
+{
+    if (n <= 64) {
+        for (uint64_t i = 1; i < n; i++) {
+            uint64_t v = a[i], key = v >> low;
+            uint64_t j = i;
+            while (j > 0 && (a[j - 1] >> low) > key) {
+                a[j] = a[j - 1];
+                j--;
+            }
+            a[j] = v;
+        }
+        return;
+    }
+    uint64_t *from = a, *to = tmp;
+    for (unsigned at = low; at < low + bits; at += 8) {
+        uint64_t count[257] = {0};
+        for (uint64_t i = 0; i < n; i++)
+            count[((from[i] >> at) & 255) + 1]++;
+        for (unsigned b = 0; b < 256; b++)
+            count[b + 1] += count[b];
+        for (uint64_t i = 0; i < n; i++)
+            to[count[(from[i] >> at) & 255]++] = from[i];
+        uint64_t *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != a)
+        memcpy(a, from, n * sizeof *a);
+}
+
+/* Rows of copy c (layout l) in fiber order for middle mode m: within a row
+ * by block key (as sort_rows_by_key leaves it) then index m, stably; only
+ * the rows not in that order already are sorted (with the caller's
+ * positions in orig, when given, moved along), and only when `sort`
+ * (otherwise the order is taken as it is). Counts each row's fibers, the
+ * runs of one index m, into fibers[r]. */
+static amp_status order_fibers(mode_copy *c, const amp_mode_layout *l, unsigned m,
+                               const uint64_t *rowptr, uint64_t rows, int sort, positions *orig,
+                               uint64_t *fibers, amp_error *err)
+{
+    const unsigned sh = l->shift[m], wd = l->width[m];
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        fiber_item *tmp = NULL;
+        uint64_t *pk = NULL, cap = 0, pcap = 0;
+#pragma omp for schedule(dynamic, 1024)
+        for (uint64_t r = 0; r < rows; r++) {
+            const uint64_t a = rowptr[r], len = rowptr[r + 1] - a;
+            int in_order = 1;
+            for (uint64_t i = a + 1; i < a + len && in_order; i++) {
+                uint64_t k0 = copy_key(c, i - 1), k1 = copy_key(c, i);
+                in_order = k0 < k1 ||
+                           (k0 == k1 && amp_blco_field(k0, c->words[i - 1], sh, wd) <=
+                                            amp_blco_field(k1, c->words[i], sh, wd));
+            }
+            unsigned lbits = 1;
+            while (lbits < 64 && (len >> lbits) != 0)
+                lbits++;
+            const int packed = c->keys == NULL && wd + lbits <= 64;
+            if (!in_order && sort && !failed && packed) {
+                if (len > pcap) {
+                    free(pk);
+                    pcap = len;
+                    pk = malloc(3 * (size_t)pcap * sizeof *pk);
+                    if (pk == NULL) {
+                        pcap = 0;
+                        failed = 1;
+                        continue;
+                    }
+                }
+                uint64_t *tmp2 = pk + len, *save = pk + 2 * len;
+                for (uint64_t i = 0; i < len; i++)
+                    pk[i] = amp_blco_field(0, c->words[a + i], sh, wd) << lbits | i;
+                sort_high(pk, tmp2, len, lbits, wd);
+                /* The row's words, values and positions through the order. */
+                memcpy(save, c->words + a, len * 8);
+                for (uint64_t i = 0; i < len; i++)
+                    c->words[a + i] = save[pk[i] & ((UINT64_C(1) << lbits) - 1)];
+                memcpy(save, c->vals + c->vsize * a, len * c->vsize);
+                for (uint64_t i = 0; i < len; i++)
+                    memcpy(c->vals + c->vsize * (a + i),
+                           (unsigned char *)save + c->vsize * (pk[i] & ((UINT64_C(1) << lbits) - 1)),
+                           c->vsize);
+                if (orig) {
+                    for (uint64_t i = 0; i < len; i++)
+                        save[i] = pos_get(orig, a + i);
+                    for (uint64_t i = 0; i < len; i++)
+                        pos_set(orig, a + i, save[pk[i] & ((UINT64_C(1) << lbits) - 1)]);
+                }
+            } else if (!in_order && sort && !failed) {
+                if (len > cap) {
+                    free(tmp);
+                    cap = len;
+                    tmp = malloc((size_t)cap * sizeof *tmp);
+                    if (tmp == NULL) {
+                        cap = 0;
+                        failed = 1;
+                        continue;
+                    }
+                }
+                for (uint64_t i = 0; i < len; i++) {
+                    uint64_t k = copy_key(c, a + i), w = c->words[a + i];
+                    tmp[i] = (fiber_item){k, amp_blco_field(k, w, sh, wd), w, i,
+                                          orig ? pos_get(orig, a + i) : 0, {0}};
+                    memcpy(tmp[i].val, c->vals + c->vsize * (a + i), c->vsize);
+                }
+                qsort(tmp, (size_t)len, sizeof *tmp, by_fiber);
+                for (uint64_t i = 0; i < len; i++) {
+                    c->words[a + i] = tmp[i].word;
+                    if (c->keys)
+                        c->keys[a + i] = tmp[i].key;
+                    if (orig)
+                        pos_set(orig, a + i, tmp[i].orig);
+                    memcpy(c->vals + c->vsize * (a + i), tmp[i].val, c->vsize);
+                }
+            }
+            uint64_t n = len > 0;
+            for (uint64_t i = a + 1; i < a + len; i++)
+                n += amp_blco_field(copy_key(c, i - 1), c->words[i - 1], sh, wd) !=
+                     amp_blco_field(copy_key(c, i), c->words[i], sh, wd);
+            fibers[r] = n;
+        }
+        free(tmp);
+        free(pk);
+    }
+    if (failed)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for ordering the mode %u copy's "
+                        "fibers", l->mode + 1);
+    return AMP_OK;
+}
+
 /* Where a copy's nonzeros come from: the tensor itself (copy 0), or copy 0
  * (every later copy: its words hold every index, so the tensor's own
  * arrays can be freed once copy 0 exists, which caps the peak memory). */
@@ -1212,7 +1476,8 @@ static amp_status order_buckets(mode_copy *c, const amp_mode_layout *l, unsigned
  * from one step, each row its own bucket. */
 static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_layout *l,
                              const uint64_t *rowptr, uint64_t rows, amp_value_type vt,
-                             amp_coo *release, mode_copy *c, positions *P, amp_error *err)
+                             amp_coo *release, mode_copy *c, positions *P,
+                             const fiber_sketch *sk, amp_error *err)
 {
     uint64_t n = src->n;
     mode_copy none = {0};
@@ -1317,6 +1582,8 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
                 uint64_t key, word;
                 unsigned char val[8];
                 uint64_t row = source_encode(src, k, d, l, vt, &key, &word, val);
+                if (sk != NULL)
+                    sketch_add(sk, tid, l, key, word);
                 uint64_t p = mine[BUCKET(row)]++;
                 if (orig != NULL)
                     pos_set(orig, p, k);
@@ -1351,6 +1618,8 @@ static amp_status build_copy(const copy_source *src, unsigned d, const amp_mode_
                 uint64_t key = 0, word = 0;
                 for (unsigned m = 0; m < t->nmodes; m++)
                     blco_place(t->ind[m][k], l->shift[m], l->width[m], &key, &word);
+                if (sk != NULL)
+                    sketch_add(sk, tid, l, key, word);
                 uint64_t p = mine[BUCKET(t->ind[d][k])]++;
                 c->words[p] = word;
                 if (c->keys != NULL)
@@ -1404,7 +1673,7 @@ static amp_status remap_positions(const build_input *t, const mode_copy *copy0,
         if (rowptr == NULL)
             return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
         amp_status rc = build_copy(&src, dd, &l, rowptr, plans[dd].compact_dim, vt, NULL, NULL,
-                                   &P[dd], err);
+                                   &P[dd], NULL, err);
         free(rowptr);
         AMP_CHECK(rc);
     }
@@ -1630,6 +1899,78 @@ static amp_status gather_order(gathered *g, const mode_copy *c0, const amp_mode_
     return AMP_OK;
 }
 
+/* order_fibers for a gathered copy: its rows, as positions in copy 0
+ * (g->q), put in fiber order by copy 0's words, the same stable order
+ * order_fibers gives a copy held whole; each row's fibers into fibers[r]. */
+static amp_status order_gathered_fibers(gathered *g, const amp_mode_layout *l0, unsigned m,
+                                        const uint64_t *rowptr, uint64_t rows, int sort,
+                                        uint64_t *fibers, amp_error *err)
+{
+    const unsigned sh = l0->shift[m], wd = l0->width[m];
+    const uint64_t *sw = g->c0->words;
+    positions *q = &g->q;
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        uint64_t *pk = NULL, pcap = 0;
+#pragma omp for schedule(dynamic, 1024)
+        for (uint64_t r = 0; r < rows; r++) {
+            const uint64_t a = rowptr[r], len = rowptr[r + 1] - a;
+            int in_order = 1;
+            for (uint64_t i = a + 1; i < a + len && in_order; i++)
+                in_order = amp_blco_field(0, sw[pos_get(q, i - 1)], sh, wd) <=
+                           amp_blco_field(0, sw[pos_get(q, i)], sh, wd);
+            if (!in_order && sort && !failed) {
+                unsigned lbits = 1;
+                while (lbits < 64 && (len >> lbits) != 0)
+                    lbits++;
+                if (len > pcap) {
+                    free(pk);
+                    pcap = len;
+                    pk = malloc(3 * (size_t)pcap * sizeof *pk);
+                    if (pk == NULL) {
+                        pcap = 0;
+                        failed = 1;
+                        continue;
+                    }
+                }
+                uint64_t *tmp2 = pk + len, *save = pk + 2 * len;
+                if (wd + lbits <= 64) {
+                    for (uint64_t i = 0; i < len; i++)
+                        pk[i] = amp_blco_field(0, sw[pos_get(q, a + i)], sh, wd) << lbits | i;
+                    sort_high(pk, tmp2, len, lbits, wd);
+                } else {
+                    /* Too wide to pack: a stable insertion by index m. */
+                    for (uint64_t i = 0; i < len; i++) {
+                        uint64_t key = amp_blco_field(0, sw[pos_get(q, a + i)], sh, wd), j = i;
+                        while (j > 0 && amp_blco_field(0, sw[pos_get(q, a + pk[j - 1])], sh, wd) >
+                                            key) {
+                            pk[j] = pk[j - 1];
+                            j--;
+                        }
+                        pk[j] = i;
+                    }
+                    lbits = 64;
+                }
+                const uint64_t low = lbits >= 64 ? UINT64_MAX : (UINT64_C(1) << lbits) - 1;
+                for (uint64_t i = 0; i < len; i++)
+                    save[i] = pos_get(q, a + i);
+                for (uint64_t i = 0; i < len; i++)
+                    pos_set(q, a + i, save[pk[i] & low]);
+            }
+            uint64_t runs = len > 0;
+            for (uint64_t i = a + 1; i < a + len; i++)
+                runs += amp_blco_field(0, sw[pos_get(q, i - 1)], sh, wd) !=
+                        amp_blco_field(0, sw[pos_get(q, i)], sh, wd);
+            fibers[r] = runs;
+        }
+        free(pk);
+    }
+    if (failed)
+        return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory for ordering a mode copy's fibers");
+    return AMP_OK;
+}
+
 /* A chunk of a gathered copy, into the calling writer thread's buffer
  * (each thread views one chunk at a time, and compresses it before the
  * next). */
@@ -1689,6 +2030,24 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, build_input *t, 
     gathered g;
     memset(&g, 0, sizeof g);
     amp_status rc = AMP_OK;
+    /* Fibers need 3 modes (at 2, every (row, other index) pair is one
+     * nonzero); per row, then per shard. */
+    uint64_t *fibers = NULL, *shard_fibers = NULL;
+    fiber_sketch sk = {t->nmodes, t->nmodes * (t->nmodes - 1) / 2, amp_max_threads(), NULL};
+    size_t sk_bytes = (size_t)sk.threads * sk.npairs * HLL_REGS;
+    if (t->nmodes >= 3) {
+        fibers = malloc((size_t)(c + 1) * sizeof *fibers);
+        shard_fibers = malloc((size_t)p->nshards * sizeof *shard_fibers);
+        if (fibers == NULL || shard_fibers == NULL)
+            AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for the mode %u "
+                           "copy's fibers", d + 1);
+        if (d == 0) {
+            sk.regs = amp_huge_alloc(sk_bytes, "fiber sketches", err);
+            if (sk.regs == NULL)
+                AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory for fiber sketches");
+            memset(sk.regs, 0, sk_bytes);
+        }
+    }
     /* t->dims are the compact dimensions while the copies are written. */
     AMP_CHECK(amp_blco_layout(&l, t->nmodes, t->dims, d, err));
     l.chunk_nnz = chunk_nnz;
@@ -1720,7 +2079,35 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, build_input *t, 
     }
     else
         AMP_CHECK_GOTO(build_copy(&src, d, &l, rowptr, c, vt, d == 0 ? t->t : NULL, copy, NULL,
-                                  err), rc, fail);
+                                  d == 0 && sk.regs != NULL ? &sk : NULL, err), rc, fail);
+    if (d == 0 && sk.regs != NULL) {
+        choose_middles(&sk, t->middle);
+        amp_huge_free(sk.regs, sk_bytes);
+        sk.regs = NULL;
+    }
+    /* The fiber order: copy 0's rows sorted by their middle mode; a later
+     * copy's rows come from copy 0 in mode 1's order, and are sorted only
+     * for another middle mode, where nothing depends on the scatter's
+     * order (remap streams do). A gathered copy's order (its positions in
+     * copy 0) is sorted the same way, so that a caller's arrays give
+     * amped-prep's bytes. */
+    if (fibers != NULL) {
+        if (d > 0 && P != NULL)
+            t->middle[d] = 0;
+        const int sort = d == 0 || t->middle[d] != 0;
+        if (gather)
+            AMP_CHECK_GOTO(order_gathered_fibers(&g, l0, t->middle[d], rowptr, c, sort, fibers,
+                                                 err), rc, fail);
+        else
+            AMP_CHECK_GOTO(order_fibers(copy, &l, t->middle[d], rowptr, c, sort,
+                                        d == 0 && t->orig.p != NULL ? &t->orig : NULL,
+                                        fibers, err), rc, fail);
+        for (uint32_t s = 0; s < p->nshards; s++) {
+            shard_fibers[s] = 0;
+            for (uint64_t r = p->shards[s].index_begin; r < p->shards[s].index_end; r++)
+                shard_fibers[s] += fibers[r];
+        }
+    }
     /* The remap positions come from the scatter alone (see
      * sort_rows_by_key): a later copy that needed reordering is a bug. */
     if (d > 0 && P != NULL && copy->rows_reordered > 0)
@@ -1778,6 +2165,8 @@ static amp_status write_copy(amp_writer *w, relabel_packer *pk, build_input *t, 
     progress_at(bp, "chunks", bp->written, bp->total);
     t0 = amp_now();
     AMP_CHECK_GOTO(amp_writer_mode(w, &l, err), rc, fail);
+    if (fibers != NULL)
+        AMP_CHECK_GOTO(amp_writer_fibers(w, d, t->middle[d], shard_fibers, err), rc, fail);
     AMP_CHECK_GOTO(put_relabel(pk, w, d, p->new_to_orig, err), rc, fail);
     copy_ctx ctx = {copy, start, jobs};
     g.start = start;
@@ -1812,6 +2201,9 @@ fail:
     free(rowptr);
     free(jobs);
     free(start);
+    free(fibers);
+    free(shard_fibers);
+    amp_huge_free(sk.regs, sk_bytes);
     return rc;
 }
 

@@ -13,7 +13,8 @@
 #include "amped_format.h"
 #include "inspect.h"
 
-static const char *const type_names[] = {"?", "META", "MODE", "RELABEL", "CHUNK", "REMAP"};
+static const char *const type_names[] = {"?", "META", "MODE", "RELABEL", "CHUNK", "REMAP",
+                                         "FIBER"};
 
 typedef struct size_sum {
     uint64_t count, stored, raw;
@@ -57,6 +58,28 @@ int amp_inspect_info(const char *path)
     const amp_file_info *in = amp_file_info_get(f);
     const amp_meta *m = amp_file_meta(f);
     char a[32], b[32];
+    /* The FIBER sections read (and their counts checked) before anything
+     * is printed: a bad one leaves only the error. */
+    uint64_t fibers[AMP_MAX_MODES] = {0};
+    unsigned middle[AMP_MAX_MODES] = {0};
+    for (unsigned d = 0; d < m->nmodes; d++) {
+        const amp_mode_layout *l = amp_file_mode(f, d);
+        if (amp_file_fiber(f, d) == NULL)
+            continue;
+        uint64_t *counts = malloc(l->nshards * sizeof *counts);
+        if (counts == NULL || amp_file_read_fibers(f, d, &middle[d], counts, &err) != AMP_OK) {
+            if (counts == NULL)
+                amp_log(AMP_LOG_ERROR, "out of memory");
+            else
+                amp_log_error(&err);
+            free(counts);
+            amp_file_close(f);
+            return EXIT_FAILURE;
+        }
+        for (uint32_t s = 0; s < l->nshards; s++)
+            fibers[d] += counts[s];
+        free(counts);
+    }
     printf("file:       %s\n", path);
     printf("format:     %u.%u, %s, %zu sections%s, written by %s\n", in->major, in->minor,
            amp_format_bytes(a, sizeof a, in->file_size), in->nsections,
@@ -78,7 +101,7 @@ int amp_inspect_info(const char *path)
         printf("%s%" PRIu64, d ? " x " : "", m->compact_dims[d]);
     printf(" (empty slices dropped)\n");
 
-    size_sum by_type[AMP_SECTION_REMAP + 1] = {{0}}, other = {0}, total = {0};
+    size_sum by_type[AMP_SECTION_FIBER + 1] = {{0}}, other = {0}, total = {0};
     size_sum *by_mode = calloc(m->nmodes, sizeof *by_mode);
     if (by_mode == NULL) {
         amp_file_close(f);
@@ -87,7 +110,7 @@ int amp_inspect_info(const char *path)
     }
     for (size_t i = 0; i < in->nsections; i++) {
         const amp_section *s = amp_file_section(f, i);
-        add(s->type >= 1 && s->type <= AMP_SECTION_REMAP ? &by_type[s->type] : &other, s);
+        add(s->type >= 1 && s->type <= AMP_SECTION_FIBER ? &by_type[s->type] : &other, s);
         add(&total, s);
         if (s->type == AMP_SECTION_CHUNK)
             add(&by_mode[s->mode], s);
@@ -109,9 +132,15 @@ int amp_inspect_info(const char *path)
                amp_format_bytes(a, sizeof a, by_mode[d].stored),
                amp_format_bytes(b, sizeof b, by_mode[d].raw), ratio(&by_mode[d]));
     }
+    /* The fiber level (format 1.1): what the fiber MTTKRP saves is the
+     * nonzeros a fiber, so say it per copy. */
+    for (unsigned d = 0; d < m->nmodes; d++)
+        if (amp_file_fiber(f, d) != NULL)
+            printf("fibers %-2u   %" PRIu64 " (middle mode %u), %.2f nonzeros a fiber\n", d + 1,
+                   fibers[d], middle[d] + 1, (double)m->nnz / (double)(fibers[d] ? fibers[d] : 1));
     printf("sections:  ");
-    for (int t = 1; t <= AMP_SECTION_REMAP; t++)
-        if (t != AMP_SECTION_REMAP || by_type[t].count)
+    for (int t = 1; t <= AMP_SECTION_FIBER; t++)
+        if (t < AMP_SECTION_REMAP || by_type[t].count)
             printf(" %s %" PRIu64 " (%s),", type_names[t], by_type[t].count,
                    amp_format_bytes(a, sizeof a, by_type[t].stored));
     if (other.count)

@@ -77,14 +77,14 @@ run "$AMPED_RUN" -r 1 --iters 1 "$T/one-nz.amp"
 check_contains "one nonzero: '1 nonzero,'" "$RUN_OUT" "2 modes, 1 nonzero, dims"
 
 # ---- issue 40's messages ---------------------------------------------------------
-# A damaged section among many: "1 of 199 sections is", not "section is".
+# A damaged section among many: "1 of 202 sections is", not "section is".
 cp "$T/s.amp" "$T/dam.amp"
 chmod u+w "$T/dam.amp"
 sz=$(wc -c <"$T/dam.amp")
 printf '\377\377' | dd of="$T/dam.amp" bs=1 seek=$((sz / 2)) conv=notrunc 2>/dev/null
 run "$AMPED_RUN" --verify "$T/dam.amp"
 check_status "--verify of a damaged file exits 1" 1
-check_contains "--verify: '1 of N sections is damaged'" "$RUN_ERR" "FAILED: 1 of 199 sections is damaged or inconsistent"
+check_contains "--verify: '1 of N sections is damaged'" "$RUN_ERR" "FAILED: 1 of 202 sections is damaged or inconsistent"
 # An empty item of a list is named, not skipped (it said "lists 2 values").
 run "$AMPED_RUN" --method hals --constraint nonneg,,nonneg "$T/s.amp"
 check_status "--constraint nonneg,,nonneg is a usage error" 2

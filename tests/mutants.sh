@@ -304,6 +304,22 @@ fms-no-permutation @@ run/core/score.c @@ sum += C[(size_t)i * n + col[i]]; @@ s
 EOF
 )"
 
+# Issue 45: the fiber level (a fiber's end taken one nonzero late, the fiber
+# sum not reset, prep's order and counts, the loader's check, the default).
+mutants="$mutants
+$(cat <<'EOF'
+fib-reg-boundary @@ run/cpu/mttkrp_cpu_reg.h @@                 const REAL *rm = ROW(jm, curm); @@                 const REAL *rm = ROW(jm, mi); @@ tests/test_fibers tests/test_cpd
+fib-scalar-boundary @@ run/cpu/mttkrp_cpu_impl.h @@                     const REAL *restrict rm = F[jm] + curm * R; @@                     const REAL *restrict rm = F[jm] + mi * R; @@ tests/test_fibers tests/test_cpd
+fib-reg-no-reset @@ run/cpu/mttkrp_cpu_reg.h @@                 fac[u] = (vec){0}; @@                 (void)0; @@ tests/test_fibers tests/test_cpd
+fib-scalar-no-reset @@ run/cpu/mttkrp_cpu_impl.h @@                     fac[r] = 0; @@                     (void)0; @@ tests/test_fibers tests/test_cpd
+fib-prep-count-row @@ prep/build.c @@             uint64_t n = len > 0; @@             uint64_t n = len > 1; @@ tests/test_format tests/test_fibers
+fib-prep-no-sort @@ prep/build.c @@                     pk[i] = amp_blco_field(0, c->words[a + i], sh, wd) << lbits | i; @@                     pk[i] = i; @@ tests/test_format tests/test_fibers
+fib-prep-radix-digit @@ prep/build.c @@     for (unsigned at = low; at < low + bits; at += 8) { @@     for (unsigned at = low; at + 8 < low + bits; at += 8) { @@ tests/test_format tests/test_fibers
+fib-load-no-check @@ run/core/tensor_load.c @@                     if (have[s] != stored[s]) @@                     if (have[s] + 1 == stored[s] && 0) @@ tests/test_fibers
+fib-default-off @@ run/cpu/mttkrp_cpu_impl.h @@     const int fib = ws->fibers != 0 && c->has_fibers && nmodes >= 3 && @@     const int fib = ws->fibers > 0 && c->has_fibers && nmodes >= 3 && @@ tests/test_fibers
+EOF
+)"
+
 if [ "$list" = 1 ]; then
     printf '%s\n' "$mutants" | awk -F ' @@ ' '{ printf "%-20s %s\n", $1, $2 }'
     exit 0

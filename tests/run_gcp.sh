@@ -230,8 +230,9 @@ fi
 # ---- values and options ----------------------------------------------------
 run "$AMPED_RUN" -q --method gcp --loss bernoulli-logit -r 2 --gpus 0 --iters 1 "$T/poisson.amp"
 check_status "bernoulli-logit on counts: exit 1" 1
+# The first nonzero of copy 1 (rows in fiber order since format 1.1) that is not 0 or 1.
 check_contains "bernoulli-logit on counts: names the nonzero and the data it models" \
-    "$RUN_ERR" "has the value 2: --loss bernoulli-logit models binary (0 or 1) data"
+    "$RUN_ERR" "the nonzero at (11, 4, 11) has the value 3: --loss bernoulli-logit models binary (0 or 1) data"
 printf '1 1 1 -0.5\n2 2 2 1\n' >"$T/neg.tns"
 run "$AMPED_PREP" -q -o "$T/neg.amp" "$T/neg.tns"
 run "$AMPED_RUN" -q --method gcp --loss gamma -r 1 --gpus 0 --iters 1 "$T/neg.amp"

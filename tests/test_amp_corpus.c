@@ -40,6 +40,11 @@ static const struct amp_case {
     {"amp-good-prep-hypersparse.amp", AMP_OK, GOOD},
     {"amp-good-prep-narrow.amp", AMP_OK, GOOD},
     {"amp-good-prep-dup.amp", AMP_OK, GOOD},
+    {"amp-good-fiber.amp", AMP_OK, GOOD},
+    /* fibers (format 1.1) */
+    {"amp-bad-fiber-middle.amp", AMP_ERR_CORRUPT, AT_OPEN},
+    {"amp-bad-fiber-twice.amp", AMP_ERR_CORRUPT, AT_OPEN},
+    {"amp-bad-fiber-count.amp", AMP_ERR_CORRUPT, AT_VERIFY},
     /* the wrong file, or damaged in transit */
     {"amp-bad-empty.amp", AMP_ERR_TRUNCATED, AT_OPEN},
     {"amp-bad-magic.amp", AMP_ERR_FORMAT, AT_OPEN},

@@ -97,9 +97,11 @@ static void check_mttkrp(const char *name, const amp_coo *x, const amp_tensor *t
             /* Every kernel this CPU can run: the register sums of each
              * width it has, and the scratch-row sum. */
             int done[5] = {0};
-            for (int want = 4; want >= 0; want--) {
-                int isa = amp_cpu_mttkrp_ws_limit_isa(ws, want);
-                if (done[isa]++)
+            for (int want = 4 * 2 + 1; want >= 0; want--) {
+                /* Each kernel nonzero by nonzero and over fibers. */
+                int isa = amp_cpu_mttkrp_ws_limit_isa(ws, want / 2);
+                amp_cpu_mttkrp_ws_fibers(ws, want % 2);
+                if (done[isa]++ >= 2)
                     continue;
                 memset(M, 0xff, t->rows[d] * R * sizeof *M);   /* NaN: every row must be written */
                 amp_cpu_mttkrp_f64(t, d, (const double *const *)A, R, M, ws);
@@ -116,9 +118,11 @@ static void check_mttkrp(const char *name, const amp_coo *x, const amp_tensor *t
         }
     }
     ok(worst_ref <= TOL_F64, "%s: copy-based reference = COO reference (%.2e)", name, worst_ref);
-    ok(worst64 <= TOL_F64, "%s: f64 MTTKRP, every mode, 1/3/8 threads, every kernel, rank %u (%.2e)",
+    ok(worst64 <= TOL_F64, "%s: f64 MTTKRP, every mode, 1/3/8 threads, every kernel, over "
+       "nonzeros and fibers, rank %u (%.2e)",
        name, R, worst64);
-    ok(worst32 <= TOL_F32, "%s: f32 MTTKRP, every mode, 1/3/8 threads, every kernel, rank %u (%.2e)",
+    ok(worst32 <= TOL_F32, "%s: f32 MTTKRP, every mode, 1/3/8 threads, every kernel, over "
+       "nonzeros and fibers, rank %u (%.2e)",
        name, R, worst32);
     for (unsigned m = 0; m < t->nmodes; m++) {
         free(A[m]);

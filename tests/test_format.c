@@ -335,7 +335,7 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
     amp_file *f;
     if (!ok(amp_file_open(path, &f, &err) == AMP_OK, "%s: opens (%s)", name,
             amp_error_message(&err))) {
-        skip(6, "cannot open");
+        skip(9, "cannot open");
         return;
     }
     const amp_meta *m = amp_file_meta(f);
@@ -349,7 +349,7 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
     ok(relabel_ok, "%s: relabellings read and are one-to-one", name);
     uint64_t *want = tensor_rows(orig);
     int copies_ok = 1, shards_ok = 1, heavy_first = 1, planes_ok = 1, planar_seen = 0;
-    int dealt_ok = 1, stable_ok = 1;
+    int dealt_ok = 1, stable_ok = 1, fiber_ok = 1;
     uint64_t *from0 = NULL;   /* copy 1: coordinates and position, by coordinates */
     amp_section_reader *r;
     amp_section_reader_new(f, &r, &err);
@@ -358,6 +358,15 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
         uint64_t *got = malloc(m->nnz * row_words * 8), k = 0;
         uint64_t *row_count = calloc(m->compact_dims[d], 8);
         uint64_t *row_of = malloc(m->nnz * 8);
+        /* Fibers (format 1.1): each nonzero's block key and middle index. */
+        uint64_t *key_of = malloc(m->nnz * 8), *mid_of = calloc(m->nnz, 8);
+        uint64_t *fib_counts = calloc(l->nshards, 8), *fib_runs = calloc(l->nshards, 8);
+        unsigned middle = d;
+        if (nm >= 3) {
+            fiber_ok &= amp_file_fiber(f, d) != NULL &&
+                        amp_file_read_fibers(f, d, &middle, fib_counts, &err) == AMP_OK &&
+                        middle != d;
+        }
         for (uint32_t s = 0; s < l->nshards; s++) {
             const amp_shard *sh = &l->shards[s];
             for (uint32_t c = 0; c < sh->nchunks; c++) {
@@ -386,8 +395,18 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
                             row_count[idx]++;
                             row_of[k] = idx;
                         }
+                        if (mm == middle)
+                            mid_of[k] = idx;
                         got[k * row_words + mm] = relabel[mm][idx];
                     }
+                    key_of[k] = sec->aux;
+                    /* A fiber starts at a shard's first nonzero or where
+                     * the row or the middle index changes. */
+                    fib_runs[s] += k == sh->first_nnz || row_of[k] != row_of[k - 1] ||
+                                   mid_of[k] != mid_of[k - 1];
+                    if (nm >= 3 && k > sh->first_nnz && row_of[k] == row_of[k - 1])
+                        fiber_ok &= key_of[k] > key_of[k - 1] ||
+                                    (key_of[k] == key_of[k - 1] && mid_of[k] >= mid_of[k - 1]);
                     double v = chunk_value(m->value_type, raw, sec->count, i);
                     memcpy(&got[k * row_words + nm], &v, 8);
                 }
@@ -409,18 +428,28 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
                 from0[i * row_words + nm] = i;
             qsort(from0, m->nnz, row_words * 8, cmp_coords);
         } else if (from0 != NULL) {
-            /* Later copies are stable scatters of copy 1: inside a row,
-             * nonzeros in copy 1's order. */
+            /* Later copies are stable scatters of copy 1, their rows then
+             * ordered by block key and middle index stably: inside a row,
+             * nonzeros of one key and middle index in copy 1's order. */
             uint64_t *last = calloc(m->compact_dims[d], 8);
             for (uint64_t i = 0; i < m->nnz && stable_ok; i++) {
                 const uint64_t *hit =
                     bsearch(&got[i * row_words], from0, m->nnz, row_words * 8, cmp_coords);
-                stable_ok = hit != NULL && hit[nm] + 1 > last[row_of[i]];
+                int same = i > 0 && row_of[i] == row_of[i - 1] && key_of[i] == key_of[i - 1] &&
+                           mid_of[i] == mid_of[i - 1];
+                stable_ok = hit != NULL && (!same || hit[nm] + 1 > last[row_of[i]]);
                 if (stable_ok)
                     last[row_of[i]] = hit[nm] + 1;
             }
             free(last);
         }
+        if (nm >= 3)
+            for (uint32_t s = 0; s < l->nshards; s++)
+                fiber_ok &= fib_runs[s] == fib_counts[s];
+        free(key_of);
+        free(mid_of);
+        free(fib_counts);
+        free(fib_runs);
         if (k == m->nnz) {
             qsort(got, m->nnz, row_words * 8, cmp_rows);
             copies_ok &= memcmp(got, want, m->nnz * row_words * 8) == 0;
@@ -436,7 +465,10 @@ static void check_file(const char *path, const amp_coo *orig, const char *name)
     ok(shards_ok, "%s: every output row is nonempty and inside its chunk's shard", name);
     ok(heavy_first, "%s: inside a shard, heavier rows come first", name);
     ok(dealt_ok, "%s: shards and labels are the greedy dealing, replayed", name);
-    ok(stable_ok, "%s: inside a row of a later copy, nonzeros keep copy 1's order", name);
+    ok(stable_ok, "%s: inside a row of a later copy, nonzeros of one fiber keep copy 1's order",
+       name);
+    ok(fiber_ok, "%s: every copy's rows in fiber order, FIBER's counts those of the nonzeros",
+       name);
     ok(planes_ok, "%s: chunks read as byte planes rebuild to the same bytes%s", name,
        planar_seen ? "" : " (none planar)");
     size_t bad = 99;
@@ -1189,7 +1221,7 @@ int main(void)
     };
     size_t nshapes = sizeof shapes / sizeof shapes[0];
     int nreal = test_real_tensors(0);
-    plan(2 + 3 + 7 + 2 + 14 * (int)nshapes + 14 * nreal + 3 * 7 + 7 + 4 + 1 + 6 + 6 +
+    plan(2 + 3 + 7 + 2 + 15 * (int)nshapes + 15 * nreal + 3 * 7 + 7 + 4 + 1 + 6 + 6 +
          (nreal == 0));
     tap_real_data(nreal, getenv("AMP_TEST_DATA"));
     test_planes();

@@ -41,6 +41,13 @@ typedef struct amp_copy {
      * row), then the rest (by output row): the first group needs no row
      * from another GPU. nnz for a loaded file. */
     uint64_t early_nnz;
+    /* The fiber level (issue 45): has_fibers when the MTTKRP may walk
+     * fibers of middle mode fiber_mode (runs of one row and one index of
+     * that mode; amped_format.h), nfibers of them. A copy without (zeroed,
+     * or fewer than 3 modes) is taken nonzero by nonzero. */
+    int has_fibers;
+    unsigned fiber_mode;
+    uint64_t nfibers;
 } amp_copy;
 
 typedef struct amp_tensor {
@@ -59,6 +66,13 @@ typedef struct amp_tensor {
 } amp_tensor;
 
 typedef void (*amp_load_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/* Each copy's fiber level, once its nonzeros are in host memory (the
+ * loaders call it): from the file's FIBER section, whose counts are
+ * checked against the nonzeros (a count that differs is AMP_ERR_CORRUPT,
+ * naming the section), or, in a file of format 1.0, the middle mode with
+ * the fewest fibers, counted (N-1 reads of each copy's words). */
+amp_status amp_tensor_fibers(const amp_file *f, amp_tensor *t, int threads, amp_error *err);
 
 /* Read, check (checksums and every index) and decompress every mode copy
  * of an open file on `threads` threads (0: OpenMP default). */

@@ -212,6 +212,28 @@ amp_status amp_tensor_load_layout(const amp_file *f, amp_tensor *t, amp_error *e
             c->block_key[b] = keyed ? jobs[first + b].sec->aux : 0;
         }
         c->block_start[c->nblocks] = c->nnz;
+        /* The fiber level as the file states it, for consumers that never
+         * hold the nonzeros on the host (a GPU's upload); the loader checks
+         * it against them when it does (amp_tensor_fibers). A kernel over
+         * fibers is right for any order, so an unchecked statement can
+         * cost speed, never correctness. */
+        const amp_section *fs = amp_file_fiber(f, d);
+        if (fs != NULL && t->nmodes >= 3) {
+            uint64_t *counts = malloc((size_t)c->layout.nshards * sizeof *counts);
+            unsigned middle = 0;
+            if (counts == NULL)
+                AMP_RAISE_GOTO(err, rc, fail, AMP_ERR_NOMEM, "out of memory");
+            rc = amp_file_read_fibers(f, d, &middle, counts, err);
+            if (rc == AMP_OK) {
+                c->has_fibers = 1;
+                c->fiber_mode = middle;
+                for (uint32_t s = 0; s < c->layout.nshards; s++)
+                    c->nfibers += counts[s];
+            }
+            free(counts);
+            if (rc != AMP_OK)
+                goto fail;
+        }
     }
     {
         /* The relabellings, one mode a thread: each is read and checked
@@ -381,6 +403,103 @@ static amp_status to_host(void *ctx, int thread, const amp_chunk_data *k, amp_er
     return AMP_OK;
 }
 
+/* ---- fibers -------------------------------------------------------------- */
+
+/* The fibers of middle mode m among positions [a, b) of copy c: runs of
+ * one output row and one index m, a run cut at a. Decoded as the MTTKRP
+ * decodes them (block keys included), so the count is what it walks. */
+static uint64_t count_fibers(const amp_copy *c, unsigned m, uint64_t a, uint64_t b)
+{
+    const amp_mode_layout *l = &c->layout;
+    const unsigned d = l->mode;
+    size_t blk = 0;
+    while (c->block_start[blk + 1] <= a && blk + 1 < c->nblocks)
+        blk++;
+    uint64_t n = 0, row = UINT64_MAX, mi = 0;
+    for (uint64_t k = a; k < b; k++) {
+        while (k >= c->block_start[blk + 1])
+            blk++;
+        const uint64_t key = c->block_key[blk], w = c->words[k];
+        const uint64_t r = amp_blco_field(key, w, l->shift[d], l->width[d]);
+        const uint64_t i = amp_blco_field(key, w, l->shift[m], l->width[m]);
+        n += r != row || i != mi;   /* row starts as no row: k = a counts */
+        row = r;
+        mi = i;
+    }
+    return n;
+}
+
+/* Per shard, so that a stored count can be checked against its shard. */
+static void count_shard_fibers(const amp_copy *c, unsigned m, int threads, uint64_t *counts)
+{
+    const amp_mode_layout *l = &c->layout;
+    (void)threads;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (uint32_t s = 0; s < l->nshards; s++)
+        counts[s] = count_fibers(c, m, l->shards[s].first_nnz,
+                                 l->shards[s].first_nnz + l->shards[s].nnz);
+}
+
+amp_status amp_tensor_fibers(const amp_file *f, amp_tensor *t, int threads, amp_error *err)
+{
+    if (t->nmodes < 3 || t->layout_only)
+        return AMP_OK;
+    threads = amp_thread_count(threads);
+    for (unsigned d = 0; d < t->nmodes; d++) {
+        amp_copy *c = &t->copies[d];
+        const amp_mode_layout *l = &c->layout;
+        uint64_t *stored = malloc(2 * (size_t)l->nshards * sizeof *stored);
+        if (stored == NULL)
+            return AMP_FAIL(err, AMP_ERR_NOMEM, "out of memory");
+        uint64_t *have = stored + l->nshards, best = UINT64_MAX;
+        unsigned middle = 0;
+        c->has_fibers = 0;
+        if (amp_file_fiber(f, d) != NULL) {
+            amp_status rc = amp_file_read_fibers(f, d, &middle, stored, err);
+            if (rc == AMP_OK) {
+                count_shard_fibers(c, middle, threads, have);
+                best = 0;
+                for (uint32_t s = 0; s < l->nshards && rc == AMP_OK; s++) {
+                    char name[96];
+                    if (have[s] != stored[s])
+                        rc = AMP_FAIL(err, AMP_ERR_CORRUPT, "%s: %s: shard %lu has %llu fibers "
+                                      "of middle mode %u in its nonzeros, the section says "
+                                      "%llu", amp_file_path(f),
+                                      amp_section_name(amp_file_fiber(f, d), name, sizeof name),
+                                      (unsigned long)s, (unsigned long long)have[s],
+                                      middle + 1, (unsigned long long)stored[s]);
+                    best += have[s];
+                }
+            }
+            if (rc != AMP_OK) {
+                free(stored);
+                return rc;
+            }
+        } else {
+            /* A file of format 1.0: its rows are in the order they were
+             * written, so the fibers are whatever runs that order has; the
+             * middle mode is the one with the fewest. */
+            for (unsigned m = 0; m < t->nmodes; m++) {
+                if (m == d)
+                    continue;
+                count_shard_fibers(c, m, threads, have);
+                uint64_t n = 0;
+                for (uint32_t s = 0; s < l->nshards; s++)
+                    n += have[s];
+                if (n < best) {
+                    best = n;
+                    middle = m;
+                }
+            }
+        }
+        free(stored);
+        c->has_fibers = 1;
+        c->fiber_mode = middle;
+        c->nfibers = best;
+    }
+    return AMP_OK;
+}
+
 amp_status amp_tensor_load_nonzeros(const amp_file *f, int threads,
                                     amp_load_progress_fn progress, void *progress_ctx,
                                     amp_tensor *t, amp_error *err)
@@ -404,7 +523,9 @@ amp_status amp_tensor_load_nonzeros(const amp_file *f, int threads,
         rc = amp_tensor_read_chunks(f, t, threads, 0, to_host, t, progress, progress_ctx, err);
     if (rc == AMP_OK) {
         t->layout_only = 0;
-        return AMP_OK;
+        rc = amp_tensor_fibers(f, t, threads, err);
+        if (rc == AMP_OK)
+            return AMP_OK;
     }
     free_nonzeros(t);   /* back to the layout alone, so a later call starts afresh */
     return rc;

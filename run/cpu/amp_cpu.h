@@ -25,6 +25,12 @@ void amp_cpu_mttkrp_ws_free(amp_cpu_mttkrp_ws *ws);
  * and the most a cap can give. Returns the level in use. For tests and
  * benchmarks, which compare the kernels on one machine. */
 int amp_cpu_mttkrp_ws_limit_isa(amp_cpu_mttkrp_ws *ws, int level);
+/* Whether the kernels walk the fibers of copies that have them: -1 (the
+ * default) in f64 where a copy's fibers are long enough not to lose
+ * (AMP_CPU_FIBER_MIN_NNZ), never in f32; 1 wherever a copy has them, 0
+ * never (every nonzero on its own, as before fibers). Returns the
+ * setting. For tests and benchmarks. */
+int amp_cpu_mttkrp_ws_fibers(amp_cpu_mttkrp_ws *ws, int mode);
 
 /* M = X_(d) (A_{N-1} kr ... kr A_0, mode d left out): rows[d] x rank,
  * row-major, every row written. A[m] is rows[m] x rank, row-major. The

@@ -22,15 +22,23 @@
 #define AMP_KERNEL_CLONES
 #endif
 
+/* The fewest nonzeros a fiber, on average over a copy, for which the
+ * default walks fibers in f64 (amp_cpu_mttkrp_ws_fibers). On the 2-core
+ * VM (bench/RESULTS.md, issue 45) the fiber kernel over the nonzero one
+ * was 0.93 to 1.09 at 595 a fiber (within the noise), 0.94 at 7.2, 0.90
+ * to 1.00 at 3: below this it loses, above it does no harm. */
+#define AMP_CPU_FIBER_MIN_NNZ 16.0
+
 struct amp_cpu_mttkrp_ws {
     int nthreads;
     unsigned rank;
     size_t stride;          /* rank rounded up to a cache line of doubles */
-    size_t thread_bytes;    /* acc, tmp and two boundary rows, per thread */
+    size_t thread_bytes;    /* acc, tmp, two boundary rows and a fiber sum, per thread */
     void *scratch;
     uint64_t *slot_rows;    /* two per thread */
     size_t l2_bytes;        /* a core's L2: the kernel prefetches factors larger than half */
     int isa;                /* register sums: 4 AVX-512, 3 AVX2, 0 none (scratch row) */
+    int fibers;             /* -1: where they pay (mttkrp_cpu_impl.h), 1: always, 0: never */
 };
 
 static int detect_isa(void)
@@ -52,6 +60,12 @@ int amp_cpu_mttkrp_ws_limit_isa(amp_cpu_mttkrp_ws *ws, int level)
     return ws->isa;
 }
 
+int amp_cpu_mttkrp_ws_fibers(amp_cpu_mttkrp_ws *ws, int mode)
+{
+    ws->fibers = mode < 0 ? -1 : mode > 0;
+    return ws->fibers;
+}
+
 amp_status amp_cpu_mttkrp_ws_new(int threads, unsigned rank, amp_cpu_mttkrp_ws **out, amp_error *err)
 {
     int T = amp_thread_count(threads);
@@ -66,8 +80,10 @@ amp_status amp_cpu_mttkrp_ws_new(int threads, unsigned rank, amp_cpu_mttkrp_ws *
 #endif
     ws->l2_bytes = l2 > 0 ? (size_t)l2 : (size_t)1 << 20;
     ws->isa = detect_isa();
+    ws->fibers = -1;
     ws->stride = ((size_t)rank + 15) / 16 * 16;
-    ws->thread_bytes = 4 * ws->stride * sizeof(double);
+    /* acc, tmp, the two shared rows' slots and the fiber sum. */
+    ws->thread_bytes = 5 * ws->stride * sizeof(double);
     ws->scratch = amp_alloc((size_t)T * ws->thread_bytes, "MTTKRP scratch", err);
     ws->slot_rows = malloc(2 * (size_t)T * sizeof *ws->slot_rows);
     if (ws->scratch == NULL || ws->slot_rows == NULL) {

@@ -22,7 +22,21 @@
  * only instructions, and slower, so the caller turns them off there (pf).
  * Their loop over a row's cache lines is unrolled, and every line of the
  * row is prefetched: fewer lost on cpu20m. The timings are in
- * bench/RESULTS.md. */
+ * bench/RESULTS.md.
+ *
+ * Fibers (issue 45): where the copy has a fiber level (amp_copy's
+ * fiber_mode, the middle mode m: each row's nonzeros grouped by index m),
+ * every kernel here has a fiber form (fib): per nonzero, the product of
+ * its leaf rows (the N-2 modes other than d and m; one row at 3 modes)
+ * times its value is added to a fiber sum; where (row, index m) changes,
+ * the fiber sum times row m of A[m] is added to the row's sum. So per
+ * nonzero N-2 rows are gathered instead of N-1, and per fiber one more:
+ * at 3 modes one multiply-add a nonzero and one a fiber, against two
+ * multiplies and an add. A fiber sum is R values (a scratch row or
+ * registers), reset at every fiber, whatever the row's length. Thread
+ * ranges and block keys cut fibers wherever they fall: a fiber cut in two
+ * is two fibers of the same row, summed into it one after the other, so
+ * nothing relies on fibers being whole, only the sum order changes. */
 
 #ifndef PREFETCH_AHEAD
 #define PREFETCH_AHEAD 32
@@ -46,8 +60,8 @@ static inline __attribute__((always_inline)) void CAT(flush_row, SFX)(
 static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
     const amp_copy *c, unsigned d, unsigned nmodes, const REAL *const *A, unsigned R,
     REAL *restrict M, uint64_t a, uint64_t b, REAL *restrict acc, REAL *restrict tmp,
-    REAL *restrict slots, uint64_t *slot_rows, const int pf, const int vf32, const int three,
-    const int keyed)
+    REAL *restrict slots, uint64_t *slot_rows, REAL *restrict fac, const int pf, const int vf32,
+    const int three, const int keyed, const int fib)
 {
     const amp_mode_layout *l = &c->layout;
     const unsigned osh = l->shift[d], owidth = l->width[d];
@@ -55,18 +69,24 @@ static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
     unsigned nother = 0, sh[AMP_MAX_MODES], wd[AMP_MAX_MODES];
     uint64_t mask[AMP_MAX_MODES];
     const REAL *F[AMP_MAX_MODES];
-    for (unsigned m = 0; m < nmodes; m++) {
-        if (m == d)
+    /* With fibers the middle mode goes last: the leaves are 0 .. nother-2. */
+    const unsigned mid = fib ? c->fiber_mode : d;
+    for (unsigned i = 0; i <= nmodes; i++) {
+        const unsigned m = i < nmodes ? i : mid;
+        if (m == d || (i < nmodes && m == mid))
             continue;
         sh[nother] = l->shift[m];
         wd[nother] = l->width[m];
         mask[nother] = wd[nother] >= 64 ? UINT64_MAX : (UINT64_C(1) << wd[nother]) - 1;
         F[nother++] = A[m];
     }
+    /* Constants where three is: the compiler then drops the leaf loop. */
+    const unsigned jm = three ? 1 : nother - 1;
+    const unsigned nleaf = three ? (fib ? 1 : 2) : fib ? nother - 1 : nother;
     const uint64_t *restrict words = c->words;
     const float *restrict v32 = c->vals;
     const double *restrict v64 = c->vals;
-    uint64_t cur = UINT64_MAX;
+    uint64_t cur = UINT64_MAX, curm = 0;
     int first = 1;
 
     size_t blk = 0;
@@ -79,6 +99,22 @@ static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
         for (uint64_t k = lo; k < hi; k++) {
             const uint64_t w = words[k];
             const uint64_t row = keyed ? amp_blco_field(key, w, osh, owidth) : (w >> osh) & omask;
+            const uint64_t mi = !fib ? 0
+                                : keyed ? amp_blco_field(key, w, sh[jm], wd[jm])
+                                        : (w >> sh[jm]) & mask[jm];
+            if (fib && (row != cur || mi != curm)) {
+                /* A fiber ends: its sum times its middle row into the row. */
+                if (cur != UINT64_MAX) {
+                    const REAL *restrict rm = F[jm] + curm * R;
+#pragma omp simd
+                    for (unsigned r = 0; r < R; r++)
+                        acc[r] += fac[r] * rm[r];
+                }
+                curm = mi;
+#pragma omp simd
+                for (unsigned r = 0; r < R; r++)
+                    fac[r] = 0;
+            }
             if (row != cur) {
                 if (cur != UINT64_MAX) {
                     if (first) {
@@ -107,7 +143,13 @@ static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
                         __builtin_prefetch(pj + off);
                 }
             }
-            if (three) {
+            if (fib && nleaf == 1) {
+                const uint64_t i0 = keyed ? amp_blco_field(key, w, sh[0], wd[0]) : (w >> sh[0]) & mask[0];
+                const REAL *restrict r0 = F[0] + i0 * R;
+#pragma omp simd
+                for (unsigned r = 0; r < R; r++)
+                    fac[r] += v * r0[r];
+            } else if (three && !fib) {
                 const uint64_t i0 = keyed ? amp_blco_field(key, w, sh[0], wd[0]) : (w >> sh[0]) & mask[0];
                 const uint64_t i1 = keyed ? amp_blco_field(key, w, sh[1], wd[1]) : (w >> sh[1]) & mask[1];
                 const REAL *restrict r0 = F[0] + i0 * R;
@@ -121,19 +163,26 @@ static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
 #pragma omp simd
                 for (unsigned r = 0; r < R; r++)
                     tmp[r] = v * r0[r];
-                for (unsigned j = 1; j < nother; j++) {
+                for (unsigned j = 1; j < nleaf; j++) {
                     const uint64_t ij = keyed ? amp_blco_field(key, w, sh[j], wd[j]) : (w >> sh[j]) & mask[j];
                     const REAL *restrict rj = F[j] + ij * R;
 #pragma omp simd
                     for (unsigned r = 0; r < R; r++)
                         tmp[r] *= rj[r];
                 }
+                REAL *restrict sum = fib ? fac : acc;
 #pragma omp simd
                 for (unsigned r = 0; r < R; r++)
-                    acc[r] += tmp[r];
+                    sum[r] += tmp[r];
             }
         }
         lo = hi;
+    }
+    if (fib && cur != UINT64_MAX) {   /* the last fiber */
+        const REAL *restrict last = F[jm] + curm * R;
+#pragma omp simd
+        for (unsigned r = 0; r < R; r++)
+            acc[r] += fac[r] * last[r];
     }
     if (cur != UINT64_MAX) {
         unsigned s = first ? 0 : 1;
@@ -143,8 +192,14 @@ static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
 }
 
 #define RANGE(VF, THREE, KEYED)                                                           \
-    CAT(range_kernel, SFX)(c, d, nmodes, A, R, M, a, b, acc, tmp, slots, slot_rows, pf, VF, \
-                           THREE, KEYED)
+    do {                                                                                  \
+        if (fib)                                                                          \
+            CAT(range_kernel, SFX)(c, d, nmodes, A, R, M, a, b, acc, tmp, slots, slot_rows, \
+                                   fac, pf, VF, THREE, KEYED, 1);                         \
+        else                                                                              \
+            CAT(range_kernel, SFX)(c, d, nmodes, A, R, M, a, b, acc, tmp, slots, slot_rows, \
+                                   fac, pf, VF, THREE, KEYED, 0);                         \
+    } while (0)
 
 /* One thread's range, compiled for several instruction sets (the widest
  * the CPU has is picked at load time); the OpenMP region that calls it is
@@ -152,7 +207,7 @@ static inline __attribute__((always_inline)) void CAT(range_kernel, SFX)(
 AMP_KERNEL_CLONES static void CAT(thread_range, SFX)(
     const amp_copy *c, unsigned d, unsigned nmodes, const REAL *const *A, unsigned R,
     REAL *M, uint64_t a, uint64_t b, REAL *acc, REAL *tmp, REAL *slots, uint64_t *slot_rows,
-    int f32, int pf)
+    REAL *fac, int f32, int pf, int fib)
 {
     if (c->layout.key_bits > 0) {
         if (f32)
@@ -215,6 +270,17 @@ static void CAT(mttkrp, SFX)(const amp_tensor *t, unsigned d, const REAL *const 
     int reg = c->layout.key_bits > 0 ? 0 : ws->isa;
     if (reg && R < (reg == 4 ? 64 : 32) / sizeof(REAL))
         reg = 0;
+    /* Fibers where the copy has them (a middle mode, at least 3 modes)
+     * and, by default, only where they were measured to pay: in f64 and
+     * long. A fiber's end costs a branch the CPU mispredicts, against a
+     * multiply saved a nonzero, and the middle rows the nonzero kernel
+     * gathers again are L1 hits, so fibers save no cache miss here; in
+     * f32 the fiber kernels were slower in 11 of 13 runs (bench/RESULTS.md,
+     * issue 45). */
+    const int fib = ws->fibers != 0 && c->has_fibers && nmodes >= 3 &&
+                    (ws->fibers > 0 ||
+                     (sizeof(REAL) == 8 &&
+                      (double)c->nnz >= AMP_CPU_FIBER_MIN_NNZ * (double)c->nfibers));
 #pragma omp parallel num_threads(T)
     {
         int me = amp_thread_id();
@@ -228,14 +294,14 @@ static void CAT(mttkrp, SFX)(const amp_tensor *t, unsigned d, const REAL *const 
 #ifdef AMP_REG_KERNELS
         else if (reg == 4)
             CAT(reg_range, CAT(SFX, _v4))(c, d, nmodes, t->rows, A, R, M, a, b,
-                                           base + 2 * stride, rows, f32, pf);
+                                           base + 2 * stride, rows, f32, pf, fib);
         else if (reg == 3)
             CAT(reg_range, CAT(SFX, _v3))(c, d, nmodes, t->rows, A, R, M, a, b,
-                                           base + 2 * stride, rows, f32, pf);
+                                           base + 2 * stride, rows, f32, pf, fib);
 #endif
         else
             CAT(thread_range, SFX)(c, d, nmodes, A, R, M, a, b, base, base + stride,
-                                   base + 2 * stride, rows, f32, pf);
+                                   base + 2 * stride, rows, base + 4 * stride, f32, pf, fib);
     }
     /* The shared rows, in thread order: the first time a row is seen it is
      * stored, after that added to. */

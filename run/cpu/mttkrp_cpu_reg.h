@@ -28,7 +28,7 @@ static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
     const amp_copy *c, unsigned d, unsigned nmodes, const uint64_t *nrows,
     const REAL *const *A, unsigned R_run, REAL *restrict M, uint64_t a, uint64_t b,
     REAL *restrict slots, uint64_t *slot_rows, const int pf, const int vf32, const int three,
-    const unsigned NV, const int part, const int exact, unsigned c0)
+    const unsigned NV, const int part, const int exact, unsigned c0, const int fib)
 {
     typedef CAT(vec, VSFX) vec;
     typedef CAT(uvec, VSFX) uvec;
@@ -43,8 +43,11 @@ static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
     unsigned nother = 0, sh[AMP_MAX_MODES];
     uint64_t mask[AMP_MAX_MODES], nsafe[AMP_MAX_MODES];
     const REAL *F[AMP_MAX_MODES];
-    for (unsigned m = 0; m < nmodes; m++) {
-        if (m == d)
+    /* With fibers the middle mode goes last (mttkrp_cpu_impl.h). */
+    const unsigned mid = fib ? c->fiber_mode : d;
+    for (unsigned i = 0; i <= nmodes; i++) {
+        const unsigned m = i < nmodes ? i : mid;
+        if (m == d || (i < nmodes && m == mid))
             continue;
         sh[nother] = l->shift[m];
         mask[nother] = l->width[m] >= 64 ? UINT64_MAX : (UINT64_C(1) << l->width[m]) - 1;
@@ -63,12 +66,15 @@ static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
     const uint64_t *restrict words = c->words;
     const float *restrict v32 = c->vals;
     const double *restrict v64 = c->vals;
-    uint64_t cur = UINT64_MAX;
+    /* Constants where three is: the compiler then drops the leaf loop. */
+    const unsigned jm = three ? 1 : nother - 1;
+    const unsigned nleaf = three ? (fib ? 1 : 2) : fib ? nother - 1 : nother;
+    uint64_t cur = UINT64_MAX, curm = 0;
     int first = 1;
-    vec acc[8];
+    vec acc[8], fac[8];
 #pragma GCC unroll 8
     for (unsigned u = 0; u < NV; u++)
-        acc[u] = (vec){0};
+        acc[u] = fac[u] = (vec){0};
 
 /* The window's lanes of acc to dst: whole vectors, the last one lane by
  * lane when it is only partly the window's. */
@@ -92,6 +98,20 @@ static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
     for (uint64_t k = a; k < b; k++) {
         const uint64_t w = words[k];
         const uint64_t row = (w >> osh) & omask;
+        const uint64_t mi = fib ? (w >> sh[jm]) & mask[jm] : 0;
+        if (fib && (row != cur || mi != curm)) {
+            /* A fiber ends: its sum times its middle row into the row. */
+            if (cur != UINT64_MAX) {
+                const REAL *rm = ROW(jm, curm);
+#pragma GCC unroll 8
+                for (unsigned u = 0; u < NV; u++)
+                    acc[u] += fac[u] * *(const uvec *)(rm + u * VL);
+            }
+            curm = mi;
+#pragma GCC unroll 8
+            for (unsigned u = 0; u < NV; u++)
+                fac[u] = (vec){0};
+        }
         if (row != cur) {
             if (cur != UINT64_MAX) {
                 REAL *dst = M + cur * R + c0;
@@ -119,7 +139,11 @@ static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
         }
         const REAL v = vf32 ? (REAL)v32[k] : (REAL)v64[k];
         const REAL *r0 = ROW(0, (w >> sh[0]) & mask[0]);
-        if (three) {
+        if (fib && nleaf == 1) {
+#pragma GCC unroll 8
+            for (unsigned u = 0; u < NV; u++)
+                fac[u] += v * *(const uvec *)(r0 + u * VL);
+        } else if (three && !fib) {
             const REAL *r1 = ROW(1, (w >> sh[1]) & mask[1]);
 #pragma GCC unroll 8
             for (unsigned u = 0; u < NV; u++)
@@ -129,16 +153,28 @@ static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
 #pragma GCC unroll 8
             for (unsigned u = 0; u < NV; u++)
                 t[u] = v * *(const uvec *)(r0 + u * VL);
-            for (unsigned j = 1; j < nother; j++) {
+            for (unsigned j = 1; j < nleaf; j++) {
                 const REAL *rj = ROW(j, (w >> sh[j]) & mask[j]);
 #pragma GCC unroll 8
                 for (unsigned u = 0; u < NV; u++)
                     t[u] *= *(const uvec *)(rj + u * VL);
             }
+            if (fib) {
 #pragma GCC unroll 8
-            for (unsigned u = 0; u < NV; u++)
-                acc[u] += t[u];
+                for (unsigned u = 0; u < NV; u++)
+                    fac[u] += t[u];
+            } else {
+#pragma GCC unroll 8
+                for (unsigned u = 0; u < NV; u++)
+                    acc[u] += t[u];
+            }
         }
+    }
+    if (fib && cur != UINT64_MAX) {   /* the last fiber */
+        const REAL *last = ROW(jm, curm);
+#pragma GCC unroll 8
+        for (unsigned u = 0; u < NV; u++)
+            acc[u] += fac[u] * *(const uvec *)(last + u * VL);
     }
 #undef ROW
     if (cur != UINT64_MAX) {
@@ -150,7 +186,7 @@ static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
 
 #define REG_NV(THREE, NV, PART, EXACT, C0)                                                 \
     CAT(reg_kernel, VSFX)(c, d, nmodes, nrows, A, R, M, a, b, slots, slot_rows, pf, f32, THREE, \
-                         NV, PART, EXACT, C0)
+                         NV, PART, EXACT, C0, FIB)
 #define REG_LAST(THREE, NV, C0)                                                             \
     do {                                                                                    \
         if ((C0) == 0 && R == (NV) * VL_)                                                   \
@@ -165,8 +201,8 @@ static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
     do {                                                                                    \
         const unsigned VL_ = VB / sizeof(REAL);                                             \
         unsigned c0 = 0;                                                                    \
-        for (; R - c0 > 8 * VL_; c0 += 8 * VL_)                                             \
-            REG_NV(THREE, 8, 0, 0, c0);                                                        \
+        for (; R - c0 > WMAX * VL_; c0 += WMAX * VL_)                                       \
+            REG_NV(THREE, WMAX, 0, 0, c0);                                                     \
         switch ((R - c0 + VL_ - 1) / VL_) {                                                 \
         case 1: REG_LAST(THREE, 1, c0); break;                                              \
         case 2: REG_LAST(THREE, 2, c0); break;                                              \
@@ -180,16 +216,34 @@ static inline __attribute__((always_inline)) void CAT(reg_kernel, VSFX)(
     } while (0)
 
 /* One thread's range [a, b) of the mode-d copy, summed in registers:
- * full windows of 8 vectors, then one of as many as the rest needs. */
+ * full windows of WMAX vectors, then one of as many as the rest needs.
+ * WMAX is 8 but for fibers with 16 registers (AVX2), where the row's and
+ * the fiber's sums of 8 vectors each would fill all 16. */
 static VTARGET void CAT(reg_range, VSFX)(const amp_copy *c, unsigned d, unsigned nmodes,
                                          const uint64_t *nrows, const REAL *const *A,
                                          unsigned R, REAL *M, uint64_t a, uint64_t b,
-                                         REAL *slots, uint64_t *slot_rows, int f32, int pf)
+                                         REAL *slots, uint64_t *slot_rows, int f32, int pf,
+                                         int fib)
 {
-    if (nmodes == 3)
-        REG(1);
-    else
-        REG(0);
+    if (fib) {
+#define FIB 1
+#define WMAX (VB == 32 ? 4 : 8)
+        if (nmodes == 3)
+            REG(1);
+        else
+            REG(0);
+#undef WMAX
+#undef FIB
+    } else {
+#define FIB 0
+#define WMAX 8
+        if (nmodes == 3)
+            REG(1);
+        else
+            REG(0);
+#undef WMAX
+#undef FIB
+    }
 }
 
 #undef REG_NV

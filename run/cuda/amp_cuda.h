@@ -163,6 +163,12 @@ int amp_gpu_tensor_cuts(const amp_gpu_tensor *g, unsigned d, uint64_t *row_cut);
  * compared. */
 amp_status amp_gpu_upload_check(int device, size_t bytes, amp_error *err);
 
+/* The MTTKRP over fibers (mttkrp_fibers.cu, issue 45) for the resident
+ * copies that have a fiber level (amp_copy.has_fibers), on or off (the
+ * default: it has not yet run on a GPU); the others keep mttkrp.cu's
+ * kernel. Returns whether any copy of g takes it. */
+int amp_gpu_tensor_fibers(amp_gpu_tensor *g, int on);
+
 /* M = MTTKRP(d) on device memory: A[m] rows[m] x rank and M rows[d] x rank,
  * row-major, f32 when f32 is set, else f64; rank 1 to AMP_GPU_MAX_RANK
  * (amp_core.h). stream: a cudaStream_t, NULL for the default stream. */

@@ -82,6 +82,9 @@ struct gpu_copy {
      * cut; equal cuts leave an empty range. has_cuts 0: not cut. */
     int has_cuts;
     uint64_t cut_nnz[AMP_GPU_CUTS + 1], cut_row[AMP_GPU_CUTS + 1];
+    /* The fiber level, as the host copy has it (amp_copy). */
+    int has_fibers;
+    unsigned fiber_mode;
 };
 
 struct gpu_zstream;
@@ -191,7 +194,17 @@ struct amp_gpu_tensor {
     unsigned pf_count;
     uint64_t pf_end;
     gpu_remap *remap;   /* NULL unless two copies remapped */
+    int fibers;         /* amp_gpu_tensor_fibers: the fiber kernel where it applies */
 };
+
+/* Whether mode d's MTTKRP of `group` runs over fibers (mttkrp_fibers.cu):
+ * turned on, a resident copy with a fiber level, neither streamed,
+ * remapped nor packed, the whole copy. */
+int gpu_fibers_apply(const amp_gpu_tensor *g, unsigned d, int group);
+/* M = MTTKRP(d) over copy d's fibers, as amp_gpu_mttkrp (the copy's rows
+ * of M zeroed first). */
+amp_status gpu_mttkrp_fibers(const amp_gpu_tensor *g, unsigned d, void *const *A, unsigned R,
+                             int f32, void *M, cudaStream_t s, amp_error *err);
 
 /* Nonzeros [c0, c0 + n) of streamed copy c (not from compressed chunks)
  * into ring buffer b, on g->copy_stream once the kernel that read that

@@ -262,6 +262,8 @@ static amp_status gpu_tensor_new(int device, const amp_tensor *t, uint64_t chunk
         d->row_begin = c->row_begin;
         d->row_count = c->row_count;
         d->early_nnz = c->early_nnz;
+        d->has_fibers = c->has_fibers;
+        d->fiber_mode = c->fiber_mode;
         for (unsigned k = 0; k < t->nmodes; k++) {
             d->shift[k] = c->layout.shift[k];
             d->width[k] = c->layout.width[k];

@@ -856,6 +856,8 @@ extern "C" amp_status amp_gpu_mttkrp_group(const amp_gpu_tensor *g, unsigned d, 
 {
     const gpu_copy *c = &g->copies[d];
     cudaStream_t s = (cudaStream_t)stream;
+    if (gpu_fibers_apply(g, d, group))
+        return gpu_mttkrp_fibers(g, d, A, R, f32, M, s, err);
     mttkrp_args a;
     mttkrp_fn fn = NULL;
     int per_sm = 0;

@@ -63,7 +63,7 @@ MAGIC = b"\x89AMP\r\n\x1a\n"
 DIR_MAGIC = b"AMPDIR\0\0"
 TRAILER_MAGIC = b"AMPEND\r\n"
 HEADER_SIZE, TRAILER_SIZE, DIR_HEADER_SIZE, ENTRY_SIZE = 64, 32, 24, 64
-META, MODE, RELABEL, CHUNK = 1, 2, 3, 4
+META, MODE, RELABEL, CHUNK, FIBER = 1, 2, 3, 4, 6
 ZSTD, OPTIONAL = 0x1, 0x2
 NO_INDEX = 0xFFFFFFFF
 F32, F64 = 1, 2
@@ -328,17 +328,20 @@ class Model:
                                               writer=writer, params=params),
                             flags=flags_of(META, None))
         self.layouts, self.mode_secs, self.relabel_secs, self.chunks = [], [], [], []
+        self.orders = []   # per mode, per shard: the coordinates in file order
         self.splits_by_key = 0
         for d in range(n):
             shift, width = layout_of(self.cdims, d)
             c, S = self.cdims[d], nshards[d]
             bounds = [c * s // S for s in range(S + 1)]
             shards, chunks = [], []
+            self.orders.append([])
             for s in range(S):
                 rows = [e for e in self.nz if bounds[s] <= e[0][d] < bounds[s + 1]]
                 lay = Layout(d, n, shift, width, chunk_nnz, [])
                 # Rows ascending; within a row, nonzeros of one block key together.
                 rows.sort(key=lambda e: (e[0][d], lay.linear(e[0])[1], lay.linear(e[0])[0]))
+                self.orders[d].append([e[0] for e in rows])
                 seq, cur = 0, []
                 for e in rows + [None]:
                     key = lay.linear(e[0])[1] if e is not None else None
@@ -596,7 +599,7 @@ def main():
     secs = m.file_order()
     b = build(secs[:1] + [req] + secs[1:])
     bad("amp-bad-required-section.amp", b.data,
-        "directory entry 1: required section type 200 is unknown to this reader (format 1.0); "
+        "directory entry 1: required section type 200 is unknown to this reader (format 1.1); "
         "the file needs a newer amped")
 
     m = model_3mode()
@@ -934,6 +937,62 @@ def main():
               lambda raw: raw.__setitem__(24 + 1, 65))
     mode_case("amp-bad-mode-field-shift.amp", sec2 + "mode 1 field at bit 127",
               lambda raw: raw.__setitem__(24, 127))
+
+    # ---- fibers (format 1.1): FIBER sections ------------------------------------
+    def fiber_counts(m, d, mid):
+        """Per shard, the runs of one row and one index of mode mid."""
+        out = []
+        for rows in m.orders[d]:
+            n, prev = 0, None
+            for c in rows:
+                n += (c[d], c[mid]) != prev
+                prev = (c[d], c[mid])
+            out.append(n)
+        return out
+
+    def fiber_secs(m):
+        """Each mode's FIBER, the middle mode of fewest runs (ties: lower)."""
+        out = []
+        for d in range(m.nmodes):
+            mid = min((sum(fiber_counts(m, d, k)), k) for k in range(m.nmodes) if k != d)[1]
+            cnt = fiber_counts(m, d, mid)
+            out.append(Section(FIBER, struct.pack("<%dQ" % len(cnt), *cnt), mode=d,
+                               count=len(cnt), aux=mid, flags=OPTIONAL | ZSTD))
+        return out
+
+    def with_fibers(m, fibs):
+        """META, then per mode its layout, FIBER, relabelling and chunks (as amped-prep)."""
+        out = [m.meta]
+        for d in range(m.nmodes):
+            out += [m.mode_secs[d]] + fibs[d] + [m.relabel_secs[d]] + m.chunks[d]
+        return out
+
+    m = model_3mode()
+    fibs = [[f] for f in fiber_secs(m)]
+    put_good("amp-good-fiber.amp", build(with_fibers(m, fibs), minor=1).data)
+    # The middle mode of mode 1's copy its own: refused at open.
+    m = model_3mode()
+    fibs = [[f] for f in fiber_secs(m)]
+    fibs[0][0].aux = 0
+    bad("amp-bad-fiber-middle.amp", build(with_fibers(m, fibs), minor=1).data,
+        "mode 1 fiber counts (FIBER): middle mode 1 is not another mode of the 3")
+    # Two FIBER sections for mode 3: refused at open.
+    m = model_3mode()
+    fibs = [[f] for f in fiber_secs(m)]
+    fibs[2].append(fiber_secs(m)[2])
+    bad("amp-bad-fiber-twice.amp", build(with_fibers(m, fibs), minor=1).data,
+        "directory lists the mode 3 fiber counts (FIBER) twice")
+    # Mode 2's shard 0 with more fibers than nonzeros: found when read (--verify).
+    m = model_3mode()
+    fibs = [[f] for f in fiber_secs(m)]
+    f = fibs[1][0]
+    cnt = list(struct.unpack("<%dQ" % f.count, f.raw))
+    sh0 = m.layouts[1].shards[0]
+    cnt[0] = sh0[2] + 1
+    f.set_raw(struct.pack("<%dQ" % f.count, *cnt))
+    bad("amp-bad-fiber-count.amp", build(with_fibers(m, fibs), minor=1).data,
+        "mode 2 fiber counts (FIBER): shard 0 has %d fibers, outside its %d rows to %d nonzeros"
+        % (cnt[0], sh0[1] - sh0[0], sh0[2]))
 
     print("gen-amp.py: wrote %d files and their .expect sidecars in %s" % (len(written), HERE))
 
