@@ -1899,6 +1899,20 @@ static amp_status gather_order(gathered *g, const mode_copy *c0, const amp_mode_
     return AMP_OK;
 }
 
+/* A nonzero of a gathered row: its index in the middle mode and its place
+ * in the row; by index, then place (stable). */
+typedef struct mid_place {
+    uint64_t mid, place;
+} mid_place;
+
+static int by_mid_place(const void *a, const void *b)
+{
+    const mid_place *x = a, *y = b;
+    if (x->mid != y->mid)
+        return x->mid < y->mid ? -1 : 1;
+    return x->place < y->place ? -1 : x->place > y->place;
+}
+
 /* order_fibers for a gathered copy: its rows, as positions in copy 0
  * (g->q), put in fiber order by copy 0's words, the same stable order
  * order_fibers gives a copy held whole; each row's fibers into fibers[r]. */
@@ -1940,16 +1954,18 @@ static amp_status order_gathered_fibers(gathered *g, const amp_mode_layout *l0, 
                         pk[i] = amp_blco_field(0, sw[pos_get(q, a + i)], sh, wd) << lbits | i;
                     sort_high(pk, tmp2, len, lbits, wd);
                 } else {
-                    /* Too wide to pack: a stable insertion by index m. */
-                    for (uint64_t i = 0; i < len; i++) {
-                        uint64_t key = amp_blco_field(0, sw[pos_get(q, a + i)], sh, wd), j = i;
-                        while (j > 0 && amp_blco_field(0, sw[pos_get(q, a + pk[j - 1])], sh, wd) >
-                                            key) {
-                            pk[j] = pk[j - 1];
-                            j--;
-                        }
-                        pk[j] = i;
-                    }
+                    /* Too wide to pack (index m's bits and the row's
+                     * length over 64): (index, place) pairs in pk and tmp2,
+                     * sorted, the places then read out into pk (pair i
+                     * lies at 2 i and after, so pk[i] overwrites none not
+                     * yet read). Not an insertion sort: a long row of a
+                     * wide mode would take its length squared. */
+                    mid_place *fi = (mid_place *)pk;
+                    for (uint64_t i = 0; i < len; i++)
+                        fi[i] = (mid_place){amp_blco_field(0, sw[pos_get(q, a + i)], sh, wd), i};
+                    qsort(fi, len, sizeof *fi, by_mid_place);
+                    for (uint64_t i = 0; i < len; i++)
+                        pk[i] = fi[i].place;
                     lbits = 64;
                 }
                 const uint64_t low = lbits >= 64 ? UINT64_MAX : (UINT64_C(1) << lbits) - 1;
@@ -1974,6 +1990,25 @@ static amp_status order_gathered_fibers(gathered *g, const amp_mode_layout *l0, 
 /* A chunk of a gathered copy, into the calling writer thread's buffer
  * (each thread views one chunk at a time, and compresses it before the
  * next). */
+/* The gathers are random reads: copy 0's word and value of each nonzero
+ * (or its value in the caller's arrays, through its position there, a
+ * read that depends on another). Each nonzero's lines are asked for
+ * GATHER_AHEAD nonzeros before it is taken (its position's line twice as
+ * far), so that the loop has many misses in flight instead of one at a
+ * time. */
+#define GATHER_AHEAD 16
+
+/* Where nonzero k's value lies in the input, for a prefetch; NULL where
+ * it is a repeat's sum (rare, and not worth the branch). */
+static inline const void *in_val_at(const build_input *in, uint64_t k)
+{
+    if (in->t)
+        return &in->t->val[k];
+    if (in->rep != NULL && in->rep->has_sum != NULL && ((in->rep->has_sum[k >> 6] >> (k & 63)) & 1))
+        return NULL;
+    return &in->a->values[(int64_t)k * (in->a->value_stride ? in->a->value_stride : 1)];
+}
+
 static amp_status view_gathered(void *ctxp, size_t job, const uint64_t **words,
                                 const void **vals, amp_error *err)
 {
@@ -1990,13 +2025,31 @@ static amp_status view_gathered(void *ctxp, size_t job, const uint64_t **words,
     const size_t vs = g->vsize;
     if (sv != NULL) {
         for (uint64_t i = 0; i < count; i++) {
+            if (i + GATHER_AHEAD < count) {
+                const uint64_t kp = pos_get(&g->q, at + i + GATHER_AHEAD);
+                __builtin_prefetch(sw + kp);
+                __builtin_prefetch(sv + vs * kp);
+            }
             uint64_t k = pos_get(&g->q, at + i);
             w[i] = recode64(&g->rc, sw[k]);
             memcpy(v + vs * i, sv + vs * k, vs);
         }
     } else {
         const build_input *in = g->in;
+        const unsigned char *op = in->orig.p;
+        const size_t ow = in->orig.width;
         for (uint64_t i = 0; i < count; i++) {
+            if (i + 2 * GATHER_AHEAD < count) {
+                const uint64_t kp = pos_get(&g->q, at + i + 2 * GATHER_AHEAD);
+                __builtin_prefetch(sw + kp);
+                __builtin_prefetch(op + ow * kp);
+            }
+            if (i + GATHER_AHEAD < count) {
+                const void *va =
+                    in_val_at(in, pos_get(&in->orig, pos_get(&g->q, at + i + GATHER_AHEAD)));
+                if (va != NULL)
+                    __builtin_prefetch(va);
+            }
             uint64_t k = pos_get(&g->q, at + i);
             w[i] = recode64(&g->rc, sw[k]);
             double x = in_val(in, pos_get(&in->orig, k));
