@@ -175,9 +175,14 @@ static inline uint64_t amp_coo_arrays_index(const amp_coo_arrays *a, uint64_t k,
     }
 }
 
+static inline const double *amp_coo_arrays_value_at(const amp_coo_arrays *a, uint64_t k)
+{
+    return &a->values[(int64_t)k * (a->value_stride ? a->value_stride : 1)];
+}
+
 static inline double amp_coo_arrays_value(const amp_coo_arrays *a, uint64_t k)
 {
-    return a->values[(int64_t)k * (a->value_stride ? a->value_stride : 1)];
+    return *amp_coo_arrays_value_at(a, k);
 }
 
 /* The repeated coordinates of arrays read in place (amp_coo_arrays_dedup),

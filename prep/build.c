@@ -121,13 +121,21 @@ static inline uint64_t in_label(const build_input *in, unsigned m, uint64_t k)
     return in->newlab[m][lo];
 }
 
-static inline double in_val(const build_input *in, uint64_t k)
+/* Where nonzero k's value lies in the input (also for a prefetch); NULL
+ * where it is a repeat's sum, held apart. */
+static inline const double *in_val_at(const build_input *in, uint64_t k)
 {
     if (in->t)
-        return in->t->val[k];
+        return &in->t->val[k];
     if (in->rep != NULL && in->rep->has_sum != NULL && ((in->rep->has_sum[k >> 6] >> (k & 63)) & 1))
-        return amp_coo_repeats_value(in->rep, k);
-    return amp_coo_arrays_value(in->a, k);
+        return NULL;
+    return amp_coo_arrays_value_at(in->a, k);
+}
+
+static inline double in_val(const build_input *in, uint64_t k)
+{
+    const double *at = in_val_at(in, k);
+    return at != NULL ? *at : amp_coo_repeats_value(in->rep, k);
 }
 
 /* The position of the c-th nonzero built (from 0): c itself unless
@@ -1135,6 +1143,30 @@ static void sort_high(uint64_t *a, uint64_t *tmp, uint64_t n, unsigned low, unsi
         memcpy(a, from, n * sizeof *a);
 }
 
+/* The bits a row position below len takes (at least 1). */
+static inline unsigned bits_of(uint64_t len)
+{
+    unsigned b = 1;
+    while (b < 64 && (len >> b) != 0)
+        b++;
+    return b;
+}
+
+/* A fiber ordering's per-thread scratch, 3 words a nonzero of the longest
+ * row so far (packed keys, the sort's other buffer, the row saved): grown
+ * to len. 0: out of memory (*pk NULL, *cap 0). */
+static int row_scratch(uint64_t **pk, uint64_t *cap, uint64_t len)
+{
+    if (len <= *cap)
+        return 1;
+    free(*pk);
+    *cap = len;
+    *pk = malloc(3 * (size_t)len * sizeof **pk);
+    if (*pk == NULL)
+        *cap = 0;
+    return *pk != NULL;
+}
+
 /* Rows of copy c (layout l) in fiber order for middle mode m: within a row
  * by block key (as sort_rows_by_key leaves it) then index m, stably; only
  * the rows not in that order already are sorted (with the caller's
@@ -1161,20 +1193,12 @@ static amp_status order_fibers(mode_copy *c, const amp_mode_layout *l, unsigned 
                            (k0 == k1 && amp_blco_field(k0, c->words[i - 1], sh, wd) <=
                                             amp_blco_field(k1, c->words[i], sh, wd));
             }
-            unsigned lbits = 1;
-            while (lbits < 64 && (len >> lbits) != 0)
-                lbits++;
+            unsigned lbits = bits_of(len);
             const int packed = c->keys == NULL && wd + lbits <= 64;
             if (!in_order && sort && !failed && packed) {
-                if (len > pcap) {
-                    free(pk);
-                    pcap = len;
-                    pk = malloc(3 * (size_t)pcap * sizeof *pk);
-                    if (pk == NULL) {
-                        pcap = 0;
-                        failed = 1;
-                        continue;
-                    }
+                if (!row_scratch(&pk, &pcap, len)) {
+                    failed = 1;
+                    continue;
                 }
                 uint64_t *tmp2 = pk + len, *save = pk + 2 * len;
                 for (uint64_t i = 0; i < len; i++)
@@ -1935,18 +1959,10 @@ static amp_status order_gathered_fibers(gathered *g, const amp_mode_layout *l0, 
                 in_order = amp_blco_field(0, sw[pos_get(q, i - 1)], sh, wd) <=
                            amp_blco_field(0, sw[pos_get(q, i)], sh, wd);
             if (!in_order && sort && !failed) {
-                unsigned lbits = 1;
-                while (lbits < 64 && (len >> lbits) != 0)
-                    lbits++;
-                if (len > pcap) {
-                    free(pk);
-                    pcap = len;
-                    pk = malloc(3 * (size_t)pcap * sizeof *pk);
-                    if (pk == NULL) {
-                        pcap = 0;
-                        failed = 1;
-                        continue;
-                    }
+                unsigned lbits = bits_of(len);
+                if (!row_scratch(&pk, &pcap, len)) {
+                    failed = 1;
+                    continue;
                 }
                 uint64_t *tmp2 = pk + len, *save = pk + 2 * len;
                 if (wd + lbits <= 64) {
@@ -1998,17 +2014,6 @@ static amp_status order_gathered_fibers(gathered *g, const amp_mode_layout *l0, 
  * time. */
 #define GATHER_AHEAD 16
 
-/* Where nonzero k's value lies in the input, for a prefetch; NULL where
- * it is a repeat's sum (rare, and not worth the branch). */
-static inline const void *in_val_at(const build_input *in, uint64_t k)
-{
-    if (in->t)
-        return &in->t->val[k];
-    if (in->rep != NULL && in->rep->has_sum != NULL && ((in->rep->has_sum[k >> 6] >> (k & 63)) & 1))
-        return NULL;
-    return &in->a->values[(int64_t)k * (in->a->value_stride ? in->a->value_stride : 1)];
-}
-
 static amp_status view_gathered(void *ctxp, size_t job, const uint64_t **words,
                                 const void **vals, amp_error *err)
 {
@@ -2045,7 +2050,7 @@ static amp_status view_gathered(void *ctxp, size_t job, const uint64_t **words,
                 __builtin_prefetch(op + ow * kp);
             }
             if (i + GATHER_AHEAD < count) {
-                const void *va =
+                const double *va =
                     in_val_at(in, pos_get(&in->orig, pos_get(&g->q, at + i + GATHER_AHEAD)));
                 if (va != NULL)
                     __builtin_prefetch(va);
