@@ -344,17 +344,19 @@ static int ordinal_sums(const amp_gcp_view *v, unsigned m, unsigned R, const dou
             }
         }
     }
-    for (unsigned r = 0; r < R; r++)
-        for (unsigned q = gram ? r : 0; q < (gram ? R : 1); q++) {
-            const size_t at = gram ? (size_t)r * R + q : r;
-            double sum = 0;
-            for (int64_t b = 0; b < nb; b++)
-                sum += part[(size_t)b * per + at];
-            if (gram)
-                G[(size_t)r * R + q] = G[(size_t)q * R + r] = sum;
-            else
-                G[(size_t)r * R + r] = sum;
-        }
+    /* The blocks' sums in block order, into block 0's. */
+    for (size_t e = 0; e < per; e++) {
+        double sum = 0;
+        for (int64_t b = 0; b < nb; b++)
+            sum += part[(size_t)b * per + e];
+        part[e] = sum;
+    }
+    for (unsigned r = 0; r < R; r++) {
+        if (!gram)
+            G[(size_t)r * R + r] = part[r];
+        for (unsigned q = r; gram && q < R; q++)
+            G[(size_t)r * R + q] = G[(size_t)q * R + r] = part[(size_t)r * R + q];
+    }
     free(part);
     return 1;
 }
